@@ -1,0 +1,3 @@
+from lockgate.cli import main
+
+main()

@@ -1,0 +1,118 @@
+"""The one exception hierarchy of Lockgate.
+
+Every layer raises a subclass of :class:`LockgateError`; library errors (YAML, jsonschema, sqlite,
+httpx, ...) are translated at the boundary with ``raise ... from``. Spec problems are *not*
+exceptions: they are :class:`lockgate.dsl.diagnostics.Diagnostic` values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Span = tuple[int, int]
+
+
+class LockgateError(Exception):
+    """Base of every error Lockgate raises on purpose."""
+
+
+class SpecError(LockgateError):
+    """A spec could not be used because it has errors; ``diagnostics`` says which."""
+
+    def __init__(self, message: str, diagnostics: list[Any] | None = None) -> None:
+        super().__init__(message)
+        self.diagnostics = list(diagnostics or [])
+
+
+class ExprError(LockgateError):
+    """An expression failed to compile or evaluate.
+
+    ``kind`` is one of ``parse``, ``unknown_identifier``, ``unknown_function``, ``type``,
+    ``validation`` and ``resource_limit``; ``span`` is the (start, end) character offsets in the
+    expression source, or None when the failure belongs to the whole expression.
+    """
+
+    KINDS = frozenset(
+        {"parse", "unknown_identifier", "unknown_function", "type", "validation", "resource_limit"}
+    )
+
+    def __init__(self, kind: str, message: str, span: Span | None = None) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+        self.span = span
+
+
+class ContractError(LockgateError):
+    """A contract type string or a contract set is malformed."""
+
+    def __init__(self, message: str, span: Span | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.span = span
+
+
+class RefError(LockgateError):
+    """A ``${...}`` reference is malformed or cannot be resolved at run time."""
+
+    def __init__(self, message: str, span: Span | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.span = span
+
+
+class EngineError(LockgateError):
+    """A consumer-protocol call was refused; nothing was changed.
+
+    ``error_type`` is a stable machine-readable name (``run_not_found``, ``stale_token``, ...).
+    """
+
+    error_type = "engine_error"
+
+    def __init__(self, message: str, *, error_type: str | None = None, **detail: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        if error_type:
+            self.error_type = error_type
+        self.detail = detail
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": "error", "error_type": self.error_type, "message": self.message, **self.detail}
+
+
+class RunNotFound(EngineError):
+    error_type = "run_not_found"
+
+
+class StaleToken(EngineError):
+    error_type = "stale_token"
+
+
+class InputValidationError(EngineError):
+    error_type = "input_validation_failed"
+
+
+class ConcurrencyConflict(EngineError):
+    """Another writer changed the run first (optimistic concurrency); reload and retry."""
+
+    error_type = "concurrency_conflict"
+
+
+class StoreError(LockgateError):
+    """A store could not be opened, read or written."""
+
+
+class AuditChainError(StoreError):
+    """The hash chain of a run's events is broken."""
+
+
+class AgentError(LockgateError):
+    """An agent failed to produce a result (process error, HTTP error, timeout, bad output)."""
+
+
+class AgentUnavailable(AgentError):
+    """An agent cannot run here: a missing binary, credentials or configuration."""
+
+
+class ConfigError(LockgateError):
+    """The project configuration (lockgate.toml / pyproject) is invalid."""
