@@ -1,0 +1,124 @@
+"""``load``: text in, a typed spec and every diagnostic out.
+
+The one entry point shared by the CLI, the language server, the notebook and the engine, so a
+problem gets the same code, message and range everywhere. The passes are pure; this module only
+runs them in order and resolves each :class:`Finding`'s YAML path to a document range.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import codes
+from .diagnostics import Diagnostic, Finding, Fix, Related, Severity, TextEdit
+from .ir import Spec, build_spec
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """The outcome of :func:`load`.
+
+    ``ir`` is the best-effort IR, present whenever the document is a mapping, so editors keep
+    working on invalid specs; ``spec`` is the same IR but only when there is no error.
+    """
+
+    text: str
+    path: str | None
+    diagnostics: list[Diagnostic]
+    ir: Spec | None
+    source_map: object | None = field(default=None, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return not any(d.is_error for d in self.diagnostics)
+
+    @property
+    def spec(self) -> Spec | None:
+        return self.ir if self.ok else None
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.is_error]
+
+    @property
+    def warnings(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if not d.is_error]
+
+
+def load(
+    text: str | bytes,
+    path: str | None = None,
+    *,
+    agents: Collection[str] | None = None,
+    lint: bool = True,
+) -> LoadResult:
+    """Parse and validate a spec document, reporting every problem found.
+
+    Never raises for any input: binary, huge, deeply nested or malformed text yields
+    diagnostics. ``agents`` lists agent names configured beyond the built-ins (for the lint
+    about unknown agents); ``lint=False`` leaves out the advisory warnings.
+    """
+    from .checks import run_checks
+    from .structure import check_structure
+    from .yamlsrc import parse_yaml
+
+    parsed = parse_yaml(text)
+    source = parsed.source_map
+    decoded = text if isinstance(text, str) else getattr(parsed, "text", "")
+    diagnostics = list(parsed.diagnostics)
+    if parsed.data is None or source is None:
+        return LoadResult(decoded, path, _ordered(diagnostics), None, source)
+    findings = list(check_structure(parsed.data))
+    ir = build_spec(parsed.data)
+    findings.extend(run_checks(ir, agents=agents, lint=lint))
+    diagnostics.extend(to_diagnostic(f, source) for f in findings)
+    return LoadResult(decoded, path, _ordered(diagnostics), ir, source)
+
+
+def load_file(path: str | Path, **options) -> LoadResult:
+    """:func:`load` a file; unreadable files raise :class:`OSError` for the caller to report."""
+    data = Path(path).read_bytes()
+    return load(data, str(path), **options)
+
+
+def to_diagnostic(finding: Finding, source) -> Diagnostic:
+    """Resolve a finding's YAML path (and span) to a document range."""
+    entry = codes.lookup(finding.code)
+    if finding.span is not None:
+        rng = source.span_range(finding.path, *finding.span)
+    elif finding.at == "key":
+        rng = source.key_range(finding.path)
+    else:
+        rng = source.value_range(finding.path)
+    fix = None
+    if finding.replacement is not None:
+        fix = Fix(f"Change to '{finding.replacement}'", (TextEdit(rng, finding.replacement),))
+    related = tuple(Related(source.value_range(p), msg) for p, msg in finding.related)
+    return Diagnostic(
+        code=finding.code,
+        message=finding.message,
+        range=rng,
+        severity=finding.severity or entry.severity,
+        name=entry.name,
+        hint=finding.hint,
+        related=related,
+        fix=fix,
+        path=finding.path,
+    )
+
+
+def _ordered(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """Sorted by position, exact duplicates (same code, range and message) dropped."""
+    seen: set[tuple] = set()
+    out = []
+    for diag in sorted(diagnostics, key=lambda d: (d.range, d.code)):
+        key = (diag.code, diag.range, diag.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(diag)
+    return out
+
+
+__all__ = ["LoadResult", "load", "load_file", "to_diagnostic", "Severity"]
