@@ -1,0 +1,101 @@
+"""``lockgate validate`` and ``lockgate schema``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+SPEC_GLOBS = ("*.stratum.yaml", "*.stratum.yml")
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
+    help="text: excerpts with carets; json: the diagnostics as data; github: workflow annotations.",
+)
+@click.option("--no-lint", is_flag=True, help="Leave out advisory warnings (LG9xx).")
+@click.option("--agent", "agents", multiple=True, metavar="NAME", help="An agent name configured for this project.")
+def validate(paths: tuple[str, ...], fmt: str, no_lint: bool, agents: tuple[str, ...]) -> None:
+    """Check spec files and report every problem with its exact location.
+
+    PATHS are files, directories (every *.stratum.yaml / *.stratum.yml below) or - for stdin.
+    Exit status: 0 valid, 1 errors found, 2 usage error or unreadable file.
+    """
+    from ..dsl.loader import load
+    from ..dsl.report import format_github, format_json, format_text, summary_line
+
+    try:
+        sources = list(_collect(paths))
+    except OSError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if not sources:
+        _fail_usage("no spec files found (looked for *.stratum.yaml and *.stratum.yml)")
+    results, unreadable = [], False
+    for name, reader in sources:
+        try:
+            data = reader()
+        except OSError as exc:
+            click.echo(f"{name}: cannot read: {exc.strerror or exc}", err=True)
+            unreadable = True
+            continue
+        result = load(data, name, agents=agents or None, lint=not no_lint)
+        results.append((name, result))
+    errors = sum(len(r.errors) for _, r in results)
+    warnings = sum(len(r.warnings) for _, r in results)
+    if fmt == "json":
+        click.echo(format_json([(n, r.diagnostics) for n, r in results]))
+    elif fmt == "github":
+        text = "\n".join(filter(None, (format_github(n, r.diagnostics) for n, r in results)))
+        if text:
+            click.echo(text)
+    else:
+        for name, result in results:
+            if result.diagnostics:
+                click.echo(format_text(name, result.text, result.diagnostics) + "\n")
+        click.echo(summary_line(len(results), errors, warnings), err=bool(errors))
+    sys.exit(2 if unreadable else 1 if errors else 0)
+
+
+@click.command()
+@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), help="Write to a file instead of stdout.")
+def schema(output: str | None) -> None:
+    """Print the JSON Schema (2020-12) of spec documents.
+
+    Editors with the Red Hat YAML extension pick it up from a first-line comment:
+    `# yaml-language-server: $schema=<path or URL of this file>`.
+    """
+    from ..dsl.schema import SCHEMA_PATH
+
+    text = Path(SCHEMA_PATH).read_text(encoding="utf-8")
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)
+
+
+def _collect(paths: tuple[str, ...]):
+    for raw in paths:
+        if raw == "-":
+            yield "<stdin>", sys.stdin.buffer.read
+            continue
+        path = Path(raw)
+        if path.is_dir():
+            for found in sorted({p for g in SPEC_GLOBS for p in path.rglob(g)}):
+                yield str(found), found.read_bytes
+        elif path.exists():
+            yield str(path), path.read_bytes
+        else:
+            _fail_usage(f"{raw}: no such file or directory")
+
+
+def _fail_usage(message: str) -> None:
+    click.echo(f"lockgate validate: {message}", err=True)
+    sys.exit(2)
+
+
+def register(main: click.Group) -> None:
+    main.add_command(validate)
+    main.add_command(schema)
