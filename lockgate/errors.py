@@ -44,21 +44,29 @@ class ExprError(LockgateError):
 
 
 class ContractError(LockgateError):
-    """A contract type string or a contract set is malformed."""
+    """A contract type string or a contract set is malformed.
 
-    def __init__(self, message: str, span: Span | None = None) -> None:
+    ``replacement``, when set, is the text a did-you-mean fix puts in place of ``span``.
+    """
+
+    def __init__(self, message: str, span: Span | None = None, *, replacement: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.span = span
+        self.replacement = replacement
 
 
 class RefError(LockgateError):
-    """A ``${...}`` reference is malformed or cannot be resolved at run time."""
+    """A ``${...}`` reference is malformed or cannot be resolved at run time.
 
-    def __init__(self, message: str, span: Span | None = None) -> None:
+    ``replacement``, when set, is the text a did-you-mean fix puts in place of ``span``.
+    """
+
+    def __init__(self, message: str, span: Span | None = None, *, replacement: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.span = span
+        self.replacement = replacement
 
 
 class EngineError(LockgateError):
