@@ -1,0 +1,186 @@
+"""The agent protocol: what the runner hands an agent and what it gets back.
+
+An agent turns one :class:`Task` (a rendered ``do`` step) into one :class:`AgentResult`. Adapters
+never raise for an ordinary failure of the task (a non-zero exit, an HTTP error, a timeout,
+output that is not JSON): they return ``AgentResult.failed(...)`` so the engine takes its
+attempts path with the message. They raise :class:`~lockgate.errors.AgentUnavailable` only when
+the agent cannot run here at all (a missing binary or credentials), normally from ``preflight``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class Task:
+    """One dispatch of a ``do`` step to an agent.
+
+    ``step_id`` is the engine's scoped id (a fanout item or subflow step carries its scope).
+    ``violations`` and ``previous_failure`` describe why the previous attempt was rejected, so
+    the agent can correct itself on a retry; both are empty on the first attempt.
+    ``schema`` is the JSON Schema of the step's output contract (None when the step has none).
+    """
+
+    run_id: str
+    step_id: str
+    prompt: str
+    agent: str = "claude"
+    attempt: int = 1
+    previous_failure: str | None = None
+    violations: tuple[Mapping[str, Any], ...] = ()
+    contract: str | None = None
+    schema: Mapping[str, Any] | None = None
+    cwd: str | None = None
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+    timeout: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The task as a JSON object (what the command adapter writes on stdin)."""
+        return {
+            "run_id": self.run_id,
+            "step_id": self.step_id,
+            "prompt": self.prompt,
+            "agent": self.agent,
+            "attempt": self.attempt,
+            "previous_failure": self.previous_failure,
+            "violations": [dict(v) for v in self.violations],
+            "contract": self.contract,
+            "schema": dict(self.schema) if self.schema is not None else None,
+            "cwd": self.cwd,
+            "inputs": dict(self.inputs),
+            "timeout": self.timeout,
+        }
+
+    def retry_feedback(self) -> str | None:
+        """What was wrong with the previous attempt, as text for a model; None on a first try."""
+        if not self.violations and not self.previous_failure:
+            return None
+        lines = [f"Your previous attempt (attempt {self.attempt - 1}) was rejected:"]
+        if self.previous_failure:
+            lines.append(f"- failure: {self.previous_failure}")
+        for violation in self.violations:
+            where = violation.get("path") or violation.get("ensure") or ""
+            message = violation.get("message", "")
+            lines.append(f"- {where}: {message}" if where else f"- {message}")
+        lines.append("Fix these problems and answer again.")
+        return "\n".join(lines)
+
+    def instructed_prompt(self, *, native_schema: bool) -> str:
+        """The prompt for a model: the task, the retry feedback and, unless the transport
+        enforces the schema natively, a strict instruction to answer with JSON only."""
+        parts = [self.prompt]
+        feedback = self.retry_feedback()
+        if feedback:
+            parts.append(feedback)
+        if self.schema is not None and not native_schema:
+            parts.append(json_instruction(self.schema))
+        elif self.schema is None:
+            parts.append("Answer with a single JSON value and nothing else.")
+        return "\n\n".join(parts)
+
+
+def json_instruction(schema: Mapping[str, Any]) -> str:
+    """A strict answer-format instruction for transports without native structured output."""
+    return (
+        "Answer with a single JSON value that validates against this JSON Schema, and nothing "
+        "else: no prose, no code fences.\n" + json.dumps(schema, indent=2, sort_keys=True)
+    )
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a call consumed; feeds the engine's ``budget``."""
+
+    tokens: int = 0
+    usd: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tokens": self.tokens, "usd": self.usd}
+
+
+@dataclass(frozen=True)
+class Telemetry:
+    duration_ms: float = 0.0
+    model: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"duration_ms": self.duration_ms, "model": self.model}
+
+
+@dataclass(frozen=True)
+class AgentResult:
+    """The outcome of one task: either ``output`` (a JSON value) or ``failure`` (a message)."""
+
+    output: Any = None
+    failure: str | None = None
+    usage: Usage = Usage()
+    telemetry: Telemetry = Telemetry()
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+    @classmethod
+    def success(cls, output: Any, *, usage: Usage | None = None,
+                telemetry: Telemetry | None = None) -> AgentResult:
+        return cls(output=output, usage=usage or Usage(), telemetry=telemetry or Telemetry())
+
+    @classmethod
+    def failed(cls, failure: str, *, usage: Usage | None = None,
+               telemetry: Telemetry | None = None) -> AgentResult:
+        return cls(failure=failure, usage=usage or Usage(), telemetry=telemetry or Telemetry())
+
+    def with_duration(self, duration_ms: float) -> AgentResult:
+        """A copy whose telemetry carries ``duration_ms`` (kept if the adapter measured one)."""
+        if self.telemetry.duration_ms:
+            return self
+        telemetry = Telemetry(duration_ms=duration_ms, model=self.telemetry.model)
+        return AgentResult(self.output, self.failure, self.usage, telemetry)
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """An asynchronous agent. ``cancel`` stops every call in flight (signal, then kill)."""
+
+    name: str
+
+    async def execute(self, task: Task) -> AgentResult: ...
+
+    async def cancel(self) -> None: ...
+
+
+async def preflight(agent: Agent) -> None:
+    """Run the agent's ``preflight`` if it has one (raises AgentUnavailable when it cannot run)."""
+    check = getattr(agent, "preflight", None)
+    if check is None:
+        return
+    result = check()
+    if hasattr(result, "__await__"):
+        await result
+
+
+def strict_compatible(schema: Any) -> bool:
+    """Whether ``schema`` meets OpenAI-style strict structured output rules: every object lists
+    all its properties as required and forbids additional ones. Optional contract fields break
+    this; adapters then send the schema non-strict (or as an instruction) and validate after."""
+    if not isinstance(schema, Mapping):
+        return True
+    props = schema.get("properties")
+    if schema.get("type") == "object" or isinstance(props, Mapping):
+        props = props if isinstance(props, Mapping) else {}
+        if schema.get("additionalProperties", True) is not False:
+            return False
+        if set(schema.get("required", ())) != set(props):
+            return False
+        if not all(strict_compatible(sub) for sub in props.values()):
+            return False
+    children: list[Any] = [schema.get("items")]
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        children.extend(schema.get(key) or ())
+    for key in ("$defs", "definitions"):
+        children.extend((schema.get(key) or {}).values())
+    return all(strict_compatible(sub) for sub in children if sub is not None)
