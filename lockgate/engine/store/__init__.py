@@ -1,0 +1,51 @@
+"""Durable run state: the :class:`Store` protocol and its SQLite, PostgreSQL and memory backends.
+
+``open_store()`` picks the backend from a URL or path:
+
+- ``None``: the ``LOCKGATE_STORE`` environment variable, else ``.lockgate/lockgate.db`` under the
+  current directory (SQLite);
+- ``"memory"`` or ``"memory://"``: a fresh :class:`MemoryStore`;
+- ``"postgresql://..."`` / ``"postgres://..."``: a :class:`PostgresStore` (needs psycopg 3);
+- ``"sqlite:///abs/path.db"``, ``"sqlite://rel/path.db"`` or any other string or path: SQLite.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from lockgate.engine.store.base import PROBLEMS, Event, RunSummary, Store, StoredRun, VerifyReport
+from lockgate.engine.store.memory import MemoryStore
+from lockgate.engine.store.sqlite import DEFAULT_PATH, SQLiteStore
+from lockgate.errors import StoreError
+
+__all__ = [
+    "PROBLEMS", "Event", "MemoryStore", "RunSummary", "SQLiteStore", "Store", "StoredRun",
+    "VerifyReport", "open_store",
+]
+
+ENV_VAR = "LOCKGATE_STORE"
+
+
+def open_store(url_or_path: str | os.PathLike[str] | None = None, **options: Any) -> Store:
+    """Open the store named by ``url_or_path`` (see the module docstring); ``options`` go to the
+    backend's constructor (e.g. ``schema=`` for PostgreSQL, ``synchronous=`` for SQLite)."""
+    target = url_or_path if url_or_path is not None else os.environ.get(ENV_VAR) or None
+    if target is None:
+        return SQLiteStore(Path.cwd() / DEFAULT_PATH, **options)
+    if isinstance(target, os.PathLike):
+        return SQLiteStore(target, **options)
+    if not isinstance(target, str) or not target.strip():
+        raise StoreError(f"a store is named by a URL or a path, not {target!r}")
+    if target in {"memory", "memory://", ":memory:"}:
+        return MemoryStore()
+    if target.startswith(("postgresql://", "postgres://")):
+        from lockgate.engine.store.postgres import PostgresStore
+
+        return PostgresStore(target, **options)
+    if target.startswith("sqlite://"):
+        target = target.removeprefix("sqlite://")
+    elif "://" in target:
+        raise StoreError(f"unknown store URL scheme in {target!r}; use sqlite://, postgresql:// or memory")
+    return SQLiteStore(target, **options)

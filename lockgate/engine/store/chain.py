@@ -1,0 +1,207 @@
+"""The hash chain of a run's events: canonical JSON, sha256 links, verification. Pure.
+
+Event ``n`` of run ``r`` is linked to its predecessor by::
+
+    hash_n = sha256(hash_{n-1} + canonical_json({run_id, seq, at, type, step_id, detail}))
+
+with ``hash_0`` = :data:`GENESIS_HASH`. Canonical JSON is sorted keys, no spaces, UTF-8, floats as
+``repr`` and no NaN/Infinity, so any JSON-equal content hashes the same on every store. Since
+the seq and the run id are inside the hashed body, an event moved to another position or run
+no longer verifies; the run row keeps the head hash and the count so a cut-off tail or an
+appended forgery is caught too. Without a secret nothing stops someone who rewrites the whole
+chain *and* the run row; the chain makes every partial edit evident.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from lockgate.engine.store.base import VerifyReport
+from lockgate.errors import StoreError
+
+GENESIS_HASH = "0" * 64
+
+_dumps = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+).encode
+
+
+class Link(NamedTuple):
+    """An event as stored: ``detail_json`` is the canonical JSON text of its detail."""
+
+    seq: int
+    at: str
+    type: str
+    step_id: str | None
+    detail_json: str
+    prev_hash: str
+    hash: str
+
+
+def canonical_json(value: Any, what: str = "value") -> str:
+    """``value`` as canonical JSON text; StoreError naming ``what`` if it is not JSON."""
+    try:
+        return _dumps(value)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise StoreError(f"{what} is not JSON-serialisable: {exc}") from exc
+
+
+def link_hash(prev_hash: str, body: str) -> str:
+    """sha256 of the previous hash followed by an event's canonical body, as hex."""
+    try:
+        return hashlib.sha256((prev_hash + body).encode("utf-8")).hexdigest()
+    except UnicodeEncodeError as exc:
+        raise StoreError(f"event text is not valid Unicode: {exc}") from exc
+
+
+def event_body(run_id: str, seq: int, at: str, type_: str, step_id: str | None, detail_json: str) -> str:
+    """``canonical_json({run_id, seq, at, type, step_id, detail})`` built from the detail's
+    canonical text without re-encoding it (keys in sorted order)."""
+    return (
+        f'{{"at":{_dumps(at)},"detail":{detail_json},"run_id":{_dumps(run_id)},'
+        f'"seq":{seq},"step_id":{_dumps(step_id)},"type":{_dumps(type_)}}}'
+    )
+
+
+def chain_events(
+    run_id: str, events: Iterable[Any], prev_hash: str, next_seq: int, now: str
+) -> list[Link]:
+    """Validate input events and link them after ``prev_hash``, numbering from ``next_seq``.
+
+    An input event is ``{"type": str, "step_id": str | None, "detail": dict, "at": ISO-8601}``;
+    ``step_id`` and ``detail`` may be left out, and ``at`` defaults to ``now``.
+    """
+    if not isinstance(events, list):
+        raise StoreError(f"events must be a list of dicts, not {type(events).__name__}")
+    links = []
+    for offset, event in enumerate(events):
+        type_, step_id, detail, at = _check_event(event, offset, now)
+        seq = next_seq + offset
+        detail_json = canonical_json(detail, f"events[{offset}].detail")
+        digest = link_hash(prev_hash, event_body(run_id, seq, at, type_, step_id, detail_json))
+        links.append(Link(seq, at, type_, step_id, detail_json, prev_hash, digest))
+        prev_hash = digest
+    return links
+
+
+def _check_event(event: Any, offset: int, now: str) -> tuple[str, str | None, dict[str, Any], str]:
+    where = f"events[{offset}]"
+    if not isinstance(event, dict):
+        raise StoreError(f"{where} must be a dict, not {type(event).__name__}")
+    unknown = event.keys() - {"type", "step_id", "detail", "at"}
+    if unknown:
+        raise StoreError(f"{where} has unknown keys {sorted(map(str, unknown))}")
+    type_, step_id = event.get("type"), event.get("step_id")
+    detail, at = event.get("detail", {}), event.get("at", now)
+    if not isinstance(type_, str) or not type_:
+        raise StoreError(f"{where}.type must be a non-empty string")
+    if step_id is not None and not isinstance(step_id, str):
+        raise StoreError(f"{where}.step_id must be a string or None")
+    if not isinstance(detail, dict):
+        raise StoreError(f"{where}.detail must be a dict, not {type(detail).__name__}")
+    if not isinstance(at, str) or not _is_iso8601(at):
+        raise StoreError(f"{where}.at must be an ISO-8601 timestamp string, got {at!r}")
+    return type_, step_id, detail, at
+
+
+def _is_iso8601(text: str) -> bool:
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def recompute(run_id: str, link: Link, seq: int | None = None) -> str | None:
+    """The hash ``link`` should carry at ``seq`` (default its own) given its stored prev hash and
+    content, or None when the stored content is not even well-formed."""
+    try:
+        detail = json.loads(link.detail_json)
+        body = _dumps(
+            {"run_id": run_id, "seq": link.seq if seq is None else seq, "at": link.at,
+             "type": link.type, "step_id": link.step_id, "detail": detail}
+        )
+        return hashlib.sha256((str(link.prev_hash) + body).encode("utf-8")).hexdigest()
+    except (TypeError, ValueError, UnicodeEncodeError):
+        return None
+
+
+def verify_chain(run_id: str, links: Sequence[Link], head_hash: str, head_count: int) -> VerifyReport:
+    """Check ``links`` (ordered by seq) against the chain rule and the run's recorded head.
+
+    The first anomaly is classified with the help of the recorded count: more events than
+    recorded means something was inserted, fewer that something was deleted; with the count
+    intact a row whose content verifies at another position was reordered, anything else was
+    edited.
+    """
+    surplus = len(links) - head_count
+    origins = _chain_positions(links)
+    expected_prev = GENESIS_HASH
+    for position, link in enumerate(links, 1):
+        problem = _check_link(run_id, links, position, link, expected_prev, origins, surplus)
+        if problem is not None:
+            return _bad(run_id, len(links), *problem)
+        expected_prev = link.hash
+    if surplus < 0:
+        return _bad(run_id, len(links), len(links) + 1, "deleted",
+                    f"the run recorded {head_count} events but only {len(links)} are stored")
+    if expected_prev != head_hash:
+        return _bad(run_id, len(links), len(links) or None, "edited",
+                    "the last event's hash does not match the run's recorded chain head "
+                    "(events were rewritten)")
+    return VerifyReport(run_id=run_id, ok=True, count=len(links))
+
+
+def _check_link(
+    run_id: str, links: Sequence[Link], position: int, link: Link, expected_prev: str,
+    origins: dict[str, int], surplus: int,
+) -> tuple[int, str, str] | None:
+    """(seq, problem, message) for the first thing wrong with the event at ``position``."""
+    if position > len(links) - surplus and surplus > 0:
+        return position, "inserted", f"event {link.seq} lies beyond the run's recorded chain head"
+    if not isinstance(link.seq, int):
+        return position, "edited", f"event {position} has a malformed sequence number {link.seq!r}"
+    if link.seq != position:
+        if link.seq > position:
+            return position, "deleted", f"event {position} is missing (next stored is {link.seq})"
+        return position, "inserted", f"event sequence number {link.seq} repeats at position {position}"
+    if position == 1 and link.prev_hash != GENESIS_HASH:
+        return 1, "bad_genesis", "the first event does not link to the genesis hash"
+    self_ok = recompute(run_id, link) == link.hash
+    if self_ok and link.prev_hash == expected_prev:
+        return None
+    if surplus > 0:
+        forged_at = position - 1 if position > 1 and links[position - 2].prev_hash == link.prev_hash else position
+        return forged_at, "inserted", f"event {forged_at} is not part of the recorded chain"
+    if surplus < 0:
+        return position, "deleted", f"an event before event {position} is missing"
+    origin = origins.get(link.hash)
+    if origin is not None and origin != position and recompute(run_id, link, origin) == link.hash:
+        return position, "reordered", f"event {position} was recorded as event {origin}"
+    return position, "edited", f"event {position} does not match its recorded hash"
+
+
+def _chain_positions(links: Sequence[Link]) -> dict[str, int]:
+    """hash -> position in the chain obtained by following prev-hash links from genesis."""
+    by_prev: dict[str, Link] = {}
+    for link in links:
+        by_prev.setdefault(str(link.prev_hash), link)
+    positions: dict[str, int] = {}
+    current, position = GENESIS_HASH, 0
+    while current in by_prev and len(positions) < len(links):
+        position += 1
+        current = str(by_prev[current].hash)
+        if current in positions:
+            break
+        positions[current] = position
+    return positions
+
+
+def _bad(run_id: str, count: int, seq: int | None, problem: str, message: str) -> VerifyReport:
+    return VerifyReport(
+        run_id=run_id, ok=False, count=count, first_bad_seq=seq, problem=problem, message=message
+    )

@@ -1,0 +1,75 @@
+"""Validation and JSON encoding of what callers hand to a store, shared by every backend.
+
+Every store keeps JSON text (or JSONB made from it), so encoding is also the deep copy that
+keeps callers from mutating stored state, and a value that is not JSON fails the same way on
+every backend: a :class:`StoreError` naming the offending part.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from lockgate.errors import StoreError
+
+MAX_RUN_ID = 200
+
+_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+
+
+def utc_now() -> str:
+    """The current time as an ISO-8601 UTC string with microseconds."""
+    return datetime.now(UTC).isoformat()
+
+
+def check_run_id(run_id: Any) -> str:
+    if not isinstance(run_id, str) or not run_id or len(run_id) > MAX_RUN_ID:
+        raise StoreError(f"run id must be a non-empty string of at most {MAX_RUN_ID} characters, got {run_id!r}")
+    if not run_id.isprintable():
+        raise StoreError(f"run id must be printable, got {run_id!r}")
+    return run_id
+
+
+def check_version(version: Any) -> int:
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise StoreError(f"expected_version must be a positive integer, got {version!r}")
+    return version
+
+
+def encode_json(value: Any, what: str) -> str:
+    """Compact JSON text of ``value``; StoreError naming ``what`` if it is not JSON."""
+    try:
+        return _encode(value)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise StoreError(f"{what} is not JSON-serialisable: {exc}") from exc
+
+
+def encode_header(header: Any) -> tuple[str, str, str]:
+    """(JSON text, status, flow) of a run header; ``status`` and ``flow`` must be strings."""
+    if not isinstance(header, dict):
+        raise StoreError(f"header must be a dict, not {type(header).__name__}")
+    status, flow = header.get("status"), header.get("flow")
+    if not isinstance(status, str) or not isinstance(flow, str):
+        raise StoreError(
+            f"header['status'] and header['flow'] must be strings, got {status!r} and {flow!r}"
+        )
+    return encode_json(header, "header"), status, flow
+
+
+def encode_steps(steps: Any) -> list[tuple[str, str]]:
+    """[(step id, JSON text of its record)] for a ``{step_id: record dict}`` mapping."""
+    if not isinstance(steps, dict):
+        raise StoreError(f"steps must be a dict of step id -> record, not {type(steps).__name__}")
+    encoded = []
+    for step_id, record in steps.items():
+        if not isinstance(step_id, str) or not step_id:
+            raise StoreError(f"step ids must be non-empty strings, got {step_id!r}")
+        if not isinstance(record, dict):
+            raise StoreError(f"steps[{step_id!r}] must be a dict, not {type(record).__name__}")
+        encoded.append((step_id, encode_json(record, f"steps[{step_id!r}]")))
+    return encoded
+
+
+def decode(text: str | bytes) -> Any:
+    return json.loads(text)

@@ -1,0 +1,156 @@
+"""An in-memory :class:`~lockgate.engine.store.base.Store` for tests and notebooks.
+
+Same semantics as the durable stores: versions and conflicts, the hash chain and its
+verification, JSON validation. State is kept as JSON text, so nothing a caller passes in or gets
+back aliases stored state. Thread-safe; :meth:`MemoryStore.wait_for_change` wakes on a condition
+variable instead of polling.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from lockgate.engine.store import codec
+from lockgate.engine.store.base import Event, RunSummary, StoredRun, VerifyReport
+from lockgate.engine.store.chain import GENESIS_HASH, Link, chain_events, verify_chain
+from lockgate.errors import ConcurrencyConflict, RunNotFound, StoreError
+
+
+@dataclass(slots=True)
+class _Run:
+    header_json: str
+    status: str
+    flow: str
+    version: int
+    created_at: str
+    updated_at: str
+    steps: dict[str, str] = field(default_factory=dict)
+    links: list[Link] = field(default_factory=list)
+
+    @property
+    def head(self) -> str:
+        return self.links[-1].hash if self.links else GENESIS_HASH
+
+
+class MemoryStore:
+    """Dict-backed store; lost when the process ends."""
+
+    def __init__(self) -> None:
+        self._runs: dict[str, _Run] = {}
+        self._changed = threading.Condition()
+        self._closed = False
+
+    def create_run(
+        self, run_id: str, header: dict[str, Any], steps: dict[str, dict[str, Any]], events: list[dict[str, Any]]
+    ) -> int:
+        codec.check_run_id(run_id)
+        header_json, status, flow = codec.encode_header(header)
+        encoded_steps = codec.encode_steps(steps)
+        now = codec.utc_now()
+        links = chain_events(run_id, events, GENESIS_HASH, 1, now)
+        with self._changed:
+            self._check_open()
+            if run_id in self._runs:
+                raise StoreError(f"run {run_id!r} already exists")
+            self._runs[run_id] = _Run(header_json, status, flow, 1, now, now, dict(encoded_steps), links)
+            self._changed.notify_all()
+        return 1
+
+    def load_run(self, run_id: str) -> StoredRun:
+        with self._changed:
+            run = self._run(run_id)
+            header_json, version, steps = run.header_json, run.version, dict(run.steps)
+        return StoredRun(
+            run_id=run_id,
+            header=codec.decode(header_json),
+            steps={step_id: codec.decode(text) for step_id, text in steps.items()},
+            version=version,
+        )
+
+    def save_run(
+        self,
+        run_id: str,
+        *,
+        expected_version: int,
+        header: dict[str, Any],
+        steps: dict[str, dict[str, Any]],
+        events: list[dict[str, Any]],
+    ) -> int:
+        codec.check_version(expected_version)
+        header_json, status, flow = codec.encode_header(header)
+        encoded_steps = codec.encode_steps(steps)
+        now = codec.utc_now()
+        with self._changed:
+            run = self._run(run_id)
+            if run.version != expected_version:
+                raise ConcurrencyConflict(
+                    f"run {run_id!r} is at version {run.version}, not {expected_version}",
+                    run_id=run_id, expected_version=expected_version, actual_version=run.version,
+                )
+            links = chain_events(run_id, events, run.head, len(run.links) + 1, now)
+            run.header_json, run.status, run.flow = header_json, status, flow
+            run.steps.update(encoded_steps)
+            run.links.extend(links)
+            run.version += 1
+            run.updated_at = now
+            self._changed.notify_all()
+            return run.version
+
+    def current_version(self, run_id: str) -> int:
+        with self._changed:
+            return self._run(run_id).version
+
+    def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunSummary]:
+        with self._changed:
+            self._check_open()
+            runs = list(self._runs.items())
+        summaries = []
+        for run_id, run in reversed(runs):
+            if status is None or run.status == status:
+                summaries.append(
+                    RunSummary(run_id, run.flow, run.status, run.created_at, run.updated_at, run.version)
+                )
+                if len(summaries) >= limit:
+                    break
+        return summaries
+
+    def events(self, run_id: str, since_seq: int = 0) -> list[Event]:
+        with self._changed:
+            links = self._run(run_id).links[max(since_seq, 0):]
+        return [_event(link) for link in links]
+
+    def verify(self, run_id: str) -> VerifyReport:
+        with self._changed:
+            run = self._run(run_id)
+            links, head, count = list(run.links), run.head, len(run.links)
+        return verify_chain(run_id, links, head, count)
+
+    def wait_for_change(self, run_id: str, version: int, timeout: float) -> int:
+        with self._changed:
+            self._changed.wait_for(lambda: self._run(run_id).version != version, timeout=max(timeout, 0))
+            return self._run(run_id).version
+
+    def close(self) -> None:
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+
+    def _run(self, run_id: str) -> _Run:
+        self._check_open()
+        run = self._runs.get(run_id)
+        if run is None:
+            raise RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
+        return run
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError("the store is closed")
+
+
+def _event(link: Link) -> Event:
+    return Event(
+        seq=link.seq, at=link.at, type=link.type, step_id=link.step_id,
+        detail=codec.decode(link.detail_json), prev_hash=link.prev_hash, hash=link.hash,
+    )

@@ -1,0 +1,364 @@
+"""The shared :class:`~lockgate.engine.store.base.Store`: PostgreSQL through psycopg 3.
+
+Tables live in their own schema (``lockgate`` by default): ``runs`` (header as JSONB, status and
+flow in indexed columns, the version, the chain head and count), ``steps`` (one JSONB record per
+step) and ``events``. An event's ``detail`` is kept in a ``json`` column, not JSONB, because the
+chain hashes the exact canonical text and JSONB rewrites numbers (``1e100`` comes back as an
+integer) and key order.
+
+A transition is a single statement: a data-modifying CTE updates the run row
+``WHERE run_id = $1 AND version = $2`` and inserts the step records and events only through the
+updated row, so a stale version writes nothing and two racing writers serialise on the row lock
+(the loser re-checks the version and updates nothing). With the chain head of the expected
+version cached from the last load or save, a transition is one round trip.
+
+A trigger notifies ``<schema>_runs`` on every run change, so :meth:`PostgresStore.wait_for_change`
+sleeps on LISTEN instead of polling.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+from lockgate.engine.store import codec
+from lockgate.engine.store.base import Event, RunSummary, StoredRun, VerifyReport
+from lockgate.engine.store.chain import GENESIS_HASH, Link, chain_events, verify_chain
+from lockgate.errors import ConcurrencyConflict, RunNotFound, StoreError
+
+try:
+    import psycopg
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise StoreError("the PostgreSQL store needs psycopg 3: pip install 'lockgate[postgres]'") from exc
+
+SCHEMA_VERSION = 1
+_IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
+
+_DDL = """
+CREATE SCHEMA IF NOT EXISTS {s};
+CREATE TABLE IF NOT EXISTS {s}.meta (key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.runs (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    run_id text NOT NULL UNIQUE,
+    flow text NOT NULL,
+    status text NOT NULL,
+    header jsonb NOT NULL,
+    version integer NOT NULL,
+    created_at timestamptz NOT NULL,
+    updated_at timestamptz NOT NULL,
+    event_count integer NOT NULL,
+    head_hash text NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_status ON {s}.runs (status, id);
+CREATE TABLE IF NOT EXISTS {s}.steps (
+    run_id text NOT NULL,
+    step_id text NOT NULL,
+    record jsonb NOT NULL,
+    PRIMARY KEY (run_id, step_id)
+);
+CREATE TABLE IF NOT EXISTS {s}.events (
+    run_id text NOT NULL,
+    seq integer NOT NULL,
+    at text NOT NULL,
+    type text NOT NULL,
+    step_id text,
+    detail json NOT NULL,
+    prev_hash text NOT NULL,
+    hash text NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+CREATE OR REPLACE FUNCTION {s}.notify_run() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('{s}_runs', NEW.run_id || ' ' || NEW.version);
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER runs_notify AFTER INSERT OR UPDATE ON {s}.runs
+    FOR EACH ROW EXECUTE FUNCTION {s}.notify_run();
+"""
+
+_WRITE = """
+WITH run AS ({run_statement} RETURNING run_id),
+step_rows AS (
+    INSERT INTO {s}.steps (run_id, step_id, record)
+    SELECT run.run_id, s.step_id, s.record::jsonb
+    FROM run, unnest(%(step_ids)s::text[], %(records)s::text[]) AS s(step_id, record)
+    ON CONFLICT (run_id, step_id) DO UPDATE SET record = excluded.record
+),
+event_rows AS (
+    INSERT INTO {s}.events (run_id, seq, at, type, step_id, detail, prev_hash, hash)
+    SELECT run.run_id, e.seq, e.at, e.type, e.step_id, e.detail::json, e.prev_hash, e.hash
+    FROM run, unnest(%(seqs)s::integer[], %(ats)s::text[], %(types)s::text[], %(event_steps)s::text[],
+                     %(details)s::text[], %(prevs)s::text[], %(hashes)s::text[])
+         AS e(seq, at, type, step_id, detail, prev_hash, hash)
+)
+SELECT count(*) FROM run
+"""
+
+_CREATE = """INSERT INTO {s}.runs
+    (run_id, flow, status, header, version, created_at, updated_at, event_count, head_hash)
+    VALUES (%(run_id)s, %(flow)s, %(status)s, %(header)s::jsonb, 1, %(now)s::timestamptz,
+            %(now)s::timestamptz, %(count)s, %(head)s)
+    ON CONFLICT (run_id) DO NOTHING"""
+
+_UPDATE = """UPDATE {s}.runs SET flow = %(flow)s, status = %(status)s, header = %(header)s::jsonb,
+    version = version + 1, updated_at = %(now)s::timestamptz, event_count = %(count)s,
+    head_hash = %(head)s
+    WHERE run_id = %(run_id)s AND version = %(expected)s"""
+
+
+class PostgresStore:
+    """A store in a PostgreSQL database, shared by every process and machine that reaches it."""
+
+    def __init__(self, dsn: str, *, schema: str = "lockgate", connect_timeout: float = 10.0) -> None:
+        if not _IDENTIFIER.match(schema):
+            raise StoreError(f"schema must be a lower-case SQL identifier, not {schema!r}")
+        self.dsn, self.schema = dsn, schema
+        self._lock = threading.RLock()
+        self._listen_lock = threading.Lock()
+        self._listener: psycopg.Connection[Any] | None = None
+        self._heads: dict[str, tuple[int, int, str]] = {}
+        self._sql_create = (_WRITE.format(s=schema, run_statement=_CREATE.format(s=schema)))
+        self._sql_update = (_WRITE.format(s=schema, run_statement=_UPDATE.format(s=schema)))
+        self._db = self._connect(connect_timeout)
+        self._create_schema()
+
+    def __repr__(self) -> str:
+        return f"PostgresStore(schema={self.schema!r})"
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def create_run(
+        self, run_id: str, header: dict[str, Any], steps: dict[str, dict[str, Any]], events: list[dict[str, Any]]
+    ) -> int:
+        codec.check_run_id(run_id)
+        params = _params(run_id, header, steps)
+        links = chain_events(run_id, events, GENESIS_HASH, 1, params["now"])
+        params.update(_link_params(links, 0, GENESIS_HASH))
+        if self._run_statement(self._sql_create, params) != 1:
+            raise StoreError(f"run {run_id!r} already exists")
+        self._heads[run_id] = (1, params["count"], params["head"])
+        return 1
+
+    def save_run(
+        self,
+        run_id: str,
+        *,
+        expected_version: int,
+        header: dict[str, Any],
+        steps: dict[str, dict[str, Any]],
+        events: list[dict[str, Any]],
+    ) -> int:
+        codec.check_version(expected_version)
+        params = _params(run_id, header, steps)
+        count, head = self._head_at(run_id, expected_version)
+        links = chain_events(run_id, events, head, count + 1, params["now"])
+        params.update(_link_params(links, count, head), expected=expected_version)
+        if self._run_statement(self._sql_update, params) != 1:
+            actual = self._head_row(run_id)
+            self._heads[run_id] = actual
+            raise _conflict_error(run_id, expected_version, actual[0])
+        self._heads[run_id] = (expected_version + 1, params["count"], params["head"])
+        return expected_version + 1
+
+    def _head_at(self, run_id: str, version: int) -> tuple[int, str]:
+        """(event count, head hash) at ``version``: cached or read; the version check of the
+        write statement proves it is still current."""
+        cached = self._heads.get(run_id)
+        if cached is None or cached[0] != version:
+            cached = self._head_row(run_id)
+            self._heads[run_id] = cached
+            if cached[0] != version:
+                raise _conflict_error(run_id, version, cached[0])
+        return cached[1], cached[2]
+
+    def _head_row(self, run_id: str) -> tuple[int, int, str]:
+        row = self._one(f"SELECT version, event_count, head_hash FROM {self.schema}.runs WHERE run_id = %s", (run_id,))
+        if row is None:
+            raise RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
+        return row
+
+    def _run_statement(self, sql: str, params: dict[str, Any]) -> int:
+        with self._cursor() as cur:
+            cur.execute(sql, params)
+            row = cur.fetchone()
+        return row[0] if row else 0
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def load_run(self, run_id: str) -> StoredRun:
+        s = self.schema
+        row = self._one(
+            f"""SELECT header, version, event_count, head_hash,
+                   (SELECT coalesce(jsonb_object_agg(step_id, record), '{{}}'::jsonb)
+                    FROM {s}.steps WHERE steps.run_id = runs.run_id)
+                FROM {s}.runs WHERE run_id = %s""",
+            (run_id,),
+        )
+        if row is None:
+            raise RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
+        header, version, count, head, steps = row
+        self._heads[run_id] = (version, count, head)
+        return StoredRun(run_id=run_id, header=header, steps=steps, version=version)
+
+    def current_version(self, run_id: str) -> int:
+        row = self._one(f"SELECT version FROM {self.schema}.runs WHERE run_id = %s", (run_id,))
+        if row is None:
+            raise RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
+        return row[0]
+
+    def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunSummary]:
+        where = "" if status is None else "WHERE status = %(status)s"
+        with self._cursor() as cur:
+            cur.execute(
+                f"""SELECT run_id, flow, status, created_at, updated_at, version FROM {self.schema}.runs
+                    {where} ORDER BY id DESC LIMIT %(limit)s""",
+                {"status": status, "limit": limit},
+            )
+            rows = cur.fetchall()
+        return [RunSummary(r, f, st, _iso(c), _iso(u), v) for r, f, st, c, u, v in rows]
+
+    def events(self, run_id: str, since_seq: int = 0) -> list[Event]:
+        with self._snapshot() as cur:
+            self._require_run(cur, run_id)
+            cur.execute(self._select_events(), (run_id, since_seq))
+            rows = cur.fetchall()
+        return [Event(seq, at, t, step, codec.decode(detail), prev, h) for seq, at, t, step, detail, prev, h in rows]
+
+    def verify(self, run_id: str) -> VerifyReport:
+        with self._snapshot() as cur:
+            cur.execute(f"SELECT event_count, head_hash FROM {self.schema}.runs WHERE run_id = %s", (run_id,))
+            row = cur.fetchone()
+            if row is None:
+                raise RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
+            cur.execute(self._select_events(), (run_id, 0))
+            links = [Link(*link) for link in cur.fetchall()]
+        return verify_chain(run_id, links, row[1], row[0])
+
+    def wait_for_change(self, run_id: str, version: int, timeout: float) -> int:
+        """Wait on LISTEN ``<schema>_runs`` until ``run_id`` moves off ``version`` or
+        ``timeout`` seconds pass; the version is always re-read from the table."""
+        deadline = time.monotonic() + max(timeout, 0)
+        with self._listen_lock:
+            listener = self._listening()
+            current = self.current_version(run_id)
+            while current == version:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                try:
+                    for note in listener.notifies(timeout=remaining, stop_after=1):
+                        del note
+                except psycopg.Error as exc:
+                    raise StoreError(f"lost the PostgreSQL notification connection: {exc}") from exc
+                current = self.current_version(run_id)
+        return current
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+        with self._listen_lock:
+            if self._listener is not None:
+                self._listener.close()
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    def _connect(self, timeout: float) -> psycopg.Connection[Any]:
+        try:
+            db = psycopg.connect(self.dsn, autocommit=True, connect_timeout=max(1, int(timeout)))
+            db.execute("SET TIME ZONE 'UTC'")
+            return db
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot connect to PostgreSQL: {exc}") from exc
+
+    def _listening(self) -> psycopg.Connection[Any]:
+        if self._listener is None or self._listener.closed:
+            self._listener = self._connect(10)
+            self._listener.execute(f"LISTEN {self.schema}_runs")
+        return self._listener
+
+    def _create_schema(self) -> None:
+        s = self.schema
+        with self._lock:
+            try:
+                with self._db.transaction():
+                    self._db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"lockgate-schema:{s}",))
+                    self._db.execute(_DDL.format(s=s))
+                    row = self._db.execute(f"SELECT value FROM {s}.meta WHERE key = 'schema_version'").fetchone()
+                    if row is None:
+                        self._db.execute(
+                            f"INSERT INTO {s}.meta (key, value) VALUES ('schema_version', %s)", (str(SCHEMA_VERSION),)
+                        )
+                    elif int(row[0]) > SCHEMA_VERSION:
+                        raise StoreError(
+                            f"schema {s} has version {row[0]}, newer than this Lockgate understands "
+                            f"({SCHEMA_VERSION}); upgrade Lockgate"
+                        )
+            except psycopg.Error as exc:
+                raise StoreError(f"cannot create the Lockgate schema {s}: {exc}") from exc
+
+    @contextmanager
+    def _cursor(self) -> Iterator[psycopg.Cursor[Any]]:
+        with self._lock:
+            try:
+                with self._db.cursor() as cur:
+                    yield cur
+            except psycopg.Error as exc:
+                raise StoreError(f"PostgreSQL error: {exc}") from exc
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[psycopg.Cursor[Any]]:
+        """A cursor inside a REPEATABLE READ transaction: several reads, one snapshot."""
+        with self._cursor() as cur, self._db.transaction():
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            yield cur
+
+    def _one(self, sql: str, params: tuple[Any, ...]) -> Any:
+        with self._cursor() as cur:
+            cur.execute(sql, params)
+            return cur.fetchone()
+
+    def _select_events(self) -> str:
+        return (
+            f"SELECT seq, at, type, step_id, detail::text, prev_hash, hash FROM {self.schema}.events"
+            " WHERE run_id = %s AND seq > %s ORDER BY seq"
+        )
+
+    def _require_run(self, cur: psycopg.Cursor[Any], run_id: str) -> None:
+        cur.execute(f"SELECT 1 FROM {self.schema}.runs WHERE run_id = %s", (run_id,))
+        if cur.fetchone() is None:
+            raise RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
+
+
+def _params(run_id: str, header: Any, steps: Any) -> dict[str, Any]:
+    header_json, status, flow = codec.encode_header(header)
+    encoded_steps = codec.encode_steps(steps)
+    return {
+        "run_id": run_id, "header": header_json, "status": status, "flow": flow, "now": codec.utc_now(),
+        "step_ids": [step_id for step_id, _ in encoded_steps], "records": [record for _, record in encoded_steps],
+    }
+
+
+def _link_params(links: list[Link], count: int, head: str) -> dict[str, Any]:
+    return {
+        "count": count + len(links), "head": links[-1].hash if links else head,
+        "seqs": [link.seq for link in links], "ats": [link.at for link in links],
+        "types": [link.type for link in links], "event_steps": [link.step_id for link in links],
+        "details": [link.detail_json for link in links], "prevs": [link.prev_hash for link in links],
+        "hashes": [link.hash for link in links],
+    }
+
+
+def _conflict_error(run_id: str, expected: int, actual: int) -> ConcurrencyConflict:
+    return ConcurrencyConflict(
+        f"run {run_id!r} is at version {actual}, not {expected}",
+        run_id=run_id, expected_version=expected, actual_version=actual,
+    )
+
+
+def _iso(value: datetime | str) -> str:
+    return value.isoformat() if isinstance(value, datetime) else str(value)

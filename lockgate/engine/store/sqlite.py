@@ -1,0 +1,342 @@
+"""The embedded default :class:`~lockgate.engine.store.base.Store`: one SQLite file in WAL mode.
+
+Durability. The database runs with ``journal_mode=WAL`` and ``synchronous=NORMAL``: a commit
+appends the transaction to the write-ahead log and returns without an fsync; the log is fsynced
+when it is checkpointed into the database. This is still crash-safe for a *process* crash
+(SIGKILL, an exception, the OOM killer): a committed transaction is in the log in the operating
+system's page cache and is replayed when the file is next opened, and an uncommitted one is
+discarded, so every reopen sees exactly the committed versions. After a *power loss or kernel
+crash* the last transactions before the failure may be rolled back, but the database is never
+corrupted. Pass ``synchronous="FULL"`` to fsync at every commit when that matters more than the
+per-transition cost.
+
+Concurrency. One connection per store object, used under a lock (so a store may be shared by
+threads). Writers take the database lock up front with ``BEGIN IMMEDIATE`` and wait for it up to
+``busy_timeout``; the run version is checked by ``UPDATE runs ... WHERE run_id=? AND version=?``,
+so of two processes saving the same version exactly one wins and the other gets
+:class:`ConcurrencyConflict` with nothing written.
+
+Cost. ``save_run`` is one transaction of at most four prepared statements. The chain head of a
+version is fixed once that version is committed, so the head read by the last load or save of
+the run is cached per (run, version) and the usual transition needs no read at all.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from lockgate.engine.store import codec
+from lockgate.engine.store.base import Event, RunSummary, StoredRun, VerifyReport
+from lockgate.engine.store.chain import GENESIS_HASH, Link, chain_events, verify_chain
+from lockgate.errors import ConcurrencyConflict, RunNotFound, StoreError
+
+SCHEMA_VERSION = 1
+
+#: ``wait_for_change`` polls ``current_version``: first after this many seconds, doubling up to
+#: ``_POLL_MAX``. SQLite has no cross-process notification; a version read costs a few µs.
+_POLL_MIN, _POLL_MAX = 0.0005, 0.05
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL UNIQUE,
+    flow TEXT NOT NULL,
+    status TEXT NOT NULL,
+    header TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    event_count INTEGER NOT NULL,
+    head_hash TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_status ON runs (status, id);
+CREATE TABLE IF NOT EXISTS steps (
+    run_id TEXT NOT NULL,
+    step_id TEXT NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (run_id, step_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS events (
+    run_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    at TEXT NOT NULL,
+    type TEXT NOT NULL,
+    step_id TEXT,
+    detail TEXT NOT NULL,
+    prev_hash TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+"""
+
+_INSERT_RUN = (
+    "INSERT INTO runs (run_id, flow, status, header, version, created_at, updated_at, event_count, head_hash)"
+    " VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?)"
+)
+_UPDATE_RUN = (
+    "UPDATE runs SET flow = ?, status = ?, header = ?, version = version + 1, updated_at = ?,"
+    " event_count = ?, head_hash = ? WHERE run_id = ? AND version = ?"
+)
+_UPSERT_STEP = (
+    "INSERT INTO steps (run_id, step_id, record) VALUES (?, ?, ?)"
+    " ON CONFLICT (run_id, step_id) DO UPDATE SET record = excluded.record"
+)
+_INSERT_EVENT = (
+    "INSERT INTO events (run_id, seq, at, type, step_id, detail, prev_hash, hash)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_SELECT_HEAD = "SELECT version, event_count, head_hash FROM runs WHERE run_id = ?"
+_SELECT_EVENTS = (
+    "SELECT seq, at, type, step_id, detail, prev_hash, hash FROM events WHERE run_id = ? AND seq > ?"
+    " ORDER BY seq"
+)
+
+DEFAULT_PATH = Path(".lockgate") / "lockgate.db"
+
+
+class SQLiteStore:
+    """A store in one SQLite database file (created with its schema when missing)."""
+
+    def __init__(self, path: str | os.PathLike[str] = DEFAULT_PATH, *, synchronous: str = "NORMAL",
+                 busy_timeout: float = 10.0) -> None:
+        if synchronous.upper() not in {"NORMAL", "FULL"}:
+            raise StoreError(f"synchronous must be NORMAL or FULL, not {synchronous!r}")
+        self.path = Path(path)
+        self._lock = threading.RLock()
+        # run id -> (version, event count, head hash) as last seen committed by this store.
+        self._heads: dict[str, tuple[int, int, str]] = {}
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(
+                self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
+            self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
+            self._create_schema()
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open SQLite store {self.path}: {exc}") from exc
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({str(self.path)!r})"
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def create_run(
+        self, run_id: str, header: dict[str, Any], steps: dict[str, dict[str, Any]], events: list[dict[str, Any]]
+    ) -> int:
+        codec.check_run_id(run_id)
+        header_json, status, flow = codec.encode_header(header)
+        encoded_steps = codec.encode_steps(steps)
+        now = codec.utc_now()
+        links = chain_events(run_id, events, GENESIS_HASH, 1, now)
+        head = links[-1].hash if links else GENESIS_HASH
+        with self._write() as db:
+            try:
+                db.execute(_INSERT_RUN, (run_id, flow, status, header_json, now, now, len(links), head))
+            except sqlite3.IntegrityError as exc:
+                raise StoreError(f"run {run_id!r} already exists") from exc
+            self._write_rows(db, run_id, encoded_steps, links)
+        self._heads[run_id] = (1, len(links), head)
+        return 1
+
+    def save_run(
+        self,
+        run_id: str,
+        *,
+        expected_version: int,
+        header: dict[str, Any],
+        steps: dict[str, dict[str, Any]],
+        events: list[dict[str, Any]],
+    ) -> int:
+        codec.check_version(expected_version)
+        header_json, status, flow = codec.encode_header(header)
+        encoded_steps = codec.encode_steps(steps)
+        now = codec.utc_now()
+        with self._write() as db:
+            count, head = self._head_at(db, run_id, expected_version)
+            links = chain_events(run_id, events, head, count + 1, now)
+            new_count = count + len(links)
+            new_head = links[-1].hash if links else head
+            cursor = db.execute(
+                _UPDATE_RUN,
+                (flow, status, header_json, now, new_count, new_head, run_id, expected_version),
+            )
+            if cursor.rowcount != 1:
+                raise self._conflict(db, run_id, expected_version)
+            self._write_rows(db, run_id, encoded_steps, links)
+        self._heads[run_id] = (expected_version + 1, new_count, new_head)
+        return expected_version + 1
+
+    def _head_at(self, db: sqlite3.Connection, run_id: str, version: int) -> tuple[int, str]:
+        """(event count, head hash) of ``run_id`` at ``version``, from the cache when it holds
+        that version (the UPDATE's version check then proves it current), else read."""
+        cached = self._heads.get(run_id)
+        if cached is not None and cached[0] == version:
+            return cached[1], cached[2]
+        row = db.execute(_SELECT_HEAD, (run_id,)).fetchone()
+        if row is None:
+            raise RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
+        if row[0] != version:
+            raise _conflict_error(run_id, version, row[0])
+        return row[1], row[2]
+
+    def _conflict(self, db: sqlite3.Connection, run_id: str, expected: int) -> Exception:
+        row = db.execute(_SELECT_HEAD, (run_id,)).fetchone()
+        if row is None:
+            return RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
+        self._heads[run_id] = (row[0], row[1], row[2])
+        return _conflict_error(run_id, expected, row[0])
+
+    @staticmethod
+    def _write_rows(db: sqlite3.Connection, run_id: str, steps: list[tuple[str, str]], links: list[Link]) -> None:
+        if steps:
+            db.executemany(_UPSERT_STEP, [(run_id, step_id, record) for step_id, record in steps])
+        if links:
+            db.executemany(_INSERT_EVENT, [(run_id, *link) for link in links])
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def load_run(self, run_id: str) -> StoredRun:
+        with self._read() as db:
+            row = db.execute(
+                "SELECT header, version, event_count, head_hash FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            if row is None:
+                raise RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
+            steps = db.execute("SELECT step_id, record FROM steps WHERE run_id = ?", (run_id,)).fetchall()
+        header_json, version, count, head = row
+        self._heads[run_id] = (version, count, head)
+        return StoredRun(
+            run_id=run_id,
+            header=codec.decode(header_json),
+            steps={step_id: codec.decode(record) for step_id, record in steps},
+            version=version,
+        )
+
+    def current_version(self, run_id: str) -> int:
+        with self._lock:
+            row = self._execute("SELECT version FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
+        return row[0]
+
+    def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunSummary]:
+        columns = "run_id, flow, status, created_at, updated_at, version"
+        with self._lock:
+            if status is None:
+                rows = self._execute(f"SELECT {columns} FROM runs ORDER BY id DESC LIMIT ?", (limit,))
+            else:
+                rows = self._execute(
+                    f"SELECT {columns} FROM runs WHERE status = ? ORDER BY id DESC LIMIT ?", (status, limit)
+                )
+            return [RunSummary(*row) for row in rows.fetchall()]
+
+    def events(self, run_id: str, since_seq: int = 0) -> list[Event]:
+        with self._read() as db:
+            self._require_run(db, run_id)
+            rows = db.execute(_SELECT_EVENTS, (run_id, since_seq)).fetchall()
+        return [_event(row) for row in rows]
+
+    def verify(self, run_id: str) -> VerifyReport:
+        with self._read() as db:
+            row = db.execute("SELECT event_count, head_hash FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
+            links = [Link(*link) for link in db.execute(_SELECT_EVENTS, (run_id, 0))]
+        return verify_chain(run_id, links, row[1], row[0])
+
+    def wait_for_change(self, run_id: str, version: int, timeout: float) -> int:
+        """Poll :meth:`current_version` (every 0.5 ms at first, backing off to 50 ms) until it
+        differs from ``version`` or ``timeout`` seconds pass."""
+        deadline = time.monotonic() + max(timeout, 0)
+        interval = _POLL_MIN
+        while True:
+            current = self.current_version(run_id)
+            remaining = deadline - time.monotonic()
+            if current != version or remaining <= 0:
+                return current
+            time.sleep(min(interval, remaining))
+            interval = min(interval * 2, _POLL_MAX)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    def _create_schema(self) -> None:
+        with self._write() as db:
+            for statement in filter(str.strip, _SCHEMA.split(";")):
+                db.execute(statement)
+            row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if row is None:
+                db.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            elif int(row[0]) > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path} has schema version {row[0]}, newer than this Lockgate "
+                    f"understands ({SCHEMA_VERSION}); upgrade Lockgate"
+                )
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._transaction("BEGIN IMMEDIATE") as db:
+            yield db
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        with self._transaction("BEGIN") as db:
+            yield db
+
+    @contextmanager
+    def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            db = self._db
+            try:
+                db.execute(begin)
+            except sqlite3.ProgrammingError as exc:
+                raise StoreError(f"the store {self.path} is closed") from exc
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot start a transaction on {self.path}: {exc}") from exc
+            try:
+                yield db
+                db.execute("COMMIT")
+            except BaseException as exc:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise StoreError(f"SQLite error on {self.path}: {exc}") from exc
+                raise
+
+    def _execute(self, sql: str, params: tuple[Any, ...]) -> sqlite3.Cursor:
+        try:
+            return self._db.execute(sql, params)
+        except sqlite3.ProgrammingError as exc:
+            raise StoreError(f"the store {self.path} is closed") from exc
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite error on {self.path}: {exc}") from exc
+
+    @staticmethod
+    def _require_run(db: sqlite3.Connection, run_id: str) -> None:
+        if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
+            raise RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
+
+
+def _conflict_error(run_id: str, expected: int, actual: int) -> ConcurrencyConflict:
+    return ConcurrencyConflict(
+        f"run {run_id!r} is at version {actual}, not {expected}",
+        run_id=run_id, expected_version=expected, actual_version=actual,
+    )
+
+
+def _event(row: tuple[Any, ...]) -> Event:
+    seq, at, type_, step_id, detail, prev_hash, digest = row
+    return Event(seq, at, type_, step_id, codec.decode(detail), prev_hash, digest)
