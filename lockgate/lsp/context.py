@@ -1,0 +1,364 @@
+"""What is at the cursor: the YAML path, key or value, the text before the cursor inside the
+string, and whether the cursor is inside a ``${`` reference or an expression.
+
+Completion runs on half-typed text, which often is not valid YAML, so the YAML path is found
+from the *indentation outline* of the current text rather than from the parser: each line's
+indent, list dash and ``key:``, with block-scalar bodies recognised and skipped. This is the
+block-style YAML people write specs in; flow collections are handled within one line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from lockgate.dsl.diagnostics import Position, YamlPath
+
+_LINE = re.compile(
+    r"""(?P<indent>[ ]*)(?P<dash>-(?:[ ]+|$))?
+        (?:(?P<key>"[^"]*"|'[^']*'|[^\s#'"\[\]{},:\-][^#:]*?|-[^\s#:][^#:]*?)[ ]*:(?=[ ]|$)
+           (?P<gap>[ ]*)(?P<value>.*))?""",
+    re.VERBOSE,
+)
+_BLOCK_HEADER = re.compile(r"[|>][0-9+-]*[ ]*(#.*)?$")
+_WORD = re.compile(r"[A-Za-z0-9_-]*$")
+_EXPR_FIELDS = frozenset({"when", "until", "expr"})
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """The structure of one outline line (a line that is neither blank, a comment nor the body
+    of a block scalar)."""
+
+    number: int
+    first: int  # column of the first non-space character
+    dash: int | None  # column of a leading list dash
+    key: str | None
+    key_col: int
+    colon: int | None  # column of the ':' after the key
+    value_col: int | None  # column where the value text starts
+    block: bool  # the value is a block scalar header (| or >)
+
+
+class Outline:
+    """Indentation structure of a whole text, computed once per document version."""
+
+    def __init__(self, text: str) -> None:
+        self.raw = re.split(r"\r\n|\r|\n", text)
+        self.lines: list[Line | None] = []
+        self.block_owner: dict[int, int] = {}
+        owner: Line | None = None
+        for number, raw in enumerate(self.raw):
+            stripped = raw.strip()
+            if owner is not None and (not stripped or _indent(raw) > owner.key_col):
+                self.block_owner[number] = owner.number
+                self.lines.append(None)
+                continue
+            owner = None
+            line = _parse_line(number, raw) if stripped and not stripped.startswith("#") else None
+            self.lines.append(line)
+            if line is not None and line.block:
+                owner = line
+
+        self.paths, self.ends, self.items = _index(self)
+        self.line_of: dict[YamlPath, int] = {}
+        for number, path in enumerate(self.paths):
+            if path is not None:
+                self.line_of.setdefault(path, number)
+
+    def key_path(self, line: Line) -> YamlPath:
+        """The path of the key on ``line``."""
+        known = self.paths[line.number]
+        if known is not None:
+            return known
+        return (*self.container_path(line.number, line.key_col, line.dash), _unquote(line.key or ""))
+
+    def item_line(self, path: YamlPath) -> int | None:
+        """The line of the dash of the list item at ``path``."""
+        return self.items.get(path)
+
+    def container_path(self, number: int, need: int, dash: int | None = None) -> YamlPath:
+        """The path of the node holding content at column ``need`` of line ``number``;
+        ``dash`` is the column of a list dash on that same line, if any."""
+        path: list[str | int] = []
+        counting, index = dash, 0
+        for i in range(number - 1, -1, -1):
+            line = self.lines[i]
+            if line is None:
+                continue
+            if counting is not None:
+                if line.dash == counting:
+                    index += 1
+                    continue
+                if line.first > counting:
+                    continue
+                path.append(index)
+                counting = None
+                if line.key is None or line.key_col > need:
+                    return tuple(reversed(path))
+                path.append(_unquote(line.key))
+                need = line.key_col
+                counting, index = line.dash, 0
+                continue
+            if line.first >= need:
+                continue
+            if line.key is not None and line.key_col < need:
+                path.append(_unquote(line.key))
+                need = line.key_col
+                counting, index = line.dash, 0
+            elif line.dash is not None and line.dash < need:
+                counting, index = line.dash, 0
+        if counting is not None:
+            path.append(index)
+        return tuple(reversed(path))
+
+    def sibling_keys(self, number: int, column: int) -> set[str]:
+        """Keys already present in the mapping whose keys sit at ``column`` around line ``number``."""
+        found: set[str] = set()
+        for step in (-1, 1):
+            i = number + step
+            while 0 <= i < len(self.lines):
+                line = self.lines[i]
+                i += step
+                if line is None or line.first > column:
+                    continue
+                if line.key is None or line.key_col != column:
+                    break
+                if line.dash is not None and step > 0:
+                    break
+                found.add(_unquote(line.key))
+                if line.dash is not None:
+                    break
+        return found
+
+
+def _index(outline: Outline) -> tuple[list[YamlPath | None], list[int], dict[YamlPath, int]]:
+    """One pass over the outline: the YAML path of every key line and the last line of every
+    line's subtree (for symbol ranges and folding)."""
+    paths: list[YamlPath | None] = [None] * len(outline.lines)
+    items: dict[YamlPath, int] = {}
+    ends = list(range(len(outline.lines)))
+    stack: list[list] = []  # [column, part, line number, is_item]
+    open_lines: list[tuple[int, int, bool]] = []  # (line number, column, is an empty-valued key)
+    last = -1
+    for number, line in enumerate(outline.lines):
+        if line is None:
+            if number in outline.block_owner and outline.raw[number].strip():
+                last = number
+            continue
+        while open_lines and _closes(open_lines[-1], line):
+            ends[open_lines.pop()[0]] = last
+        open_lines.append((number, line.first, line.key is not None and not outline.raw[number][line.colon + 1 :].strip()))  # type: ignore[operator]
+        last = number
+        if line.dash is not None:
+            index = 0
+            while stack and (stack[-1][0] > line.dash or (stack[-1][0] == line.dash and stack[-1][3])):
+                popped = stack.pop()
+                if popped[3] and popped[0] == line.dash:
+                    index = popped[1] + 1
+            stack.append([line.dash, index, number, True])
+            items.setdefault(tuple(entry[1] for entry in stack), number)
+        else:
+            while stack and stack[-1][0] >= line.first:
+                stack.pop()
+        if line.key is not None:
+            stack.append([line.key_col, _unquote(line.key), number, False])
+            paths[number] = tuple(entry[1] for entry in stack)
+    for number, _, _ in open_lines:
+        ends[number] = last
+    return paths, ends, items
+
+
+def _closes(entry: tuple[int, int, bool], line: Line) -> bool:
+    _, column, container = entry
+    if line.first > column:
+        return False
+    # an indentless sequence ("steps:" then "- id:" at the same column) stays inside its key
+    return not (line.first == column and container and line.dash is not None)
+
+
+def _parse_line(number: int, raw: str) -> Line | None:
+    match = _LINE.match(raw)
+    if match is None:  # pragma: no cover - the pattern matches every string
+        return None
+    first = len(match["indent"])
+    dash = first if match["dash"] else None
+    key = match["key"]
+    if key is None:
+        key_col = first + len(match["dash"] or "")
+        return Line(number, first, dash, None, key_col, None, None, False)
+    key_col = match.start("key")
+    value = match["value"] or ""
+    return Line(
+        number,
+        first,
+        dash,
+        key.rstrip(),
+        key_col,
+        match.start("gap") - 1,
+        match.start("value"),
+        bool(_BLOCK_HEADER.match(value)),
+    )
+
+
+def _indent(raw: str) -> int:
+    return len(raw) - len(raw.lstrip(" "))
+
+
+def _unquote(key: str) -> str:
+    if len(key) >= 2 and key[0] == key[-1] and key[0] in "'\"":
+        return key[1:-1]
+    return key
+
+
+Where = Literal["key", "value", "item"]
+
+
+@dataclass(frozen=True, slots=True)
+class CursorContext:
+    """Everything completion and hover need to know about the cursor position.
+
+    ``path``: for ``key`` the mapping the key belongs to; for ``value`` the value's own path;
+    for ``item`` a new list item (``- |``), the item's path. ``before`` is the string value's
+    text before the cursor (decoded for plain and quoted scalars, block indentation removed).
+    ``word_start`` is the column where the word under completion starts on the cursor line.
+    ``ref`` is the text after an unclosed ``${`` before the cursor, or None.
+    """
+
+    position: Position
+    path: YamlPath
+    where: Where
+    before: str = ""
+    word_start: int = 0
+    ref: str | None = None
+    present_keys: frozenset[str] = frozenset()
+    key_column: int = 0
+
+    @property
+    def prefix(self) -> str:
+        return _WORD.search(self.before).group(0) if self.before else ""
+
+    @property
+    def field(self) -> str | int | None:
+        return self.path[-1] if self.path else None
+
+    @property
+    def in_expression(self) -> bool:
+        """Whether the value at the cursor is an expression (when, until, ensure expr, set)."""
+        return self.where == "value" and is_expression_path(self.path)
+
+    @property
+    def flow(self) -> str | None:
+        return self.path[1] if len(self.path) > 1 and self.path[0] == "flows" else None
+
+    @property
+    def step_index(self) -> int | None:
+        if len(self.path) > 3 and self.path[2] == "steps" and isinstance(self.path[3], int):
+            return self.path[3]
+        return None
+
+    @property
+    def stage_index(self) -> int | None:
+        """The fanout stage index when the cursor is inside a fanout stage."""
+        p = self.path
+        if len(p) > 6 and p[4] == "fanout" and p[5] == "steps" and isinstance(p[6], int):
+            return p[6]
+        return None
+
+
+def is_expression_path(path: YamlPath) -> bool:
+    """Whether the string at ``path`` is an expression (not a template)."""
+    if not path or path[0] != "flows":
+        return False
+    last = path[-1]
+    if last in _EXPR_FIELDS:
+        return last != "until" or (len(path) > 1 and path[-2] == "iterate")
+    return len(path) > 2 and path[-2] == "set" and "steps" in path
+
+
+def context_at(outline: Outline, pos: Position) -> CursorContext:
+    """The cursor context at ``pos`` (code points) in the text ``outline`` was built from."""
+    if not 0 <= pos.line < len(outline.raw):
+        return CursorContext(pos, (), "key")
+    raw = outline.raw[pos.line]
+    col = min(pos.character, len(raw))
+    if pos.line in outline.block_owner:
+        return _in_block(outline, pos, col)
+    line = outline.lines[pos.line]
+    head = raw[:col]
+    if line is None or not head.strip():
+        path = outline.container_path(pos.line, col)
+        return CursorContext(
+            pos, path, "key", word_start=col,
+            present_keys=frozenset(outline.sibling_keys(pos.line, col)), key_column=col,
+        )
+    if line.key is None or col <= line.key_col:
+        return _partial_key(outline, line, pos, raw, col)
+    if line.colon is not None and col <= line.colon:
+        container = outline.container_path(pos.line, line.key_col, line.dash)
+        return CursorContext(
+            pos, container, "key", raw[line.key_col:col], line.key_col,
+            present_keys=frozenset(outline.sibling_keys(pos.line, line.key_col)),
+            key_column=line.key_col,
+        )
+    return _in_value(outline, line, pos, raw, col)
+
+
+def _partial_key(outline: Outline, line: Line, pos: Position, raw: str, col: int) -> CursorContext:
+    start = line.key_col
+    if line.dash is not None and col >= start:
+        path = outline.container_path(pos.line, start, line.dash)
+        return CursorContext(pos, path, "item", raw[start:col], start, key_column=start)
+    path = outline.container_path(pos.line, line.first)
+    return CursorContext(
+        pos, path, "key", raw[line.first:col], line.first,
+        present_keys=frozenset(outline.sibling_keys(pos.line, line.first)),
+        key_column=line.first,
+    )
+
+
+def _in_value(outline: Outline, line: Line, pos: Position, raw: str, col: int) -> CursorContext:
+    path = outline.key_path(line)
+    start = line.value_col if line.value_col is not None else col
+    text = raw[start:col]
+    flow_item = text.lstrip().startswith("[")
+    before = _decode_prefix(text)
+    if flow_item:
+        before = re.split(r"[\[,]", text)[-1].strip().strip("'\"")
+    return CursorContext(
+        pos, path, "value", before, col - len(_WORD.search(raw[:col]).group(0)),
+        _open_ref(before), key_column=line.key_col,
+    )
+
+
+def _in_block(outline: Outline, pos: Position, col: int) -> CursorContext:
+    owner = outline.lines[outline.block_owner[pos.line]]
+    assert owner is not None
+    body = [outline.raw[n] for n in range(owner.number + 1, pos.line + 1)]
+    indents = [_indent(b) for b in body if b.strip()]
+    strip = min(indents) if indents else col
+    lines = [b[strip:] for b in body[:-1]] + [outline.raw[pos.line][strip:col]]
+    before = "\n".join(lines)
+    raw = outline.raw[pos.line]
+    return CursorContext(
+        pos, outline.key_path(owner), "value", before,
+        col - len(_WORD.search(raw[:col]).group(0)), _open_ref(before), key_column=owner.key_col,
+    )
+
+
+def _decode_prefix(text: str) -> str:
+    """The decoded scalar text of a value prefix as typed (plain, single or double quoted)."""
+    if text.startswith("'"):
+        return text[1:].replace("''", "'")
+    if text.startswith('"'):
+        return re.sub(r"\\(.)", r"\1", text[1:])
+    return text
+
+
+def _open_ref(before: str) -> str | None:
+    """The text after the last ``${`` before the cursor when that reference is still open."""
+    start = before.rfind("${")
+    if start < 0 or "}" in before[start:]:
+        return None
+    return before[start + 2 :]

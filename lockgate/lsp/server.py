@@ -1,0 +1,249 @@
+"""The Lockgate language server: a pygls ``LanguageServer`` with one thin handler per feature.
+
+Handlers only adapt: they find the document's analysis, convert the client's position to code
+points, call a pure function of the feature's module, and convert the answer back. Every
+handler is guarded: an exception is logged (and reported to the client's log) and the request
+gets an empty answer, so a bug in one feature never takes the server down.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+
+from lockgate import __version__
+
+from . import diagnostics as diag
+from .documents import Analysis, DocumentStore
+from .positions import Encoding, encoding_of
+from .settings import SECTION, Settings
+
+log = logging.getLogger(__name__)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class LockgateServer(LanguageServer):
+    """The server state: open documents, settings and the diagnostics debouncer."""
+
+    def __init__(self) -> None:
+        super().__init__("lockgate", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
+        self.documents = DocumentStore()
+        self.settings = Settings()
+        self.debouncer = diag.Debouncer()
+
+    # -- helpers used by handlers -----------------------------------------------------------------
+
+    @property
+    def encoding(self) -> Encoding:
+        return encoding_of(self.workspace.position_encoding)
+
+    @property
+    def client_caps(self) -> lsp.ClientCapabilities | None:
+        return self.client_capabilities
+
+    def analysis(self, uri: str) -> Analysis | None:
+        """The analysis of the document as it is now (for diagnostics and exact ranges)."""
+        return self.documents.analysis(uri)
+
+    def usable(self, uri: str) -> Analysis | None:
+        """The analysis to answer requests from while typing (last good IR if needed)."""
+        return self.documents.usable(uri)
+
+    def apply_settings(self, settings: Settings) -> None:
+        changed = (settings.agents, settings.lint) != (self.documents.agents, self.documents.lint)
+        self.settings = settings
+        self.documents.agents, self.documents.lint = settings.agents, settings.lint
+        if changed:
+            self.documents.invalidate()
+
+
+def guarded(default: Any = None) -> Callable[[F], F]:
+    """Catch, log and swallow any exception of a handler; answer ``default`` instead."""
+
+    def wrap(handler: F) -> F:
+        @functools.wraps(handler)
+        def sync_guard(ls: LockgateServer, *args: Any) -> Any:
+            try:
+                return handler(ls, *args)
+            except Exception as exc:  # noqa: BLE001 - the server must survive any handler bug
+                _report(ls, handler.__name__, exc)
+                return default
+
+        @functools.wraps(handler)
+        async def async_guard(ls: LockgateServer, *args: Any) -> Any:
+            try:
+                return await handler(ls, *args)
+            except Exception as exc:  # noqa: BLE001
+                _report(ls, handler.__name__, exc)
+                return default
+
+        import inspect
+
+        return async_guard if inspect.iscoroutinefunction(handler) else sync_guard  # type: ignore[return-value]
+
+    return wrap
+
+
+def _report(ls: LockgateServer, name: str, exc: Exception) -> None:
+    log.exception("handler %s failed", name)
+    try:
+        ls.window_log_message(
+            lsp.LogMessageParams(type=lsp.MessageType.Error, message=f"lockgate: {name} failed: {exc!r}")
+        )
+    except Exception:  # noqa: BLE001 - not even logging may crash the server
+        log.debug("could not forward the error to the client", exc_info=True)
+
+
+def create_server() -> LockgateServer:
+    """A fresh server with every feature registered."""
+    ls = LockgateServer()
+    _register_sync(ls)
+    _register_diagnostics(ls)
+    _register_features(ls)
+    return ls
+
+
+# -- lifecycle, settings and document sync -------------------------------------------------------------
+
+
+def _register_sync(ls: LockgateServer) -> None:
+    @ls.feature(lsp.INITIALIZE)
+    @guarded()
+    def initialize(ls: LockgateServer, params: lsp.InitializeParams) -> None:
+        ls.apply_settings(Settings.from_client(params.initialization_options, root=_root_of(params)))
+
+    @ls.feature(lsp.INITIALIZED)
+    @guarded()
+    async def initialized(ls: LockgateServer, params: lsp.InitializedParams) -> None:
+        await _pull_settings(ls)
+
+    @ls.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    @guarded()
+    async def did_change_configuration(ls: LockgateServer, params: lsp.DidChangeConfigurationParams) -> None:
+        if not await _pull_settings(ls) and params.settings is not None:
+            ls.apply_settings(Settings.from_client(params.settings, root=ls.settings.workspace_root))
+        for uri in ls.documents.uris():
+            _schedule(ls, uri, 0)
+
+    @ls.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    @guarded()
+    def did_open(ls: LockgateServer, params: lsp.DidOpenTextDocumentParams) -> None:
+        doc = params.text_document
+        ls.documents.open(doc.uri, doc.text, doc.version, doc.language_id)
+        _schedule(ls, doc.uri, 0)
+
+    @ls.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    @guarded()
+    def did_change(ls: LockgateServer, params: lsp.DidChangeTextDocumentParams) -> None:
+        doc = params.text_document
+        ls.documents.change(doc.uri, params.content_changes, doc.version, ls.encoding)
+        _schedule(ls, doc.uri, ls.settings.debounce_ms / 1000)
+
+    @ls.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+    @guarded()
+    def did_save(ls: LockgateServer, params: lsp.DidSaveTextDocumentParams) -> None:
+        _schedule(ls, params.text_document.uri, 0)
+
+    @ls.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    @guarded()
+    def did_close(ls: LockgateServer, params: lsp.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        ls.debouncer.cancel(uri)
+        ls.documents.close(uri)
+        if not diag.supports_pull(ls.client_caps):
+            ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+
+def _root_of(params: lsp.InitializeParams) -> str | None:
+    from urllib.parse import unquote, urlparse
+
+    if params.workspace_folders:
+        return unquote(urlparse(params.workspace_folders[0].uri).path)
+    if params.root_uri:
+        return unquote(urlparse(params.root_uri).path)
+    return params.root_path
+
+
+async def _pull_settings(ls: LockgateServer) -> bool:
+    """Ask the client for the ``lockgate`` section; False when it cannot answer."""
+    caps = ls.client_caps
+    if not (caps and caps.workspace and caps.workspace.configuration):
+        return False
+    try:
+        [raw] = await ls.workspace_configuration_async(
+            lsp.ConfigurationParams(items=[lsp.ConfigurationItem(section=SECTION)])
+        )
+    except Exception:  # noqa: BLE001 - a client that fails this request keeps the defaults
+        log.warning("workspace/configuration failed; keeping the current settings", exc_info=True)
+        return False
+    ls.apply_settings(Settings.from_client(raw, root=ls.settings.workspace_root))
+    return True
+
+
+# -- diagnostics ----------------------------------------------------------------------------------
+
+
+def _schedule(ls: LockgateServer, uri: str, delay: float) -> None:
+    """Push fresh diagnostics for ``uri`` after ``delay`` seconds (pull clients: nothing)."""
+    if diag.supports_pull(ls.client_caps):
+        return
+    ls.debouncer.schedule(uri, delay, lambda: _publish(ls, uri))
+
+
+async def _publish(ls: LockgateServer, uri: str) -> None:
+    if uri not in ls.documents:  # closed while we waited
+        return
+    analysis = ls.analysis(uri)
+    if analysis is None:
+        return
+    items = diag.to_lsp(analysis, ls.encoding, **diag.client_options(ls.client_caps))
+    log.debug("%s v%s analysed in %.1f ms", uri, analysis.version, analysis.elapsed_ms)
+    ls.text_document_publish_diagnostics(
+        lsp.PublishDiagnosticsParams(uri=uri, version=analysis.version, diagnostics=items)
+    )
+
+
+def _register_diagnostics(ls: LockgateServer) -> None:
+    @ls.feature(
+        lsp.TEXT_DOCUMENT_DIAGNOSTIC,
+        lsp.DiagnosticOptions(identifier=diag.SOURCE, inter_file_dependencies=False, workspace_diagnostics=False),
+    )
+    @guarded(lsp.FullDocumentDiagnosticReport(items=[]))
+    def document_diagnostic(ls: LockgateServer, params: lsp.DocumentDiagnosticParams):
+        analysis = ls.analysis(params.text_document.uri)
+        if analysis is None:
+            return lsp.FullDocumentDiagnosticReport(items=[])
+        result_id = f"{analysis.version}:{id(analysis)}"
+        if params.previous_result_id == result_id:
+            return lsp.UnchangedDocumentDiagnosticReport(result_id=result_id)
+        items = diag.to_lsp(analysis, ls.encoding, **diag.client_options(ls.client_caps))
+        return lsp.FullDocumentDiagnosticReport(items=items, result_id=result_id)
+
+
+# -- language features ----------------------------------------------------------------------------
+
+
+def _register_features(ls: LockgateServer) -> None:
+    from . import folding, symbols
+
+    @ls.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+    @guarded([])
+    def document_symbol(ls: LockgateServer, params: lsp.DocumentSymbolParams):
+        analysis = ls.analysis(params.text_document.uri)
+        if analysis is None or not analysis.parsed:
+            return []
+        return symbols.to_lsp(symbols.document_symbols(analysis), analysis, ls.encoding)
+
+    @ls.feature(lsp.TEXT_DOCUMENT_FOLDING_RANGE)
+    @guarded([])
+    def folding_range(ls: LockgateServer, params: lsp.FoldingRangeParams):
+        analysis = ls.analysis(params.text_document.uri)
+        if analysis is None:
+            return []
+        return folding.to_lsp(folding.folding_ranges(analysis.outline), ls.client_caps)

@@ -1,0 +1,63 @@
+"""Server settings, read from the client's ``lockgate`` configuration section.
+
+Every value has a default, so a client that sends nothing (or something malformed) gets a
+working server; unknown keys are ignored. Both ``camelCase`` (VS Code style) and ``snake_case``
+spellings are accepted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+SECTION = "lockgate"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """``workspace_root``: where file predicates (``file_exists``, ``file_contains``) resolve;
+    ``agents``: agent names configured beyond the built-ins; ``lint``: advisory warnings on or
+    off; ``debounce_ms``: delay of diagnostics while typing; ``inlay_hints``: show reference
+    types inline."""
+
+    workspace_root: str | None = None
+    agents: tuple[str, ...] = ()
+    lint: bool = True
+    debounce_ms: int = 150
+    inlay_hints: bool = True
+    extra: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_client(cls, raw: Any, *, root: str | None = None) -> Settings:
+        """Settings from the configuration value a client sent (any shape), with defaults."""
+        data = raw if isinstance(raw, Mapping) else {}
+        if isinstance(data.get(SECTION), Mapping):
+            data = data[SECTION]
+        agents = _get(data, "agents", [])
+        debounce = _get(data, "debounce_ms", cls.debounce_ms)
+        workspace = _get(data, "workspace_root", None)
+        return cls(
+            workspace_root=workspace if isinstance(workspace, str) and workspace else root,
+            agents=tuple(a for a in agents if isinstance(a, str)) if isinstance(agents, list) else (),
+            lint=_bool(_get(data, "lint", True), True),
+            debounce_ms=debounce if isinstance(debounce, int) and 0 <= debounce <= 10_000 else 150,
+            inlay_hints=_bool(_get(data, "inlay_hints", True), True),
+            extra=dict(data),
+        )
+
+
+def _get(data: Mapping[str, Any], snake: str, default: Any) -> Any:
+    head, *rest = snake.split("_")
+    camel = head + "".join(part.title() for part in rest)
+    if camel in data:
+        return data[camel]
+    return data.get(snake, default)
+
+
+def _bool(value: Any, default: bool) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, Mapping) and isinstance(value.get("enabled"), bool):
+        return value["enabled"]
+    return default
