@@ -1,0 +1,776 @@
+"""YAML text -> plain data, a source map with exact positions, and document diagnostics.
+
+:func:`parse_yaml` drives libyaml's event parser (``yaml._yaml.CParser``; PyYAML's pure-Python
+parser when libyaml is missing) and composes the data itself, one event at a time, so that it
+controls everything a spec loader must bound or reject: duplicate keys (LG104), a second document
+(LG105), alias counts and alias expansion (LG106), nesting depth (LG107, checked as collections
+open, so a 10,000-deep ``[[[[`` stops after 65 events and nothing recurses), document size (LG101,
+checked before parsing), text that is not UTF-8 or holds NUL or control characters (LG102), an
+empty document (LG108) and tags or non-string keys (LG109). Syntax errors become LG103 with a
+message written for people. It never raises and never hangs.
+
+Scalars resolve as ``yaml.safe_load`` resolves them (YAML 1.1 core types via PyYAML's own
+resolver table), except that timestamps stay strings: a spec is JSON data.
+
+The :class:`SourceMap` is built during the same pass: each value knows its source interval, each
+mapping entry its key interval, and string values can map character offsets inside the decoded
+text back to the document (:mod:`lockgate.dsl.scalars`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import yaml
+from yaml.nodes import ScalarNode
+
+from .diagnostics import Diagnostic, Position, Range, Related, Severity, YamlPath
+from .scalars import CharSources, char_sources
+
+try:  # libyaml; the pure-Python parser has the same event API, only slower
+    from yaml._yaml import CParser as _Parser
+except ImportError:  # pragma: no cover - depends on how PyYAML was built
+    _Parser = yaml.SafeLoader  # type: ignore[assignment,misc]
+
+MAX_DOCUMENT_CHARS = 10 * 1024 * 1024
+MAX_DEPTH = 64
+MAX_ALIASES = 1_000
+MAX_ALIAS_EXPANSION = 100_000
+
+_TAG = "tag:yaml.org,2002:"
+_ALLOWED_TAGS = {_TAG + t for t in ("str", "int", "float", "bool", "null", "map", "seq")}
+_RESOLVERS = yaml.resolver.Resolver.yaml_implicit_resolvers
+_CONSTRUCTOR = yaml.constructor.SafeConstructor()
+_NEWLINES = re.compile(r"\r\n|\r|\n")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+
+
+# -- positions ----------------------------------------------------------------------------------
+
+
+class LineIndex:
+    """Character index <-> (line, character) for a text; lines end at ``\\n``, ``\\r\\n`` or ``\\r``
+    as in LSP (libyaml's NEL/LS/PS breaks do not start lines here, since indices are used)."""
+
+    __slots__ = ("starts", "length")
+
+    def __init__(self, text: str) -> None:
+        self.starts = [0, *(m.end() for m in _NEWLINES.finditer(text))]
+        self.length = len(text)
+
+    def position(self, index: int) -> Position:
+        index = max(0, min(index, self.length))
+        line = bisect.bisect_right(self.starts, index) - 1
+        return Position(line, index - self.starts[line])
+
+    def index(self, pos: Position) -> int:
+        line = max(0, min(pos.line, len(self.starts) - 1))
+        nxt = self.starts[line + 1] if line + 1 < len(self.starts) else self.length
+        return min(self.starts[line] + max(0, pos.character), nxt)
+
+    def range(self, start: int, end: int) -> Range:
+        return Range(self.position(start), self.position(end))
+
+
+# -- the source map -----------------------------------------------------------------------------
+
+
+class Node:
+    """One composed YAML node: its source interval and, for collections, its entries.
+
+    ``start``/``end`` is the tight source interval (block collections end at their last
+    child; block scalars drop trailing blank lines). ``extent`` is where libyaml closed the node,
+    used to place a cursor on an empty line inside a block mapping.
+    """
+
+    __slots__ = ("kind", "start", "end", "extent", "style", "text", "children", "size", "_chars")
+
+    def __init__(self, kind: str, start: int, style: str | None = None) -> None:
+        self.kind = kind  # "map", "seq" or "scalar"
+        self.start = start
+        self.end = start
+        self.extent = start
+        self.style = style
+        self.text: str | None = None  # decoded scalar text (before type resolution)
+        self.children: dict[str, Slot] | list[Slot] = {} if kind == "map" else []
+        self.size = 1
+        self._chars: CharSources | None = None
+
+
+class Slot:
+    """A node in its place: the key interval (mapping entries) and the interval of the value
+    *here*, which for an alias is the ``*name`` site while ``node`` is the anchored node."""
+
+    __slots__ = ("key", "key_start", "key_end", "node", "start", "end")
+
+    def __init__(self, key: str | None, key_start: int, key_end: int, node: Node, start: int, end: int) -> None:
+        self.key = key
+        self.key_start = key_start
+        self.key_end = key_end
+        self.node = node
+        self.start = start
+        self.end = end
+
+    @property
+    def is_alias(self) -> bool:
+        return self.start != self.node.start
+
+
+class SourceMap:
+    """Positions of the values and keys of a parsed document, addressed by YAML path.
+
+    Paths are tuples of mapping keys and sequence indices, as in :class:`Finding`. Ranges are
+    0-based lines and code-point characters. Lookups of a path that does not exist fall back to
+    its nearest existing ancestor, so a diagnostic always has a place.
+    """
+
+    def __init__(self, text: str, root: Node | None = None, base: int = 0) -> None:
+        self.text = text
+        self.lines = LineIndex(text)
+        self.root = root
+        self._base = base  # characters before what libyaml saw (a byte-order mark)
+        self._parse_text = text[base:] if base else text
+
+    # lookups
+
+    def exists(self, path: YamlPath) -> bool:
+        return self._walk(path)[1] == len(path)
+
+    def value_range(self, path: YamlPath) -> Range:
+        """The range of the value at ``path`` (or of its nearest existing ancestor)."""
+        slot, _ = self._walk(path)
+        if slot is None:
+            return self._root_range()
+        return self._range(slot.start, slot.end)
+
+    def key_range(self, path: YamlPath) -> Range:
+        """The range of the key of ``path``'s entry. For a missing path, the key of the nearest
+        existing ancestor (so "missing key" diagnostics point at the parent's key); for a
+        sequence item, its first key (or its value when it is not a mapping)."""
+        slot, _ = self._walk(path)
+        if slot is None:
+            return self._first_key_range(self.root) or self._root_range()
+        if slot.key is not None:
+            return self._range(slot.key_start, slot.key_end)
+        return self._first_key_range(slot.node) or self._range(slot.start, slot.end)
+
+    def span_range(self, path: YamlPath, start: int, end: int) -> Range:
+        """The document range of characters ``[start, end)`` of the string value at ``path``.
+
+        Offsets index the *decoded* string (after quotes, escapes, folding and block
+        indentation are applied). Falls back to the value's range when the path is not a
+        string scalar; offsets are clamped to the value.
+        """
+        slot, depth = self._walk(path)
+        if slot is None or depth != len(path) or slot.node.kind != "scalar" or slot.node.text is None:
+            return self.value_range(path)
+        chars = self._chars(slot.node)
+        n = len(chars.starts)
+        start = max(0, min(start, n))
+        end = max(start, min(end, n))
+        if start == end:
+            at = chars.starts[start] if start < n else (chars.ends[-1] if n else chars.content_start)
+            return self._range(at, at)
+        return self._range(chars.starts[start], chars.ends[end - 1])
+
+    def offset_in_value(self, path: YamlPath, position: Position) -> int | None:
+        """The decoded-string offset at ``position`` inside the string value at ``path``
+        (inverse of :meth:`span_range`); None when the position is outside that value."""
+        slot, depth = self._walk(path)
+        if slot is None or depth != len(path) or slot.node.kind != "scalar" or slot.node.text is None:
+            return None
+        node = slot.node
+        idx = self.lines.index(position) - self._base
+        if idx < node.start or idx > node.end:
+            return None
+        chars = self._chars(node)
+        i = bisect.bisect_right(chars.starts, idx) - 1
+        if i < 0:
+            return 0
+        return i + 1 if idx >= chars.ends[i] else i
+
+    def path_at(self, position: Position) -> tuple[YamlPath, Literal["key", "value"]] | None:
+        """The innermost entry at ``position``: its path and whether the cursor is on the key or
+        in the value. A position between entries of a mapping gives that mapping's path. None
+        when the document has no content."""
+        if self.root is None:
+            return None
+        idx = self.lines.index(position) - self._base
+        path: YamlPath = ()
+        node = self.root
+        while node.kind != "scalar":
+            hit = _child_at(node, idx, self._parse_text)
+            if hit is None:
+                break
+            part, slot, on_key = hit
+            path = (*path, part)
+            if on_key:
+                return path, "key"
+            if slot.is_alias:
+                break
+            node = slot.node
+        return path, "value"
+
+    def paths(self) -> Iterator[YamlPath]:
+        """Every path of the document in document order (aliases are not entered)."""
+        if self.root is None:
+            return
+        stack: list[tuple[YamlPath, Node]] = [((), self.root)]
+        while stack:
+            path, node = stack.pop()
+            yield path
+            items = node.children.items() if isinstance(node.children, dict) else enumerate(node.children)
+            for part, slot in reversed(list(items)):
+                if slot.is_alias:
+                    yield (*path, part)
+                else:
+                    stack.append(((*path, part), slot.node))
+
+    def range_of(self, path: YamlPath, at: str = "value", span: tuple[int, int] | None = None) -> Range:
+        """The range a :class:`Finding` located by ``path``/``at``/``span`` points at."""
+        if at == "key":
+            return self.key_range(path)
+        if span is not None:
+            return self.span_range(path, span[0], span[1])
+        return self.value_range(path)
+
+    def index_range(self, start: int, end: int) -> Range:
+        """The range of parse-text indices ``[start, end)`` (libyaml mark indices)."""
+        return self._range(start, end)
+
+    # helpers
+
+    def _walk(self, path: YamlPath) -> tuple[Slot | None, int]:
+        """The slot at ``path`` or at its deepest existing ancestor, and how many parts matched
+        (None and 0 for the root, which has no slot)."""
+        if self.root is None:
+            return None, 0
+        slot: Slot | None = None
+        node = self.root
+        depth = 0
+        for part in path:
+            children = node.children
+            if isinstance(children, dict):
+                nxt = children.get(part) if isinstance(part, str) else None
+            elif isinstance(part, int) and not isinstance(part, bool) and 0 <= part < len(children):
+                nxt = children[part]
+            else:
+                nxt = None
+            if nxt is None:
+                break
+            slot, node, depth = nxt, nxt.node, depth + 1
+        if slot is None:
+            slot = Slot(None, -1, -1, self.root, self.root.start, self.root.end)
+        return slot, depth
+
+    def _first_key_range(self, node: Node | None) -> Range | None:
+        if node is not None and isinstance(node.children, dict) and node.children:
+            first = next(iter(node.children.values()))
+            return self._range(first.key_start, first.key_end)
+        return None
+
+    def _root_range(self) -> Range:
+        if self.root is None:
+            return self.lines.range(0, 0)
+        return self._range(self.root.start, self.root.end)
+
+    def _range(self, start: int, end: int) -> Range:
+        return self.lines.range(start + self._base, end + self._base)
+
+    def _chars(self, node: Node) -> CharSources:
+        if node._chars is None:
+            node._chars = char_sources(self._parse_text, node.start, node.extent, node.style, node.text or "")
+        return node._chars
+
+
+def _child_at(node: Node, idx: int, src: str) -> tuple[str | int, Slot, bool] | None:
+    items = node.children.items() if isinstance(node.children, dict) else enumerate(node.children)
+    for part, slot in items:
+        if slot.key is not None and slot.key_start <= idx <= slot.key_end:
+            return part, slot, True
+        child = slot.node
+        if slot.is_alias or child.kind == "scalar":
+            end = slot.end
+            if end == slot.start and not slot.is_alias:  # an empty value: the blanks after `key:`
+                while end < len(src) and src[end] in " \t":
+                    end += 1
+            if slot.start <= idx <= end:
+                return part, slot, False
+        elif child.start <= idx < max(child.extent, child.end + 1):
+            return part, slot, False
+    return None
+
+
+# -- parsing ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParsedYaml:
+    """The result of :func:`parse_yaml`. ``data`` is None when the document could not be read
+    (it may still hold data alongside non-fatal diagnostics such as duplicate keys)."""
+
+    data: Any
+    source_map: SourceMap
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    text: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not any(d.is_error for d in self.diagnostics)
+
+
+class _Stop(Exception):
+    """Abandon composition: a limit was hit and a diagnostic was recorded."""
+
+
+class _SecondDocument(Exception):
+    """Stop reading at a second document; the first one stays usable."""
+
+
+def parse_yaml(text: str | bytes) -> ParsedYaml:
+    """Parse one YAML document into plain data plus a :class:`SourceMap`; never raises."""
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        raw = bytes(text)
+        if len(raw) > MAX_DOCUMENT_CHARS:
+            return _refused("", _too_large(len(raw), "bytes"))
+        decoded, problem = _decode(raw)
+        if problem is not None:
+            return _refused(decoded, problem)
+        text = decoded
+    elif not isinstance(text, str):
+        return _refused("", _diag("LG102", f"expected text, got {type(text).__name__}", Range.of(0, 0, 0, 0)))
+    if len(text) > MAX_DOCUMENT_CHARS:
+        return _refused("", _too_large(len(text), "characters"))
+    bad = _CONTROL.search(text)
+    if bad is not None:
+        lines = LineIndex(text)
+        ch = bad.group()
+        what = "a NUL character" if ch == "\0" else f"the control character U+{ord(ch):04X}"
+        return _refused(text, _diag("LG102", f"the document contains {what}; a spec must be plain text",
+                                    lines.range(bad.start(), bad.start() + 1)))
+    try:
+        return _Composer(text).run()
+    except Exception as exc:  # a last line of defence: report, never raise
+        return _refused(text, _diag("LG103", f"the YAML could not be read: {exc}", Range.of(0, 0, 0, 0)))
+
+
+def _decode(raw: bytes) -> tuple[str, Diagnostic | None]:
+    try:
+        return raw.decode("utf-8-sig"), None
+    except UnicodeDecodeError as exc:
+        start = exc.start + (3 if raw.startswith(b"\xef\xbb\xbf") else 0)
+        prefix = raw[: exc.start].decode("utf-8", errors="replace") if exc.start else ""
+        lines = LineIndex(prefix)
+        at = lines.position(len(prefix))
+        msg = f"the document is not UTF-8 text (invalid byte 0x{raw[start]:02X} at byte {start})"
+        return prefix, _diag("LG102", msg, Range(at, Position(at.line, at.character + 1)))
+
+
+def _too_large(size: int, unit: str) -> Diagnostic:
+    limit = MAX_DOCUMENT_CHARS // (1024 * 1024)
+    return _diag("LG101", f"the document is {size:,} {unit}; specs are limited to {limit} MB", Range.of(0, 0, 0, 0))
+
+
+def _refused(text: str, diag: Diagnostic) -> ParsedYaml:
+    return ParsedYaml(None, SourceMap(text), [diag], text)
+
+
+def _diag(code: str, message: str, rng: Range, *, hint: str | None = None,
+          related: tuple[Related, ...] = (), path: YamlPath = ()) -> Diagnostic:
+    from .codes import lookup
+
+    entry = lookup(code)
+    return Diagnostic(code, message, rng, Severity.ERROR, entry.name, hint, related, None, path)
+
+
+class _Frame:
+    """An open collection during composition."""
+
+    __slots__ = ("node", "data", "anchor", "key", "merges")
+
+    def __init__(self, node: Node, data: Any, anchor: str | None) -> None:
+        self.node = node
+        self.data = data
+        self.anchor = anchor
+        # for mappings: the pending key as (text, start, end, is_merge), or _BAD_KEY, or None
+        self.key: Any = None
+        self.merges: list[tuple[Slot, Any]] = []
+
+
+_BAD_KEY = object()
+
+
+class _Composer:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.base = 1 if text.startswith("\ufeff") else 0
+        self.src = text[self.base :]
+        self.map = SourceMap(text, None, self.base)
+        self.diags: list[Diagnostic] = []
+        self.stack: list[_Frame] = []
+        self.anchors: dict[str, tuple[Node, Any]] = {}
+        self.open_anchors: set[str] = set()
+        self.aliases = 0
+        self.expansion = 0
+        self.root: tuple[Node, Any] | None = None
+        self.documents = 0
+
+    def run(self) -> ParsedYaml:
+        parser = _Parser(self.src)
+        fatal = False
+        try:
+            self._events(parser)
+        except _SecondDocument:
+            pass
+        except _Stop:
+            fatal = True
+        except yaml.reader.ReaderError as exc:
+            self.diags.append(self._reader_error(exc))
+            fatal = True
+        except yaml.MarkedYAMLError as exc:
+            self.diags.append(self._syntax_error(exc))
+            fatal = True
+        except RecursionError:
+            self.diags.append(self._at("LG107", "the document nests too deeply to read", 0, 0))
+            fatal = True
+        finally:
+            dispose = getattr(parser, "dispose", None)
+            if dispose is not None:
+                dispose()
+        if fatal or self.root is None:
+            if not fatal:
+                self.diags.append(self._at("LG108", "the document is empty; a spec starts with `version: 1`", 0, 0))
+            return ParsedYaml(None, SourceMap(self.text, None, self.base), self.diags, self.text)
+        node, data = self.root
+        self.map.root = node
+        if data is None:
+            self.diags.append(self._at("LG108", "the document is empty; a spec starts with `version: 1`",
+                                       node.start, node.end))
+            return ParsedYaml(None, self.map, self.diags, self.text)
+        return ParsedYaml(data, self.map, self.diags, self.text)
+
+    # events
+
+    def _events(self, parser: Any) -> None:
+        get = parser.get_event
+        scalar, alias = yaml.ScalarEvent, yaml.AliasEvent
+        map_start, seq_start = yaml.MappingStartEvent, yaml.SequenceStartEvent
+        map_end, seq_end = yaml.MappingEndEvent, yaml.SequenceEndEvent
+        while True:
+            ev = get()
+            kind = type(ev)
+            if kind is scalar:
+                self._scalar(ev)
+            elif kind is map_start or kind is seq_start:
+                self._open(ev, "map" if kind is map_start else "seq")
+            elif kind is map_end or kind is seq_end:
+                self._close(ev)
+            elif kind is alias:
+                self._alias(ev)
+            elif kind is yaml.DocumentStartEvent:
+                self.documents += 1
+                if self.documents > 1:
+                    self._second_document(ev)
+            elif kind is yaml.StreamEndEvent:
+                return
+
+    def _second_document(self, ev: Any) -> None:
+        start, end = ev.start_mark.index, ev.end_mark.index
+        if end <= start:
+            end = start + len(self.src[start:].split("\n", 1)[0])
+        self.diags.append(self._at(
+            "LG105", "a spec file holds exactly one YAML document; this starts a second one",
+            start, end, hint="remove the `---` line and what follows, or split the file"))
+        raise _Stop
+
+    def _scalar(self, ev: Any) -> None:
+        start, end = ev.start_mark.index, ev.end_mark.index
+        node = Node("scalar", start, ev.style or "")
+        node.extent = end
+        node.end = _tight_end(self.src, start, end) if ev.style in ("|", ">") else end
+        node.text = ev.value
+        value = self._resolve(ev, node)
+        self._add(node, value, ev.anchor, start, node.end)
+
+    def _resolve(self, ev: Any, node: Node) -> Any:
+        value: str = ev.value
+        tag = ev.tag
+        plain = not ev.style and ev.implicit[0]
+        if tag is not None and tag != "!":
+            if tag not in _ALLOWED_TAGS:
+                self._unsupported_tag(tag, node)
+                return value
+            return self._construct(tag, value, node)
+        if not plain:
+            return value
+        if value == "":
+            return None
+        for res_tag, regexp in _RESOLVERS.get(value[0], ()):
+            if regexp.match(value):
+                return self._construct(res_tag, value, node)
+        return value
+
+    def _construct(self, tag: str, value: str, node: Node) -> Any:
+        name = tag[len(_TAG):] if tag.startswith(_TAG) else tag
+        try:
+            if name == "null":
+                return None
+            if name == "bool":
+                return _CONSTRUCTOR.construct_yaml_bool(ScalarNode(tag, value))
+            if name == "int":
+                return _CONSTRUCTOR.construct_yaml_int(ScalarNode(tag, value))
+            if name == "float":
+                return _CONSTRUCTOR.construct_yaml_float(ScalarNode(tag, value))
+        except (ValueError, KeyError, yaml.YAMLError):
+            self.diags.append(self._at("LG109", f"`{value}` cannot be read as !!{name}", node.start, node.end))
+        return value  # str, timestamps (kept as text), merge/value markers
+
+    def _unsupported_tag(self, tag: str, node: Node) -> None:
+        shown = "!!" + tag[len(_TAG):] if tag.startswith(_TAG) else tag
+        self.diags.append(self._at(
+            "LG109", f"the tag `{shown}` is not supported in a spec; write plain values",
+            node.start, node.end))
+
+    def _open(self, ev: Any, kind: str) -> None:
+        if len(self.stack) >= MAX_DEPTH:
+            idx = ev.start_mark.index
+            self.diags.append(self._at(
+                "LG107", f"the document nests deeper than {MAX_DEPTH} levels", idx, idx + 1))
+            raise _Stop
+        node = Node(kind, ev.start_mark.index)
+        node.style = "flow" if ev.flow_style else "block"
+        if ev.tag is not None and ev.tag not in _ALLOWED_TAGS and ev.tag != "!":
+            self._unsupported_tag(ev.tag, node)
+        if ev.anchor is not None:
+            self.open_anchors.add(ev.anchor)
+        self.stack.append(_Frame(node, {} if kind == "map" else [], ev.anchor))
+
+    def _close(self, ev: Any) -> None:
+        frame = self.stack.pop()
+        node = frame.node
+        if frame.merges:
+            self._apply_merges(frame)
+        if node.style == "flow":
+            node.end = node.extent = ev.end_mark.index
+        else:
+            children = node.children.values() if isinstance(node.children, dict) else node.children
+            node.end = max((slot.end for slot in children), default=node.start)
+            node.extent = max(ev.start_mark.index, node.end)
+        if frame.anchor is not None:
+            self.open_anchors.discard(frame.anchor)
+        self._add(node, frame.data, frame.anchor, node.start, node.end, closing=True)
+
+    def _alias(self, ev: Any) -> None:
+        start, end = ev.start_mark.index, ev.end_mark.index
+        name = ev.anchor
+        self.aliases += 1
+        if self.aliases > MAX_ALIASES:
+            self.diags.append(self._at("LG106", f"more than {MAX_ALIASES} aliases", start, end))
+            raise _Stop
+        if name in self.open_anchors:
+            self.diags.append(self._at("LG106", f"the alias *{name} refers to a node that contains it",
+                                       start, end))
+            raise _Stop
+        target = self.anchors.get(name)
+        if target is None:
+            self.diags.append(self._at("LG103", f"unknown alias *{name}: no anchor &{name} before it",
+                                       start, end))
+            raise _Stop
+        node, data = target
+        self.expansion += node.size
+        if self.expansion > MAX_ALIAS_EXPANSION:
+            self.diags.append(self._at(
+                "LG106", f"aliases expand to more than {MAX_ALIAS_EXPANSION:,} nodes", start, end,
+                hint="an alias bomb (\"billion laughs\") or an unreasonably shared document"))
+            raise _Stop
+        self._add(node, data, None, start, end, alias=True)
+
+    def _add(self, node: Node, data: Any, anchor: str | None, start: int, end: int,
+             *, closing: bool = False, alias: bool = False) -> None:
+        if anchor is not None and not alias:
+            self.anchors[anchor] = (node, data)
+        if not self.stack:
+            self.root = (node, data)
+            return
+        frame = self.stack[-1]
+        frame.node.size += node.size
+        if frame.node.kind == "seq":
+            assert isinstance(frame.data, list) and isinstance(frame.node.children, list)
+            frame.data.append(data)
+            frame.node.children.append(Slot(None, -1, -1, node, start, end))
+            return
+        if frame.key is None:
+            frame.key = self._key(node, data, start, end, alias)
+            return
+        key, frame.key = frame.key, None
+        if key is _BAD_KEY:
+            return
+        text, k_start, k_end, is_merge = key
+        slot = Slot(text, k_start, k_end, node, start, end)
+        if is_merge:
+            frame.merges.append((slot, data))
+            return
+        self._set(frame, slot, data)
+
+    def _key(self, node: Node, data: Any, start: int, end: int, alias: bool) -> Any:
+        if node.kind != "scalar" or alias:
+            what = "an alias" if alias else ("a mapping" if node.kind == "map" else "a list")
+            self.diags.append(self._at(
+                "LG109", f"a key must be a plain string, not {what}", start, end,
+                hint="if this is text such as a template, quote it"))
+            return _BAD_KEY
+        if data == "<<" and not node.style:
+            return ("<<", start, end, True)
+        if not isinstance(data, str):
+            shown = "null" if data is None else repr(data).lower() if isinstance(data, bool) else repr(data)
+            self.diags.append(self._at(
+                "LG109", f"the key `{node.text}` is read as {type(data).__name__} {shown}; keys must be strings",
+                start, end, hint=f"quote it: \"{node.text}\""))
+            return _BAD_KEY
+        return (data, start, end, False)
+
+    def _set(self, frame: _Frame, slot: Slot, data: Any) -> None:
+        children = frame.node.children
+        assert isinstance(children, dict)
+        key = slot.key
+        assert key is not None
+        first = children.get(key)
+        if first is not None:
+            self.diags.append(self._at(
+                "LG104", f"duplicate key `{key}`: it is already defined on line "
+                f"{self.map.index_range(first.key_start, first.key_start).start.line + 1}",
+                slot.key_start, slot.key_end,
+                related=(Related(self.map.index_range(first.key_start, first.key_end), "first defined here"),)))
+            del children[key]  # the later entry wins, as in yaml.safe_load
+        children[key] = slot
+        frame.data[key] = data
+
+    def _apply_merges(self, frame: _Frame) -> None:
+        """YAML 1.1 merge keys (``<<: *base``): explicit keys win, then earlier sources."""
+        children = frame.node.children
+        assert isinstance(children, dict)
+        explicit = set(children)
+        for slot, data in frame.merges:
+            sources = [(slot.node, data)]
+            if slot.node.kind == "seq":
+                sources = [(s.node, d) for s, d in zip(slot.node.children, data)]  # type: ignore[arg-type]
+            for src, src_data in sources:
+                if src.kind != "map" or not isinstance(src_data, dict):
+                    self.diags.append(self._at(
+                        "LG109", "a merge key `<<` needs a mapping or a list of mappings",
+                        slot.start, slot.end))
+                    continue
+                assert isinstance(src.children, dict)
+                for key, child in src.children.items():
+                    if key in explicit or key in frame.data:
+                        continue
+                    frame.data[key] = src_data[key]
+                    children[key] = child
+
+    # diagnostics
+
+    def _at(self, code: str, message: str, start: int, end: int, *, hint: str | None = None,
+            related: tuple[Related, ...] = ()) -> Diagnostic:
+        return _diag(code, message, self.map.index_range(start, max(start, end)), hint=hint, related=related)
+
+    def _reader_error(self, exc: yaml.reader.ReaderError) -> Diagnostic:
+        pos = getattr(exc, "position", 0) or 0
+        char = getattr(exc, "character", "?")
+        code_point = char if isinstance(char, int) else ord(char) if isinstance(char, str) and char else 0
+        return self._at("LG102", f"the document contains the character U+{code_point:04X}, which YAML does "
+                        "not allow", pos, pos + 1)
+
+    def _syntax_error(self, exc: yaml.MarkedYAMLError) -> Diagnostic:
+        message, hint, start, end, related = _explain(exc, self.src)
+        rel = tuple(Related(self.map.index_range(s, e), m) for s, e, m in related)
+        return self._at("LG103", message, start, end, hint=hint, related=rel)
+
+
+def _tight_end(src: str, start: int, end: int) -> int:
+    while end > start and src[end - 1] in " \t\r\n":
+        end -= 1
+    return end
+
+
+# -- friendly syntax errors ---------------------------------------------------------------------
+
+
+def _explain(exc: yaml.MarkedYAMLError, src: str) -> tuple[str, str | None, int, int, list[tuple[int, int, str]]]:
+    """A message a person can act on, the hint, and the interval to point at."""
+    problem = (exc.problem or "").strip()
+    context = (exc.context or "").strip()
+    pmark = exc.problem_mark
+    cmark = exc.context_mark
+    idx = min(pmark.index, len(src)) if pmark is not None else 0
+    cidx = min(cmark.index, len(src)) if cmark is not None else None
+    ch = src[idx] if idx < len(src) else ""
+    start, end = idx, idx + (1 if ch and ch not in "\r\n" else 0)
+    related: list[tuple[int, int, str]] = []
+    hint = None
+
+    def line_of(i: int) -> int:
+        return src.count("\n", 0, i) + 1
+
+    if "tab" in problem or (ch == "\t" and "cannot start any token" in problem):
+        message = "a tab is used for indentation; YAML indents with spaces only"
+        hint = "replace the tab with spaces"
+    elif "cannot start any token" in problem:
+        message = f"`{ch}` cannot start a plain value in YAML"
+        hint = "quote the value"
+    elif "mapping values are not allowed" in problem:
+        message = "unexpected `:` — a plain value cannot contain `: ` (a colon followed by a space)"
+        hint = "quote the whole value, e.g. \"a: b\""
+    elif "block sequence entries are not allowed" in problem:
+        message = "a list cannot start on the same line as its key"
+        hint = "put `- item` on the next line, indented under the key"
+    elif "quoted scalar" in context and ("end of stream" in problem or "document indicator" in problem):
+        quote = src[cidx] if cidx is not None and cidx < len(src) else "'"
+        kind = "double" if quote == '"' else "single"
+        message = f"this {kind}-quoted string is never closed"
+        hint = f"add the closing {quote}"
+        if cidx is not None:
+            related.append((idx, idx, "the document ends here without the closing quote"))
+            start, end = cidx, cidx + 1
+    elif "unknown escape" in problem:
+        message = f"`\\{ch}` is not a valid escape in a double-quoted string"
+        hint = "write `\\\\` for a backslash, or use single quotes"
+        start, end = max(0, idx - 1), idx + 1
+    elif "did not find expected ',' or" in problem or "expected ',' or" in problem:
+        closer = "]" if "sequence" in context else "}"
+        opener = "[" if closer == "]" else "{"
+        message = f"the `{opener}` opened on line {line_of(cidx or 0)} is not closed with `{closer}`"
+        hint = f"add `{closer}`, or quote the value if `{opener}` is meant as text (e.g. a template)"
+        if cidx is not None and idx >= len(src.rstrip()):
+            related.append((idx, idx, "the document ends here"))
+            start, end = cidx, cidx + 1
+    elif "did not find expected key" in problem:
+        if ch == "-":
+            message = "a list item `-` where a key was expected; check the indentation"
+        elif _after_closing_quote(src, idx):
+            message = "unexpected text after a closing quote"
+            hint = "quote the whole value, or double a quote inside a single-quoted string ('it''s')"
+        else:
+            message = (f"expected a key at the indentation of the mapping that starts on line "
+                       f"{line_of(cidx or 0)}; check the indentation")
+    elif "did not find expected '-' indicator" in problem:
+        message = (f"expected a list item `- ` at the indentation of the list that starts on line "
+                   f"{line_of(cidx or 0)}; check the indentation")
+    elif "could not find expected ':'" in problem:
+        message = "a key is missing its `:`, or a plain value runs onto the next line"
+        if cidx is not None:
+            start, end = cidx, cidx + max(1, len(src[cidx:].split("\n", 1)[0].rstrip()))
+    elif "document indicator" in problem:
+        message = "a `---` or `...` line inside a value"
+    else:
+        message = f"{problem}{' (' + context + ')' if context else ''}" or "the YAML does not parse"
+    return message, hint, start, end, related
+
+
+def _after_closing_quote(src: str, idx: int) -> bool:
+    line_start = src.rfind("\n", 0, idx) + 1
+    before = src[line_start:idx].rstrip()
+    return bool(before) and before[-1] in "'\"" and before.count(before[-1]) >= 2
