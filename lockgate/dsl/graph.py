@@ -1,0 +1,360 @@
+"""The step graph of a flow: dependencies, routes, generations and the revise reset closure.
+
+A flow's steps form one directed graph (Stratum §1.5):
+
+- ``after`` entries and ``${<step>.output...}`` references in any scanned field are
+  **dependency** edges, source -> step (kinds ``after`` and ``data``);
+- ``on_fail`` and non-null gate ``on_approve``/``on_kill`` are **routing** edges, step -> target
+  (kinds ``on_fail``, ``approve``, ``kill``);
+- ``on_revise`` is the one sanctioned back-edge (kind ``revise``): drawn, never part of the DAG.
+
+List order is never a dependency, and ``when``/``set`` reading ``result.<id>`` or carry
+references create no edges. The engine asks these helpers on every advance, so the analysis of
+each :class:`~lockgate.dsl.ir.Flow` object is computed once and cached (flows are immutable).
+Everything here tolerates invalid flows: unknown ids are ignored, and an edge that would close a
+cycle is kept out of the DAG (the validator reports it as ``LG504``).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import networkx as nx
+
+from .diagnostics import YamlPath
+from .ir import Flow, Spec, Step
+from .refs import Ref, scan
+
+EdgeKind = Literal["data", "after", "on_fail", "approve", "kill", "revise"]
+DEPENDENCY_KINDS: frozenset[str] = frozenset({"data", "after"})
+ROUTE_KINDS: frozenset[str] = frozenset({"on_fail", "approve", "kill"})
+
+DEFAULT_AGENT = "claude"
+
+# -- scanned fields (§3.2) -------------------------------------------------------------------
+
+FieldContext = Literal[
+    "do", "when", "set", "until", "ensure", "with", "over", "stage_do", "stage_when", "stage_ensure"
+]
+EXPRESSION_CONTEXTS: frozenset[str] = frozenset(
+    {"when", "set", "until", "ensure", "stage_when", "stage_ensure"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ScannedField:
+    """A string in a step whose ``${...}`` references are scanned.
+
+    ``context`` says which field it is (it decides the allowed reference kinds and, for
+    expression fields, the bindings); ``stage`` is the fanout stage index for stage fields.
+    """
+
+    path: YamlPath
+    text: str
+    context: FieldContext
+    stage: int | None = None
+
+    @property
+    def is_expression(self) -> bool:
+        return self.context in EXPRESSION_CONTEXTS
+
+    @property
+    def in_stage(self) -> bool:
+        return self.stage is not None
+
+
+def scanned_fields(step: Step) -> Iterator[ScannedField]:
+    """Every scanned string of ``step`` in the validator's order (§3.2, §4 item 12.5).
+
+    ``with`` is scanned only on ``run`` steps; ``output.from`` and carry values are not step
+    fields and are checked separately.
+    """
+    at = step.at
+    if step.when is not None:
+        yield ScannedField((*at, "when"), step.when, "when")
+    if step.do is not None:
+        yield ScannedField((*at, "do"), step.do, "do")
+    if step.set is not None:
+        for key, value in step.set.items():
+            if isinstance(value, str):
+                yield ScannedField((*at, "set", key), value, "set")
+    if step.iterate is not None and step.iterate.until is not None:
+        yield ScannedField((*step.iterate.at, "until"), step.iterate.until, "until")
+    for ensure in step.ensure:
+        if ensure.kind == "expr" and ensure.expr is not None:
+            yield ScannedField((*ensure.at, "expr"), ensure.expr, "ensure")
+    if step.kind == "run" and step.with_ is not None:
+        yield from _with_leaves(step.with_, (*at, "with"))
+    if step.fanout is not None:
+        fan = step.fanout
+        if fan.over is not None:
+            yield ScannedField((*fan.at, "over"), fan.over, "over")
+        for stage in fan.stages:
+            if stage.when is not None:
+                yield ScannedField((*stage.at, "when"), stage.when, "stage_when", stage.index)
+            if stage.do is not None:
+                yield ScannedField((*stage.at, "do"), stage.do, "stage_do", stage.index)
+            for ensure in stage.ensure:
+                if ensure.kind == "expr" and ensure.expr is not None:
+                    yield ScannedField((*ensure.at, "expr"), ensure.expr, "stage_ensure", stage.index)
+
+
+def _with_leaves(value: Any, at: YamlPath) -> Iterator[ScannedField]:
+    if isinstance(value, str):
+        yield ScannedField(at, value, "with")
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(key, str):
+                yield from _with_leaves(item, (*at, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _with_leaves(item, (*at, i))
+
+
+def step_refs(step: Step) -> Iterator[tuple[ScannedField, Ref]]:
+    """Every well-formed ``${...}`` reference in ``step``'s scanned fields, with its field."""
+    for field in scanned_fields(step):
+        for ref in scan(field.text).refs:
+            yield field, ref
+
+
+# -- edges -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """One edge of the flow graph; ``path`` is where it is written (for diagnostics)."""
+
+    source: str
+    target: str
+    kind: EdgeKind
+    path: YamlPath
+    span: tuple[int, int] | None = None
+
+
+def flow_edges(flow: Flow) -> tuple[Edge, ...]:
+    """All edges of ``flow`` between known steps, in the validator's order, self-edges included.
+
+    Order: step by step in list order, each step's ``after``, ``on_fail``, references (scanned
+    fields), gate ``on_approve``/``on_kill``, then ``on_revise``. Duplicate ids: the first
+    step with an id owns it.
+    """
+    return _analysis(flow).edges
+
+
+def _collect_edges(flow: Flow) -> tuple[Edge, ...]:
+    known = flow.step_map
+    edges: list[Edge] = []
+    for step in flow.steps:
+        sid = step.id
+        if sid is None or known.get(sid) is not step:
+            continue
+        for i, dep in enumerate(step.after):
+            if dep in known:
+                edges.append(Edge(dep, sid, "after", (*step.at, "after", i)))
+        if step.on_fail in known:
+            edges.append(Edge(sid, step.on_fail, "on_fail", (*step.at, "on_fail")))
+        for field, ref in step_refs(step):
+            if ref.kind == "step" and ref.name in known:
+                edges.append(Edge(ref.name, sid, "data", field.path, ref.span))
+        if step.gate is not None:
+            gate = step.gate
+            for kind, target in (("approve", gate.on_approve), ("kill", gate.on_kill)):
+                if target in known:
+                    edges.append(Edge(sid, target, kind, (*gate.at, f"on_{kind}")))
+            if gate.on_revise in known:
+                edges.append(Edge(sid, gate.on_revise, "revise", (*gate.at, "on_revise")))
+    return tuple(edges)
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """A routing edge: ``source`` sends control to ``target`` on ``kind``."""
+
+    source: str
+    kind: EdgeKind
+    target: str
+
+
+class _Analysis:
+    """Everything derived from one flow's edges; built once per Flow object."""
+
+    def __init__(self, flow: Flow) -> None:
+        self.edges = _collect_edges(flow)
+        self.dag = nx.DiGraph()
+        self.dag.add_nodes_from(flow.step_map)
+        self.cycle_edges: list[tuple[Edge, list[str]]] = []
+        self.deps: dict[str, set[str]] = {sid: set() for sid in flow.step_map}
+        self.dependents: dict[str, set[str]] = {sid: set() for sid in flow.step_map}
+        self.forward: dict[str, set[str]] = {sid: set() for sid in flow.step_map}
+        routes: dict[str, list[Route]] = {}
+        for edge in self.edges:
+            if edge.kind == "revise" or edge.source == edge.target:
+                continue
+            self.forward[edge.source].add(edge.target)
+            if edge.kind in DEPENDENCY_KINDS:
+                self.deps[edge.target].add(edge.source)
+                self.dependents[edge.source].add(edge.target)
+            else:
+                routes.setdefault(edge.target, []).append(Route(edge.source, edge.kind, edge.target))
+            self._add_to_dag(edge)
+        self.routes = {target: tuple(rs) for target, rs in routes.items()}
+        self.generations = [frozenset(g) for g in nx.topological_generations(self.dag)]
+        self._closures: dict[str, frozenset[str]] = {}
+        self._upstream: dict[str, frozenset[str]] = {}
+
+    def _add_to_dag(self, edge: Edge) -> None:
+        if self.dag.has_edge(edge.source, edge.target):
+            return
+        if nx.has_path(self.dag, edge.target, edge.source):
+            cycle = nx.shortest_path(self.dag, edge.target, edge.source)
+            self.cycle_edges.append((edge, [edge.source, *cycle]))
+            return
+        self.dag.add_edge(edge.source, edge.target)
+
+
+_CACHE: dict[int, _Analysis] = {}
+
+
+def _analysis(flow: Flow) -> _Analysis:
+    key = id(flow)
+    found = _CACHE.get(key)
+    if found is None:
+        found = _CACHE[key] = _Analysis(flow)
+        weakref.finalize(flow, _CACHE.pop, key, None)
+    return found
+
+
+# -- queries ---------------------------------------------------------------------------------
+
+
+def dependencies(flow: Flow, step_id: str) -> frozenset[str]:
+    """The steps ``step_id`` directly depends on: its ``after`` list plus every step it
+    references with ``${<id>.output...}`` in any scanned field (expression fields included).
+    Unknown ids and self-references are left out."""
+    return frozenset(_analysis(flow).deps.get(step_id, ()))
+
+
+def dependents(flow: Flow, step_id: str) -> frozenset[str]:
+    """The steps that directly depend on ``step_id`` (the inverse of :func:`dependencies`)."""
+    return frozenset(_analysis(flow).dependents.get(step_id, ()))
+
+
+def upstream(flow: Flow, step_id: str) -> frozenset[str]:
+    """Every step ``step_id`` transitively depends on (dependency edges only, not routes)."""
+    analysis = _analysis(flow)
+    cached = analysis._upstream.get(step_id)
+    if cached is None:
+        cached = analysis._upstream[step_id] = frozenset(_reach(step_id, analysis.deps)) - {step_id}
+    return cached
+
+
+def depends_on(flow: Flow, step_id: str, other: str) -> bool:
+    """Whether ``step_id`` transitively depends on ``other`` (so ``other`` finishes first)."""
+    return other in upstream(flow, step_id)
+
+
+def routing_targets(flow: Flow) -> Mapping[str, tuple[Route, ...]]:
+    """Steps that are targets of ``on_fail``, ``on_approve`` or ``on_kill``, each with the
+    routes leading to it. Such steps run only when routed (``on_revise`` is not a route)."""
+    return _analysis(flow).routes
+
+
+def reset_closure(flow: Flow, target: str) -> frozenset[str]:
+    """The steps a gate revision to ``target`` resets (§6.7): ``target`` plus every step
+    reachable from it by dependency edges or ``on_fail``/``on_approve``/``on_kill`` routes,
+    to a fixpoint. Empty when ``target`` is not a step of the flow."""
+    analysis = _analysis(flow)
+    if target not in analysis.forward:
+        return frozenset()
+    cached = analysis._closures.get(target)
+    if cached is None:
+        cached = analysis._closures[target] = frozenset(_reach(target, analysis.forward))
+    return cached
+
+
+def reaches(flow: Flow, source: str, target: str) -> bool:
+    """Whether ``target`` is reachable from ``source`` in the routing graph of §1.5
+    (dependency and route edges, never ``on_revise``)."""
+    return target in reset_closure(flow, source)
+
+
+def topological_generations(flow: Flow) -> list[frozenset[str]]:
+    """Steps in layers: each layer depends (or is routed) only on earlier layers.
+
+    Built over dependency and route edges, without ``on_revise`` and without any edge that
+    would close a cycle, so it is defined for invalid flows too."""
+    return list(_analysis(flow).generations)
+
+
+def cycles(flow: Flow) -> list[tuple[Edge, list[str]]]:
+    """Each edge that closes a cycle, with the cycle it closes as a list of step ids that
+    starts and ends at the edge's source (``[a, b, a]``). Edges are tried in validator order,
+    and a closing edge is left out of the DAG, so each independent cycle is named once."""
+    return list(_analysis(flow).cycle_edges)
+
+
+def _reach(start: str, adjacency: Mapping[str, set[str]]) -> set[str]:
+    seen = {start}
+    stack = [start]
+    while stack:
+        for nxt in adjacency.get(stack.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return seen
+
+
+# -- the drawable graph ----------------------------------------------------------------------
+
+
+def step_agent(step: Step) -> str | None:
+    """The agent that runs a ``do`` step (default ``claude``); None for other kinds."""
+    if step.kind == "do":
+        return step.agent or DEFAULT_AGENT
+    return None
+
+
+def flow_graph(spec: Spec, flow_name: str) -> nx.DiGraph:
+    """A networkx DiGraph of ``flow_name``: one node per step, one edge per connected pair.
+
+    Node attributes: ``kind`` (do/set/gate/fanout/run or None), ``agent`` (for ``do`` steps;
+    for a fanout, the stages' agents joined by ``,``), ``label`` (the step id, plus the called
+    flow for ``run``), ``index`` (position in the list). Edge attributes: ``kind`` (one of
+    data, after, on_fail, approve, kill, revise; when a pair has several, the first of that
+    order) and ``kinds`` (all of them). Unlike :func:`topological_generations` this draws
+    every edge, including a cycle's closing edge and the ``revise`` back-edge.
+    Raises KeyError when the spec has no such flow.
+    """
+    flow = spec.flows[flow_name]
+    graph = nx.DiGraph(name=flow_name)
+    for sid, step in flow.step_map.items():
+        graph.add_node(sid, kind=step.kind, agent=_node_agent(step), label=_label(step), index=step.index)
+    order = ("data", "after", "on_fail", "approve", "kill", "revise")
+    for edge in flow_edges(flow):
+        if edge.source == edge.target:
+            continue
+        if graph.has_edge(edge.source, edge.target):
+            attrs = graph.edges[edge.source, edge.target]
+            kinds = sorted({*attrs["kinds"], edge.kind}, key=order.index)
+            attrs.update(kinds=tuple(kinds), kind=kinds[0])
+        else:
+            graph.add_edge(edge.source, edge.target, kind=edge.kind, kinds=(edge.kind,))
+    return graph
+
+
+def _node_agent(step: Step) -> str | None:
+    if step.kind == "fanout" and step.fanout is not None:
+        agents = dict.fromkeys(stage.agent or DEFAULT_AGENT for stage in step.fanout.stages)
+        return ",".join(agents) or None
+    return step_agent(step)
+
+
+def _label(step: Step) -> str:
+    label = step.id or f"step {step.index}"
+    if step.kind == "run" and step.run:
+        return f"{label} -> {step.run}"
+    return label
