@@ -358,23 +358,23 @@ _OUTPUT_SLIPS = frozenset({"outputs", "result", "results", "out", "value", "resp
 def _slip(ref: Ref) -> RefError | None:
     name, path = ref.name or "", ref.path
     fixed: str | None = None
-    if name in ("steps", "result", "results") and len(path) >= 1 and isinstance(path[0], str):
+    if name in ("item", "prev") and path:
+        message = (
+            f"templates cannot read into ${{{name}}}: use ${{{name}}} whole, or read "
+            f"{name}{format_path(path)} in an expression (when/ensure)"
+        )
+    elif name in ("steps", "result", "results") and len(path) >= 1 and isinstance(path[0], str):
         rest = path[2:] if path[1:2] == ("output",) else path[1:]
         fixed = _inner("step", path[0], rest)
         message = f"step outputs are written ${{{fixed}}}"
     elif path and path[0] in _OUTPUT_SLIPS:
         fixed = _inner("step", name, path[1:])
         message = f"a step's result is .output: did you mean ${{{fixed}}}?"
-    elif name in ("inputs", "input") and path:
-        fixed = _inner("input", None, path[1:] if path[0] == 0 else path)
+    elif name == "inputs" and path and isinstance(path[0], str):
+        fixed = _inner("input", None, path)
         message = f"input fields are written ${{{fixed}}}"
     elif name == "input":
         message = "${input} alone is not a reference: name a field, like ${input.topic}"
-    elif name in ("item", "prev"):
-        message = (
-            f"templates cannot read into ${{{name}}}: use ${{{name}}} whole, or read "
-            f"{name}{format_path(path)} in an expression (when/ensure)"
-        )
     else:
         return None
     return RefError(message, ref.span, replacement="${" + fixed + "}" if fixed and _parses(fixed) else None)
