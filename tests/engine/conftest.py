@@ -131,5 +131,11 @@ def durable_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[
 
 
 @pytest.fixture
+def pg_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    """PostgreSQL only (mark the test ``postgres``)."""
+    yield from _make_backend("postgres", request, tmp_path)
+
+
+@pytest.fixture
 def store(backend: Backend) -> Store:
     return backend.open()
