@@ -96,7 +96,7 @@ async def _communicate(proc: asyncio.subprocess.Process, stdin: bytes, timeout: 
     try:
         async with asyncio.timeout(timeout):
             await _feed(proc, stdin)
-            await proc.wait()
+            await _leader_exited(proc)
     except TimeoutError:
         await terminate_group(proc)
         _drop(stdout_task, stderr_task)
@@ -107,7 +107,32 @@ async def _communicate(proc: asyncio.subprocess.Process, stdin: bytes, timeout: 
         raise
     _kill_leftovers(proc.pid)
     stdout, stderr = await asyncio.gather(stdout_task, stderr_task)
+    await proc.wait()
     return ProcessResult(proc.returncode or 0, _decode(stdout), _decode(stderr))
+
+
+async def _leader_exited(proc: asyncio.subprocess.Process) -> None:
+    """Wait for the leader itself to exit.
+
+    ``Process.wait()`` also waits for the pipes to close, which never happens while a grandchild
+    holds them; a pidfd becomes readable as soon as the leader exits.
+    """
+    if proc.returncode is not None:
+        return
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux, or already reaped: returncode is near
+        while proc.returncode is None:
+            await asyncio.sleep(0.02)
+        return
+    loop = asyncio.get_running_loop()
+    exited = loop.create_future()
+    loop.add_reader(fd, lambda: exited.done() or exited.set_result(None))
+    try:
+        await exited
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
 
 
 async def _feed(proc: asyncio.subprocess.Process, data: bytes) -> None:
