@@ -1,0 +1,320 @@
+"""AST -> Python closures. Each node becomes ``f(scope) -> value``; nothing is re-parsed.
+
+Speed comes from specialisation at compile time: member chains read a tuple of keys in one
+closure, comparisons against a literal check one operand's type only, ``&&``/``||`` chains loop
+over their operands, and types are tested with ``type(x) is``. Left spines of binary operators
+(``1 + 1 + ... + 1``, up to 2048 terms) are evaluated in a loop, never by recursion.
+
+An ``ExprError`` raised without a span (by an operator or builtin) receives the span of the
+innermost compiled node that sees it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ...errors import ExprError
+from . import operators as ops
+from .builtins import BUILTINS, arity_error, check_match_args
+from .hints import unknown_identifier_message
+from .jsonvalues import type_name
+from .nodes import Binary, FunctionCall, Group, Identifier, Index, Literal, Member, Node, Unary, unwrap
+from .regex_safety import compile_pattern, search
+from .scope import BINDING_NAMES
+
+Code = Callable[[Any], Any]
+Span = tuple[int, int]
+_NUMBER = (int, float)
+
+
+def compile_tree(tree: Node, source: str) -> Code:
+    """The closure evaluating ``tree``; ``source`` is used to name values in messages."""
+    return _Compiler(source).node(tree)
+
+
+def _with_span(exc: ExprError, span: Span) -> ExprError:
+    if exc.span is None:
+        exc.span = span
+    return exc
+
+
+class _Compiler:
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def text(self, span: Span) -> str:
+        shown = self.source[span[0]: span[1]]
+        return shown if len(shown) <= 60 else shown[:57] + "..."
+
+    def node(self, node: Node) -> Code:
+        node = unwrap(node)
+        if isinstance(node, Literal):
+            value = node.value
+            return lambda scope: value
+        if isinstance(node, Identifier):
+            return self.identifier(node)
+        if isinstance(node, (Member, Index)):
+            return self.chain(node)
+        if isinstance(node, Unary):
+            return self.unary(node)
+        if isinstance(node, Binary):
+            return self.binary(node)
+        return self.call(node)
+
+    # -- names and member chains -----------------------------------------------------------
+
+    def identifier(self, node: Identifier) -> Code:
+        name, span = node.name, node.span
+        if name not in BINDING_NAMES:
+            message = unknown_identifier_message(name)
+
+            def unknown(scope):
+                raise ExprError("unknown_identifier", message, span)
+            return unknown
+
+        def read(scope):
+            try:
+                return scope[name]
+            except KeyError:
+                return scope.load(name, span)
+        return read
+
+    def chain(self, node: Member | Index) -> Code:
+        steps: list[Member | Index] = []
+        current: Node = node
+        while isinstance(current, (Member, Index)):
+            steps.append(current)
+            current = unwrap(current.target)
+        steps.reverse()
+        base = self.node(current)
+        keys = tuple(s.name if isinstance(s, Member) else s.index for s in steps)
+        explain = self._chain_error(steps)
+        if all(isinstance(s, Member) for s in steps):
+            return _member_chain(base, keys, explain)
+        return _mixed_chain(base, keys, explain)
+
+    def _chain_error(self, steps: list[Member | Index]) -> Callable[[Any], ExprError]:
+        """Builds the precise error for a failed walk by re-walking from the base value."""
+        described = [(s, self.text(s.target.span)) for s in steps]
+
+        def explain(value: Any) -> ExprError:
+            for step, owner in described:
+                if isinstance(step, Member):
+                    if type(value) is not dict:
+                        return ExprError("type", f"cannot read member '{step.name}' of {owner}: it is "
+                                         f"{_a(type_name(value))}, not an object", step.span)
+                    if step.name not in value:
+                        return ExprError("type", f"{owner} has no member '{step.name}'", step.span)
+                    value = value[step.name]
+                else:
+                    if type(value) is not list:
+                        return ExprError("type", f"cannot index {owner}: it is {_a(type_name(value))}, "
+                                         "not an array", step.span)
+                    if step.index >= len(value):
+                        return ExprError("type", f"index {step.index} is out of bounds for {owner} "
+                                         f"(length {len(value)})", step.span)
+                    value = value[step.index]
+            return ExprError("type", "invalid member access", steps[-1].span)
+        return explain
+
+    # -- operators -----------------------------------------------------------------------------
+
+    def unary(self, node: Unary) -> Code:
+        operand, span = self.node(node.operand), node.span
+        if node.op == "!":
+            def negate(scope):
+                value = operand(scope)
+                if value is True:
+                    return False
+                if value is False:
+                    return True
+                raise ExprError("type", f"'!' needs a boolean, received {type_name(value)}", span)
+            return negate
+
+        def minus(scope):
+            value = operand(scope)
+            kind = type(value)
+            if kind is int or kind is float:
+                return -value if value else 0
+            raise ExprError("type", f"unary '-' needs a number, received {type_name(value)}", span)
+        return minus
+
+    def binary(self, node: Binary) -> Code:
+        spine: list[Binary] = []
+        current: Node = node
+        while isinstance(current, Binary):
+            spine.append(current)
+            current = unwrap(current.left)
+        spine.reverse()
+        first = self.node(current)
+        if all(b.op == spine[0].op for b in spine) and spine[0].op in ("&&", "||"):
+            operands = [current, *(b.right for b in spine)]
+            return _logical_chain(spine[0].op, [self.node(n) for n in operands],
+                                  [n.span for n in operands])
+        if len(spine) == 1:
+            return self.single(spine[0], first)
+        steps = tuple(self.step(b) for b in spine)
+
+        def fold(scope):
+            value = first(scope)
+            for step in steps:
+                value = step(value, scope)
+            return value
+        return fold
+
+    def single(self, node: Binary, left: Code) -> Code:
+        right_node = unwrap(node.right)
+        if isinstance(right_node, Literal) and node.op in ops.COMPARISONS:
+            return ops.compare_literal(node.op, left, right_node.value, node.span)
+        if node.op == "in" and isinstance(unwrap(node.left), Literal):
+            literal = unwrap(node.left).value
+            if type(literal) is str:
+                return ops.in_literal_string(literal, self.node(node.right), node.span)
+        step = self.step(node)
+        return lambda scope: step(left(scope), scope)
+
+    def step(self, node: Binary) -> Callable[[Any, Any], Any]:
+        """``(left_value, scope) -> result`` for one operator application."""
+        right, span = self.node(node.right), node.span
+        if node.op in ("&&", "||"):
+            return ops.logical_step(node.op, right, span)
+        apply = ops.BINARY[node.op]
+
+        def step(value, scope):
+            other = right(scope)
+            try:
+                return apply(value, other)
+            except ExprError as exc:
+                raise _with_span(exc, span)
+        return step
+
+    # -- calls ---------------------------------------------------------------------------------
+
+    def call(self, node: FunctionCall) -> Code:
+        builtin = BUILTINS[node.name]  # unknown names were rejected before compiling
+        span = node.span
+        if len(node.args) != builtin.arity:
+            error = arity_error(builtin, len(node.args))
+
+            def wrong_arity(scope):
+                raise ExprError(error.kind, error.message, span)
+            return wrong_arity
+        args = tuple(self.node(a) for a in node.args)
+        if node.name == "matches" and isinstance(unwrap(node.args[1]), Literal):
+            return _matches_literal(args[0], unwrap(node.args[1]).value, span)
+        function = builtin.function
+        if builtin.needs_workspace:
+            return _workspace_call(function, args, span)
+        if len(args) == 1:
+            (arg,) = args
+
+            def call1(scope):
+                value = arg(scope)
+                try:
+                    return function(value)
+                except ExprError as exc:
+                    raise _with_span(exc, span)
+            return call1
+        first, second = args
+
+        def call2(scope):
+            a, b = first(scope), second(scope)
+            try:
+                return function(a, b)
+            except ExprError as exc:
+                raise _with_span(exc, span)
+        return call2
+
+
+def _a(noun: str) -> str:
+    return ("an " if noun[0] in "aeiou" else "a ") + noun
+
+
+def _member_chain(base: Code, keys: tuple[str, ...], explain: Callable[[Any], ExprError]) -> Code:
+    # Validated values are plain JSON, so a str subscript succeeds only on a dict holding the key:
+    # lists, strings, numbers, booleans and None raise TypeError, a missing key KeyError.
+    if len(keys) == 1:
+        (key,) = keys
+
+        def member(scope):
+            value = base(scope)
+            try:
+                return value[key]
+            except (KeyError, TypeError):
+                raise explain(value) from None
+        return member
+
+    def members(scope):
+        root = value = base(scope)
+        try:
+            for key in keys:
+                value = value[key]
+        except (KeyError, TypeError):
+            raise explain(root) from None
+        return value
+    return members
+
+
+def _mixed_chain(base: Code, keys: tuple[str | int, ...], explain: Callable[[Any], ExprError]) -> Code:
+    def walk(scope):
+        root = value = base(scope)
+        for key in keys:
+            kind = type(value)
+            if type(key) is str and kind is dict and key in value:
+                value = value[key]
+            elif type(key) is int and kind is list and key < len(value):
+                value = value[key]
+            else:
+                raise explain(root)
+        return value
+    return walk
+
+
+def _logical_chain(op: str, operands: list[Code], spans: list[Span]) -> Code:
+    """``a && b && c`` (or ``||``): booleans only, short-circuit, one loop."""
+    stop = op == "||"  # the value that decides the whole chain
+    proceed = not stop
+    checks = tuple(zip(operands, spans))
+
+    def chain(scope):
+        for operand, span in checks:
+            value = operand(scope)
+            if value is proceed:
+                continue
+            if value is stop:
+                return stop
+            raise ExprError("type", f"'{op}' needs booleans, received {type_name(value)}", span)
+        return proceed
+    return chain
+
+
+def _workspace_call(function: Callable[..., Any], args: tuple[Code, ...], span: Span) -> Code:
+    def call(scope):
+        values = [arg(scope) for arg in args]
+        try:
+            return function(scope.workspace, *values)
+        except ExprError as exc:
+            raise _with_span(exc, span)
+    return call
+
+
+def _matches_literal(subject: Code, pattern: Any, span: Span) -> Code:
+    """``matches(s, "literal")``: the pattern is filtered and compiled once, errors kept for later."""
+    compiled, error = None, None
+    try:
+        check_match_args("", pattern)
+        compiled = compile_pattern(pattern)
+    except ExprError as exc:
+        error = exc
+
+    def matches(scope):
+        value = subject(scope)
+        try:
+            check_match_args(value, pattern)
+            if error is not None:
+                raise ExprError(error.kind, error.message)
+            return search(compiled, value)
+        except ExprError as exc:
+            raise _with_span(exc, span)
+    return matches

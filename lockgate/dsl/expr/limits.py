@@ -1,0 +1,30 @@
+"""The resource limits of the expression language (semantics reference, section 5.3).
+
+Exceeding any of them is an ``ExprError`` of kind ``resource_limit``, except the file size cap,
+which is a ``validation`` error as in the reference.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+MAX_DEPTH: Final = 128
+"""Nesting depth: each parenthesised group, unary operator and call argument adds a level."""
+
+MAX_NODES: Final = 4096
+"""Syntax nodes: literals, identifiers, members, indexes, calls, unary and binary operators."""
+
+MAX_JSON_DEPTH: Final = 128
+"""Nesting depth of a bound value, checked on the whole value whenever its identifier is read."""
+
+MAX_PATTERN_LENGTH: Final = 256
+"""``matches`` pattern length in UTF-16 code units."""
+
+MAX_MATCH_INPUT_LENGTH: Final = 4096
+"""``matches`` subject length in UTF-16 code units."""
+
+MAX_FILE_BYTES: Final = 16 * 1024 * 1024
+"""The largest file ``file_contains`` reads."""
+
+MAX_QUANTIFIERS: Final = 32
+"""Quantifiers allowed in one ``matches`` pattern by the safety filter."""
