@@ -124,3 +124,7 @@ class AgentUnavailable(AgentError):
 
 class ConfigError(LockgateError):
     """The project configuration (lockgate.toml / pyproject) is invalid."""
+
+
+class RunnerError(LockgateError):
+    """The runner could not drive a run (e.g. more agent calls outstanding than allowed)."""
