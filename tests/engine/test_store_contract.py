@@ -236,3 +236,22 @@ def test_closed_store_refuses_work(backend) -> None:
     store.close()
     with pytest.raises(StoreError):
         store.load_run("r1")
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [({"limit": -1}, "limit"), ({"limit": "5"}, "limit"),
+                                                 ({"status": 3}, "status")])
+def test_bad_listing_arguments_are_refused(store: Store, kwargs, message) -> None:
+    with pytest.raises(StoreError, match=message):
+        store.list_runs(**kwargs)
+
+
+def test_zero_limit_lists_nothing(store: Store) -> None:
+    store.create_run("r1", header(), {}, [])
+    assert store.list_runs(limit=0) == []
+
+
+@pytest.mark.parametrize("since", [-1, "2", None])
+def test_bad_since_seq_is_refused(store: Store, since) -> None:
+    store.create_run("r1", header(), {}, [])
+    with pytest.raises(StoreError, match="since_seq"):
+        store.events("r1", since)

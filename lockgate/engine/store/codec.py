@@ -37,6 +37,19 @@ def check_version(version: Any) -> int:
     return version
 
 
+def check_listing(status: Any, limit: Any) -> None:
+    if status is not None and not isinstance(status, str):
+        raise StoreError(f"status must be a string or None, got {status!r}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise StoreError(f"limit must be a non-negative integer, got {limit!r}")
+
+
+def check_seq(since_seq: Any) -> int:
+    if isinstance(since_seq, bool) or not isinstance(since_seq, int) or since_seq < 0:
+        raise StoreError(f"since_seq must be a non-negative integer, got {since_seq!r}")
+    return since_seq
+
+
 def encode_json(value: Any, what: str) -> str:
     """Compact JSON text of ``value``; StoreError naming ``what`` if it is not JSON."""
     try:

@@ -9,6 +9,7 @@ variable instead of polling.
 from __future__ import annotations
 
 import threading
+from itertools import islice
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,20 +104,18 @@ class MemoryStore:
             return self._run(run_id).version
 
     def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunSummary]:
+        codec.check_listing(status, limit)
         with self._changed:
             self._check_open()
-            runs = list(self._runs.items())
-        summaries = []
-        for run_id, run in reversed(runs):
-            if status is None or run.status == status:
-                summaries.append(
-                    RunSummary(run_id, run.flow, run.status, run.created_at, run.updated_at, run.version)
-                )
-                if len(summaries) >= limit:
-                    break
-        return summaries
+            matching = (
+                RunSummary(run_id, run.flow, run.status, run.created_at, run.updated_at, run.version)
+                for run_id, run in reversed(self._runs.items())
+                if status is None or run.status == status
+            )
+            return list(islice(matching, limit))
 
     def events(self, run_id: str, since_seq: int = 0) -> list[Event]:
+        codec.check_seq(since_seq)
         with self._changed:
             links = self._run(run_id).links[max(since_seq, 0):]
         return [_event(link) for link in links]

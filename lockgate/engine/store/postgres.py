@@ -212,6 +212,7 @@ class PostgresStore:
         return row[0]
 
     def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunSummary]:
+        codec.check_listing(status, limit)
         where = "" if status is None else "WHERE status = %(status)s"
         with self._cursor() as cur:
             cur.execute(
@@ -223,6 +224,7 @@ class PostgresStore:
         return [RunSummary(r, f, st, _iso(c), _iso(u), v) for r, f, st, c, u, v in rows]
 
     def events(self, run_id: str, since_seq: int = 0) -> list[Event]:
+        codec.check_seq(since_seq)
         with self._snapshot() as cur:
             self._require_run(cur, run_id)
             cur.execute(self._select_events(), (run_id, since_seq))

@@ -230,6 +230,7 @@ class SQLiteStore:
         return row[0]
 
     def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunSummary]:
+        codec.check_listing(status, limit)
         columns = "run_id, flow, status, created_at, updated_at, version"
         with self._lock:
             if status is None:
@@ -241,6 +242,7 @@ class SQLiteStore:
             return [RunSummary(*row) for row in rows.fetchall()]
 
     def events(self, run_id: str, since_seq: int = 0) -> list[Event]:
+        codec.check_seq(since_seq)
         with self._read() as db:
             self._require_run(db, run_id)
             rows = db.execute(_SELECT_EVENTS, (run_id, since_seq)).fetchall()
