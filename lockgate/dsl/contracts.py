@@ -532,21 +532,25 @@ class ContractSet:
         if isinstance(expr, Named) and expr.name not in self._types:
             return None
         owner = expr.name if isinstance(expr, Named) else "input"
-        fields = self.fields_of(expr)
+        known = tuple(self.fields_of(expr))
         if isinstance(segment, int):
-            raise PathError(f"{owner} is an object; read its fields with .name, not [{segment}]", index=index, segment=segment, known=tuple(fields))
-        if segment not in fields:
-            known = ", ".join(fields) if fields else "none"
-            raise PathError(f'unknown field "{segment}" in {owner}; known fields: {known}', index=index, segment=segment, known=tuple(fields))
-        return fields[segment]
+            message = f"{owner} is an object; read its fields with .name, not [{segment}]"
+            raise PathError(message, index=index, segment=segment, known=known)
+        if segment not in known:
+            listing = ", ".join(known) if known else "none"
+            message = f'unknown field "{segment}" in {owner}; known fields: {listing}'
+            raise PathError(message, index=index, segment=segment, known=known)
+        return self.fields_of(expr)[segment]
 
     def _container_step(self, expr: TypeExpr, index: int, segment: PathPart) -> TypeExpr | None:
         if isinstance(expr, AnyObject):
             if isinstance(segment, int):
-                raise PathError(f"object values are read with .name, not [{segment}]", index=index, segment=segment)
+                message = f"object values are read with .name, not [{segment}]"
+                raise PathError(message, index=index, segment=segment)
             return None
         if isinstance(segment, str):
-            raise PathError(f'{expr.describe()} is an array: index it first, like [0], before ".{segment}"', index=index, segment=segment)
+            message = f'{expr.describe()} is an array: index it first, like [0], before ".{segment}"'
+            raise PathError(message, index=index, segment=segment)
         return expr.element if isinstance(expr, ArrayOf) else None
 
     # shipping
