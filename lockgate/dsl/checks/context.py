@@ -1,0 +1,64 @@
+"""What every check module shares: the spec, the configured agents and derived lookups."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from ...errors import ContractError
+from ..ir import CarryVar, Flow, Spec
+
+BUILTIN_AGENTS: frozenset[str] = frozenset({"claude", "codex"})
+
+
+@dataclass
+class Context:
+    """The input of one :func:`lockgate.dsl.checks.run_checks` call.
+
+    Cached derivations live here so that each module computes nothing twice; the context is
+    thrown away after the call.
+    """
+
+    spec: Spec
+    agents: frozenset[str] = field(default=BUILTIN_AGENTS)
+
+    @classmethod
+    def of(cls, spec: Spec, agents: Collection[str] | None) -> Context:
+        return cls(spec, BUILTIN_AGENTS | frozenset(agents or ()))
+
+    @property
+    def entry(self) -> Flow | None:
+        return self.spec.entry_flow
+
+    def is_entry(self, flow: Flow) -> bool:
+        return self.entry is flow
+
+    def restricted(self, flow: Flow) -> bool:
+        """Whether ``flow`` is known not to be the entry flow (the entry exists elsewhere)."""
+        return self.entry is not None and self.entry is not flow
+
+    def carry_vars(self, flow: Flow) -> Mapping[str, CarryVar]:
+        """The carry variables ``${name}`` can read in ``flow``: the root's store, which is the
+        entry flow's declarations (the flow's own when there is no valid entry)."""
+        root = self.entry if self.entry is not None else flow
+        return root.carry
+
+    def usable(self, root) -> bool:
+        """Whether a typing root (a contract name or a flow's input mapping) is free of
+        contract problems, so paths under it can be checked without cascading."""
+        if isinstance(root, str):
+            return self.contracts.get(root) is not None
+        if isinstance(root, Mapping):
+            try:
+                self.contracts.inline(root)
+            except ContractError:
+                return False
+        return True
+
+    @cached_property
+    def contracts(self):
+        """The spec's :class:`lockgate.dsl.contracts.ContractSet`."""
+        from ..contracts import ContractSet
+
+        return ContractSet.from_decls(self.spec.contracts)

@@ -1,0 +1,217 @@
+"""Expression fields (``when``, ``set`` values, ``iterate.until``, ``ensure.expr`` and the
+fanout stage ``when``/``ensure``): each compiles (``LG601``, ``LG605``), uses only the
+bindings of its context (``LG602``, §5.4) and builtins (``LG603``) with the right number of
+arguments (``LG604``), and reads only fields its bindings' contracts have (``LG606``).
+
+Lockgate checks this statically, where the reference engine would fail closed at run time
+(a broken ``when`` silently skips its step). A ``${...}`` template in an expression field is
+one problem: the reference checks report it, or, when the reference itself is fine, this module
+explains that templates are not expressions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from ..contracts import PathError
+from ..diagnostics import Finding, YamlPath
+from ...errors import ContractError, ExprError
+from ..expr import compile as compile_expr
+from ..expr.builtins import BUILTINS
+from ..graph import ScannedField, scanned_fields
+from ..ir import Flow, Step
+from ..refs import scan
+from ..types import ArrayOf, Named, TypeExpr, strip_optional
+from .context import Context
+from .references import field_findings
+from .reftypes import OutputType, output_type
+from .suggest import did_you_mean, suffix
+
+_CODES = {
+    "parse": "LG601",
+    "unknown_identifier": "LG602",
+    "unknown_function": "LG603",
+    "type": "LG604",
+    "validation": "LG604",
+    "resource_limit": "LG605",
+}
+
+BINDINGS: Mapping[str, frozenset[str]] = {
+    "when": frozenset({"result", "input"}),
+    "set": frozenset({"result", "input"}),
+    "until": frozenset({"result", "input"}),
+    "ensure": frozenset({"result", "input"}),
+    "stage_when": frozenset({"result", "input", "item", "prev"}),
+    "stage_ensure": frozenset({"result", "input", "item", "prev"}),
+}
+_STEP_MAP_CONTEXTS = frozenset({"when", "set", "stage_when"})
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    for flow in ctx.spec.flows.values():
+        for step in flow.steps:
+            for field in scanned_fields(step):
+                if field.is_expression:
+                    yield from field_expression(ctx, flow, step, field)
+
+
+def field_expression(ctx: Context, flow: Flow, step: Step, field: ScannedField) -> Iterator[Finding]:
+    """The expression problems of one expression field."""
+    if "${" in field.text:
+        yield from _template_in_expression(ctx, flow, step, field)
+        return
+    try:
+        expression = compile_expr(field.text)
+    except ExprError as exc:
+        yield _from_error(exc, field)
+        return
+    allowed = set(BINDINGS[field.context])
+    if field.stage == 0:
+        allowed.discard("prev")
+    errors = expression.static_errors(allowed)
+    for exc in errors:
+        yield _from_error(exc, field)
+    if errors:
+        return
+    yield from _member_paths(ctx, flow, step, field, expression.member_paths)
+
+
+def _template_in_expression(ctx: Context, flow: Flow, step: Step, field: ScannedField) -> Iterator[Finding]:
+    if any(True for _ in field_findings(ctx, flow, step, field)):
+        return  # the reference checks report this field
+    template = scan(field.text)
+    span = template.refs[0].span if template.refs else None
+    ref = template.refs[0] if template.refs else None
+    better = None
+    if ref is not None and ref.kind == "step":
+        better = "result." + ref.name + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in ref.path)
+        if field.context in ("ensure", "until", "stage_ensure"):
+            better = None  # result is this step's own output here; no mechanical rewrite
+    elif ref is not None and ref.kind in ("input", "item", "prev"):
+        better = ref.text[2:-1]
+    yield Finding(
+        "LG601",
+        "${...} templates are not expressions and never evaluate; read values through the "
+        f"bindings ({', '.join(sorted(BINDINGS[field.context]))}){suffix(better)}",
+        field.path,
+        span=span,
+        replacement=better,
+    )
+
+
+def _from_error(exc: ExprError, field: ScannedField) -> Finding:
+    code = _CODES.get(exc.kind, "LG601")
+    replacement = getattr(exc, "replacement", None)
+    message = exc.message
+    if exc.kind == "unknown_function" and exc.span is not None and replacement is None:
+        name = field.text[exc.span[0] : exc.span[1]].split("(")[0].strip()
+        replacement = did_you_mean(name, BUILTINS)
+        if replacement and "did you mean" not in message:
+            message += suffix(replacement)
+    if exc.kind == "unknown_identifier" and field.stage == 0 and "prev" in field.text[slice(*(exc.span or (0, 0)))]:
+        message = "prev is not bound at the first stage of a fanout (there is no previous stage)"
+    return Finding(code, f"{message} (in '{field.context.replace('stage_', 'stage ')}')", field.path,
+                   span=exc.span, replacement=replacement)
+
+
+# -- member paths -------------------------------------------------------------------------------
+
+
+def _member_paths(ctx: Context, flow: Flow, step: Step, field: ScannedField, paths) -> Iterator[Finding]:
+    for member in paths:
+        if member.root == "result" and field.context in _STEP_MAP_CONTEXTS:
+            yield from _step_map_path(ctx, flow, field, member)
+            continue
+        root = _binding_root(ctx, flow, step, field, member.root)
+        if root is None:
+            continue
+        yield from _typed_path(ctx, root, tuple(member.path), field, member, member.root)
+
+
+def _binding_root(ctx: Context, flow: Flow, step: Step, field: ScannedField, name: str) -> Any:
+    """The static type of a binding in this field: a TypeExpr, contract name or input
+    mapping; None when it is not statically known."""
+    if name == "input":
+        return flow.input
+    stage = step.fanout.stages[field.stage] if field.in_stage and step.fanout is not None else None
+    if name == "result":
+        out = stage.out if stage is not None else step.out
+        return out if out in ctx.spec.contracts else None
+    if name == "prev" and stage is not None and field.stage:
+        out = step.fanout.stages[field.stage - 1].out
+        return out if out in ctx.spec.contracts else None
+    if name == "item" and step.fanout is not None:
+        return _item_type(ctx, flow, step)
+    return None
+
+
+def _item_type(ctx: Context, flow: Flow, step: Step) -> TypeExpr | None:
+    over = scan(step.fanout.over or "").full
+    if over is None or over.kind not in ("input", "step"):
+        return None
+    root: Any
+    path = tuple(over.path)
+    if over.kind == "input":
+        root = flow.input
+    else:
+        source = flow.step_map.get(over.name or "")
+        found = output_type(ctx, flow, source) if source is not None else None
+        if not isinstance(found, OutputType):
+            return None
+        root = ArrayOf(Named(found.root)) if found.indexed else found.root
+    try:
+        typ = strip_optional(ctx.contracts.type_at(root, path))
+    except ContractError:
+        return None
+    return typ.element if isinstance(typ, ArrayOf) else None
+
+
+def _step_map_path(ctx: Context, flow: Flow, field: ScannedField, member) -> Iterator[Finding]:
+    """``result.<step>.<path>`` in when/set: the step exists, has an output and the field."""
+    if not member.path:
+        return
+    name = member.path[0]
+    if not isinstance(name, str):
+        yield _unknown(field, member, "result in a 'when' or 'set' maps step ids to outputs; "
+                                      "read result.<step>, not an index", None)
+        return
+    source = flow.step_map.get(name)
+    if source is None:
+        guess = did_you_mean(name, list(flow.step_map))
+        yield _unknown(field, member, f"result.{name}: '{name}' is not a step of flow '{flow.name}'"
+                                      f"{suffix(guess)}", guess and f"result.{guess}", whole_root=True)
+        return
+    found = output_type(ctx, flow, source)
+    if isinstance(found, Finding):
+        if source.kind == "gate":
+            yield _unknown(field, member, f"result.{name}: '{name}' is a gate, and gates have no output", None)
+        return
+    if found is None:
+        return
+    root = ArrayOf(Named(found.root)) if found.indexed else found.root
+    yield from _typed_path(ctx, root, tuple(member.path[1:]), field, member, f"result.{name}")
+
+
+def _typed_path(ctx: Context, root: Any, path: Sequence[str | int], field: ScannedField, member, shown: str):
+    base = root.element.name if isinstance(root, ArrayOf) and isinstance(root.element, Named) else root
+    if not ctx.usable(base):
+        return
+    try:
+        ctx.contracts.type_at(root, tuple(path))
+    except PathError as exc:
+        guess = did_you_mean(exc.segment, exc.known) if isinstance(exc.segment, str) else None
+        yield _unknown(field, member, f"{shown}: {exc.message}{suffix(guess)}", None)
+    except ContractError:
+        return
+
+
+def _unknown(field: ScannedField, member, message: str, replacement: str | None, *, whole_root: bool = False) -> Finding:
+    span = member.span
+    if whole_root and replacement is not None:
+        # replace just "result.<name>" at the start of the chain
+        start = member.span[0]
+        text = field.text[start : member.span[1]]
+        head = text.split(".")[0] + "." + str(member.path[0])
+        span = (start, start + len(head)) if text.startswith(head) else member.span
+    return Finding("LG606", message, field.path, span=span, replacement=replacement if span != member.span or replacement is None else None)

@@ -1,0 +1,263 @@
+"""Advisory warnings (``LG9xx``): things that validate but are probably not what was meant.
+
+Each warning says why it matters and carries a hint; none of them stops a run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from ..diagnostics import Finding, YamlPath
+from ...errors import ContractError, ExprError
+from ..expr import compile as compile_expr
+from ..graph import DEFAULT_AGENT, scanned_fields, step_agent, step_refs, upstream, routing_targets
+from ..ir import Flow, Spec, Step
+from ..types import ArrayOf, Named, OptionalOf, TypeExpr, parse_type
+from .context import Context
+from .suggest import did_you_mean, suffix
+
+REVIEW_WORDS = re.compile(
+    r"\b(review|critique|critici[sz]e|audit|assess|evaluate|grade|judge|inspect|proofread|"
+    r"double-check|verify)\w*",
+    re.IGNORECASE,
+)
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    yield from unused_contracts(ctx.spec)
+    for flow in ctx.spec.flows.values():
+        yield from unreachable_steps(flow)
+        yield from same_agent_reviews(flow)
+        yield from unordered_reads(flow)
+        yield from unknown_agents(ctx, flow)
+        yield from unchecked_steps(flow)
+
+
+# -- LG901 ------------------------------------------------------------------------------------
+
+
+def named_refs(type_text: object) -> set[str]:
+    """Contract names a field type string refers to (none when it does not parse)."""
+    try:
+        node: TypeExpr = parse_type(type_text)  # type: ignore[arg-type]
+    except ContractError:
+        return set()
+    while isinstance(node, (OptionalOf, ArrayOf)):
+        node = node.inner if isinstance(node, OptionalOf) else node.element
+    return {node.name} if isinstance(node, Named) else set()
+
+
+def used_contracts(spec: Spec) -> set[str]:
+    """Contracts reachable from a step or stage ``out``, a flow output or a flow input."""
+    roots: set[str] = set()
+    for flow in spec.flows.values():
+        if flow.output is not None and flow.output.contract:
+            roots.add(flow.output.contract)
+        for type_text in flow.input.values():
+            roots |= named_refs(type_text)
+        for step in flow.steps:
+            if step.out:
+                roots.add(step.out)
+            if step.fanout is not None:
+                roots |= {stage.out for stage in step.fanout.stages if stage.out}
+    used, todo = set(), [r for r in roots if r in spec.contracts]
+    while todo:
+        name = todo.pop()
+        if name in used:
+            continue
+        used.add(name)
+        for type_text in spec.contracts[name].fields.values():
+            todo.extend(r for r in named_refs(type_text) if r in spec.contracts)
+    return used
+
+
+def unused_contracts(spec: Spec) -> Iterator[Finding]:
+    used = used_contracts(spec)
+    for name, decl in spec.contracts.items():
+        if name not in used:
+            yield Finding(
+                "LG901",
+                f"contract '{name}' is not used by any step, stage, flow input or output",
+                decl.at,
+                at="key",
+                hint="remove it, or name it in an 'out' or 'output.contract'; an unused contract "
+                "is often a sign of a misspelt 'out'",
+            )
+
+
+# -- LG902 ------------------------------------------------------------------------------------
+
+
+def unreachable_steps(flow: Flow) -> Iterator[Finding]:
+    """Steps that can never run: routing targets whose routers can never run, and steps that
+    wait for a gate whose approval ends the flow and which has no kill route.
+
+    Reachability is a fixpoint: a step can run when every dependency can finish and, for a
+    routing target, when some router can run. Only the first step of an unreachable chain is
+    reported; the message counts the steps stranded behind it.
+    """
+    from ..graph import dependencies
+
+    ids = list(flow.step_map)
+    targets = routing_targets(flow)
+    runnable: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for sid in ids:
+            if sid in runnable:
+                continue
+            deps = dependencies(flow, sid)
+            if not deps <= runnable or any(_ends_flow(flow.step_map[d]) for d in deps):
+                continue
+            if sid in targets and not any(r.source in runnable for r in targets[sid]):
+                continue
+            runnable.add(sid)
+            changed = True
+    stuck = [sid for sid in ids if sid not in runnable]
+    for sid in stuck:
+        cause = _cause(flow, sid, runnable, targets)
+        if cause is None:
+            continue  # stranded behind another unreachable step, which is reported
+        behind = [s for s in stuck if s != sid and sid in upstream(flow, s)]
+        tail = f" ({len(behind)} step{'s' if len(behind) > 1 else ''} after it are stranded too)" if behind else ""
+        yield Finding(
+            "LG902",
+            f"step '{sid}' can never run: {cause}{tail}",
+            (*flow.step_map[sid].at, "id"),
+            hint="check the routes and 'after' lists that lead to it, or remove it",
+        )
+
+
+def _ends_flow(step: Step) -> bool:
+    """A gate whose approval completes the flow and whose kill fails it releases nobody."""
+    gate = step.gate
+    return step.kind == "gate" and gate is not None and gate.on_approve is None and gate.on_kill is None
+
+
+def _cause(flow: Flow, sid: str, runnable: set[str], targets) -> str | None:
+    from ..graph import dependencies
+
+    deps = dependencies(flow, sid)
+    enders = [d for d in deps if _ends_flow(flow.step_map[d])]
+    if enders:
+        return (f"it waits for gate '{enders[0]}', whose approval completes the flow and whose "
+                f"kill fails it")
+    if sid in targets and all(d in runnable for d in deps):
+        routers = ", ".join(f"'{r.source}'" for r in targets[sid])
+        return f"it runs only when routed, and its router{'s' if len(targets[sid]) > 1 else ''} {routers} can never run"
+    return None
+
+
+# -- LG903 ------------------------------------------------------------------------------------
+
+
+def same_agent_reviews(flow: Flow) -> Iterator[Finding]:
+    """A ``do`` step that reviews another agent step's output with the same agent."""
+    for step in flow.steps:
+        if step.kind != "do" or step.do is None or not REVIEW_WORDS.search(step.do):
+            continue
+        reviewer = step_agent(step)
+        seen: set[str] = set()
+        for field, ref in step_refs(step):
+            if field.context != "do" or ref.kind != "step" or ref.name in seen or ref.name == step.id:
+                continue
+            seen.add(ref.name or "")
+            author = flow.step_map.get(ref.name or "")
+            if author is None or _author_agent(author) != reviewer:
+                continue
+            yield Finding(
+                "LG903",
+                f"step '{step.id}' reviews the output of '{author.id}' with the same agent "
+                f"('{reviewer}'); a model reviewing its own work tends to share its blind spots "
+                f"and approve its own mistakes",
+                (*step.at, "agent") if step.agent else (*step.at, "do"),
+                span=None if step.agent else ref.span,
+                hint=f"give '{step.id}' a different agent (e.g. 'agent: "
+                f"{'codex' if reviewer != 'codex' else 'claude'}') so the review is independent",
+            )
+
+
+def _author_agent(step: Step) -> str | None:
+    if step.kind == "fanout" and step.fanout is not None and step.fanout.stages:
+        return step.fanout.stages[-1].agent or DEFAULT_AGENT
+    return step_agent(step)
+
+
+# -- LG904 ------------------------------------------------------------------------------------
+
+
+def unordered_reads(flow: Flow) -> Iterator[Finding]:
+    """``when``/``set`` reading ``result.<id>`` of a step that is not guaranteed to have run."""
+    for step in flow.steps:
+        if step.id is None:
+            continue
+        before = upstream(flow, step.id)
+        for field in scanned_fields(step):
+            if field.context not in ("when", "set", "stage_when"):
+                continue
+            try:
+                paths = compile_expr(field.text).member_paths
+            except ExprError:
+                continue
+            reported: set[str] = set()
+            for member in paths:
+                if member.root != "result" or not member.path or not isinstance(member.path[0], str):
+                    continue
+                read = member.path[0]
+                if read in reported or read == step.id or read not in flow.step_map or read in before:
+                    continue
+                reported.add(read)
+                after = ", ".join([*step.after, read])
+                yield Finding(
+                    "LG904",
+                    f"'{field.context.replace('stage_', 'stage ')}' reads result.{read}, but '{step.id}' "
+                    f"does not depend on '{read}': it may be evaluated before '{read}' has run, "
+                    f"fail and silently {'skip the step' if 'when' in field.context else 'store false'}",
+                    field.path,
+                    span=member.span,
+                    hint=f"add '{read}' to the step's 'after' list: after: [{after}]",
+                )
+
+
+# -- LG905, LG906 -----------------------------------------------------------------------------
+
+
+def unknown_agents(ctx: Context, flow: Flow) -> Iterator[Finding]:
+    for at, agent in _agents(flow):
+        if agent in ctx.agents:
+            continue
+        guess = did_you_mean(agent, ctx.agents)
+        yield Finding(
+            "LG905",
+            f"agent '{agent}' is not configured{suffix(guess)}",
+            at,
+            replacement=guess,
+            hint=f"configured agents: {', '.join(sorted(ctx.agents))}; map other names to "
+            f"adapters in the project configuration",
+        )
+
+
+def _agents(flow: Flow) -> Iterator[tuple[YamlPath, str]]:
+    for step in flow.steps:
+        if step.agent is not None:
+            yield (*step.at, "agent"), step.agent
+        if step.fanout is not None:
+            for stage in step.fanout.stages:
+                if stage.agent is not None:
+                    yield (*stage.at, "agent"), stage.agent
+
+
+def unchecked_steps(flow: Flow) -> Iterator[Finding]:
+    why = ("nothing checks what the agent returns, so any answer counts as done; declare an "
+           "'out' contract or an 'ensure' postcondition")
+    for step in flow.steps:
+        if step.kind == "do" and step.out is None and not step.ensure:
+            yield Finding("LG906", f"agent step '{step.id}' has neither 'out' nor 'ensure': {why}",
+                          (*step.at, "do"), at="key", hint="add e.g. 'out: Result' and an 'ensure' expression")
+        if step.fanout is not None:
+            for stage in step.fanout.stages:
+                if stage.out is None and not stage.ensure:
+                    yield Finding("LG906", f"stage {stage.index} of fanout '{step.id}' has neither 'out' "
+                                  f"nor 'ensure': {why}", (*stage.at, "do"), at="key")

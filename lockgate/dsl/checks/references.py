@@ -1,0 +1,100 @@
+"""``${...}`` references in the scanned fields of every step (§3.2-3.3, §4 items 16-24, 32).
+
+For each scanned string: malformed syntax (``LG401``), ``fanout.over`` not one full
+reference (``LG410``), ``item``/``prev`` outside a fanout stage (``LG402``), carry references in
+expression fields (``LG408``) or to undeclared names (``LG407``), then the typing of step and
+input references (:mod:`.reftypes`). A step's reference to itself is routing's ``LG503``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..diagnostics import Finding
+from ..graph import ScannedField, scanned_fields
+from ..ir import Flow, Step
+from ..refs import Ref, format_path, scan
+from .context import Context
+from .reftypes import ref_type_findings
+from .suggest import did_you_mean, suffix
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    for flow in ctx.spec.flows.values():
+        for step in flow.steps:
+            for field in scanned_fields(step):
+                yield from field_findings(ctx, flow, step, field)
+
+
+def field_findings(ctx: Context, flow: Flow, step: Step, field: ScannedField) -> Iterator[Finding]:
+    """Every reference problem of one scanned string."""
+    template = scan(field.text)
+    for error in template.errors:
+        yield Finding(
+            "LG401", error.message, field.path, span=error.span, replacement=getattr(error, "replacement", None)
+        )
+    if field.context == "over" and not template.errors and template.full is None:
+        yield Finding(
+            "LG410",
+            "fanout.over must be exactly one full reference to a list, like "
+            "'${plan.output.items}' or '${input.files}', with nothing around it",
+            field.path,
+        )
+        return
+    for ref in template.refs:
+        yield from _ref(ctx, flow, step, field, ref)
+
+
+def _ref(ctx: Context, flow: Flow, step: Step, field: ScannedField, ref: Ref) -> Iterator[Finding]:
+    if ref.kind in ("item", "prev"):
+        if not field.in_stage:
+            where = "fanout.over" if field.context == "over" else f"'{field.context}'"
+            yield Finding(
+                "LG402",
+                f"${{{ref.kind}}} is only bound inside a fanout stage, not in {where}",
+                field.path,
+                span=ref.span,
+            )
+    elif ref.kind == "carry":
+        yield from _carry(ctx, flow, field, ref)
+    elif ref.kind == "step" and ref.name == step.id and step.id is not None:
+        return  # a step reading itself: routing reports LG503
+    else:
+        yield from ref_type_findings(ctx, flow, field.path, ref)
+
+
+def _carry(ctx: Context, flow: Flow, field: ScannedField, ref: Ref) -> Iterator[Finding]:
+    name = ref.name or ""
+    if field.is_expression:
+        yield Finding(
+            "LG408",
+            f"${{{name}}} reads a carry variable, and carry variables cannot be read in "
+            f"expressions ('{field.context}'); use it in a 'do' text or 'with' value",
+            field.path,
+            span=ref.span,
+        )
+        return
+    declared = ctx.carry_vars(flow)
+    if name in declared:
+        return
+    yield _unknown_carry(flow, declared, field, ref)
+
+
+def _unknown_carry(flow: Flow, declared, field: ScannedField, ref: Ref) -> Finding:
+    name = ref.name or ""
+    slip = ref.slip()
+    if slip is not None:
+        return Finding("LG407", f"'{name}' is not a declared carry variable: {slip.message}",
+                       field.path, span=ref.span, replacement=slip.replacement)
+    replacement = hint = None
+    if name in flow.step_map:
+        replacement = "${" + f"{name}.output{format_path(ref.path)}" + "}"
+        hint = f"'{name}' is a step; its output is ${{{name}.output}}"
+    else:
+        guess = did_you_mean(name, declared)
+        if guess:
+            replacement = "${" + guess + format_path(ref.path) + "}"
+    message = f"'{name}' is not a declared carry variable{suffix(replacement)}"
+    if not declared and replacement is None:
+        hint = "declare it under the entry flow's 'carry', or reference a step output or input"
+    return Finding("LG407", message, field.path, span=ref.span, replacement=replacement, hint=hint)
