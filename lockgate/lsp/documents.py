@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -40,6 +40,13 @@ class Analysis:
     elapsed_ms: float = 0.0
     failure: str | None = field(default=None, repr=False)
     stale: bool = False  # the IR comes from an earlier version than ``text``
+    _memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def memo(self, key: str, factory: Callable[[Analysis], Any]) -> Any:
+        """A value derived from this analysis, computed once (symbol index, tokens...)."""
+        if key not in self._memo:
+            self._memo[key] = factory(self)
+        return self._memo[key]
 
     @cached_property
     def lines(self) -> LineIndex:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
 from lockgate import __version__
@@ -71,6 +72,8 @@ def guarded(default: Any = None) -> Callable[[F], F]:
         def sync_guard(ls: LockgateServer, *args: Any) -> Any:
             try:
                 return handler(ls, *args)
+            except JsonRpcException:
+                raise  # a deliberate error answer (e.g. a refused rename)
             except Exception as exc:  # noqa: BLE001 - the server must survive any handler bug
                 _report(ls, handler.__name__, exc)
                 return default
@@ -79,6 +82,8 @@ def guarded(default: Any = None) -> Callable[[F], F]:
         async def async_guard(ls: LockgateServer, *args: Any) -> Any:
             try:
                 return await handler(ls, *args)
+            except JsonRpcException:
+                raise
             except Exception as exc:  # noqa: BLE001
                 _report(ls, handler.__name__, exc)
                 return default
@@ -110,6 +115,23 @@ def create_server() -> LockgateServer:
 
 
 # -- lifecycle, settings and document sync -------------------------------------------------------------
+
+
+def _user_error(message: str) -> Exception:
+    """An error the client shows to the user (a refused rename), not a server bug."""
+    return JsonRpcException(message, code=int(lsp.LSPErrorCodes.RequestFailed))
+
+
+def workspace_edit(uri: str, analysis: Analysis, edits, encoding: Encoding) -> lsp.WorkspaceEdit:
+    """Edits of one document, as an LSP workspace edit with the document's version."""
+    return lsp.WorkspaceEdit(
+        document_changes=[
+            lsp.TextDocumentEdit(
+                text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=uri, version=analysis.version),
+                edits=[lsp.TextEdit(range=analysis.lines.range_to_client(e.range, encoding), new_text=e.new_text) for e in edits],
+            )
+        ]
+    )
 
 
 def _register_sync(ls: LockgateServer) -> None:
@@ -230,7 +252,101 @@ def _register_diagnostics(ls: LockgateServer) -> None:
 
 
 def _register_features(ls: LockgateServer) -> None:
-    from . import folding, symbols
+    from . import completion, folding, hover, navigation, rename, symbols
+    from .context import context_at
+
+    def at(params) -> tuple[Analysis, Any] | None:
+        """The usable analysis and the cursor in code points, or None for unknown documents."""
+        analysis = ls.usable(params.text_document.uri)
+        if analysis is None:
+            return None
+        return analysis, analysis.lines.from_client(params.position, ls.encoding)
+
+    @ls.feature(lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=completion.TRIGGER_CHARACTERS))
+    @guarded(None)
+    def complete(ls: LockgateServer, params: lsp.CompletionParams):
+        found = at(params)
+        if found is None:
+            return None
+        analysis, pos = found
+        items = completion.complete(analysis, context_at(analysis.outline, pos), ls.settings.agents)
+        caps = ls.client_caps
+        return completion.to_lsp(items, analysis, ls.encoding, completion.supports_snippets(caps), completion.supports_as_is(caps))
+
+    @ls.feature(lsp.TEXT_DOCUMENT_HOVER)
+    @guarded(None)
+    def on_hover(ls: LockgateServer, params: lsp.HoverParams):
+        found = at(params)
+        if found is None:
+            return None
+        analysis, pos = found
+        result = hover.hover(analysis, pos)
+        if result is None:
+            return None
+        text, rng = result
+        return lsp.Hover(
+            contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text),
+            range=analysis.lines.range_to_client(rng, ls.encoding),
+        )
+
+    def exact(params) -> tuple[Analysis, Any] | None:
+        """Navigation needs exact ranges: only an analysis of the current text will do."""
+        analysis = ls.analysis(params.text_document.uri)
+        if analysis is None or not analysis.parsed:
+            return None
+        return analysis, analysis.lines.from_client(params.position, ls.encoding)
+
+    @ls.feature(lsp.TEXT_DOCUMENT_DEFINITION)
+    @guarded([])
+    def definition(ls: LockgateServer, params: lsp.DefinitionParams):
+        found = exact(params)
+        if found is None:
+            return []
+        analysis, pos = found
+        return navigation.locations(params.text_document.uri, navigation.definition(analysis, pos), analysis, ls.encoding)
+
+    @ls.feature(lsp.TEXT_DOCUMENT_REFERENCES)
+    @guarded([])
+    def references(ls: LockgateServer, params: lsp.ReferenceParams):
+        found = exact(params)
+        if found is None:
+            return []
+        analysis, pos = found
+        ranges = navigation.references(analysis, pos, include_declaration=params.context.include_declaration)
+        return navigation.locations(params.text_document.uri, ranges, analysis, ls.encoding)
+
+    @ls.feature(lsp.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT)
+    @guarded([])
+    def highlight(ls: LockgateServer, params: lsp.DocumentHighlightParams):
+        found = exact(params)
+        if found is None:
+            return []
+        analysis, pos = found
+        return navigation.highlights_to_lsp(navigation.highlights(analysis, pos), analysis, ls.encoding)
+
+    @ls.feature(lsp.TEXT_DOCUMENT_PREPARE_RENAME)
+    @guarded(None)
+    def prepare_rename(ls: LockgateServer, params: lsp.PrepareRenameParams):
+        analysis = ls.analysis(params.text_document.uri)
+        if analysis is None:
+            return None
+        try:
+            rng, name = rename.prepare(analysis, analysis.lines.from_client(params.position, ls.encoding))
+        except rename.RenameError as exc:
+            raise _user_error(str(exc)) from None
+        return lsp.PrepareRenamePlaceholder(range=analysis.lines.range_to_client(rng, ls.encoding), placeholder=name)
+
+    @ls.feature(lsp.TEXT_DOCUMENT_RENAME, lsp.RenameOptions(prepare_provider=True))
+    @guarded(None)
+    def on_rename(ls: LockgateServer, params: lsp.RenameParams):
+        analysis = ls.analysis(params.text_document.uri)
+        if analysis is None:
+            return None
+        try:
+            edits = rename.rename(analysis, analysis.lines.from_client(params.position, ls.encoding), params.new_name)
+        except rename.RenameError as exc:
+            raise _user_error(str(exc)) from None
+        return workspace_edit(params.text_document.uri, analysis, edits, ls.encoding)
 
     @ls.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     @guarded([])

@@ -1,0 +1,475 @@
+"""Context-aware completion: schema keys with snippets, enum values, step ids, contract and
+flow names, ``${...}`` references with their fields, and expression bindings, members and
+builtins.
+
+:func:`complete` is pure: (analysis, cursor context, settings) -> candidates. The analysis may
+be stale (the last good IR while the buffer is half-typed); the cursor context always comes from
+the current text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from lsprotocol import types as lsp
+
+from lockgate.dsl.diagnostics import Position, Range
+from lockgate.dsl.ir import Flow, Spec, Step
+from lockgate.dsl.types import SCALARS, Named, TypeExpr, strip_optional
+
+from . import schema as S
+from . import shapes
+from .context import CursorContext
+from .documents import Analysis
+from .positions import Encoding
+
+TRIGGER_CHARACTERS = ["$", "{", "."]
+DEFAULT_AGENTS = ("claude", "codex")
+TYPE_WORDS = (*SCALARS, "object", "array")
+
+BUILTIN_DOCS = {
+    "len": "Length of a string (UTF-16 units), an array, or an object's key count.",
+    "any": "True when any element of the array is truthy (`any([])` is false).",
+    "all": "True when every element of the array is truthy (`all([])` is true).",
+    "max": "Largest element of a non-empty array of numbers or of strings.",
+    "min": "Smallest element of a non-empty array of numbers or of strings.",
+    "str": "The value as a string (objects and arrays as compact JSON).",
+    "int": "An integer from a boolean, a number (truncated) or a string of digits.",
+    "bool": "Truthiness: null, false, 0, '', [] and {} are false; anything else is true.",
+    "matches": "Whether the regular expression `re` matches anywhere in `s` (bounded, safe patterns only).",
+    "file_exists": "Whether a regular file exists at this workspace-relative path.",
+    "file_contains": "Whether the workspace file contains the text.",
+}
+_ROUTE_FIELDS = ("on_fail", "on_approve", "on_revise", "on_kill")
+_SNIPPETS = {
+    "do": 'id: ${1:step}\ndo: "${2:Describe the task}"\nagent: ${3:claude}\nout: ${4:Result}\nensure:\n  - expr: "${5:result.ok == true}"',
+    "set": 'id: ${1:step}\nset:\n  ${2:field}: "${3:expression}"\nout: ${4:Result}',
+    "gate": "id: ${1:review}\nafter: [${2:step}]\ngate:\n  on_approve: ${3:null}\n  on_revise: ${4:null}\n  on_kill: ${5:null}",
+    "fanout": 'id: ${1:each}\nfanout:\n  over: "\\${${2:input.items}}"\n  concurrency: ${3:2}\n  isolation: ${4:none}\n'
+              '  require: ${5:all}\n  merge: sequential\n  steps:\n    - do: "${6:Handle \\${item\\}}"\n      out: ${7:Result}',
+    "run": 'id: ${1:sub}\nrun: ${2:flow}\nwith:\n  ${3:field}: "\\${input.${4:field}\\}"',
+}
+_ENSURE_SNIPPETS = {
+    "expr": 'expr: "${1:result.ok == true}"',
+    "file_exists": 'file_exists: "${1:path/to/file}"',
+    "file_contains": 'file_contains:\n  path: "${1:path/to/file}"\n  text: "${2:text}"',
+    "judged": 'judged:\n  statement: "${1:what must be true}"\n  stakes: ${2:default}',
+}
+_KEY_SNIPPETS = {
+    "gate": "gate:\n  on_approve: ${1:null}\n  on_revise: ${2:null}\n  on_kill: ${3:null}",
+    "output": 'output:\n  from: "\\${${1:step}.output\\}"\n  contract: ${2:Result}',
+    "iterate": 'iterate:\n  max: ${1:3}\n  until: "${2:result.done == true}"',
+    "file_contains": 'file_contains:\n  path: "${1:path/to/file}"\n  text: "${2:text}"',
+    "judged": 'judged:\n  statement: "${1:what must be true}"\n  stakes: ${2:default}',
+}
+_FLOW_SNIPPET = 'input:\n  ${2:text}: string\noutput:\n  from: "\\${${3:step}.output\\}"\n  contract: ${4:Result}\nsteps:\n  - id: ${3:step}\n    do: "${5:Describe the task}"\n    out: ${4:Result}'
+_CONTRACT_SNIPPET = "${1:summary}: ${2:string}\n${3:confidence}: ${4:number}"
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One completion: ``insert`` is a snippet when ``snippet`` is true; ``replace`` is the
+    document range the text replaces (code points)."""
+
+    label: str
+    kind: str
+    insert: str
+    replace: Range
+    detail: str = ""
+    documentation: str = ""
+    snippet: bool = False
+    sort: str = "5"
+
+
+def complete(analysis: Analysis, ctx: CursorContext, agents: tuple[str, ...] = ()) -> list[Candidate]:
+    """Completion candidates at the cursor described by ``ctx``."""
+    margin = "\n" + " " * ctx.word_start
+    return [
+        c if "\n" not in c.insert else Candidate(c.label, c.kind, c.insert.replace("\n", margin), c.replace,
+                                                 c.detail, c.documentation, c.snippet, c.sort)
+        for c in _candidates(analysis, ctx, agents)
+    ]
+
+
+def _candidates(analysis: Analysis, ctx: CursorContext, agents: tuple[str, ...]) -> list[Candidate]:
+    spec = analysis.ir
+    if ctx.ref is not None and ctx.where == "value":
+        return _references(spec, ctx) if spec is not None else []
+    if ctx.in_expression:
+        return _expression(spec, ctx) if spec is not None else []
+    if ctx.where == "key":
+        return _keys(spec, ctx)
+    if ctx.where == "item" and S.item_is_object(ctx.path[:-1]):
+        return _item_keys(spec, ctx)
+    return _values(spec, ctx, agents)
+
+
+# -- keys ------------------------------------------------------------------------------------------
+
+
+def _replace(ctx: CursorContext, start: int | None = None) -> Range:
+    line = ctx.position.line
+    return Range(Position(line, ctx.word_start if start is None else start), ctx.position)
+
+
+def _keys(spec: Spec | None, ctx: CursorContext) -> list[Candidate]:
+    path = ctx.path
+    replace = _replace(ctx)
+    out = []
+    for name, sub in S.properties(path).items():
+        if name in ctx.present_keys:
+            continue
+        body = _KEY_SNIPPETS.get(name) or _key_body(name, sub)
+        doc = S.description(sub) or ""
+        out.append(Candidate(name, "property", body, replace, _short(doc), doc, snippet=True, sort="1"))
+    if len(path) == 4 and path[2] == "steps" and isinstance(path[3], int) and not (ctx.present_keys & {"do", "set", "gate", "fanout", "run"}):
+        for kind, body in _SNIPPETS.items():
+            text = body if "id" not in ctx.present_keys else body.split("\n", 1)[1]
+            out.append(Candidate(f"{kind} step", "snippet", text, replace, f"a new {kind} step", snippet=True, sort="0"))
+    if len(path) >= 2 and path[-2] == "ensure" and isinstance(path[-1], int) and not ctx.present_keys:
+        out.extend(Candidate(f"ensure {k}", "snippet", b, replace, f"an ensure of kind {k}", snippet=True, sort="0")
+                   for k, b in _ENSURE_SNIPPETS.items())
+    if path == ("flows",):
+        out.append(Candidate("flow", "snippet", "${1:name}:\n" + _indent(_FLOW_SNIPPET), replace, "a new flow", snippet=True, sort="0"))
+    if path == ("contracts",):
+        out.append(Candidate("contract", "snippet", "${1:Result}:\n" + _indent(_CONTRACT_SNIPPET.replace("${1", "${5").replace("${2", "${6").replace("${3", "${7").replace("${4", "${8")), replace, "a new contract", snippet=True, sort="0"))
+    return out
+
+
+def _item_keys(spec: Spec | None, ctx: CursorContext) -> list[Candidate]:
+    """A new list item (``- |``) of a list of mappings: the item's snippets and keys."""
+    replace = _replace(ctx)
+    parent = ctx.path[:-1]
+    if parent and parent[-1] == "steps" and len(parent) == 3:
+        return [Candidate(f"{k} step", "snippet", b, replace, f"a new {k} step", snippet=True, sort="0") for k, b in _SNIPPETS.items()]
+    if parent and parent[-1] == "ensure":
+        return [Candidate(f"ensure {k}", "snippet", b, replace, f"an ensure of kind {k}", snippet=True, sort="0") for k, b in _ENSURE_SNIPPETS.items()]
+    return _keys(spec, CursorContext(ctx.position, ctx.path, "key", ctx.before, ctx.word_start))
+
+
+def _key_body(name: str, sub: S.Schema) -> str:
+    if S.is_object(sub):
+        return f"{name}:\n  $0"
+    if S.is_array(sub):
+        return f"{name}:\n  - $0"
+    return f"{name}: $0"
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.split("\n"))
+
+
+# -- values ----------------------------------------------------------------------------------------
+
+
+def _values(spec: Spec | None, ctx: CursorContext, agents: tuple[str, ...]) -> list[Candidate]:
+    path = ctx.path
+    field = next((p for p in reversed(path) if isinstance(p, str)), None)
+    replace = _replace(ctx)
+    flow = _flow(spec, ctx)
+    if field == "agent":
+        names = dict.fromkeys([*DEFAULT_AGENTS, *(str(e) for e in S.examples(path)), *agents])
+        return [Candidate(n, "value", n, replace, "agent", sort="1") for n in names]
+    if spec is not None and field in (*_ROUTE_FIELDS, "after") and flow is not None:
+        return _step_targets(flow, ctx, field, replace)
+    if spec is not None and (field in ("out", "contract") and path[-2:-1] != ("contracts",)):
+        return [Candidate(n, "class", n, replace, "contract", _contract_doc(spec, n), sort="1") for n in spec.contracts]
+    if spec is not None and field in ("run", "entry") and path[0] == "flows":
+        names = [n for n in spec.flows if field == "entry" or n != ctx.flow]
+        return [Candidate(n, "module", n, replace, "flow", sort="1") for n in names]
+    if _is_type_position(path):
+        names = [*TYPE_WORDS, *(n for n in (spec.contracts if spec else ()) if n[:1].isupper())]
+        return [Candidate(n, "type_parameter" if n in TYPE_WORDS else "class", n, replace, "type", sort="1") for n in names]
+    values = S.enum_values(path)
+    return [Candidate(_scalar(v), "enum", _scalar(v), replace, "value", sort="1") for v in values]
+
+
+def _is_type_position(path: tuple) -> bool:
+    return (len(path) == 3 and path[0] == "contracts") or (len(path) == 4 and path[0] == "flows" and path[2] == "input")
+
+
+def _scalar(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _step_targets(flow: Flow, ctx: CursorContext, field: str, replace: Range) -> list[Candidate]:
+    current = flow.steps[ctx.step_index] if ctx.step_index is not None and ctx.step_index < len(flow.steps) else None
+    own = current.id if current else None
+    ids = [s.id for s in flow.steps if s.id and s.id != own]
+    if field == "on_revise" and own is not None:
+        from lockgate.dsl.graph import upstream
+
+        ancestors = upstream(flow, own)
+        ids = [i for i in ids if i in ancestors]
+    out = [Candidate(i, "reference", i, replace, _step_detail(flow.step(i)), sort="1") for i in ids]
+    if field in ("on_approve", "on_revise", "on_kill"):
+        out.append(Candidate("null", "keyword", "null", replace, "no route", sort="2"))
+    return out
+
+
+# -- ${...} references -----------------------------------------------------------------------------
+
+_SEGMENT = re.compile(r"\.?([A-Za-z_][\w-]*)|\[(\d+)\]")
+
+
+def _split(text: str) -> tuple[list[str | int], str]:
+    """``'plan.output.items[0].na'`` -> (['plan', 'output', 'items', 0], 'na')."""
+    head, dot, partial = text.rpartition(".")
+    if not dot:
+        return [], text
+    parts: list[str | int] = []
+    for m in _SEGMENT.finditer(head):
+        parts.append(m.group(1) if m.group(1) is not None else int(m.group(2)))
+    return parts, partial
+
+
+def _references(spec: Spec, ctx: CursorContext) -> list[Candidate]:
+    ref = ctx.ref or ""
+    parts, partial = _split(ref)
+    start = ctx.position.character - len(partial)
+    replace = _replace(ctx, start)
+    flow = _flow(spec, ctx)
+    if flow is None:
+        return []
+    if not parts:
+        return _ref_roots(spec, flow, ctx, replace)
+    head, rest = parts[0], parts[1:]
+    if head == "input":
+        root = shapes.input_fields(flow).get(str(rest[0])) if rest else None
+        fields = shapes.input_fields(flow) if not rest else shapes.fields_of(spec, shapes.type_at(spec, root, rest[1:]))
+        return _field_candidates(spec, fields, replace)
+    if head in ("item", "prev") and ctx.stage_index is not None:
+        step = _current_step(flow, ctx)
+        base = shapes.fanout_item(spec, flow, step) if head == "item" else shapes.stage_output(step, ctx.stage_index - 1)
+        return _field_candidates(spec, shapes.fields_of(spec, shapes.type_at(spec, base, rest)), replace)
+    step = flow.step(str(head))
+    if step is not None:
+        if not rest:
+            return [Candidate("output", "field", "output", replace, _describe(spec, shapes.step_output(spec, flow, step)), sort="1")]
+        if rest[0] == "output":
+            target = shapes.type_at(spec, shapes.step_output(spec, flow, step), rest[1:])
+            return _field_candidates(spec, shapes.fields_of(spec, target), replace)
+    carry_flow = spec.entry_flow or flow
+    if str(head) in carry_flow.carry:
+        from lockgate.dsl.refs import scan
+
+        source = scan(carry_flow.carry[str(head)].initial or "").full
+        base = shapes.ref_type(spec, carry_flow, source) if source else None
+        return _field_candidates(spec, shapes.fields_of(spec, shapes.type_at(spec, base, rest)), replace)
+    return []
+
+
+def _ref_roots(spec: Spec, flow: Flow, ctx: CursorContext, replace: Range) -> list[Candidate]:
+    out = [Candidate("input", "variable", "input.", replace, "the flow's input", sort="0")]
+    own = _current_step(flow, ctx)
+    for step in flow.steps:
+        if step.id and step is not own:
+            out.append(Candidate(step.id, "reference", f"{step.id}.output", replace, _step_detail(step), sort="1"))
+    carry_flow = spec.entry_flow or flow
+    out.extend(Candidate(name, "variable", name, replace, "carry variable", sort="2") for name in carry_flow.carry)
+    if ctx.stage_index is not None:
+        out.append(Candidate("item", "variable", "item", replace, "the fanout element", sort="0"))
+        if ctx.stage_index > 0:
+            out.append(Candidate("prev", "variable", "prev", replace, "the previous stage's output", sort="0"))
+    return out
+
+
+def _field_candidates(spec: Spec, fields: dict[str, TypeExpr | None] | None, replace: Range) -> list[Candidate]:
+    if not fields:
+        return []
+    return [Candidate(name, "field", name, replace, _describe(spec, t), sort="1") for name, t in fields.items()]
+
+
+# -- expressions -----------------------------------------------------------------------------------
+
+_CHAIN = re.compile(r"([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_][\w-]*|\[\d+\])*)\s*\.\s*([A-Za-z_]\w*)?$")
+_IDENT_TAIL = re.compile(r"[A-Za-z_]\w*$")
+
+
+def _expression(spec: Spec, ctx: CursorContext) -> list[Candidate]:
+    flow = _flow(spec, ctx)
+    if flow is None:
+        return []
+    text = ctx.before
+    chain = _CHAIN.search(text)
+    if chain is not None and not _in_string_literal(text):
+        partial = chain.group(2) or ""
+        replace = _replace(ctx, ctx.position.character - len(partial))
+        parts = [m.group(1) or int(m.group(2)) for m in _SEGMENT.finditer(chain.group(1))]
+        return _members(spec, flow, ctx, parts, replace)
+    if _in_string_literal(text):
+        return []
+    partial = (_IDENT_TAIL.search(text) or re.match("", "")).group(0)
+    replace = _replace(ctx, ctx.position.character - len(partial))
+    out = [Candidate(b, "variable", b, replace, _binding_doc(ctx, b), sort="0") for b in _bindings(ctx)]
+    from lockgate.dsl.expr.builtins import BUILTINS
+
+    for name, builtin in BUILTINS.items():
+        out.append(Candidate(name, "function", f"{name}($1)", replace, builtin.signature, BUILTIN_DOCS.get(name, ""), snippet=True, sort="1"))
+    out.extend(Candidate(k, "keyword", k, replace, "literal", sort="2") for k in ("true", "false", "null"))
+    return out
+
+
+def _in_string_literal(text: str) -> bool:
+    quote = None
+    escaped = False
+    for ch in text:
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif quote is None and ch in "'\"":
+            quote = ch
+        elif ch == quote:
+            quote = None
+    return quote is not None
+
+
+def _bindings(ctx: CursorContext) -> list[str]:
+    if ctx.stage_index is not None:
+        return ["result", "input", "item", "prev"]
+    return ["result", "input"]
+
+
+def _binding_doc(ctx: CursorContext, name: str) -> str:
+    if name == "result":
+        return "map step id -> output" if _result_is_step_map(ctx) else "the output under test"
+    return {"input": "the flow's input", "item": "the fanout element", "prev": "the previous stage's output"}[name]
+
+
+def _result_is_step_map(ctx: CursorContext) -> bool:
+    path = ctx.path
+    in_stage_when = ctx.stage_index is not None and path[-1] == "when"
+    in_step = ctx.stage_index is None and (path[-1] == "when" or (len(path) > 1 and path[-2] == "set"))
+    return in_stage_when or in_step
+
+
+def _members(spec: Spec, flow: Flow, ctx: CursorContext, parts: list, replace: Range) -> list[Candidate]:
+    if not parts:
+        return []
+    root, rest = parts[0], parts[1:]
+    step = _current_step(flow, ctx)
+    base: TypeExpr | None
+    if root == "input":
+        if not rest:
+            return _field_candidates(spec, shapes.input_fields(flow), replace)
+        base = shapes.type_at(spec, shapes.input_fields(flow).get(str(rest[0])), rest[1:])
+    elif root == "result" and _result_is_step_map(ctx):
+        if not rest:
+            return [Candidate(s.id, "reference", s.id, replace, _step_detail(s), sort="1")
+                    for s in flow.steps if s.id and shapes.step_output(spec, flow, s) is not None]
+        base = shapes.type_at(spec, shapes.step_output(spec, flow, flow.step(str(rest[0]))), rest[1:])
+    elif root == "result":
+        out_type = shapes.stage_output(step, ctx.stage_index) if ctx.stage_index is not None and step else shapes.step_output(spec, flow, step)
+        base = shapes.type_at(spec, out_type, rest)
+    elif root == "item" and step is not None:
+        base = shapes.type_at(spec, shapes.fanout_item(spec, flow, step), rest)
+    elif root == "prev" and step is not None and ctx.stage_index:
+        base = shapes.type_at(spec, shapes.stage_output(step, ctx.stage_index - 1), rest)
+    else:
+        return []
+    return _field_candidates(spec, shapes.fields_of(spec, base), replace)
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+
+
+def _flow(spec: Spec | None, ctx: CursorContext) -> Flow | None:
+    if spec is None or ctx.flow is None:
+        return None
+    return spec.flows.get(str(ctx.flow))
+
+
+def _current_step(flow: Flow, ctx: CursorContext) -> Step | None:
+    index = ctx.step_index
+    return flow.steps[index] if index is not None and index < len(flow.steps) else None
+
+
+def _step_detail(step: Step | None) -> str:
+    if step is None:
+        return ""
+    kind = step.kind or "step"
+    return f"{kind} step" + (f" → {step.out}" if step.out else "")
+
+
+def _describe(spec: Spec, expr: TypeExpr | None) -> str:
+    return expr.describe() if expr is not None else ""
+
+
+def _contract_doc(spec: Spec, name: str) -> str:
+    return "```\n" + shapes.describe(spec, Named(name), depth=1) + "\n```"
+
+
+def _short(doc: str) -> str:
+    first = doc.split("\n", 1)[0]
+    return first if len(first) <= 80 else first[:77] + "..."
+
+
+# -- LSP -------------------------------------------------------------------------------------------
+
+_KINDS = {
+    "property": lsp.CompletionItemKind.Property, "snippet": lsp.CompletionItemKind.Snippet,
+    "value": lsp.CompletionItemKind.Value, "enum": lsp.CompletionItemKind.EnumMember,
+    "reference": lsp.CompletionItemKind.Reference, "class": lsp.CompletionItemKind.Class,
+    "module": lsp.CompletionItemKind.Module, "type_parameter": lsp.CompletionItemKind.TypeParameter,
+    "field": lsp.CompletionItemKind.Field, "variable": lsp.CompletionItemKind.Variable,
+    "function": lsp.CompletionItemKind.Function, "keyword": lsp.CompletionItemKind.Keyword,
+}
+_PLACEHOLDER = re.compile(r"\$\{\d+:((?:[^{}\\]|\\.)*)\}|\$\{\d+\}|\$\d+")
+
+
+def plain_text(snippet: str) -> str:
+    """A snippet's text without tab stops, for clients without snippet support."""
+    previous = None
+    while previous != snippet:
+        previous, snippet = snippet, _PLACEHOLDER.sub(lambda m: m.group(1) or "", snippet)
+    return snippet.replace("\\$", "$").replace("\\}", "}")
+
+
+def to_lsp(items: list[Candidate], analysis: Analysis, encoding: Encoding, snippets: bool,
+           as_is: bool = False) -> lsp.CompletionList:
+    """Candidates as an LSP completion list; multi-line texts carry absolute indentation, so
+    clients that support it are told to insert them as is."""
+    out = []
+    for c in items:
+        if c.snippet and not snippets and c.kind == "snippet":
+            insert, fmt = plain_text(c.insert), lsp.InsertTextFormat.PlainText
+        elif c.snippet and snippets:
+            insert, fmt = c.insert, lsp.InsertTextFormat.Snippet
+        else:
+            insert, fmt = plain_text(c.insert) if c.snippet else c.insert, lsp.InsertTextFormat.PlainText
+        out.append(
+            lsp.CompletionItem(
+                label=c.label,
+                kind=_KINDS.get(c.kind, lsp.CompletionItemKind.Text),
+                detail=c.detail or None,
+                documentation=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=c.documentation) if c.documentation else None,
+                sort_text=f"{c.sort}{c.label}",
+                filter_text=c.label if c.kind != "snippet" else None,
+                insert_text_format=fmt,
+                insert_text_mode=lsp.InsertTextMode.AsIs if "\n" in insert and as_is else None,
+                text_edit=lsp.TextEdit(range=analysis.lines.range_to_client(c.replace, encoding), new_text=insert),
+            )
+        )
+    return lsp.CompletionList(is_incomplete=False, items=out)
+
+
+def supports_snippets(caps: lsp.ClientCapabilities | None) -> bool:
+    try:
+        return bool(caps.text_document.completion.completion_item.snippet_support)  # type: ignore[union-attr]
+    except AttributeError:
+        return False
+
+
+def supports_as_is(caps: lsp.ClientCapabilities | None) -> bool:
+    try:
+        modes = caps.text_document.completion.completion_item.insert_text_mode_support.value_set  # type: ignore[union-attr]
+    except AttributeError:
+        return False
+    return lsp.InsertTextMode.AsIs in (modes or ())

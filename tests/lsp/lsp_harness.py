@@ -1,0 +1,66 @@
+"""Helpers for the language-server tests: open documents, await diagnostics, convert positions."""
+
+from __future__ import annotations
+
+from lsprotocol import types as lsp
+from pytest_lsp import LanguageClient
+
+from lockgate.dsl.diagnostics import Position
+from lockgate.lsp.positions import LineIndex
+
+
+def uses_pull(client: LanguageClient) -> bool:
+    return client.editor.startswith("neovim@v0.1")
+
+
+async def next_publish(client: LanguageClient, uri: str) -> list[lsp.Diagnostic]:
+    """Wait (with the client's notification API) for the next diagnostics of ``uri``."""
+    while True:
+        params = await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        if params.uri == uri:
+            return list(params.diagnostics)
+
+
+async def diagnostics(client: LanguageClient, uri: str) -> list[lsp.Diagnostic]:
+    """The current diagnostics of an open document, pulled or awaited as the client would."""
+    if uses_pull(client):
+        report = await client.text_document_diagnostic_async(
+            lsp.DocumentDiagnosticParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
+        )
+        return list(report.items)
+    return await next_publish(client, uri)
+
+
+async def open_doc(client: LanguageClient, uri: str, text: str) -> list[lsp.Diagnostic]:
+    """Open a document and return its first diagnostics."""
+    pending = None if uses_pull(client) else client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(text_document=lsp.TextDocumentItem(uri=uri, language_id="yaml", version=1, text=text))
+    )
+    if pending is not None:
+        params = await pending
+        if params.uri == uri:
+            return list(params.diagnostics)
+    return await diagnostics(client, uri)
+
+
+def at(client: LanguageClient, text: str, line: int, character: int) -> lsp.Position:
+    """A code-point position in ``text`` as the client's position."""
+    return LineIndex(text).to_client(Position(line, character), client.encoding)
+
+
+def find(text: str, needle: str, occurrence: int = 0, offset: int = 0) -> tuple[int, int]:
+    """(line, character) of the ``occurrence``-th ``needle`` in ``text``, plus ``offset``."""
+    index = -1
+    for _ in range(occurrence + 1):
+        index = text.index(needle, index + 1)
+    pos = LineIndex(text).position(index + offset)
+    return pos.line, pos.character
+
+
+def covered(client: LanguageClient, text: str, rng: lsp.Range) -> str:
+    """The document text a client range covers."""
+    index = LineIndex(text)
+    start = index.offset(index.from_client(rng.start, client.encoding))
+    end = index.offset(index.from_client(rng.end, client.encoding))
+    return text[start:end]
