@@ -1,0 +1,352 @@
+"""Readiness and the advance loop, plus the failure path every construct shares.
+
+``advance`` works off a queue of keys to (re)consider, fed by whatever changed: a step that
+became terminal pushes its dependents and its ``on_fail`` target, a route pushes its target, a
+reset pushes its region. Each candidate's own dependencies are checked (O(in-degree)), so a
+transition costs the size of its neighbourhood, not of the flow.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..dsl.refs import Ref, render_text, walk_path
+from ..dsl.values import UNDEFINED
+from ..errors import RefError
+from . import budget
+from .compiled import CStep
+from .ensures import contract_violations, first_failed_ensure, value_or_false
+from .live import Located, LiveRun, Scope
+from .model import (
+    FAILED,
+    PENDING,
+    RUN_COMPLETE,
+    RUN_RUNNING,
+    RUNNING,
+    SATISFIED,
+    SKIPPED,
+    SUCCEEDED,
+    TERMINAL,
+    WAITING_GATE,
+    StepState,
+    now,
+)
+
+
+def advance(run: LiveRun) -> None:
+    """Process the work queue until nothing more can start, then settle the root if it is done."""
+    while run.work and run.header.status == RUN_RUNNING:
+        key = run.work.popleft()
+        st = run.steps.get(key)
+        if st is not None and st.status == PENDING and not st.dropped:
+            _consider(run, run.locate(key), st)
+    if run.header.status != RUN_RUNNING:
+        return
+    if run.open.get("", 0) == 0:
+        complete_root(run)
+    elif not run.outstanding and not run.waiting:
+        stuck = [k for k in run.root.flow.order if run.steps[k].status not in TERMINAL]
+        run.fail_run("no_runnable_steps", "no runnable steps remain", pending=stuck)
+
+
+def _consider(run: LiveRun, loc: Located, st: StepState) -> None:
+    if loc.index is not None:
+        from .fanout import promote
+
+        promote(run, run.steps[loc.cstep.id])
+        return
+    scope, cstep = loc.scope, loc.cstep
+    if scope.parent is not None and run.steps[scope.parent].status != RUNNING:
+        return
+    if cstep.routed_only and st.routed is None:
+        if cstep.fail_routers and not cstep.gate_routers and all(
+            run.steps[scope.prefix + r].status in TERMINAL for r in cstep.fail_routers
+        ):
+            skip(run, scope, cstep, st, "on_fail target was never routed")
+        return
+    prefix = scope.prefix
+    steps = run.steps
+    for dep in cstep.deps:
+        if steps[prefix + dep].status not in SATISFIED:
+            return
+    if cstep.when is not None:
+        bindings = {"result": run.result_map(scope, cstep.when.needs), "input": run.scope_input(scope)}
+        if value_or_false(cstep.when, bindings, run.workspace()) is not True:
+            skip(run, scope, cstep, st, f'when "{cstep.when.source}" is not true')
+            return
+    kind = cstep.kind
+    if kind == "do":
+        issue_task(run, loc, st)
+    elif kind == "set":
+        _run_set(run, loc, st)
+    elif kind == "gate":
+        run.issue(st, WAITING_GATE)
+        run.event("gate_waiting", st.key, round=run.header.rounds)
+    elif kind == "fanout":
+        from .fanout import start_fanout
+
+        start_fanout(run, loc, st)
+    elif kind == "run":
+        from .subflows import start_subflow
+
+        start_subflow(run, loc, st)
+
+
+# -- do -------------------------------------------------------------------------------------------
+
+
+def issue_task(run: LiveRun, loc: Located, st: StepState) -> None:
+    """Render the task, reserve one dispatch and mint a token (or fail the attempt)."""
+    scope, cstep = loc.scope, loc.cstep
+    try:
+        task, inputs = render_task(run, scope, cstep.template, cstep.step.do or "")
+    except RefError as exc:
+        fail_attempt(run, loc, st, {"kind": "render", "reason": f"task render failed: {exc.message}",
+                                    "violations": []})
+        return
+    books = budget.ledgers(run, scope, st, cstep.budget)
+    over = budget.reserve_dispatch(run, books)
+    if over is not None and not _reserve_failed(run, loc, st, over):
+        return
+    st.task = task
+    st.inputs = inputs
+    run.issue(st)
+    run.event("ready", st.key, attempt=len(st.attempts) + 1)
+
+
+def _reserve_failed(run: LiveRun, loc: Located, st: StepState, over: budget.Ledger) -> bool:
+    reason = f"{over.level} budget exhausted: dispatches limit {over.limits['dispatches']:g}"
+    if over.level == "flow":
+        run.fail_run("budget_exhausted", reason, st.key)
+    elif over.level == "subflow":
+        fail_parent(run, loc.scope, {"kind": "budget", "reason": reason, "violations": []})
+    else:
+        fail_attempt(run, loc, st, {"kind": "budget", "reason": "task budget exhausted", "violations": []})
+    return False
+
+
+def render_task(run: LiveRun, scope: Scope, template: Any, text: str, item: Any = UNDEFINED,
+                prev: Any = UNDEFINED) -> tuple[str, dict[str, Any]]:
+    """The rendered ``do`` text and the resolved value of each reference in it."""
+    resolve = resolver(run, scope, item, prev)
+    task = render_text(text, resolve)
+    inputs = {ref.raw or ref.text: resolve(ref) for ref in template.refs}
+    return task, inputs
+
+
+def resolver(run: LiveRun, scope: Scope, item: Any = UNDEFINED, prev: Any = UNDEFINED) -> Any:
+    inputs = run.scope_input(scope)
+    carry = run.header.carry
+
+    def resolve(ref: Ref) -> Any:
+        kind = ref.kind
+        if kind == "step":
+            return walk_path(run.output_of(scope, ref.name or ""), ref.path)
+        if kind == "input":
+            return walk_path(inputs, ref.path)
+        if kind == "carry":
+            entry = carry.get(ref.name or "")
+            if entry is None:
+                raise RefError(f'carry variable "{ref.name}" is not materialised', ref.span)
+            return walk_path(entry["value"], ref.path)
+        return walk_path(item if kind == "item" else prev, ref.path)
+
+    return resolve
+
+
+# -- set --------------------------------------------------------------------------------------------
+
+
+def _run_set(run: LiveRun, loc: Located, st: StepState) -> None:
+    scope, cstep = loc.scope, loc.cstep
+    inputs = run.scope_input(scope)
+    workspace = run.workspace()
+    value = {
+        name: value_or_false(cexpr, {"result": run.result_map(scope, cexpr.needs), "input": inputs}, workspace)
+        for name, cexpr in cstep.set_exprs
+    }
+    failure = check_result(run, scope, cstep.step.out, cstep.ensures, value, {"input": inputs})
+    if failure is None:
+        failure = output_source_failure(run, scope, cstep, value)
+    st.attempts.append({"attempt": 1, "at": now(), "result": value, **({"failure": failure} if failure else {})})
+    if failure is not None:
+        st.failure = failure
+        run.set_status(st, FAILED)
+        run.event("result", st.key, attempt=1, failure=failure)
+        run.failed_now.append((st.key, failure, False))
+        reason = f"set step {cstep.id} failed: {failure['reason']}"
+        if scope.parent is not None:
+            fail_parent(run, scope, {"kind": "subflow", "reason": reason, "violations": failure["violations"]})
+        else:
+            run.fail_run("set_failed", reason, st.key, violations=failure["violations"])
+        return
+    succeed(run, loc, st, value)
+
+
+def check_result(run: LiveRun, scope: Scope, out: str | None, ensures: tuple, output: Any,
+                 bindings: dict[str, Any], workspace: Any = None) -> dict[str, Any] | None:
+    """Contract then ensures: the first failure as a failure dict (kind schema or ensure)."""
+    if out is not None:
+        violations = contract_violations(run.cspec.contract(out), output)
+        if violations:
+            summary = "; ".join(f"{v['path']}: {v['message']}" for v in violations[:5])
+            return {"kind": "schema", "reason": f"output does not match contract {out}: {summary}",
+                    "violations": violations}
+    if ensures:
+        violation = first_failed_ensure(ensures, {"result": output, **bindings},
+                                        workspace if workspace is not None else run.workspace(), run.env.judge)
+        if violation is not None:
+            return {"kind": "ensure", "reason": violation["reason"], "violations": [violation]}
+    return None
+
+
+def output_source_failure(run: LiveRun, scope: Scope, cstep: CStep, output: Any) -> dict[str, Any] | None:
+    """When this step feeds its flow's ``output.from``, the flow output contract's verdict now."""
+    ref = scope.flow.output_ref
+    if ref is None or ref.name != cstep.id or scope.flow.output_contract is None:
+        return None
+    value = walk_path(output, ref.path)
+    if value is UNDEFINED:
+        return {"kind": "output", "reason": f"flow output {ref.raw} is unavailable in this result",
+                "violations": [{"path": "result", "message": f"{ref.raw} does not resolve"}]}
+    violations = contract_violations(run.cspec.contract(scope.flow.output_contract), value)
+    if violations:
+        return {"kind": "schema", "reason": f"flow output does not match contract {scope.flow.output_contract}",
+                "violations": violations}
+    return None
+
+
+# -- outcomes ---------------------------------------------------------------------------------------
+
+
+def succeed(run: LiveRun, loc: Located, st: StepState, output: Any) -> None:
+    st.output = output
+    st.failure = None
+    if st.token is not None:
+        st.accepted = st.token
+        st.token = None
+    run.set_status(st, SUCCEEDED)
+    run.event("result", st.key, attempt=len(st.attempts), result=output)
+    if loc.scope.parent is None:
+        from .carry import materialise
+
+        materialise(run, loc.cstep.id)
+    notify(run, loc, st)
+
+
+def skip(run: LiveRun, scope: Scope, cstep: CStep, st: StepState, reason: str) -> None:
+    run.set_status(st, SKIPPED)
+    run.event("skipped", st.key, reason=reason)
+    notify(run, Located(scope, cstep), st)
+
+
+def notify(run: LiveRun, loc: Located, st: StepState) -> None:
+    """Queue whatever a terminal step may release: dependents, its on_fail target, and the
+    settlement of its subflow scope when it was the last open child."""
+    prefix = loc.scope.prefix
+    work = run.work
+    for dep in loc.cstep.dependents:
+        work.append(prefix + dep)
+    if loc.cstep.step.on_fail:
+        work.append(prefix + loc.cstep.step.on_fail)
+    if loc.scope.parent is not None and run.open.get(prefix, 0) == 0:
+        from .subflows import settle_subflow
+
+        settle_subflow(run, loc.scope)
+
+
+def fail_attempt(run: LiveRun, loc: Located, st: StepState, failure: dict[str, Any],
+                 output: Any = UNDEFINED, forced: bool = False, usage: dict[str, Any] | None = None) -> None:
+    """Record a failed attempt, then retry, route to ``on_fail``, or fail the scope."""
+    n = len(st.attempts) + 1
+    if output is not UNDEFINED and st.attempts:
+        last = st.attempts[-1]
+        if "result" in last and json_equal(last["result"], output):
+            failure = {**failure, "reason": failure["reason"] + " (no retry: identical evidence)",
+                       "identical_evidence": True}
+            forced = True
+    failure = {"attempt": n, **failure}
+    record: dict[str, Any] = {"attempt": n, "at": now(), "failure": failure}
+    if output is not UNDEFINED:
+        record["result"] = output
+    if usage:
+        record["usage"] = usage
+    st.attempts.append(record)
+    st.failure = failure
+    st.token = None
+    run.event("result", st.key, attempt=n, failure=failure)
+    retry = not forced and n < loc.cstep.max_attempts
+    run.failed_now.append((st.key, failure, retry))
+    if retry:
+        run.set_status(st, PENDING)
+        run.work.appendleft(st.key)
+        return
+    exhaust(run, loc, st, failure)
+
+
+def exhaust(run: LiveRun, loc: Located, st: StepState, failure: dict[str, Any]) -> None:
+    """A step's failure path is spent: route to on_fail, fail the subflow's parent, or the run."""
+    run.set_status(st, FAILED)
+    scope, cstep = loc.scope, loc.cstep
+    target = cstep.step.on_fail
+    if target:
+        tst = run.steps[scope.prefix + target]
+        tst.routed = {"from": cstep.id, "failure": failure}
+        run.touch(tst)
+        run.routed_now.append((st.key, tst.key, failure))
+        run.event("routed", st.key, target=tst.key, failure=failure)
+        run.work.append(tst.key)
+    elif scope.parent is not None:
+        fail_parent(run, scope, {"kind": "subflow", "reason": f"step {cstep.id} failed: {failure['reason']}",
+                                 "violations": failure.get("violations", [])})
+    else:
+        run.fail_run("retries_exhausted", failure["reason"], st.key, violations=failure.get("violations", []),
+                     attempts=len(st.attempts))
+    notify(run, loc, st)
+
+
+def fail_parent(run: LiveRun, scope: Scope, failure: dict[str, Any]) -> None:
+    """A subflow failed: its parent run step suffers a forced (on_fail-eligible) failure."""
+    assert scope.parent is not None
+    parent = run.steps[scope.parent]
+    if parent.status != RUNNING:
+        return
+    from .subflows import close_children
+
+    close_children(run, scope.prefix)
+    fail_attempt(run, run.locate(scope.parent), parent, failure, forced=True)
+
+
+def complete_root(run: LiveRun) -> None:
+    """Every root step is terminal: resolve and check the flow output, and finish the run."""
+    flow = run.root.flow
+    ref = flow.output_ref
+    value: Any = UNDEFINED
+    if ref is not None:
+        value = walk_path(run.output_of(run.root, ref.name or ""), ref.path)
+    if value is UNDEFINED:
+        run.fail_run("output_unavailable", f"flow output {ref.raw if ref else '(none)'} is unavailable")
+        return
+    if flow.output_contract:
+        violations = contract_violations(run.cspec.contract(flow.output_contract), value)
+        if violations:
+            run.fail_run("output_invalid", f"flow output does not match contract {flow.output_contract}",
+                         violations=violations)
+            return
+    run.header.status = RUN_COMPLETE
+    run.header.output = value
+    run.header.finished_at = now()
+    run.event("completed", None, output=value)
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Deep JSON equality: same JSON types (a boolean is never a number) and values."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b

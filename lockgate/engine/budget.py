@@ -1,0 +1,83 @@
+"""Budget ledgers: the flow's, a subflow's (its run step) and a task's (a ``do`` or fanout step).
+
+A ledger enforces only the keys its budget declares (``usd``, ``tokens``, ``dispatches``,
+``ms``), but every ledger records everything spent. *Reserve* (before a dispatch) debits one
+dispatch only if no ledger would overflow; *settle* (after work ran) records the reported usage
+in every ledger even over the limit, then says which ledger overflowed. The flow ledger wins over
+the subflow's, which wins over the task's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .live import LiveRun, Scope
+from .model import StepState
+
+KEYS = ("usd", "tokens", "dispatches", "ms")
+USAGE_KEYS = frozenset({"usd", "tokens", "ms"})
+
+
+@dataclass(frozen=True, slots=True)
+class Ledger:
+    level: str  # "flow" | "subflow" | "task"
+    spent: dict[str, float]
+    limits: Mapping[str, float]
+    owner: StepState | None
+
+
+def ledgers(run: LiveRun, scope: Scope, task: StepState | None, limits: Mapping[str, float]) -> list[Ledger]:
+    """The ledgers a dispatch in ``scope`` for ``task`` (the step or fanout record) debits."""
+    out = [Ledger("flow", run.header.spent, run.root.flow.budget, None)]
+    if scope.parent is not None:
+        parent = run.steps[scope.parent]
+        out.append(Ledger("subflow", parent.spent, run.root.flow.steps[scope.parent].budget, parent))
+    if task is not None:
+        out.append(Ledger("task", task.spent, limits, task))
+    return out
+
+
+def reserve_dispatch(run: LiveRun, books: list[Ledger]) -> Ledger | None:
+    """Debit one dispatch from every ledger, or nothing and return the first that would overflow."""
+    for book in books:
+        limit = book.limits.get("dispatches")
+        if limit is not None and book.spent.get("dispatches", 0) + 1 > limit:
+            return book
+    for book in books:
+        book.spent["dispatches"] = book.spent.get("dispatches", 0) + 1
+        if book.owner is not None:
+            run.touch(book.owner)
+    return None
+
+
+def settle(run: LiveRun, books: list[Ledger], usage: Mapping[str, float]) -> Ledger | None:
+    """Record ``usage`` in every ledger; return the first ledger now over a declared limit."""
+    if not usage:
+        return None
+    for book in books:
+        for key, amount in usage.items():
+            book.spent[key] = book.spent.get(key, 0) + amount
+        if book.owner is not None:
+            run.touch(book.owner)
+    for book in books:
+        for key, limit in book.limits.items():
+            if book.spent.get(key, 0) > limit:
+                return book
+    return None
+
+
+def usage_problem(usage: Any) -> str | None:
+    """Why a reported usage dict is unacceptable, or None. ``dispatches`` is checked apart."""
+    if usage is None:
+        return None
+    if not isinstance(usage, Mapping):
+        return "usage must be an object of budget keys"
+    for key, value in usage.items():
+        if key not in KEYS:
+            return f"unknown usage key {key!r} (expected one of {', '.join(KEYS)})"
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            return f"usage {key} must be a finite number >= 0, got {value!r}"
+    return None

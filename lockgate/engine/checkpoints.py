@@ -1,0 +1,90 @@
+"""Checkpoints: ``commit`` snapshots a run's state under a label, ``revert`` restores it.
+
+A snapshot holds the run status, output, failure, rounds, carry and every step record; it is
+stored as the engine record ``@cp/<label>``. Spend is not rolled back (the live ledger is kept,
+restored step ledgers come back), tokens of restored issuances are re-minted so pre-revert
+tokens are stale, and reverting a finished run brings it back to life. Both are refused on
+cancelled runs and while a fanout is in flight.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import EngineError
+from .advance import advance
+from .live import Env, LiveRun
+from .model import CHECKPOINT_PREFIX, PENDING, READY, RUN_CANCELLED, RUNNING, WAITING_GATE, StepState, new_token
+
+SNAPSHOT_FIELDS = ("status", "error_type", "failure", "output", "rounds", "carry", "finished_at")
+
+
+def _refuse(run: LiveRun, label: Any) -> str:
+    if not isinstance(label, str) or not label.strip():
+        raise EngineError("a checkpoint label must be a non-empty string", error_type="invalid_label",
+                          run_id=run.header.id)
+    if run.header.status == RUN_CANCELLED:
+        raise EngineError(f"run {run.header.id} is cancelled", error_type="flow_cancelled", run_id=run.header.id)
+    if run.fans:
+        raise EngineError(f"run {run.header.id} has a fanout in flight ({', '.join(run.fans)}); checkpoints wait "
+                          "for it to settle", error_type="fanout_in_flight", run_id=run.header.id)
+    return label.strip()
+
+
+def commit(run: LiveRun, label: Any) -> dict[str, Any]:
+    label = _refuse(run, label)
+    header = run.header.to_dict()
+    snapshot = {
+        "key": CHECKPOINT_PREFIX + label,
+        "label": label,
+        "header": {k: header[k] for k in SNAPSHOT_FIELDS if k in header},
+        "steps": {k: st.to_dict() for k, st in run.steps.items() if not st.dropped},
+    }
+    run.extra_records[snapshot["key"]] = snapshot
+    run.checkpoint_records[label] = snapshot
+    if label not in run.header.checkpoints:
+        run.header.checkpoints.append(label)
+    current = next((k for k in run.root.flow.order if run.steps[k].status not in ("succeeded", "failed", "skipped")),
+                   None)
+    run.event("checkpoint_committed", None, label=label)
+    return {
+        "status": "committed", "run_id": run.header.id, "label": label,
+        "step_number": (run.root.flow.order.index(current) + 1) if current else run.root.flow.total + 1,
+        "current_step_id": current, "checkpoints": list(run.header.checkpoints),
+    }
+
+
+def revert(run: LiveRun, label: Any, env: Env) -> LiveRun:
+    """A new live run holding the restored state (every record marked changed), advanced."""
+    label = _refuse(run, label)
+    snapshot = run.checkpoint_records.get(label)
+    if snapshot is None:
+        raise EngineError(f"run {run.header.id} has no checkpoint {label!r}", error_type="checkpoint_not_found",
+                          run_id=run.header.id, available=list(run.header.checkpoints))
+    header = run.header
+    for name, value in snapshot["header"].items():
+        setattr(header, name, value)
+    if "output" not in snapshot["header"]:
+        from ..dsl.values import UNDEFINED
+
+        header.output = UNDEFINED
+    header.cancel_requested = False
+    restored = {k: StepState.from_dict(v) for k, v in snapshot["steps"].items()}
+    for key, st in run.steps.items():
+        if key not in restored and not st.dropped:
+            restored[key] = StepState(key, status="failed", dropped=True, epoch=st.epoch + 1)
+    for st in restored.values():
+        if st.status in (READY, WAITING_GATE):
+            st.token = new_token()
+    fresh = LiveRun(header, run.cspec, restored, run.version, env)
+    fresh.checkpoint_records = run.checkpoint_records
+    fresh.begin()
+    fresh.dirty.update(restored)
+    fresh.event("checkpoint_reverted", None, label=label, steps_restored=len(snapshot["steps"]))
+    fresh.work.extend(k for k, st in restored.items() if st.status == PENDING and not st.dropped)
+    if header.status == "running":
+        for key, st in restored.items():
+            if st.status == RUNNING and st.fan is not None:
+                fresh.work.append(key)
+        advance(fresh)
+    return fresh

@@ -1,0 +1,401 @@
+"""The consumer protocol: :class:`Engine`, the Python API behind the CLI, the notebook and MCP.
+
+Every call that changes a run is one transaction: load (or reuse) the live run, apply the
+transition, persist the header plus only the changed records and the new events with the version
+read (optimistic concurrency), then answer. A refusal (stale token, unknown step, ...) raises an
+:class:`~lockgate.errors.EngineError` and changes nothing. When another process wrote first the
+transaction is replayed on fresh state, so a racing duplicate is refused as a duplicate and a
+racing independent result is applied, never lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..dsl.ir import Spec, build_spec
+from ..dsl.values import UNDEFINED
+from ..errors import ConcurrencyConflict, EngineError, InputValidationError, RunNotFound, SpecError
+from . import checkpoints
+from .advance import advance
+from .carry import materialise
+from .compiled import CompiledSpec, compiled
+from .gates import gate_resolve as _gate_resolve
+from .live import Env, LiveRun
+from .model import (
+    RUN_CANCELLED,
+    RUN_RUNNING,
+    SPEC_KEY,
+    Header,
+    StepState,
+    now,
+)
+from .responses import dispatch_entry, gate_entry, response, trace
+from .results import step_done as _step_done
+from .specdata import digest, spec_to_data
+
+MAX_REPLAYS = 8
+
+
+class Engine:
+    """Plans runs of validated specs and settles what consumers report, over a :class:`Store`.
+
+    ``store`` defaults to an in-memory store; ``workspace`` is the directory file predicates and
+    worktrees are jailed to (None: file predicates fail closed); ``judge`` answers ``judged``
+    ensures; ``dispatcher`` lets the engine execute engine-dispatch fanout items itself (an
+    agent with ``async execute(task)``, or a sync/async callable taking the dispatch dict).
+    """
+
+    def __init__(self, store: Any = None, workspace: str | Path | None = None,
+                 judge: Callable[..., Any] | None = None, dispatcher: Any = None) -> None:
+        if store is None:
+            from .store import open_store
+
+            store = open_store("memory")
+        self.store = store
+        self.workspace = Path(workspace).resolve() if workspace is not None else None
+        self.judge = judge
+        self.dispatcher = dispatcher
+        self._live: dict[str, LiveRun] = {}
+
+    # -- protocol ---------------------------------------------------------------------------------
+
+    def plan(self, spec: Spec | str | Path, inputs: Mapping[str, Any] | None, flow: str | None = None) -> dict[str, Any]:
+        """Validate ``inputs`` strictly, create a run of ``flow`` (default the entry flow) and
+        return its first dispatches. Nothing is stored when the spec or the inputs are invalid."""
+        spec_obj = _coerce_spec(spec)
+        data = spec_to_data(spec_obj)
+        cspec = compiled(spec_obj, data, digest(data))
+        name = flow or spec_obj.entry
+        if name not in cspec.flows:
+            raise EngineError(f"the spec has no flow {name!r}", error_type="unknown_flow",
+                              flows=sorted(cspec.flows))
+        inputs = _check_inputs(cspec, name, inputs)
+        stamp = now()
+        header = Header(id=uuid.uuid4().hex[:16], flow=name, inputs=inputs, digest=cspec.digest,
+                        workspace=str(self.workspace) if self.workspace else None, created_at=stamp,
+                        updated_at=stamp)
+        steps = {sid: StepState(sid) for sid in cspec.flows[name].order}
+        run = LiveRun(header, cspec, steps, 0, self._env())
+        run.begin()
+        run.event("planned", None, flow=name, inputs=inputs, digest=cspec.digest)
+        materialise(run, "")
+        run.work.extend(steps)
+        advance(run)
+        records = run.record_dicts()
+        records[SPEC_KEY] = {"key": SPEC_KEY, "data": data}
+        run.version = self.store.create_run(header.id, header.to_dict(), records, list(run.events))
+        self._live[header.id] = run
+        return self._drive(header.id, {**response(run, everything=True), "digest": cspec.digest})
+
+    def step_done(self, run_id: str, step_id: str, result: Any, token: str | None, failure: Any = None,
+                  usage: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Report the result (or ``failure``) of a dispatched step or fanout item stage."""
+        spend = dict(usage) if isinstance(usage, Mapping) else usage
+        out = self._transact(run_id, lambda run: _settled(_step_done, run, step_id, result, token, failure, spend))
+        return self._drive(run_id, out)
+
+    def gate_resolve(self, run_id: str, step_id: str, outcome: str, rationale: str = "",
+                     resolved_by: str = "human", token: str | None = None) -> dict[str, Any]:
+        """Approve, revise or kill (``reject``) a waiting gate, fenced by its gate token."""
+        out = self._transact(run_id, lambda run: _settled(_gate_resolve, run, step_id, outcome, rationale,
+                                                          resolved_by, token))
+        return self._drive(run_id, out)
+
+    def cancel(self, run_id: str) -> dict[str, Any]:
+        """Cancel a running run, burning every outstanding token; other statuses are reported."""
+        def apply(run: LiveRun) -> None:
+            if run.header.status != RUN_RUNNING:
+                return
+            burned = []
+            for key in [*run.outstanding, *run.waiting]:
+                st = run.steps[key]
+                st.token = None
+                run.touch(st)
+                burned.append(key)
+            run.outstanding.clear()
+            run.waiting.clear()
+            run.header.status = RUN_CANCELLED
+            run.header.cancel_requested = True
+            run.header.finished_at = now()
+            run.event("flow_cancelled", None, burned=burned)
+
+        before = self._get(run_id).header.status
+        out = self._transact(run_id, apply)
+        if before != RUN_RUNNING:
+            out["reason"] = f"already_{before}"
+        return out
+
+    def resume(self, run_id: str) -> dict[str, Any]:
+        """Rehydrate a run from the store (verifying its spec digest) and describe all its
+        outstanding work, with the same tokens as before."""
+        self._live.pop(run_id, None)
+        run = self._get(run_id)
+        if run.header.status == RUN_CANCELLED:
+            raise EngineError(f"run {run_id} is cancelled", error_type="run_cancelled", run_id=run_id)
+
+        def apply(live: LiveRun) -> None:
+            live.event("resumed", None, outstanding=list(live.outstanding), waiting=list(live.waiting))
+            live.work.extend(k for k, st in live.steps.items() if st.status == "pending" and not st.dropped)
+            advance(live)
+
+        out = self._transact(run_id, apply, everything=True)
+        return self._drive(run_id, {**out, "digest": run.header.digest})
+
+    def commit(self, run_id: str, label: str) -> dict[str, Any]:
+        """Save a named checkpoint of the run's state (not its spend)."""
+        holder: dict[str, Any] = {}
+        self._transact(run_id, lambda run: holder.update(checkpoints.commit(run, label)))
+        return holder
+
+    def revert(self, run_id: str, label: str) -> dict[str, Any]:
+        """Restore a checkpoint (re-minting tokens) and re-advance; revives finished runs."""
+        for _ in range(MAX_REPLAYS):
+            run = self._get(run_id)
+            run.begin()
+            try:
+                fresh = checkpoints.revert(run, label, self._env())
+            except EngineError:
+                self._live.pop(run_id, None)
+                raise
+            try:
+                fresh.version = self.store.save_run(run_id, expected_version=run.version,
+                                                    header=fresh.header.to_dict(), steps=fresh.record_dicts(
+                                                        fresh.dirty), events=fresh.events)
+            except ConcurrencyConflict:
+                self._live.pop(run_id, None)
+                continue
+            self._live[run_id] = fresh
+            return self._drive(run_id, {**response(fresh, everything=True), "reverted_to": label.strip()})
+        raise ConcurrencyConflict(f"run {run_id} kept changing under revert", run_id=run_id)
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    def status(self, run_id: str) -> dict[str, Any]:
+        """The run's current response: everything outstanding, or its final status."""
+        run = self._get(run_id, fresh=True)
+        run.begin()
+        return response(run, everything=True)
+
+    def audit(self, run_id: str) -> dict[str, Any]:
+        """The durable record: header, every step's trace, events with their hashes."""
+        run = self._get(run_id, fresh=True)
+        header = run.header
+        events = [e.to_dict() for e in self.store.events(run_id)]
+        out = {
+            "run_id": run_id, "flow": header.flow, "status": header.status, "error_type": header.error_type,
+            "failure": header.failure, "inputs": header.inputs, "workspace": header.workspace,
+            "digest": header.digest, "rounds": header.rounds, "spent": header.spent,
+            "budget": dict(run.root.flow.budget), "carry": header.carry, "checkpoints": header.checkpoints,
+            "created_at": header.created_at, "finished_at": header.finished_at,
+            "total_duration_ms": round(((header.finished_at or header.updated_at) - header.created_at) * 1000, 3),
+            "steps_completed": sum(1 for k in run.root.flow.order if run.steps[k].status == "succeeded"),
+            "total_steps": run.root.flow.total, "trace": trace(run), "events": events, "version": run.version,
+        }
+        if header.output is not UNDEFINED:
+            out["output"] = header.output
+        return out
+
+    def why(self, run_id: str) -> dict[str, Any]:
+        """What the run waits on, and the exact command that unblocks each wait."""
+        from .explain import explain
+
+        run = self._get(run_id, fresh=True)
+        return explain(run)
+
+    def runs(self, status: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        return [r.to_dict() for r in self.store.list_runs(status=status, limit=limit)]
+
+    def pending_gates(self, limit: int = 100) -> list[dict[str, Any]]:
+        """Every gate waiting for a decision across running runs, with its token."""
+        out = []
+        for summary in self.store.list_runs(status=RUN_RUNNING, limit=limit):
+            run = self._get(summary.run_id, fresh=True)
+            for key in run.waiting:
+                out.append({"run_id": summary.run_id, "flow": summary.flow, **gate_entry(run, key)})
+        return out
+
+    def verify(self, run_id: str) -> dict[str, Any]:
+        return self.store.verify(run_id).to_dict()
+
+    def close(self) -> None:
+        self._live.clear()
+        self.store.close()
+
+    # -- machinery ----------------------------------------------------------------------------------
+
+    def _env(self) -> Env:
+        return Env(judge=self.judge)
+
+    def _get(self, run_id: str, fresh: bool = False) -> LiveRun:
+        run = self._live.get(run_id)
+        if run is not None and (not fresh or self.store.current_version(run_id) == run.version):
+            return run
+        run = load_live(self.store, run_id, self._env())
+        self._live[run_id] = run
+        return run
+
+    def _transact(self, run_id: str, apply: Callable[[LiveRun], Any], everything: bool = False) -> dict[str, Any]:
+        for _ in range(MAX_REPLAYS):
+            run = self._get(run_id)
+            run.begin()
+            try:
+                apply(run)
+            except EngineError:
+                self._live.pop(run_id, None)
+                if self.store.current_version(run_id) != run.version:
+                    continue  # refused on stale state: replay on what is stored now
+                raise
+            except BaseException:
+                self._live.pop(run_id, None)
+                raise
+            run.header.updated_at = now()
+            try:
+                run.version = self.store.save_run(run_id, expected_version=run.version,
+                                                  header=run.header.to_dict(),
+                                                  steps=run.record_dicts(run.dirty), events=run.events)
+            except ConcurrencyConflict:
+                self._live.pop(run_id, None)
+                continue
+            except BaseException:
+                self._live.pop(run_id, None)
+                raise
+            return response(run, everything=everything)
+        raise ConcurrencyConflict(f"run {run_id} kept changing; gave up after {MAX_REPLAYS} replays",
+                                  run_id=run_id)
+
+    def _drive(self, run_id: str, out: dict[str, Any]) -> dict[str, Any]:
+        """With a dispatcher, execute outstanding engine-dispatch fanout items (a batch at a
+        time, concurrently), settling each result as its own transaction."""
+        if self.dispatcher is None:
+            return out
+        while True:
+            run = self._get(run_id)
+            if run.header.status != RUN_RUNNING:
+                return out
+            keys = [k for k in run.outstanding if _engine_item(run, k)]
+            if not keys:
+                return out
+            entries = [dispatch_entry(run, k) for k in keys]
+            results = _run_batch(self.dispatcher, run_id, entries)
+            for entry, (output, failure, usage) in zip(entries, results):
+                try:
+                    out = self._transact(run_id, lambda r, e=entry, o=output, f=failure, u=usage: _settled(
+                        _step_done, r, e["step_id"], o, e["token"], f, u))
+                except EngineError:
+                    continue
+
+
+def _settled(transition: Callable[..., None], run: LiveRun, *args: Any) -> None:
+    """Apply a transition, then advance whatever it released."""
+    transition(run, *args)
+    advance(run)
+
+
+def load_live(store: Any, run_id: str, env: Env) -> LiveRun:
+    """Rebuild a live run from the store alone, checking the stored spec's digest."""
+    stored = store.load_run(run_id)
+    header = Header.from_dict(stored.header)
+    spec_record = stored.steps.get(SPEC_KEY)
+    if spec_record is None:
+        raise EngineError(f"run {run_id} has no stored spec", error_type="corrupt_run", run_id=run_id)
+    data = spec_record["data"]
+    if digest(data) != header.digest:
+        raise EngineError(f"run {run_id}: the stored spec does not match its digest (edited?)",
+                          error_type="spec_digest_mismatch", run_id=run_id)
+    cspec: CompiledSpec = compiled(build_spec(data), data, header.digest)
+    steps = {}
+    cps = {}
+    for key, record in stored.steps.items():
+        if key.startswith("@cp/"):
+            cps[key[4:]] = record
+        elif not key.startswith("@"):
+            steps[key] = StepState.from_dict(record)
+    run = LiveRun(header, cspec, steps, stored.version, env)
+    run.checkpoint_records = cps
+    return run
+
+
+def _coerce_spec(spec: Spec | str | Path) -> Spec:
+    if isinstance(spec, Spec):
+        return spec
+    from ..dsl.loader import load
+
+    if isinstance(spec, Path) or (isinstance(spec, str) and "\n" not in spec and spec.endswith((".yaml", ".yml"))):
+        path = Path(spec)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise SpecError(f"cannot read spec {path}: {exc}") from exc
+        result = load(text, str(path))
+    elif isinstance(spec, str):
+        result = load(spec)
+    else:
+        raise SpecError(f"a spec is a Spec, its text or a path, not {type(spec).__name__}")
+    if result.spec is None:
+        first = result.errors[0] if result.errors else None
+        detail = f": {first.message}" if first is not None else ""
+        raise SpecError(f"the spec is invalid ({len(result.errors)} errors){detail}", result.diagnostics)
+    return result.spec
+
+
+def _check_inputs(cspec: CompiledSpec, flow: str, inputs: Any) -> Any:
+    inputs = {} if inputs is None else inputs
+    if not isinstance(inputs, Mapping):
+        raise InputValidationError("flow inputs must be an object", violations=[
+            {"code": "INPUT_CONTRACT_INVALID", "path": "input", "message": "expected an object"}])
+    inputs = dict(inputs)
+    violations = cspec.input_contract(flow).check(inputs, "input")
+    if violations:
+        items = [{"code": "INPUT_CONTRACT_INVALID", "path": v.path, "message": v.message}
+                 for v in violations]
+        summary = "; ".join(f"{i['path']}: {i['message']}" for i in items[:5])
+        raise InputValidationError(f"inputs do not match flow {flow!r}: {summary}", violations=items)
+    return inputs
+
+
+def _engine_item(run: LiveRun, key: str) -> bool:
+    loc = run.locate(key)
+    fan = loc.cstep.step.fanout
+    return loc.index is not None and fan is not None and fan.dispatch != "consumer"
+
+
+def _run_batch(dispatcher: Any, run_id: str, entries: list[dict[str, Any]]) -> list[tuple[Any, Any, Any]]:
+    """Call the dispatcher for each entry concurrently; (output, failure, usage) per entry."""
+
+    async def one(entry: dict[str, Any]) -> tuple[Any, Any, Any]:
+        try:
+            if hasattr(dispatcher, "execute"):
+                value = dispatcher.execute(_task(run_id, entry))
+            else:
+                value = dispatcher(entry)
+            if inspect.isawaitable(value):
+                value = await value
+        except Exception as exc:  # an agent is foreign code: its failure is the attempt's failure
+            return None, f"{type(exc).__name__}: {exc}", None
+        if hasattr(value, "failure") and hasattr(value, "output"):
+            usage = value.usage.to_json() if hasattr(value, "usage") else None
+            usage = {k: v for k, v in (usage or {}).items() if v}
+            return value.output, value.failure, usage or None
+        return value, None, None
+
+    async def batch() -> list[tuple[Any, Any, Any]]:
+        return list(await asyncio.gather(*(one(e) for e in entries)))
+
+    from .ensures import call_sync
+
+    return call_sync(batch)
+
+
+def _task(run_id: str, entry: dict[str, Any]) -> Any:
+    from .agents.base import Task
+
+    failure = entry.get("previous_failure") or {}
+    return Task(run_id=run_id, step_id=entry["step_id"], prompt=entry["task"] or "", agent=entry["agent"],
+                attempt=entry["attempt"], previous_failure=failure.get("reason"),
+                violations=tuple(failure.get("violations", ())), contract=entry["output_contract"],
+                schema=entry["output_schema"], cwd=entry.get("cwd"), inputs=entry.get("inputs") or {})

@@ -1,0 +1,106 @@
+"""Checking a result: its output contract, then its ``ensure`` predicates in order.
+
+Expression and file predicates are evaluated by :mod:`lockgate.dsl.expr` (file predicates become
+``file_exists``/``file_contains`` calls jailed to the workspace). A ``judged`` predicate asks the
+configured judge, an agent callable ``judge(statement, stakes, result, input) -> {holds, reason}``
+(sync or async); with no judge, or a judge that fails or answers malformed, it fails closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import ExprError, LockgateError
+from .compiled import CEnsure, CExpr
+
+
+def contract_violations(contract: Any, value: Any) -> list[dict[str, str]]:
+    """The contract's violations of ``value`` as ``{path, message}`` dicts."""
+    return [{"path": v.path, "message": v.message} for v in contract.check(value)]
+
+
+def first_failed_ensure(
+    ensures: tuple[CEnsure, ...],
+    bindings: Mapping[str, Any],
+    workspace: Path | None,
+    judge: Callable[..., Any] | None,
+) -> dict[str, Any] | None:
+    """The first ensure that does not hold, as a violation dict, or None when all hold."""
+    for ensure in ensures:
+        if ensure.kind == "judged":
+            holds, reason = _judged(ensure, bindings, judge)
+        else:
+            holds, reason = _holds(ensure.expression, bindings, workspace)
+        if not holds:
+            label = ensure.source if ensure.kind != "judged" else f"judged: {ensure.statement}"
+            return {"ensure": label, "kind": ensure.kind,
+                    "reason": f'ensure "{label}" failed: {reason}', "detail": reason}
+    return None
+
+
+def until_holds(until: CExpr, bindings: Mapping[str, Any], workspace: Path | None) -> tuple[bool, str | None]:
+    return _holds(until.expression, bindings, workspace)
+
+
+def value_or_false(cexpr: CExpr, bindings: Mapping[str, Any], workspace: Path | None) -> Any:
+    """The engine adapter for ``when`` and ``set``: the value, or False on any expression error."""
+    try:
+        return cexpr.expression.evaluate(bindings, workspace=workspace)
+    except ExprError:
+        return False
+
+
+def _holds(expression: Any, bindings: Mapping[str, Any], workspace: Path | None) -> tuple[bool, str | None]:
+    try:
+        return expression.holds(bindings, workspace=workspace)
+    except ExprError as exc:
+        return False, f"{exc.kind}: {exc.message}"
+
+
+def _judged(ensure: CEnsure, bindings: Mapping[str, Any], judge: Callable[..., Any] | None) -> tuple[bool, str]:
+    if judge is None:
+        return False, "no judge is configured (judged predicates fail closed)"
+    try:
+        verdict = call_sync(judge, ensure.statement, ensure.stakes, bindings.get("result"), bindings.get("input"))
+    except (LockgateError, Exception) as exc:  # a judge is foreign code: any failure fails closed
+        return False, f"the judge failed: {exc}"
+    if not isinstance(verdict, Mapping) or not isinstance(verdict.get("holds"), bool):
+        return False, f"the judge answered malformed {verdict!r} (expected {{holds: bool, reason}})"
+    reason = verdict.get("reason")
+    if verdict["holds"]:
+        return True, str(reason or "")
+    return False, str(reason or "the judge found the statement does not hold")
+
+
+def call_sync(fn: Callable[..., Any], *args: Any) -> Any:
+    """Call a sync or async callable from synchronous code, even inside a running event loop."""
+    result = fn(*args)
+    if not inspect.isawaitable(result):
+        return result
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_await(result))
+    box: dict[str, Any] = {}
+
+    def runner() -> None:
+        try:
+            box["value"] = asyncio.run(_await(result))
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=runner)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable

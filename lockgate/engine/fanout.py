@@ -1,0 +1,262 @@
+"""Fanout: one item record per element of ``over`` (key ``<step>/<index>``), moved through the
+stages by the same settle path whoever executes them.
+
+At most ``concurrency`` items are active at once, promoted in index order. Each stage attempt gets
+its own token; a stage retries up to ``stage.attempts ?? step.attempts ?? 2`` (no identical
+evidence stop for stages). When every item is terminal the fanout settles: ``require`` first (so a
+failing batch leaves the workspace untouched), then, for engine dispatch with ``isolation:
+worktree``, ``pre_merge`` commands and the items' patches applied in index order with
+``git apply --index --3way``. Consumer dispatch never merges: that is the consumer's job.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..dsl.refs import scan
+from ..dsl.values import UNDEFINED
+from ..errors import RefError
+from . import budget, worktrees
+from .advance import check_result, fail_attempt, output_source_failure, render_task, resolver, succeed
+from .ensures import value_or_false
+from .live import FanCounters, Located, LiveRun
+from .model import FAILED, PENDING, READY, RUNNING, SKIPPED, SUCCEEDED, StepState, now
+
+
+def start_fanout(run: LiveRun, loc: Located, st: StepState) -> None:
+    fan = loc.cstep.step.fanout
+    assert fan is not None
+    ref = scan(fan.over or "").full
+    try:
+        value = resolver(run, run.root)(ref) if ref is not None else UNDEFINED
+    except RefError as exc:
+        value, problem = UNDEFINED, exc.message
+    else:
+        problem = None
+    if not isinstance(value, list):
+        got = problem or ("unavailable" if value is UNDEFINED else type(value).__name__)
+        fail_attempt(run, loc, st, {"kind": "fanout", "reason": f"fanout over {fan.over} must resolve to an "
+                                    f"array, got {got}", "violations": []}, forced=True)
+        return
+    if _engine_worktree(loc) and run.workspace() is None:
+        fail_attempt(run, loc, st, {"kind": "fanout", "reason": "isolation: worktree needs a workspace (a git "
+                                    "repository) for the run", "violations": []}, forced=True)
+        return
+    run.drop_records(st.key + "/")
+    st.fan = {"count": len(value), "epoch": st.epoch, "dispatch": fan.dispatch}
+    st.started_at = st.started_at or now()
+    run.set_status(st, RUNNING)
+    for i, element in enumerate(value):
+        run.add_record(StepState(f"{st.key}/{i}", index=i, item=element))
+    run.fans[st.key] = FanCounters(count=len(value))
+    run.event("fanout_started", st.key, count=len(value), dispatch=fan.dispatch)
+    if not value:
+        settle_fanout(run, loc, st)
+    else:
+        promote(run, st)
+
+
+def promote(run: LiveRun, fan_st: StepState) -> None:
+    """Make pending items ready, in index order, up to the fanout's concurrency."""
+    counters = run.fans.get(fan_st.key)
+    if counters is None or fan_st.status != RUNNING or run.header.status != "running":
+        return
+    loc = run.locate(fan_st.key)
+    fan = loc.cstep.step.fanout
+    limit = (fan.concurrency if fan and fan.concurrency else None) or counters.count
+    while counters.active < limit and counters.next < counters.count and run.header.status == "running":
+        item = run.steps[f"{fan_st.key}/{counters.next}"]
+        counters.next += 1
+        counters.active += 1
+        _ready_item(run, loc, fan_st, item)
+
+
+def _ready_item(run: LiveRun, loc: Located, fan_st: StepState, item: StepState) -> None:
+    stages = loc.cstep.stages
+    root_input = run.header.inputs
+    while True:
+        cst = stages[item.stage]
+        if cst.when is None:
+            break
+        bindings = {"result": run.result_map(run.root, cst.when.needs), "input": root_input,
+                    "item": item.item, "prev": item.prev}
+        if value_or_false(cst.when, bindings, run.workspace()) is True:
+            break
+        run.event("fanout_item_skipped", item.key, stage=item.stage, reason=f'when "{cst.when.source}" is not true')
+        if item.stage == len(stages) - 1:
+            run.set_status(item, SKIPPED)
+            _finish_item(run, loc, fan_st, item)
+            return
+        item.stage += 1
+    try:
+        task, inputs = render_task(run, run.root, cst.template, cst.do, item.item, item.prev)
+    except RefError as exc:
+        _item_failed(run, loc, fan_st, item, {"kind": "render", "reason": f"task render failed: {exc.message}",
+                                               "violations": []})
+        return
+    books = budget.ledgers(run, run.root, fan_st, loc.cstep.budget)
+    over = budget.reserve_dispatch(run, books)
+    if over is not None:
+        reason = f"{over.level} budget exhausted: dispatches limit {over.limits['dispatches']:g}"
+        if over.level == "flow":
+            run.fail_run("budget_exhausted", reason, item.key)
+        else:
+            _item_failed(run, loc, fan_st, item, {"kind": "budget", "reason": "task budget exhausted",
+                                                   "violations": []})
+        return
+    if _engine_worktree(loc):
+        workspace = run.workspace()
+        assert workspace is not None
+        item.worktree = worktrees.ensure(workspace, item.worktree)
+    item.task = task
+    item.inputs = inputs
+    run.issue(item)
+    run.event("fanout_item_ready", item.key, stage=item.stage, attempt=item.stage_attempts + 1)
+
+
+def item_result(run: LiveRun, loc: Located, item: StepState, result: Any, failure: Any,
+                usage: dict[str, Any] | None) -> None:
+    """Settle one stage result of a fanout item (consumer- or engine-executed)."""
+    fan_st = run.steps[loc.cstep.id]
+    fan_loc = run.locate(loc.cstep.id)
+    problem = budget.usage_problem(usage)
+    if problem is not None:
+        _item_failed(run, fan_loc, fan_st, item, {"kind": "usage", "violations": [],
+                                                   "reason": f"invalid usage (nothing recorded): {problem}"})
+        return
+    spend = {k: v for k, v in (usage or {}).items() if k != "dispatches"}
+    over = budget.settle(run, budget.ledgers(run, run.root, fan_st, loc.cstep.budget), spend)
+    if over is not None and over.level == "flow":
+        item.token = None
+        run.fail_run("budget_exhausted", "flow budget exhausted", item.key, spent=dict(run.header.spent))
+        return
+    if over is not None:
+        _item_failed(run, fan_loc, fan_st, item, {"kind": "budget", "reason": "task budget exhausted",
+                                                   "violations": []})
+        return
+    if failure is not None:
+        _item_failed(run, fan_loc, fan_st, item, {"kind": "reported", "violations": [],
+                                                   "reason": f"agent reported failure: {failure}"})
+        return
+    cst = loc.cstep.stages[item.stage]
+    bindings = {"input": run.header.inputs, "item": item.item, "prev": item.prev}
+    cwd = worktrees.path(item.worktree) or run.workspace()
+    verdict = check_result(run, run.root, cst.out, cst.ensures, result, bindings, workspace=cwd)
+    if verdict is not None:
+        _item_failed(run, fan_loc, fan_st, item, verdict, output=result)
+        return
+    item.attempts.append({"attempt": item.stage_attempts + 1, "stage": item.stage, "at": now(), "result": result})
+    run.event("fanout_attempt_result", item.key, stage=item.stage, result=result)
+    if item.stage < len(loc.cstep.stages) - 1:
+        item.prev = result
+        item.stage += 1
+        item.stage_attempts = 0
+        item.accepted = item.token
+        item.token = None
+        run.set_status(item, PENDING)
+        _ready_item(run, fan_loc, fan_st, item)
+        return
+    item.output = result
+    item.accepted = item.token
+    item.token = None
+    if item.worktree:
+        item.patch = worktrees.capture_patch(item.worktree)
+    run.set_status(item, SUCCEEDED)
+    _finish_item(run, fan_loc, fan_st, item)
+
+
+def _item_failed(run: LiveRun, loc: Located, fan_st: StepState, item: StepState, failure: dict[str, Any],
+                 output: Any = UNDEFINED) -> None:
+    cst = loc.cstep.stages[item.stage]
+    limit = cst.attempts or loc.cstep.step.attempts or 2
+    n = item.stage_attempts + 1
+    item.stage_attempts = n
+    failure = {"attempt": n, "stage": item.stage, **failure}
+    record: dict[str, Any] = {"attempt": n, "stage": item.stage, "at": now(), "failure": failure}
+    if output is not UNDEFINED:
+        record["result"] = output
+    item.attempts.append(record)
+    item.failure = failure
+    item.token = None
+    run.event("fanout_attempt_result", item.key, stage=item.stage, failure=failure)
+    retry = n < limit
+    run.failed_now.append((item.key, failure, retry))
+    if retry:
+        run.set_status(item, PENDING)
+        _ready_item(run, loc, fan_st, item)
+        return
+    run.set_status(item, FAILED)
+    _finish_item(run, loc, fan_st, item)
+
+
+def _finish_item(run: LiveRun, loc: Located, fan_st: StepState, item: StepState) -> None:
+    counters = run.fans[fan_st.key]
+    counters.active -= 1
+    counters.done += 1
+    if item.status == SUCCEEDED:
+        counters.ok += 1
+    if item.worktree:
+        worktrees.remove(run.workspace(), item.worktree)
+    run.event("fanout_item_done", item.key, status=item.status)
+    if counters.done == counters.count:
+        settle_fanout(run, loc, fan_st)
+    else:
+        run.work.append(item.key)
+
+
+def settle_fanout(run: LiveRun, loc: Located, fan_st: StepState) -> None:
+    """Every item is terminal: judge ``require``, merge (engine worktree), produce the output."""
+    fan = loc.cstep.step.fanout
+    assert fan is not None
+    counters = run.fans.pop(fan_st.key)
+    need = _required(fan.require, counters.count)
+    if counters.ok < need:
+        fail_attempt(run, loc, fan_st, {"kind": "require", "violations": [],
+                                        "reason": f"fanout require {fan.require or 'all'} not met "
+                                                  f"({counters.ok}/{counters.count} succeeded)"}, forced=True)
+        return
+    items = [run.steps[f"{fan_st.key}/{i}"] for i in range(counters.count)]
+    output = [it.output if it.status == SUCCEEDED else None for it in items]
+    if _engine_worktree(loc):
+        workspace = run.workspace()
+        assert workspace is not None
+        problem = worktrees.run_pre_merge(workspace, fan.pre_merge)
+        if problem is not None:
+            fail_attempt(run, loc, fan_st, {"kind": "pre_merge", "reason": problem, "violations": []}, forced=True)
+            return
+        for it in items:
+            if it.status == SUCCEEDED and it.patch:
+                conflict = worktrees.apply_patch(workspace, it.patch)
+                if conflict is not None:
+                    run.fail_run("merge_failed", f"fanout merge failed at item {it.index}: {conflict}", it.key)
+                    return
+        run.event("fanout_merge", fan_st.key, items=[it.index for it in items if it.patch])
+    verdict = output_source_failure(run, loc.scope, loc.cstep, output)
+    if verdict is not None:
+        fail_attempt(run, loc, fan_st, verdict, output=output, forced=True)
+        return
+    fan_st.attempts.append({"attempt": len(fan_st.attempts) + 1, "at": now(), "result": output,
+                            "succeeded": counters.ok, "count": counters.count})
+    succeed(run, loc, fan_st, output)
+
+
+def _required(require: Any, count: int) -> int:
+    if require == "any":
+        return 1
+    if isinstance(require, int):
+        return require
+    return count
+
+
+def _engine_worktree(loc: Located) -> bool:
+    fan = loc.cstep.step.fanout
+    return fan is not None and fan.isolation == "worktree" and fan.dispatch != "consumer"
+
+
+def cwd_of(run: LiveRun, item: StepState) -> str | None:
+    if item.worktree:
+        return item.worktree
+    return run.header.workspace
+
+
+__all__ = ["start_fanout", "promote", "item_result", "settle_fanout", "cwd_of", "READY"]

@@ -1,0 +1,158 @@
+"""Gate decisions: approve, revise (with rounds and the reset of the descendant region), kill.
+
+``reject`` is accepted as the CLI's word for ``kill``. Every refusal (bad decision, stale token,
+gate not waiting) changes nothing; a revise whose rounds are exhausted consumes the token and
+fails the scope.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import EngineError
+from .advance import complete_root, fail_parent, notify
+from .live import Located, LiveRun, Scope
+from .model import FAILED, RUN_KILLED, RUNNING, SUCCEEDED, now
+from .results import check_issuance
+
+DECISIONS = {"approve": "approve", "revise": "revise", "kill": "kill", "reject": "kill"}
+
+
+def gate_resolve(run: LiveRun, key: str, outcome: Any, rationale: Any, resolved_by: Any, token: Any) -> None:
+    decision = DECISIONS.get(outcome) if isinstance(outcome, str) else None
+    if decision is None:
+        raise EngineError(f"invalid gate decision {outcome!r}; expected approve, revise or kill (reject)",
+                          error_type="invalid_decision", run_id=run.header.id, step_id=key)
+    st = check_issuance(run, key, token, gate=True)
+    loc = run.locate(key)
+    gate = loc.cstep.step.gate
+    assert gate is not None
+    entry = {"decision": decision, "rationale": str(rationale or ""), "resolved_by": str(resolved_by or "human"),
+             "at": now(), "round": _rounds(run, loc.scope)}
+    if decision == "revise":
+        _revise(run, loc, st, entry)
+        return
+    st.decisions = [*(st.decisions or []), entry]
+    st.accepted = st.token
+    st.token = None
+    target = gate.on_approve if decision == "approve" else gate.on_kill
+    if decision == "kill" and target is None:
+        run.set_status(st, FAILED)
+        _event(run, st.key, entry, None)
+        reason = f"gate {loc.cstep.id} killed flow"
+        if loc.scope.parent is not None:
+            fail_parent(run, loc.scope, {"kind": "killed", "reason": reason, "violations": []})
+        else:
+            run.fail_run("killed", reason, st.key, status=RUN_KILLED, rationale=entry["rationale"],
+                         resolved_by=entry["resolved_by"])
+        return
+    run.set_status(st, SUCCEEDED)
+    _event(run, st.key, entry, target)
+    if target is None:
+        _finish_scope_now(run, loc.scope)
+        return
+    tst = run.steps[loc.scope.prefix + target]
+    tst.routed = {"from": loc.cstep.id, "decision": decision}
+    run.touch(tst)
+    run.work.append(tst.key)
+    notify(run, loc, st)
+
+
+def _finish_scope_now(run: LiveRun, scope: Scope) -> None:
+    """Approve with a null target: the flow (or subflow) completes now with its current output."""
+    if scope.parent is None:
+        complete_root(run)
+        return
+    from .subflows import settle_subflow
+
+    settle_subflow(run, scope, early=True)
+
+
+def _revise(run: LiveRun, loc: Located, st: Any, entry: dict[str, Any]) -> None:
+    scope, cstep = loc.scope, loc.cstep
+    gate = cstep.step.gate
+    assert gate is not None
+    total = _rounds(run, scope) + 1
+    limit = scope.flow.flow.max_rounds
+    exhausted = (
+        gate.on_revise is None
+        or limit is None
+        or total > limit
+        or (gate.max_rounds is not None and st.iterations + 1 > gate.max_rounds)
+    )
+    if exhausted:
+        st.decisions = [*(st.decisions or []), entry]
+        st.accepted = st.token
+        st.token = None
+        run.set_status(st, FAILED)
+        _event(run, st.key, entry, None)
+        reason = "gate revision rounds exhausted"
+        if scope.parent is not None:
+            fail_parent(run, scope, {"kind": "rounds", "reason": reason, "violations": []})
+        else:
+            run.fail_run("rounds_exhausted", reason, st.key, rounds=total - 1, max_rounds=limit,
+                         gate_max_rounds=gate.max_rounds)
+        return
+    writes = {}
+    if scope.parent is None:
+        from .carry import revise_writes
+
+        writes = revise_writes(run, cstep.id)  # raises (changing nothing) when unresolvable
+    token = st.token
+    _set_rounds(run, scope, total)
+    if writes:
+        from .carry import apply_revise_writes
+
+        apply_revise_writes(run, cstep.id, token, total, writes)
+    reset = reset_region(run, scope, gate.on_revise)
+    st = run.steps[st.key]
+    st.decisions = [*(st.decisions or []), entry]
+    st.accepted = token
+    st.iterations += 1
+    run.touch(st)
+    _event(run, st.key, entry, scope.prefix + gate.on_revise)
+    run.event("step_reset", st.key, reason="revise", reset=reset, round=total)
+
+
+def reset_region(run: LiveRun, scope: Scope, target: str) -> list[dict[str, Any]]:
+    """Reset the revise target's closure to pending (new epoch), dropping fanout items and
+    subflow children; gates keep their revision counters."""
+    out = []
+    for sid in scope.flow.reset_closure(target):
+        st = run.steps[scope.prefix + sid]
+        cstep = scope.flow.steps[sid]
+        before = st.epoch
+        if cstep.kind in ("fanout", "run"):
+            run.fans.pop(st.key, None)
+            run.drop_records(st.key + "/")
+            run.scopes.pop(st.key + "/", None)
+        keep = st.iterations if cstep.kind == "gate" else 0
+        decisions = st.decisions
+        run.set_status(st, "pending")
+        st.reset()
+        st.iterations = keep
+        st.decisions = decisions
+        st.finished_at = None
+        run.touch(st)
+        run.work.append(st.key)
+        out.append({"step_id": st.key, "from_epoch": before, "to_epoch": st.epoch})
+    return out
+
+
+def _rounds(run: LiveRun, scope: Scope) -> int:
+    return run.header.rounds if scope.parent is None else run.steps[scope.parent].rounds
+
+
+def _set_rounds(run: LiveRun, scope: Scope, value: int) -> None:
+    if scope.parent is None:
+        run.header.rounds = value
+    else:
+        parent = run.steps[scope.parent]
+        assert parent.status == RUNNING
+        parent.rounds = value
+        run.touch(parent)
+
+
+def _event(run: LiveRun, key: str, entry: dict[str, Any], target: str | None) -> None:
+    run.event("gate_resolved", key, decision=entry["decision"], target=target, rationale=entry["rationale"],
+              resolved_by=entry["resolved_by"])

@@ -1,0 +1,290 @@
+"""The live form of a run: the persisted values plus in-memory indexes, and the bookkeeping every
+transition shares (status changes, events, the changed-record set).
+
+Indexes are derived from the records, never persisted: which issuances are outstanding, how many
+steps of each scope are still open, and per fanout the counts of active, finished and succeeded
+items. They are rebuilt in one pass when a run is loaded, and kept current incrementally by
+:meth:`LiveRun.set_status`, so no transition sweeps all steps.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Callable
+
+from ..dsl.values import UNDEFINED
+from .compiled import CFlow, CompiledSpec, CStep
+from .model import (
+    CHECKPOINT_PREFIX,
+    FAILED,
+    PENDING,
+    READY,
+    RUN_FAILED,
+    RUN_RUNNING,
+    RUNNING,
+    SPEC_KEY,
+    TERMINAL,
+    WAITING_GATE,
+    Header,
+    StepState,
+    now,
+)
+
+
+@dataclass(slots=True)
+class Scope:
+    """A flow instance: the root flow (prefix ``""``) or the subflow of run step ``parent``
+    (prefix ``"<parent>/"``)."""
+
+    prefix: str
+    flow: CFlow
+    parent: str | None = None
+
+
+@dataclass(slots=True)
+class FanCounters:
+    """In-memory progress of one running fanout (rebuilt from item records on load)."""
+
+    count: int
+    active: int = 0
+    done: int = 0
+    ok: int = 0
+    next: int = 0
+
+
+@dataclass(slots=True)
+class Env:
+    """What a run needs from the process driving it (not persisted)."""
+
+    judge: Callable[..., Any] | None = None
+
+
+@dataclass(slots=True)
+class Located:
+    """What a scoped key names: a step of a scope, or item ``index`` of fanout ``fan``."""
+
+    scope: Scope
+    cstep: CStep
+    index: int | None = None
+
+
+class LiveRun:
+    """A run loaded for transitions. ``dirty`` and ``events`` collect one transition's writes."""
+
+    def __init__(self, header: Header, cspec: CompiledSpec, steps: dict[str, StepState], version: int,
+                 env: Env | None = None) -> None:
+        self.header = header
+        self.cspec = cspec
+        self.steps = steps
+        self.version = version
+        self.env = env or Env()
+        self.root = Scope("", cspec.flows[header.flow])
+        self.scopes: dict[str, Scope] = {"": self.root}
+        self.outstanding: dict[str, None] = {}
+        self.waiting: dict[str, None] = {}
+        self.open: dict[str, int] = {}
+        self.fans: dict[str, FanCounters] = {}
+        self.work: deque[str] = deque()
+        self.dirty: set[str] = set()
+        self.events: list[dict[str, Any]] = []
+        self.issued: list[str] = []
+        self.failed_now: list[tuple[str, dict[str, Any], bool]] = []
+        self.routed_now: list[tuple[str, str, dict[str, Any]]] = []
+        self.extra_records: dict[str, dict[str, Any]] = {}
+        self.checkpoint_records: dict[str, dict[str, Any]] = {}
+        self._located: dict[str, Located] = {}
+        self._rebuild_indexes()
+
+    # -- transitions' bookkeeping ---------------------------------------------------------------
+
+    def begin(self) -> None:
+        self.dirty.clear()
+        self.events.clear()
+        self.issued.clear()
+        self.failed_now.clear()
+        self.routed_now.clear()
+        self.extra_records.clear()
+
+    def event(self, type_: str, step_id: str | None = None, **detail: Any) -> None:
+        self.events.append({"type": type_, "step_id": step_id, "detail": _jsonable(detail),
+                            "at": datetime.now(UTC).isoformat()})
+
+    def touch(self, st: StepState) -> None:
+        self.dirty.add(st.key)
+
+    def set_status(self, st: StepState, status: str) -> None:
+        """Change a record's status, keeping the outstanding set and open counts current."""
+        old = st.status
+        if old == status:
+            self.dirty.add(st.key)
+            return
+        st.status = status
+        self.dirty.add(st.key)
+        key = st.key
+        if old == READY:
+            self.outstanding.pop(key, None)
+        elif old == WAITING_GATE:
+            self.waiting.pop(key, None)
+        if status == READY:
+            self.outstanding[key] = None
+        elif status == WAITING_GATE:
+            self.waiting[key] = None
+        if st.index is None:
+            prefix = self.locate(key).scope.prefix
+            was_open, is_open = old not in TERMINAL, status not in TERMINAL
+            if was_open != is_open:
+                self.open[prefix] = self.open.get(prefix, 0) + (1 if is_open else -1)
+        if status in TERMINAL:
+            st.finished_at = now()
+
+    def issue(self, st: StepState, status: str = READY) -> str:
+        """Mint a fresh token for ``st`` and mark it outstanding."""
+        from .model import new_token
+
+        st.token = new_token()
+        st.issued_at = now()
+        if st.started_at is None:
+            st.started_at = st.issued_at
+        self.set_status(st, status)
+        self.issued.append(st.key)
+        return st.token
+
+    def fail_run(self, error_type: str, reason: str, step: str | None = None,
+                 status: str = RUN_FAILED, **detail: Any) -> None:
+        if self.header.status != RUN_RUNNING:
+            return
+        self.header.status = status
+        self.header.error_type = error_type if status == RUN_FAILED else None
+        self.header.failure = {"reason": reason, "step": step, "error_type": error_type, **detail}
+        self.header.finished_at = now()
+        self.event("killed" if status != RUN_FAILED else "failed", step, error_type=error_type,
+                   reason=reason, **detail)
+
+    def add_record(self, st: StepState) -> None:
+        self.steps[st.key] = st
+        self.dirty.add(st.key)
+
+    # -- locating keys ----------------------------------------------------------------------------
+
+    def locate(self, key: str) -> Located:
+        found = self._located.get(key)
+        if found is None:
+            found = self._located[key] = self._locate(key)
+        return found
+
+    def _locate(self, key: str) -> Located:
+        head, _, tail = key.partition("/")
+        cstep = self.root.flow.steps[head]
+        if not tail:
+            return Located(self.root, cstep)
+        if cstep.kind == "fanout":
+            return Located(self.root, cstep, int(tail))
+        scope = self.scope_of(head)
+        return Located(scope, scope.flow.steps[tail])
+
+    def scope_of(self, run_key: str) -> Scope:
+        scope = self.scopes.get(run_key + "/")
+        if scope is None:
+            callee = self.root.flow.steps[run_key].step.run or ""
+            scope = self.scopes[run_key + "/"] = Scope(run_key + "/", self.cspec.flows[callee], run_key)
+        return scope
+
+    def scope_input(self, scope: Scope) -> Any:
+        if scope.parent is None:
+            return self.header.inputs
+        return self.steps[scope.parent].sub_input
+
+    def output_of(self, scope: Scope, step_id: str) -> Any:
+        st = self.steps.get(scope.prefix + step_id)
+        return UNDEFINED if st is None or st.dropped else st.output
+
+    def result_map(self, scope: Scope, needs: frozenset[str] | None) -> dict[str, Any]:
+        """``result`` for ``when``/``set``: step id -> output of the scope's steps that have one."""
+        ids = scope.flow.order if needs is None else needs
+        out = {}
+        for sid in ids:
+            value = self.output_of(scope, sid)
+            if value is not UNDEFINED:
+                out[sid] = value
+        return out
+
+    def workspace(self) -> Path | None:
+        return Path(self.header.workspace) if self.header.workspace else None
+
+    # -- records ----------------------------------------------------------------------------------
+
+    def record_dicts(self, keys: set[str] | None = None) -> dict[str, dict[str, Any]]:
+        chosen = self.steps if keys is None else {k: self.steps[k] for k in keys}
+        out = {k: st.to_dict() for k, st in chosen.items()}
+        out.update(self.extra_records)
+        return out
+
+    def children(self, prefix: str) -> list[StepState]:
+        return [st for key, st in self.steps.items() if key.startswith(prefix) and not st.dropped]
+
+    def drop_records(self, prefix: str) -> None:
+        """Tombstone every live record under ``prefix`` (items or children of a reset step)."""
+        for key, st in list(self.steps.items()):
+            if key.startswith(prefix) and not st.dropped:
+                self.outstanding.pop(key, None)
+                self.waiting.pop(key, None)
+                self.steps[key] = StepState(key, status=FAILED, dropped=True, epoch=st.epoch + 1)
+                self.dirty.add(key)
+        self.open.pop(prefix, None)
+
+    def _rebuild_indexes(self) -> None:
+        for key, st in self.steps.items():
+            if st.dropped:
+                continue
+            if st.status == READY:
+                self.outstanding[key] = None
+            elif st.status == WAITING_GATE:
+                self.waiting[key] = None
+        for key, st in self.steps.items():
+            if st.dropped or st.index is not None:
+                continue
+            loc = self.locate(key)
+            if loc.scope.parent is not None and self.steps[loc.scope.parent].status != RUNNING:
+                continue
+            if st.status not in TERMINAL:
+                self.open[loc.scope.prefix] = self.open.get(loc.scope.prefix, 0) + 1
+        for key, st in self.steps.items():
+            if st.fan is not None and st.status == RUNNING:
+                self.fans[key] = _count_items(self, st)
+        self.outstanding = dict.fromkeys(sorted(self.outstanding, key=self.order_key))
+        self.waiting = dict.fromkeys(sorted(self.waiting, key=self.order_key))
+
+    def order_key(self, key: str) -> tuple[int, int, int]:
+        """Ready-list order: root steps, then subflow children, then fanout items."""
+        loc = self.locate(key)
+        if loc.index is not None:
+            return (2, loc.cstep.index, loc.index)
+        if loc.scope.parent is not None:
+            return (1, self.root.flow.steps[loc.scope.parent].index, loc.cstep.index)
+        return (0, loc.cstep.index, 0)
+
+
+def _count_items(run: LiveRun, fan: StepState) -> FanCounters:
+    assert fan.fan is not None
+    counters = FanCounters(count=fan.fan["count"])
+    for i in range(counters.count):
+        item = run.steps[f"{fan.key}/{i}"]
+        if item.status != PENDING:
+            counters.next = i + 1
+        if item.status in TERMINAL:
+            counters.done += 1
+            counters.ok += item.status == "succeeded"
+        elif item.status != PENDING:
+            counters.active += 1
+    return counters
+
+
+def is_engine_record(key: str) -> bool:
+    return key == SPEC_KEY or key.startswith(CHECKPOINT_PREFIX) or key.startswith("@")
+
+
+def _jsonable(detail: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in detail.items() if v is not UNDEFINED}

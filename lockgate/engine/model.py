@@ -1,0 +1,168 @@
+"""The values a run is made of: :class:`StepState` records and the :class:`Run` header.
+
+A run is persisted as one header dict plus one record per *scoped step key*: ``build`` for a root
+step, ``wrap/digest`` for a step of the subflow started by run step ``wrap``, ``fan/3`` for item 3
+of fanout ``fan``. Keys starting with ``@`` are engine records that are not steps (the spec,
+checkpoints). Each transition persists the header and only the records it changed.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from ..dsl.values import UNDEFINED
+
+PENDING = "pending"
+READY = "ready"
+RUNNING = "running"
+WAITING_GATE = "waiting_gate"
+SUCCEEDED = "succeeded"
+FAILED = "failed"
+SKIPPED = "skipped"
+
+STEP_STATUSES = frozenset({PENDING, READY, RUNNING, WAITING_GATE, SUCCEEDED, FAILED, SKIPPED})
+TERMINAL = frozenset({SUCCEEDED, FAILED, SKIPPED})
+SATISFIED = frozenset({SUCCEEDED, SKIPPED})
+
+RUN_RUNNING = "running"
+RUN_COMPLETE = "complete"
+RUN_FAILED = "failed"
+RUN_KILLED = "killed"
+RUN_CANCELLED = "cancelled"
+RUN_STATUSES = frozenset({RUN_RUNNING, RUN_COMPLETE, RUN_FAILED, RUN_KILLED, RUN_CANCELLED})
+
+SPEC_KEY = "@spec"
+CHECKPOINT_PREFIX = "@cp/"
+
+
+def new_token() -> str:
+    """A fresh fencing token (random, so a token from another run or issuance never matches)."""
+    return secrets.token_hex(10)
+
+
+def now() -> float:
+    return time.time()
+
+
+@dataclass(slots=True)
+class StepState:
+    """The mutable state of one step, fanout item or subflow child.
+
+    ``output`` is :data:`UNDEFINED` until the step produced one. Kind-specific fields stay at
+    their defaults for other kinds: ``decisions`` (gates), ``fan`` (fanout steps: item count,
+    epoch and settled summary), ``index``/``stage``/``item``/``prev``/``worktree``/``patch``
+    (fanout items), ``sub_input``/``rounds`` (run steps).
+    """
+
+    key: str
+    status: str = PENDING
+    epoch: int = 0
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    token: str | None = None
+    accepted: str | None = None
+    output: Any = UNDEFINED
+    failure: dict[str, Any] | None = None
+    routed: dict[str, Any] | None = None
+    iterations: int = 0
+    spent: dict[str, float] = field(default_factory=dict)
+    task: str | None = None
+    inputs: dict[str, Any] | None = None
+    issued_at: float | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    decisions: list[dict[str, Any]] | None = None
+    fan: dict[str, Any] | None = None
+    index: int | None = None
+    stage: int = 0
+    stage_attempts: int = 0
+    item: Any = UNDEFINED
+    prev: Any = UNDEFINED
+    worktree: str | None = None
+    patch: str | None = None
+    sub_input: Any = UNDEFINED
+    rounds: int = 0
+    dropped: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON record: only fields that differ from their defaults (plus key and status)."""
+        out: dict[str, Any] = {"key": self.key, "status": self.status}
+        for name in _OPTIONAL:
+            value = getattr(self, name)
+            if value is UNDEFINED or value is None or value is False:
+                continue
+            if (value == 0 or value == [] or value == {}) and name in _ZEROABLE:
+                continue
+            out[name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StepState:
+        known = {k: v for k, v in data.items() if k in _FIELD_NAMES}
+        return cls(**known)
+
+    def reset(self) -> None:
+        """Back to ``pending`` for a new epoch (a gate revise reset); keeps ``spent`` history out."""
+        self.status = PENDING
+        self.epoch += 1
+        self.attempts = []
+        self.token = None
+        self.accepted = None
+        self.output = UNDEFINED
+        self.failure = None
+        self.routed = None
+        self.spent = {}
+        self.task = None
+        self.inputs = None
+        self.issued_at = None
+        self.started_at = None
+        self.finished_at = None
+        self.fan = None
+        self.sub_input = UNDEFINED
+        self.rounds = 0
+
+
+_FIELD_NAMES = frozenset(f.name for f in fields(StepState))
+_OPTIONAL = tuple(f.name for f in fields(StepState) if f.name not in ("key", "status"))
+_ZEROABLE = frozenset({"epoch", "attempts", "iterations", "spent", "stage", "stage_attempts", "rounds"})
+
+
+@dataclass(slots=True)
+class Header:
+    """Run-level fields, persisted as the store's header dict on every transition.
+
+    Kept small on purpose (the spec and checkpoints live in their own ``@`` records).
+    """
+
+    id: str
+    flow: str
+    status: str = RUN_RUNNING
+    inputs: Any = None
+    workspace: str | None = None
+    digest: str = ""
+    error_type: str | None = None
+    failure: dict[str, Any] | None = None
+    output: Any = UNDEFINED
+    rounds: int = 0
+    spent: dict[str, float] = field(default_factory=dict)
+    carry: dict[str, Any] = field(default_factory=dict)
+    checkpoints: list[str] = field(default_factory=list)
+    cancel_requested: bool = False
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    finished_at: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {name: getattr(self, name) for name in _HEADER_FIELDS}
+        if out["output"] is UNDEFINED:
+            del out["output"]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Header:
+        return cls(**{k: v for k, v in data.items() if k in _HEADER_FIELDS})
+
+
+_HEADER_FIELDS = tuple(f.name for f in fields(Header))

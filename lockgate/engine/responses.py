@@ -1,0 +1,212 @@
+"""JSON-ready protocol responses built from a live run.
+
+Statuses: ``execute_step`` (a task or fanout item to run; ``ready`` lists every dispatch this call
+issued, or all outstanding ones for plan/resume/status), ``await_gate`` (only gate decisions can
+move the run), ``ensure_failed`` / ``schema_failed`` (the result just reported failed and a retry
+is issued: ``violations`` and ``retries_remaining``, plus the retry's dispatch), ``complete``,
+``error`` (with ``error_type``), ``killed`` and ``cancelled``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..dsl.values import UNDEFINED
+from .live import LiveRun
+from .model import (
+    READY,
+    RUN_CANCELLED,
+    RUN_COMPLETE,
+    RUN_KILLED,
+    RUN_RUNNING,
+    TERMINAL,
+    WAITING_GATE,
+    StepState,
+)
+
+
+def response(run: LiveRun, *, everything: bool = False) -> dict[str, Any]:
+    """The response to the call that just ran (``everything``: describe all outstanding work)."""
+    header = run.header
+    base: dict[str, Any] = {"run_id": header.id, "flow": header.flow}
+    if header.status == RUN_COMPLETE:
+        return {"status": "complete", **base, "output": header.output, "trace": trace(run),
+                "total_duration_ms": _duration_ms(run), "spent": dict(header.spent)}
+    if header.status == RUN_CANCELLED:
+        return {"status": "cancelled", **base, "spent": dict(header.spent)}
+    if header.status == RUN_KILLED:
+        failure = header.failure or {}
+        return {"status": "killed", **base, "step_id": failure.get("step"), "reason": failure.get("reason"),
+                "rationale": failure.get("rationale"), "spent": dict(header.spent)}
+    if header.status != RUN_RUNNING:
+        return error_response(run)
+    if everything:
+        new = list(run.outstanding)
+    else:
+        new = sorted({k: None for k in run.issued if run.steps[k].status == READY}, key=run.order_key)
+    out = _running(run, base, new)
+    _add_failure(run, out)
+    return out
+
+
+def _running(run: LiveRun, base: dict[str, Any], new: list[str]) -> dict[str, Any]:
+    gates = [gate_entry(run, k) for k in run.waiting]
+    if new:
+        primary = dispatch_entry(run, new[0])
+        ready = [primary, *(dispatch_entry(run, k) for k in new[1:])]
+        out = {"status": "execute_step", **base, **primary, "ready": ready, "outstanding": len(run.outstanding)}
+    elif run.outstanding:
+        first = next(iter(run.outstanding))
+        out = {"status": "execute_step", **base, **dispatch_entry(run, first), "ready": [],
+               "outstanding": len(run.outstanding)}
+    else:
+        out = {"status": "await_gate", **base, **gates[0]}
+    out["gates"] = gates
+    return out
+
+
+def _add_failure(run: LiveRun, out: dict[str, Any]) -> None:
+    """Mark a response whose call just failed an attempt (retried, or routed to on_fail)."""
+    if not run.failed_now:
+        return
+    key, failure, retried = run.failed_now[-1]
+    if retried and run.steps[key].status == READY:
+        out["status"] = "schema_failed" if failure.get("kind") in ("schema", "output") else "ensure_failed"
+        out.update(dispatch_entry(run, key))
+    out["failed_step"] = key
+    out["violations"] = failure.get("violations", [])
+    out["failure"] = failure
+    if run.routed_now:
+        source, target, _ = run.routed_now[-1]
+        out["routed_from"] = source
+        out["routed_to"] = target
+
+
+def error_response(run: LiveRun) -> dict[str, Any]:
+    failure = run.header.failure or {}
+    out = {"status": "error", "run_id": run.header.id, "flow": run.header.flow,
+           "error_type": run.header.error_type or failure.get("error_type") or "failed",
+           "message": failure.get("reason", ""), "step_id": failure.get("step"),
+           "spent": dict(run.header.spent)}
+    if failure.get("violations"):
+        out["violations"] = failure["violations"]
+    return out
+
+
+def dispatch_entry(run: LiveRun, key: str) -> dict[str, Any]:
+    """Everything an executor needs for one issued task or fanout item stage."""
+    st = run.steps[key]
+    loc = run.locate(key)
+    cstep, scope = loc.cstep, loc.scope
+    if loc.index is not None:
+        stage = cstep.stages[st.stage]
+        out_name, ensures, agent = stage.out, stage.ensures, stage.agent
+        limit = stage.attempts or cstep.step.attempts or 2
+        attempt = st.stage_attempts + 1
+    else:
+        out_name, ensures, agent = cstep.step.out, cstep.ensures, cstep.agent
+        limit = cstep.max_attempts
+        attempt = len(st.attempts) + 1
+    cspec = run.cspec
+    entry: dict[str, Any] = {
+        "step_id": key,
+        "kind": "fanout_item" if loc.index is not None else "do",
+        "step_number": cstep.index + 1,
+        "total_steps": scope.flow.total,
+        "task": st.task,
+        "inputs": st.inputs or {},
+        "agent": agent,
+        "output_contract": out_name,
+        "output_schema": cspec.schema(out_name),
+        "output_fields": cspec.fields(out_name),
+        "ensure": [e.source if e.kind != "judged" else f"judged: {e.statement}" for e in ensures],
+        "attempt": attempt,
+        "retries_remaining": max(limit - attempt, 0),
+        "token": st.token,
+    }
+    if st.failure is not None:
+        entry["previous_failure"] = st.failure
+    elif st.routed is not None and st.routed.get("failure") is not None:
+        entry["previous_failure"] = st.routed["failure"]
+    if scope.parent is not None:
+        entry["subflow"] = {"parent": scope.parent, "flow": scope.flow.name}
+    if cstep.step.iterate is not None and loc.index is None:
+        entry["iteration"] = st.iterations + 1
+        entry["iterate_max"] = cstep.step.iterate.max
+    if loc.index is not None:
+        fan = cstep.step.fanout
+        assert fan is not None and st.fan is None
+        parent = run.steps[cstep.id]
+        entry.update({
+            "fanout": cstep.id, "item_index": loc.index, "item_count": (parent.fan or {}).get("count"),
+            "stage": st.stage, "stage_count": len(cstep.stages), "is_final_stage": st.stage == len(cstep.stages) - 1,
+            "item": st.item, "prev": None if st.prev is UNDEFINED else st.prev, "dispatch": fan.dispatch,
+            "isolation": fan.isolation or "none", "cwd": st.worktree or run.header.workspace,
+        })
+    return entry
+
+
+def gate_entry(run: LiveRun, key: str) -> dict[str, Any]:
+    st = run.steps[key]
+    loc = run.locate(key)
+    gate = loc.cstep.step.gate
+    assert gate is not None
+    rounds = run.header.rounds if loc.scope.parent is None else run.steps[loc.scope.parent].rounds
+    return {
+        "step_id": key,
+        "kind": "gate",
+        "step_number": loc.cstep.index + 1,
+        "total_steps": loc.scope.flow.total,
+        "token": st.token,
+        "gate_token": st.token,
+        "routes": gate.routes(),
+        "round": rounds,
+        "max_rounds": loc.scope.flow.flow.max_rounds,
+        "gate_max_rounds": gate.max_rounds,
+        "revisions": st.iterations,
+        "decisions": ["approve", "revise", "kill"],
+    }
+
+
+def trace(run: LiveRun) -> list[dict[str, Any]]:
+    """One entry per step (root steps, subflow children, fanout items) in protocol order."""
+    keys = sorted((k for k, st in run.steps.items() if not st.dropped), key=_trace_key(run))
+    return [trace_entry(run, run.steps[k]) for k in keys]
+
+
+def trace_entry(run: LiveRun, st: StepState) -> dict[str, Any]:
+    loc = run.locate(st.key)
+    entry: dict[str, Any] = {"step_id": st.key, "kind": "fanout_item" if loc.index is not None else loc.cstep.kind,
+                             "status": st.status, "attempts": len(st.attempts), "epoch": st.epoch}
+    if st.started_at and st.finished_at and st.status in TERMINAL:
+        entry["duration_ms"] = round((st.finished_at - st.started_at) * 1000, 3)
+    if st.output is not UNDEFINED:
+        entry["output"] = st.output
+    if st.failure is not None:
+        entry["failure"] = st.failure
+    if st.iterations:
+        entry["iterations"] = st.iterations
+    if st.decisions:
+        entry["decisions"] = st.decisions
+    if st.spent:
+        entry["spent"] = st.spent
+    if st.status == WAITING_GATE or st.status == READY:
+        entry["token"] = st.token
+    return entry
+
+
+def _trace_key(run: LiveRun) -> Any:
+    def key(k: str) -> tuple[int, ...]:
+        loc = run.locate(k)
+        if loc.index is not None:
+            return (loc.cstep.index, 1, loc.index)
+        if loc.scope.parent is not None:
+            return (run.root.flow.steps[loc.scope.parent].index, 2, loc.cstep.index)
+        return (loc.cstep.index, 0, 0)
+
+    return key
+
+
+def _duration_ms(run: LiveRun) -> float:
+    end = run.header.finished_at or run.header.updated_at
+    return round(max(end - run.header.created_at, 0) * 1000, 3)

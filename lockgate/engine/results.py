@@ -1,0 +1,154 @@
+"""``step_done`` settlement: fencing, usage, reported failure, contract, ensures, iterate.
+
+Refusals (unknown step, nothing awaited, missing/stale/duplicate token) raise before anything
+changes. An accepted result always becomes exactly one attempt record.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import EngineError, StaleToken
+from . import budget
+from .advance import (
+    check_result,
+    fail_attempt,
+    fail_parent,
+    output_source_failure,
+    succeed,
+)
+from .ensures import until_holds
+from .live import Located, LiveRun
+from .model import PENDING, READY, RUN_CANCELLED, RUN_RUNNING, WAITING_GATE, StepState, now
+
+
+def check_issuance(run: LiveRun, key: str, token: Any, *, gate: bool) -> StepState:
+    """The record awaiting a result (or decision) under ``token``; raise, changing nothing, if not."""
+    if run.header.status == RUN_CANCELLED or run.header.cancel_requested:
+        raise EngineError(f"run {run.header.id} is cancelled", error_type="run_cancelled", run_id=run.header.id)
+    st = run.steps.get(key)
+    if st is None or st.dropped or key.startswith("@"):
+        raise EngineError(f"run {run.header.id} has no step {key!r}", error_type="unknown_step",
+                          run_id=run.header.id, step_id=key)
+    if not isinstance(token, str) or not token:
+        raise StaleToken(f"missing {'gate' if gate else 'dispatch'} token for step {key}",
+                         run_id=run.header.id, step_id=key, reason="missing")
+    if st.accepted == token:
+        raise StaleToken(f"step {key} already accepted the {'decision' if gate else 'result'} for this token "
+                         "(duplicate); nothing changed", run_id=run.header.id, step_id=key, reason="duplicate")
+    if run.header.status != RUN_RUNNING:
+        raise EngineError(f"run {run.header.id} is {run.header.status}; it takes no more results",
+                          error_type="run_finished", run_id=run.header.id, status=run.header.status)
+    wanted = WAITING_GATE if gate else READY
+    if st.status != wanted:
+        what = "a gate decision" if gate else "a result"
+        raise EngineError(f"step {key} is {st.status}, not awaiting {what}", error_type="not_awaiting",
+                          run_id=run.header.id, step_id=key, step_status=st.status)
+    if st.token != token:
+        raise StaleToken(f"token is not the current issuance of step {key} (stale or foreign); nothing changed",
+                         run_id=run.header.id, step_id=key, reason="stale")
+    return st
+
+
+def step_done(run: LiveRun, key: str, result: Any, token: Any, failure: Any = None,
+              usage: dict[str, Any] | None = None) -> None:
+    st = check_issuance(run, key, token, gate=False)
+    loc = run.locate(key)
+    if loc.index is not None:
+        from .fanout import item_result
+
+        item_result(run, loc, st, result, failure, usage)
+        return
+    if not _settle_usage(run, loc, st, usage):
+        return
+    if failure is not None:
+        fail_attempt(run, loc, st, {"kind": "reported", "reason": f"agent reported failure: {failure}",
+                                    "violations": []}, usage=usage)
+        return
+    scope, cstep = loc.scope, loc.cstep
+    inputs = run.scope_input(scope)
+    verdict = check_result(run, scope, cstep.step.out, cstep.ensures, result, {"input": inputs})
+    if verdict is not None:
+        fail_attempt(run, loc, st, verdict, output=result, usage=usage)
+        return
+    if cstep.until is not None and not _iterate(run, loc, st, result, usage):
+        return
+    verdict = output_source_failure(run, scope, cstep, result)
+    if verdict is not None:
+        fail_attempt(run, loc, st, verdict, output=result, usage=usage)
+        return
+    record: dict[str, Any] = {"attempt": len(st.attempts) + 1, "at": now(), "result": result}
+    if usage:
+        record["usage"] = usage
+    st.attempts.append(record)
+    succeed(run, loc, st, result)
+
+
+def _iterate(run: LiveRun, loc: Located, st: StepState, result: Any, usage: Any) -> bool:
+    """True when ``until`` holds; otherwise record the cycle (re-dispatch or exhaust), False."""
+    cstep = loc.cstep
+    assert cstep.until is not None
+    holds, reason = until_holds(cstep.until, {"result": result, "input": run.scope_input(loc.scope)},
+                                run.workspace())
+    if holds:
+        return True
+    st.iterations += 1
+    limit = cstep.step.iterate.max if cstep.step.iterate and cstep.step.iterate.max else 1
+    why = f'iterate until "{cstep.until.source}" failed: {reason}'
+    failure = {"kind": "iterate", "reason": why, "violations": [{"until": cstep.until.source, "reason": why}],
+               "iteration": st.iterations, "max": limit}
+    last = st.attempts[-1] if st.attempts else None
+    from .advance import json_equal
+
+    identical = last is not None and "result" in last and json_equal(last["result"], result)
+    if st.iterations >= limit or identical:
+        if st.iterations >= limit:
+            failure["reason"] = f"{why} (iterate max {limit} reached)"
+        fail_attempt(run, loc, st, failure, output=result, forced=True, usage=usage)
+        return False
+    n = len(st.attempts) + 1
+    record: dict[str, Any] = {"attempt": n, "at": now(), "result": result, "failure": {"attempt": n, **failure}}
+    if usage:
+        record["usage"] = usage
+    st.attempts.append(record)
+    st.failure = record["failure"]
+    st.token = None
+    run.event("result", st.key, attempt=n, result=result, iterate={"iteration": st.iterations, "max": limit})
+    run.failed_now.append((st.key, record["failure"], True))
+    run.set_status(st, PENDING)
+    run.work.appendleft(st.key)
+    return False
+
+
+def _settle_usage(run: LiveRun, loc: Located, st: StepState, usage: Any) -> bool:
+    """Settle reported usage into the ledgers; False when that already decided the attempt."""
+    problem = budget.usage_problem(usage)
+    if problem is not None:
+        fail_attempt(run, loc, st, {"kind": "usage", "reason": f"invalid usage (nothing recorded): {problem}",
+                                    "violations": []})
+        return False
+    spend = {k: v for k, v in (usage or {}).items() if k != "dispatches"}
+    task = st if loc.index is None else run.steps[loc.cstep.id]
+    books = budget.ledgers(run, loc.scope, task, loc.cstep.budget)
+    over = budget.settle(run, books, spend)
+    if spend:
+        run.event("usage_debit", st.key, usage=spend)
+    if over is not None:
+        reason = f"{over.level} budget exhausted"
+        if over.level == "flow":
+            st.attempts.append({"attempt": len(st.attempts) + 1, "at": now(),
+                                "failure": {"kind": "budget", "reason": reason}})
+            st.token = None
+            run.fail_run("budget_exhausted", reason, st.key, spent=dict(run.header.spent),
+                         budget=dict(run.root.flow.budget))
+        elif over.level == "subflow":
+            fail_parent(run, loc.scope, {"kind": "budget", "reason": reason, "violations": []})
+        else:
+            fail_attempt(run, loc, st, {"kind": "budget", "reason": "task budget exhausted", "violations": []},
+                         usage=usage)
+        return False
+    if usage and "dispatches" in usage:
+        fail_attempt(run, loc, st, {"kind": "usage", "reason": "dispatches are engine-accounted; do not report "
+                                    "them in usage (other keys were recorded)", "violations": []}, usage=usage)
+        return False
+    return True

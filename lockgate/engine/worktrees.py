@@ -1,0 +1,77 @@
+"""Git worktrees for ``isolation: worktree`` fanout items, their patches and the sequential merge.
+
+Each item works in a detached ``git worktree`` of the workspace's HEAD; its patch is captured as
+``git add -N . && git diff --binary HEAD`` (so new files are included), the worktree is removed,
+and the patches are applied in index order with ``git apply --index --3way``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+PRE_MERGE_TIMEOUT = 600
+
+
+class GitError(RuntimeError):
+    pass
+
+
+def _git(cwd: Path | str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-C", str(cwd), *args], input=stdin, capture_output=True, text=True)
+
+
+def ensure(workspace: Path, existing: str | None) -> str:
+    """The item's worktree: ``existing`` if it is still there, else a new detached checkout."""
+    if existing and Path(existing).is_dir():
+        return existing
+    target = tempfile.mkdtemp(prefix="lockgate-wt-")
+    shutil.rmtree(target)
+    done = _git(workspace, "worktree", "add", "--detach", target, "HEAD")
+    if done.returncode != 0:
+        raise GitError(f"git worktree add failed: {done.stderr.strip()}")
+    return target
+
+
+def capture_patch(worktree: str) -> str:
+    _git(worktree, "add", "-N", ".")
+    done = _git(worktree, "diff", "--binary", "HEAD")
+    if done.returncode != 0:
+        raise GitError(f"git diff failed in {worktree}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def remove(workspace: Path | None, worktree: str) -> None:
+    if workspace is not None:
+        _git(workspace, "worktree", "remove", "--force", worktree)
+    shutil.rmtree(worktree, ignore_errors=True)
+    if workspace is not None:
+        _git(workspace, "worktree", "prune")
+
+
+def apply_patch(workspace: Path, patch: str) -> str | None:
+    """Apply one item's patch; the problem in words when it does not apply cleanly."""
+    done = _git(workspace, "apply", "--index", "--3way", "-", stdin=patch)
+    if done.returncode != 0:
+        return (done.stderr or done.stdout).strip() or "git apply failed"
+    return None
+
+
+def run_pre_merge(workspace: Path, commands: tuple[str, ...]) -> str | None:
+    """Run the ``pre_merge`` commands in the workspace; the first failure in words, or None."""
+    for command in commands:
+        try:
+            done = subprocess.run(["sh", "-lc", command], cwd=workspace, capture_output=True, text=True,
+                                  timeout=PRE_MERGE_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            return f"pre_merge command {command!r} timed out"
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip()[-500:]
+            return f"pre_merge command {command!r} exited {done.returncode}: {tail}"
+    return None
+
+
+def path(worktree: str | None) -> Path | None:
+    return Path(worktree) if worktree else None
