@@ -34,7 +34,7 @@ def pg_dsn() -> Iterator[str]:
     server = TempPostgres()
     try:
         dsn = server.start()
-    except (StoreError, OSError) as exc:
+    except (StoreError, OSError, ImportError) as exc:
         pytest.skip(f"no PostgreSQL server could be started: {exc}")
     try:
         yield dsn

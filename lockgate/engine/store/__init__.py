@@ -4,7 +4,7 @@
 
 - ``None``: the ``LOCKGATE_STORE`` environment variable, else ``.lockgate/lockgate.db`` under the
   current directory (SQLite);
-- ``"memory"`` or ``"memory://"``: a fresh :class:`MemoryStore`;
+- ``"memory"``, ``"memory://"`` or ``":memory:"``: a fresh :class:`MemoryStore`;
 - ``"postgresql://..."`` / ``"postgres://..."``: a :class:`PostgresStore` (needs psycopg 3);
 - ``"sqlite:///abs/path.db"``, ``"sqlite://rel/path.db"`` or any other string or path: SQLite.
 """

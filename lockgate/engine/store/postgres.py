@@ -122,6 +122,8 @@ class PostgresStore:
         self._listen_lock = threading.Lock()
         self._listener: psycopg.Connection[Any] | None = None
         self._heads: dict[str, tuple[int, int, str]] = {}
+        self._closed = False
+        self._connect_timeout = connect_timeout
         self._sql_create = (_WRITE.format(s=schema, run_statement=_CREATE.format(s=schema)))
         self._sql_update = (_WRITE.format(s=schema, run_statement=_UPDATE.format(s=schema)))
         self._db = self._connect(connect_timeout)
@@ -262,6 +264,7 @@ class PostgresStore:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             self._db.close()
         with self._listen_lock:
             if self._listener is not None:
@@ -278,7 +281,7 @@ class PostgresStore:
             raise StoreError(f"cannot connect to PostgreSQL: {exc}") from exc
 
     def _listening(self) -> psycopg.Connection[Any]:
-        if self._listener is None or self._listener.closed:
+        if self._listener is None or self._listener.closed or self._listener.broken:
             self._listener = self._connect(10)
             self._listener.execute(f"LISTEN {self.schema}_runs")
         return self._listener
@@ -305,7 +308,13 @@ class PostgresStore:
 
     @contextmanager
     def _cursor(self) -> Iterator[psycopg.Cursor[Any]]:
+        """A cursor on the store's connection, reconnecting first if the last one broke (a
+        server restart); psycopg errors become StoreError."""
         with self._lock:
+            if self._closed:
+                raise StoreError("the store is closed")
+            if self._db.broken or self._db.closed:
+                self._db = self._connect(self._connect_timeout)
             try:
                 with self._db.cursor() as cur:
                     yield cur
