@@ -341,7 +341,7 @@ class ContractSet:
         """Build from ``spec.contracts`` (name -> ContractDecl) or a plain name -> fields
         mapping. Never raises; problems are in ``.issues``."""
         self = cls()
-        for name, decl in decls.items():
+        for name, decl in (decls.items() if isinstance(decls, Mapping) else ()):
             fields = getattr(decl, "fields", decl)
             self._raw[name] = dict(fields) if isinstance(fields, Mapping) else {}
             self._at[name] = tuple(getattr(decl, "at", ("contracts", name)))

@@ -163,12 +163,16 @@ def _parser() -> Lark:
     return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=False)
 
 
-@lru_cache(maxsize=4096)
 def parse_type(text: str) -> TypeExpr:
     """Parse one field type string; raise :class:`ContractError` (with a span) when it is not
     in the language. Results are cached by text (the nodes are immutable)."""
     if not isinstance(text, str):
         raise ContractError(f"a field type is a string such as 'string' or 'Review[]', found {type(text).__name__}")
+    return _parse(text)
+
+
+@lru_cache(maxsize=4096)
+def _parse(text: str) -> TypeExpr:
     slip = _whole_text_slip(text)
     if slip is not None:
         raise slip

@@ -99,6 +99,12 @@ def test_every_problem_is_reported_and_from_decls_never_raises() -> None:
     assert codes == ["LG301", "LG302", "LG208", "LG301"]
 
 
+@pytest.mark.parametrize("decls", [None, [], "contracts", {"A": None}, {"A": ["x"]}])
+def test_odd_shapes_give_an_empty_or_partial_set(decls: Any) -> None:
+    cs = ContractSet.from_decls(decls)
+    assert cs.issues == [] and all(cs.fields_of(n) == {} for n in cs)
+
+
 def test_lookups() -> None:
     with pytest.raises(UnknownContract):
         GOOD["Nope"]
@@ -344,7 +350,7 @@ def test_fields_of() -> None:
     assert list(GOOD.fields_of("Item")) == ["name", "n", "sub", "raw"]
     assert GOOD.fields_of(OptionalOf(Named("Sub")))["grid"] == ArrayOf(ArrayOf(Scalar("integer")))
     assert GOOD.fields_of(Scalar("string")) == {} and GOOD.fields_of("Nope") == {}
-    assert GOOD.fields_of({"a": "int", "b": "string"}) == {"a": Unknown(), "b": Scalar("string")}
+    assert GOOD.fields_of({"a": "int", "b": "string", "c": [1]}) == {"a": Unknown(), "b": Scalar("string"), "c": Unknown()}
 
 
 # -- shipping ----------------------------------------------------------------------------------------

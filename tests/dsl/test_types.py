@@ -142,9 +142,10 @@ def test_replacements_are_valid_types(text: str) -> None:
     parse_type(fixed)
 
 
-def test_non_string_is_a_contract_error() -> None:
-    with pytest.raises(ContractError, match="found int"):
-        parse_type(3)  # type: ignore[arg-type]
+@pytest.mark.parametrize(("value", "found"), [(3, "int"), ([1], "list"), ({"a": 1}, "dict"), (None, "NoneType")])
+def test_non_string_is_a_contract_error(value: object, found: str) -> None:
+    with pytest.raises(ContractError, match=f"found {found}"):
+        parse_type(value)  # type: ignore[arg-type]
 
 
 @settings(max_examples=300, deadline=None)
