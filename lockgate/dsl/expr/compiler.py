@@ -11,6 +11,7 @@ innermost compiled node that sees it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +19,8 @@ from ...errors import ExprError
 from . import operators as ops
 from .builtins import BUILTINS, arity_error, check_match_args
 from .hints import unknown_identifier_message
-from .jsonvalues import type_name
+from .limits import MAX_MATCH_INPUT_LENGTH
+from .jsonvalues import json_equal, truthy, type_name, utf16_len
 from .nodes import Binary, FunctionCall, Group, Identifier, Index, Literal, Member, Node, Unary, unwrap
 from .regex_safety import compile_pattern, search
 from .scope import BINDING_NAMES
@@ -26,6 +28,10 @@ from .scope import BINDING_NAMES
 Code = Callable[[Any], Any]
 Span = tuple[int, int]
 _NUMBER = (int, float)
+# Precedence levels: a left spine within one level is folded in a loop (it may be 2048 long);
+# across levels the nesting is bounded by the grammar's five levels per parenthesis.
+_LEVEL = {"||": 0, "&&": 1, "==": 2, "!=": 2, "<": 2, "<=": 2, ">": 2, ">=": 2, "in": 2,
+          "+": 3, "-": 3, "*": 4, "/": 4}
 
 
 def compile_tree(tree: Node, source: str) -> Code:
@@ -91,7 +97,8 @@ class _Compiler:
         keys = tuple(s.name if isinstance(s, Member) else s.index for s in steps)
         explain = self._chain_error(steps)
         if all(isinstance(s, Member) for s in steps):
-            return _member_chain(base, keys, explain)
+            name = current.name if isinstance(current, Identifier) and current.name in BINDING_NAMES else None
+            return _member_chain(base, keys, explain, name)
         return _mixed_chain(base, keys, explain)
 
     def _chain_error(self, steps: list[Member | Index]) -> Callable[[Any], ExprError]:
@@ -143,7 +150,8 @@ class _Compiler:
     def binary(self, node: Binary) -> Code:
         spine: list[Binary] = []
         current: Node = node
-        while isinstance(current, Binary):
+        level = _LEVEL[node.op]
+        while isinstance(current, Binary) and _LEVEL[current.op] == level:
             spine.append(current)
             current = unwrap(current.left)
         spine.reverse()
@@ -171,8 +179,21 @@ class _Compiler:
             literal = unwrap(node.left).value
             if type(literal) is str:
                 return ops.in_literal_string(literal, self.node(node.right), node.span)
-        step = self.step(node)
-        return lambda scope: step(left(scope), scope)
+        if node.op in ("&&", "||"):
+            step = self.step(node)
+            return lambda scope: step(left(scope), scope)
+        right, span = self.node(node.right), node.span
+        if node.op in ("==", "!="):
+            return _equality(node.op == "==", left, right)
+        apply = ops.BINARY[node.op]
+
+        def binary(scope):
+            a, b = left(scope), right(scope)
+            try:
+                return apply(a, b)
+            except ExprError as exc:
+                raise _with_span(exc, span)
+        return binary
 
     def step(self, node: Binary) -> Callable[[Any, Any], Any]:
         """``(left_value, scope) -> result`` for one operator application."""
@@ -203,6 +224,8 @@ class _Compiler:
         args = tuple(self.node(a) for a in node.args)
         if node.name == "matches" and isinstance(unwrap(node.args[1]), Literal):
             return _matches_literal(args[0], unwrap(node.args[1]).value, span)
+        if node.name in _INLINE:
+            return _INLINE[node.name](args[0], span)
         function = builtin.function
         if builtin.needs_workspace:
             return _workspace_call(function, args, span)
@@ -231,21 +254,15 @@ def _a(noun: str) -> str:
     return ("an " if noun[0] in "aeiou" else "a ") + noun
 
 
-def _member_chain(base: Code, keys: tuple[str, ...], explain: Callable[[Any], ExprError]) -> Code:
-    # Validated values are plain JSON, so a str subscript succeeds only on a dict holding the key:
-    # lists, strings, numbers, booleans and None raise TypeError, a missing key KeyError.
-    if len(keys) == 1:
-        (key,) = keys
+def _member_chain(base: Code, keys: tuple[str, ...], explain: Callable[[Any], ExprError],
+                  name: str | None) -> Code:
+    """A chain of object members. When rooted at a binding, the fast path is plain subscripts.
 
-        def member(scope):
-            value = base(scope)
-            try:
-                return value[key]
-            except (KeyError, TypeError):
-                raise explain(value) from None
-        return member
-
-    def members(scope):
+    Validated values are plain JSON, so a str subscript succeeds only on a dict holding the key:
+    lists, strings, numbers, booleans and None raise TypeError, a missing key KeyError. Any
+    failure (including a binding not yet loaded into the scope) takes the careful path.
+    """
+    def careful(scope):
         root = value = base(scope)
         try:
             for key in keys:
@@ -253,6 +270,36 @@ def _member_chain(base: Code, keys: tuple[str, ...], explain: Callable[[Any], Ex
         except (KeyError, TypeError):
             raise explain(root) from None
         return value
+
+    if name is None:
+        return careful
+    if len(keys) == 1:
+        (key,) = keys
+
+        def member(scope):
+            try:
+                return scope[name][key]
+            except (KeyError, TypeError):
+                return careful(scope)
+        return member
+    if len(keys) == 2:
+        first, second = keys
+
+        def member2(scope):
+            try:
+                return scope[name][first][second]
+            except (KeyError, TypeError):
+                return careful(scope)
+        return member2
+
+    def members(scope):
+        try:
+            value = scope[name]
+            for key in keys:
+                value = value[key]
+            return value
+        except (KeyError, TypeError):
+            return careful(scope)
     return members
 
 
@@ -276,6 +323,8 @@ def _logical_chain(op: str, operands: list[Code], spans: list[Span]) -> Code:
     stop = op == "||"  # the value that decides the whole chain
     proceed = not stop
     checks = tuple(zip(operands, spans))
+    if len(operands) == 2:
+        return _logical_pair(op, operands, spans)
 
     def chain(scope):
         for operand, span in checks:
@@ -287,6 +336,89 @@ def _logical_chain(op: str, operands: list[Code], spans: list[Span]) -> Code:
             raise ExprError("type", f"'{op}' needs booleans, received {type_name(value)}", span)
         return proceed
     return chain
+
+
+def _logical_pair(op: str, operands: list[Code], spans: list[Span]) -> Code:
+    (left, right), (left_span, right_span) = operands, spans
+
+    def fail(value: Any, span: Span) -> ExprError:
+        return ExprError("type", f"'{op}' needs booleans, received {type_name(value)}", span)
+
+    if op == "&&":
+        def both(scope):
+            value = left(scope)
+            if value is True:
+                value = right(scope)
+                if value is True or value is False:
+                    return value
+                raise fail(value, right_span)
+            if value is False:
+                return False
+            raise fail(value, left_span)
+        return both
+
+    def either(scope):
+        value = left(scope)
+        if value is False:
+            value = right(scope)
+            if value is True or value is False:
+                return value
+            raise fail(value, right_span)
+        if value is True:
+            return True
+        raise fail(value, left_span)
+    return either
+
+
+def _equality(positive: bool, left: Code, right: Code) -> Code:
+    """Deep JSON equality, with scalars of one type compared directly (True == 1 never arises:
+    the types differ and json_equal decides)."""
+    def equal(scope):
+        a, b = left(scope), right(scope)
+        kind = type(a)
+        if kind is type(b) and kind is not list and kind is not dict:
+            return (a == b) is positive
+        return json_equal(a, b) is positive
+    return equal
+
+
+def _len_call(arg: Code, span: Span) -> Code:
+    def length(scope):
+        value = arg(scope)
+        kind = type(value)
+        if kind is list or kind is dict:
+            return len(value)
+        if kind is str:
+            return len(value) if value.isascii() else utf16_len(value)
+        raise ExprError("type", f"len() needs a string, array or object, received {type_name(value)}", span)
+    return length
+
+
+def _all_call(arg: Code, span: Span) -> Code:
+    def every(scope):
+        items = arg(scope)
+        if type(items) is not list:
+            raise ExprError("type", f"all() needs an array, received {type_name(items)}", span)
+        for item in items:
+            if item is not True and (item is False or not truthy(item)):
+                return False
+        return True
+    return every
+
+
+def _any_call(arg: Code, span: Span) -> Code:
+    def some(scope):
+        items = arg(scope)
+        if type(items) is not list:
+            raise ExprError("type", f"any() needs an array, received {type_name(items)}", span)
+        for item in items:
+            if item is True or (item is not False and truthy(item)):
+                return True
+        return False
+    return some
+
+
+_INLINE = {"len": _len_call, "all": _all_call, "any": _any_call}
 
 
 def _workspace_call(function: Callable[..., Any], args: tuple[Code, ...], span: Span) -> Code:
@@ -308,8 +440,21 @@ def _matches_literal(subject: Code, pattern: Any, span: Span) -> Code:
     except ExprError as exc:
         error = exc
 
-    def matches(scope):
-        value = subject(scope)
+    if error is None and type(compiled) is re.Pattern:
+        find = compiled.search
+
+        def matches_fast(scope):
+            value = subject(scope)
+            if type(value) is str and (len(value) <= MAX_MATCH_INPUT_LENGTH // 2 or value.isascii()):
+                if len(value) <= MAX_MATCH_INPUT_LENGTH:
+                    return find(value) is not None
+            return careful(value)
+        matches = matches_fast
+    else:
+        def matches(scope):
+            return careful(subject(scope))
+
+    def careful(value):
         try:
             check_match_args(value, pattern)
             if error is not None:

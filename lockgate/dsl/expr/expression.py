@@ -51,7 +51,7 @@ def reason(error: ExprError) -> str:
 class Expression:
     """One compiled expression. Immutable; safe to share between threads and evaluations."""
 
-    __slots__ = ("source", "tree", "identifiers", "calls", "member_paths", "_code", "_frames")
+    __slots__ = ("source", "tree", "identifiers", "calls", "member_paths", "_code")
 
     def __init__(self, source: str, tree: Node) -> None:
         self.source = source
@@ -61,8 +61,7 @@ class Expression:
         self.calls: tuple[Call, ...] = tuple(Call(n.name, n.span, len(n.args)) for n in nodes
                                              if isinstance(n, FunctionCall))
         self.member_paths: tuple[MemberPath, ...] = tuple(_member_paths(nodes))
-        self._code = compile_tree(tree, source)
-        self._frames = _FRAMES_PER_LEVEL * (tree.depth + 1) + _FRAMES_BASE
+        self._code = _with_room(compile_tree(tree, source), tree.depth)
 
     def __repr__(self) -> str:
         return f"Expression({self.source!r})"
@@ -74,11 +73,10 @@ class Expression:
     def evaluate(self, bindings: Mapping[str, Any] | Bindings, *,
                  workspace: str | os.PathLike[str] | None = None) -> Any:
         """The value of the expression; raises only ``ExprError``."""
-        scope = as_bindings(bindings, workspace)
-        if self._frames > 600:
-            _ensure_recursion_room(self._frames)
+        if type(bindings) is not Bindings or workspace is not None:
+            bindings = as_bindings(bindings, workspace)
         try:
-            return self._code(scope)
+            return self._code(bindings)
         except ExprError:
             raise
         except RecursionError:
@@ -168,6 +166,18 @@ def _member_paths(nodes: list[Node]) -> Iterator[MemberPath]:
                 current = unwrap(current.target)
             if isinstance(current, Identifier):
                 yield MemberPath(current.name, tuple(reversed(path)), node.span)
+
+
+def _with_room(code: Any, depth: int) -> Any:
+    """``code``, made to raise the recursion limit first when the tree is deeply nested."""
+    frames = _FRAMES_PER_LEVEL * (depth + 1) + _FRAMES_BASE
+    if frames <= 600:
+        return code
+
+    def roomy(scope):
+        _ensure_recursion_room(frames)
+        return code(scope)
+    return roomy
 
 
 def _ensure_recursion_room(frames: int) -> None:

@@ -46,12 +46,15 @@ class _Group:
     alternation: bool = False
 
 
-def check_safety(pattern: str) -> None:
-    """Raise ``ExprError('validation', ...)`` if the filter rejects ``pattern``."""
+def check_safety(pattern: str) -> int:
+    """Raise ``ExprError('validation', ...)`` if the filter rejects ``pattern``; otherwise return
+    the number of unbounded quantifiers (``* + {m,}``), which decides how the search is run."""
+    scanner = _Scanner(pattern)
     try:
-        _Scanner(pattern).scan()
+        scanner.scan()
     except UnsafePattern as exc:
         raise ExprError("validation", f"{UNSAFE} ({exc})") from None
+    return scanner.unbounded
 
 
 class _Scanner:
@@ -62,6 +65,7 @@ class _Scanner:
         self.i = 0
         self.groups: list[_Group] = []
         self.quantifiers = 0
+        self.unbounded = 0
         self.last_quantified = False  # the most recent atom (groups transparent) was quantified
         self.before_atom = False  # last_quantified as it was before the pending atom
         self.pending: _Group | None | bool = False  # False: nothing to repeat; None: plain atom
@@ -164,6 +168,7 @@ class _Scanner:
         if self.groups:
             self.groups[-1].quantified_inside = True
         match = _QUANTIFIER.match(self.p, self.i) if self.p[self.i] == "{" else None
+        self.unbounded += self.p[self.i] in "*+" or bool(match and match[2] == ",")
         self.i = match.end() if match else self.i + 1
         if self.p[self.i: self.i + 1] == "?":
             self.i += 1  # lazy modifier
@@ -315,11 +320,16 @@ def _is_hex(text: str, width: int) -> bool:
 
 @lru_cache(maxsize=512)
 def compile_pattern(pattern: str) -> Any:
-    """Filter, translate and compile ``pattern``; raises ``ExprError('validation', ...)``."""
-    check_safety(pattern)
+    """Filter, translate and compile ``pattern``; raises ``ExprError('validation', ...)``.
+
+    A pattern with one unbounded quantifier at most backtracks polynomially in degree 2 at worst
+    over a 4096-character input, so it runs on ``re``; several unbounded quantifiers (``.*a.*b``)
+    can be slow enough to matter, so they run on ``regex`` with a timeout when it is installed.
+    """
+    unbounded = check_safety(pattern)
     try:
         python_pattern = translate(pattern)
-        engine = _regex_module or re
+        engine = _regex_module if unbounded > 1 and _regex_module is not None else re
         return engine.compile(python_pattern, engine.ASCII)
     except InvalidPattern as exc:
         raise ExprError("validation", f"invalid regex /{pattern}/: {exc}") from None

@@ -28,7 +28,7 @@ class Bindings(dict):
 
     def __init__(self, values: Mapping[str, Any], workspace: str | os.PathLike[str] | None = None) -> None:
         super().__init__()
-        if not isinstance(values, Mapping):
+        if type(values) is not dict and not isinstance(values, Mapping):
             raise ExprError("type", f"bindings must be a mapping, not {type(values).__name__}")
         self.source = values
         self.workspace = workspace
