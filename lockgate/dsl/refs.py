@@ -253,7 +253,7 @@ def _parses(inner: str) -> bool:
 
 
 def _diagnose(inner: str, pos: int) -> tuple[str, str | None]:
-    for rule in (_empty, _nested, _spaces, _mustache_inside, _input_without_path, _uppercase):
+    for rule in (_empty, _nested, _spaces, _mustache_inside, _input_without_path, _bad_name):
         found = rule(inner)
         if found is not None:
             return found
@@ -292,14 +292,14 @@ def _input_without_path(inner: str) -> tuple[str, str | None] | None:
     return None
 
 
-def _uppercase(inner: str) -> tuple[str, str | None] | None:
+def _bad_name(inner: str) -> tuple[str, str | None] | None:
     head = re.match(r"[A-Za-z_][A-Za-z0-9_-]*", inner)
     if head is None:
         if inner[0].isdigit() or inner[0] in "-.[":
             return (f"a reference starts with a lowercase name; {_HOW}", None)
         return None
     name = head.group(0)
-    if name[0].isupper() or (re.search(r"[A-Z]", name) and not name.startswith("input")):
+    if re.search(r"[A-Z]", name):
         lowered = name.lower()
         return (
             f"step ids and carry names are lowercase (a-z, 0-9, _ and -), so {name!r} cannot be one; "

@@ -190,6 +190,10 @@ def _build(tree: Tree[Token], text: str) -> TypeExpr:
     return body
 
 
+#: The grammar's named nodes, each built by one branch of :func:`_node`.
+NODES = frozenset({"atom", "enum", "group", "array"})
+
+
 def _node(node: Tree[Token], text: str) -> TypeExpr:
     kind = node.data
     span = (node.meta.start_pos, node.meta.end_pos)
@@ -198,6 +202,7 @@ def _node(node: Tree[Token], text: str) -> TypeExpr:
         return _word(tokens[0])
     if kind in ("enum", "group"):
         return Enum(_members(tokens, span), span=span)
+    assert kind == "array", kind
     element = _node(node.children[0], text)  # type: ignore[arg-type]
     return ArrayOf(element, span=span)
 

@@ -3,11 +3,15 @@ reported."""
 
 from __future__ import annotations
 
+import re
+from importlib import resources
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lockgate.dsl.types import (
+    NODES,
     AnyArray,
     AnyObject,
     ArrayOf,
@@ -159,3 +163,9 @@ def test_parse_type_only_raises_contract_errors_with_spans_inside(text: str) -> 
         assert 0 <= start <= end <= len(text)
     else:
         assert parse_type(expr.describe()) == expr
+
+
+def test_every_grammar_rule_is_a_node_the_builder_knows() -> None:
+    grammar = resources.files("lockgate.dsl").joinpath("grammar/types.lark").read_text("utf-8")
+    rules = set(re.findall(r"^([a-z]\w*):", grammar, flags=re.M)) - {"start"}
+    assert rules == NODES
