@@ -47,6 +47,12 @@ def to_lsp(
     return out
 
 
+def to_lsp_one(diag: Diagnostic, analysis: Analysis, encoding: Encoding = "utf-16", *,
+               related: bool = True, code_links: bool = True) -> lsp.Diagnostic:
+    """One diagnostic for the client (code actions echo the diagnostic they fix)."""
+    return _convert(diag, analysis, encoding, related, code_links)
+
+
 def _convert(
     diag: Diagnostic, analysis: Analysis, encoding: Encoding, related: bool, code_links: bool
 ) -> lsp.Diagnostic:

@@ -252,7 +252,7 @@ def _register_diagnostics(ls: LockgateServer) -> None:
 
 
 def _register_features(ls: LockgateServer) -> None:
-    from . import completion, folding, hover, navigation, rename, symbols
+    from . import code_actions, completion, folding, hover, inlay_hints, navigation, rename, semantic_tokens, symbols
     from .context import context_at
 
     def at(params) -> tuple[Analysis, Any] | None:
@@ -355,6 +355,65 @@ def _register_features(ls: LockgateServer) -> None:
         if analysis is None or not analysis.parsed:
             return []
         return symbols.to_lsp(symbols.document_symbols(analysis), analysis, ls.encoding)
+
+    @ls.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, semantic_tokens.LEGEND)
+    @guarded(lsp.SemanticTokens(data=[]))
+    def tokens_full(ls: LockgateServer, params: lsp.SemanticTokensParams):
+        analysis = ls.analysis(params.text_document.uri)
+        if analysis is None:
+            return lsp.SemanticTokens(data=[])
+        return lsp.SemanticTokens(data=semantic_tokens.encode(semantic_tokens.tokens(analysis), analysis, ls.encoding))
+
+    @ls.feature(lsp.TEXT_DOCUMENT_INLAY_HINT)
+    @guarded([])
+    def hints(ls: LockgateServer, params: lsp.InlayHintParams):
+        analysis = ls.analysis(params.text_document.uri)
+        if analysis is None or not ls.settings.inlay_hints:
+            return []
+        rng = analysis.lines.range_from_client(params.range, ls.encoding)
+        return inlay_hints.to_lsp(inlay_hints.inlay_hints(analysis, rng), analysis, ls.encoding)
+
+    @ls.feature(
+        lsp.TEXT_DOCUMENT_CODE_ACTION,
+        lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.Source]),
+    )
+    @guarded([])
+    def actions(ls: LockgateServer, params: lsp.CodeActionParams):
+        uri = params.text_document.uri
+        analysis = ls.analysis(uri)
+        if analysis is None:
+            return []
+        rng = analysis.lines.range_from_client(params.range, ls.encoding)
+        options = diag.client_options(ls.client_caps)
+        out: list[lsp.CodeAction | lsp.Command] = []
+        for action in code_actions.quick_fixes(analysis, rng):
+            related = diag.to_lsp_one(action.diagnostic, analysis, ls.encoding, **options) if action.diagnostic else None
+            out.append(lsp.CodeAction(
+                title=action.title, kind=lsp.CodeActionKind.QuickFix, is_preferred=action.preferred or None,
+                diagnostics=[related] if related else None,
+                edit=workspace_edit(uri, analysis, action.edits, ls.encoding),
+            ))
+        flow = code_actions.flow_at(analysis, rng.start)
+        if flow is not None:
+            out.append(lsp.CodeAction(
+                title=f"Show flow graph of '{flow}'", kind=lsp.CodeActionKind.Source,
+                command=lsp.Command(title="Show flow graph", command=code_actions.SHOW_GRAPH, arguments=[uri, flow]),
+            ))
+        return out
+
+    @ls.command(code_actions.SHOW_GRAPH)
+    @guarded(None)
+    def show_graph(ls: LockgateServer, *args: Any):
+        uri = args[0] if args and isinstance(args[0], str) else None
+        flow = args[1] if len(args) > 1 and isinstance(args[1], str) else None
+        fmt = args[2] if len(args) > 2 and args[2] in ("mermaid", "dot") else "mermaid"
+        analysis = ls.analysis(uri) if uri else None
+        if analysis is None:
+            raise _user_error(f"{uri!r} is not an open document")
+        try:
+            return code_actions.flow_graph_text(analysis, flow, fmt)
+        except ValueError as exc:
+            raise _user_error(str(exc)) from None
 
     @ls.feature(lsp.TEXT_DOCUMENT_FOLDING_RANGE)
     @guarded([])

@@ -1,0 +1,147 @@
+"""Quick fixes for dsl diagnostics, and the "show flow graph" command.
+
+Each action is a minimal text edit computed from the analysis: the diagnostic's own ``fix``
+(did-you-mean), a ``max_rounds`` for a flow whose gate can revise (LG506), a stub for an
+unknown contract (LG302), and the missing ``after`` of a ``when`` that reads a step it does not
+depend on (LG904).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from lockgate.dsl.diagnostics import Diagnostic, Position, Range, TextEdit
+
+from .documents import Analysis
+
+SHOW_GRAPH = "lockgate.showFlowGraph"
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_WHEN_READ = re.compile(r"result\s*\.\s*([a-z][a-z0-9_-]*)")
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    title: str
+    edits: tuple[TextEdit, ...]
+    diagnostic: Diagnostic | None = None
+    preferred: bool = False
+
+
+def quick_fixes(analysis: Analysis, rng: Range) -> list[Action]:
+    """Fixes for the diagnostics overlapping ``rng``."""
+    out: list[Action] = []
+    for diag in analysis.diagnostics:
+        if diag.range.end < rng.start or rng.end < diag.range.start:
+            continue
+        if diag.fix is not None:
+            out.append(Action(diag.fix.title, diag.fix.edits, diag, preferred=True))
+        maker = _MAKERS.get(diag.code)
+        action = maker(analysis, diag) if maker and analysis.parsed else None
+        if action is not None:
+            out.append(action)
+    return out
+
+
+def _add_max_rounds(analysis: Analysis, diag: Diagnostic) -> Action | None:
+    if len(diag.path) < 2 or diag.path[0] != "flows":
+        return None
+    outline = analysis.outline
+    line = outline.line_of.get(diag.path[:2])
+    info = outline.lines[line] if line is not None else None
+    if info is None or info.key is None:
+        return None
+    child = _child_indent(analysis, line, info.key_col)
+    edit = TextEdit(Range(Position(line + 1, 0), Position(line + 1, 0)), f"{' ' * child}max_rounds: 3\n")
+    return Action(f"Add max_rounds to flow '{diag.path[1]}'", (edit,), diag)
+
+
+def _contract_stub(analysis: Analysis, diag: Diagnostic) -> Action | None:
+    spec = analysis.ir
+    name = _covered(analysis, diag.range)
+    if spec is None or not _NAME.match(name) or name in spec.contracts:
+        return None
+    outline = analysis.outline
+    line = outline.line_of.get(("contracts",))
+    if line is None:
+        edit = TextEdit(Range(Position(0, 0), Position(0, 0)), f"contracts:\n  {name}:\n    result: string\n")
+        top = outline.line_of.get(("flows",))
+        if top is not None:
+            edit = TextEdit(Range(Position(top, 0), Position(top, 0)), edit.new_text)
+        return Action(f"Create contract '{name}'", (edit,), diag)
+    end = outline.ends[line] + 1
+    indent = _child_indent(analysis, line, 0)
+    text = f"{' ' * indent}{name}:\n{' ' * (indent * 2)}result: string\n"
+    return Action(f"Create contract '{name}'", (TextEdit(Range(Position(end, 0), Position(end, 0)), text),), diag)
+
+
+def _add_after(analysis: Analysis, diag: Diagnostic) -> Action | None:
+    read = _WHEN_READ.search(_covered(analysis, diag.range))
+    step_path = diag.path[:4]
+    if read is None or len(step_path) < 4:
+        return None
+    target = read.group(1)
+    outline = analysis.outline
+    after_line = outline.line_of.get((*step_path, "after"))
+    if after_line is not None:
+        raw = outline.raw[after_line]
+        close = raw.rfind("]")
+        if close < 0:
+            return None
+        sep = "" if raw[raw.find("[") + 1 : close].strip() == "" else ", "
+        edit = TextEdit(Range(Position(after_line, close), Position(after_line, close)), f"{sep}{target}")
+    else:
+        when_line = outline.line_of.get(diag.path)
+        info = outline.lines[when_line] if when_line is not None else None
+        if info is None:
+            return None
+        if info.dash is not None:  # `- when:` opens the item: put `after` on the next line
+            edit = TextEdit(Range(Position(when_line + 1, 0), Position(when_line + 1, 0)), f"{' ' * info.key_col}after: [{target}]\n")
+        else:
+            edit = TextEdit(Range(Position(when_line, 0), Position(when_line, 0)), f"{' ' * info.key_col}after: [{target}]\n")
+    return Action(f"Run after '{target}'", (edit,), diag)
+
+
+_MAKERS = {"LG506": _add_max_rounds, "LG302": _contract_stub, "LG904": _add_after}
+
+
+def _child_indent(analysis: Analysis, line: int, column: int) -> int:
+    """The indentation of ``line``'s children (two more than ``column`` when it has none)."""
+    outline = analysis.outline
+    for number in range(line + 1, min(outline.ends[line], line + 50) + 1):
+        info = outline.lines[number]
+        if info is not None:
+            return info.first if info.dash is None else info.dash
+    return column + 2
+
+
+def _covered(analysis: Analysis, rng: Range) -> str:
+    lines = analysis.lines
+    return analysis.text[lines.offset(rng.start) : lines.offset(rng.end)]
+
+
+def flow_at(analysis: Analysis, pos: Position) -> str | None:
+    """The flow whose block holds ``pos`` (or the entry flow)."""
+    spec = analysis.ir
+    if spec is None:
+        return None
+    from .context import context_at
+
+    name = context_at(analysis.outline, pos).flow
+    if isinstance(name, str) and name in spec.flows:
+        return name
+    return spec.entry if spec.entry in spec.flows else next(iter(spec.flows), None)
+
+
+def flow_graph_text(analysis: Analysis, flow: str | None, fmt: str = "mermaid") -> dict[str, str]:
+    """The flow's graph as Mermaid (or DOT) text, for the ``lockgate.showFlowGraph`` command."""
+    from lockgate.dsl.graph import flow_graph
+    from lockgate.dsl.graphtext import to_dot, to_mermaid
+
+    spec = analysis.ir
+    if spec is None or not spec.flows:
+        raise ValueError("the document has no flows to draw")
+    name = flow if flow in spec.flows else (spec.entry if spec.entry in spec.flows else next(iter(spec.flows)))
+    graph = flow_graph(spec, name)
+    text = to_dot(graph, name=name) if fmt == "dot" else to_mermaid(graph)
+    return {"flow": name, "format": "dot" if fmt == "dot" else "mermaid", "text": text}
