@@ -11,6 +11,7 @@ explains that templates are not expressions.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -69,12 +70,10 @@ def field_expression(ctx: Context, flow: Flow, step: Step, field: ScannedField) 
     allowed = set(BINDINGS[field.context])
     if field.stage == 0:
         allowed.discard("prev")
-    errors = expression.static_errors(allowed)
-    for exc in errors:
+    for exc in expression.static_errors(allowed):
         yield _from_error(exc, field)
-    if errors:
-        return
-    yield from _member_paths(ctx, flow, step, field, expression.member_paths)
+    bound = [m for m in expression.member_paths if m.root in allowed]
+    yield from _member_paths(ctx, flow, step, field, bound)
 
 
 def _template_in_expression(ctx: Context, flow: Flow, step: Step, field: ScannedField) -> Iterator[Finding]:
@@ -172,28 +171,31 @@ def _step_map_path(ctx: Context, flow: Flow, field: ScannedField, member) -> Ite
     if not member.path:
         return
     name = member.path[0]
+    spans = segment_spans(field.text, member)
     if not isinstance(name, str):
-        yield _unknown(field, member, "result in a 'when' or 'set' maps step ids to outputs; "
-                                      "read result.<step>, not an index", None)
+        yield Finding("LG606", "result in a 'when' or 'set' maps step ids to outputs; read "
+                      "result.<step>, not an index", field.path, span=spans[0])
         return
     source = flow.step_map.get(name)
     if source is None:
         guess = did_you_mean(name, list(flow.step_map))
-        yield _unknown(field, member, f"result.{name}: '{name}' is not a step of flow '{flow.name}'"
-                                      f"{suffix(guess)}", guess and f"result.{guess}", whole_root=True)
+        yield Finding("LG606", f"result.{name}: '{name}' is not a step of flow '{flow.name}'{suffix(guess)}",
+                      field.path, span=spans[0], replacement=f".{guess}" if guess else None)
         return
     found = output_type(ctx, flow, source)
     if isinstance(found, Finding):
         if source.kind == "gate":
-            yield _unknown(field, member, f"result.{name}: '{name}' is a gate, and gates have no output", None)
+            yield Finding("LG606", f"result.{name}: '{name}' is a gate, and gates have no output",
+                          field.path, span=spans[0])
         return
     if found is None:
         return
     root = ArrayOf(Named(found.root)) if found.indexed else found.root
-    yield from _typed_path(ctx, root, tuple(member.path[1:]), field, member, f"result.{name}")
+    yield from _typed_path(ctx, root, tuple(member.path[1:]), field, member, f"result.{name}", offset=1)
 
 
-def _typed_path(ctx: Context, root: Any, path: Sequence[str | int], field: ScannedField, member, shown: str):
+def _typed_path(ctx: Context, root: Any, path: Sequence[str | int], field: ScannedField, member, shown: str,
+                *, offset: int = 0):
     base = root.element.name if isinstance(root, ArrayOf) and isinstance(root.element, Named) else root
     if not ctx.usable(base):
         return
@@ -201,17 +203,28 @@ def _typed_path(ctx: Context, root: Any, path: Sequence[str | int], field: Scann
         ctx.contracts.type_at(root, tuple(path))
     except PathError as exc:
         guess = did_you_mean(exc.segment, exc.known) if isinstance(exc.segment, str) else None
-        yield _unknown(field, member, f"{shown}: {exc.message}{suffix(guess)}", None)
+        spans = segment_spans(field.text, member)
+        at = offset + exc.index
+        yield Finding("LG606", f"{shown}: {exc.message}{suffix(guess)}", field.path,
+                      span=spans[at] if at < len(spans) else member.span,
+                      replacement=f".{guess}" if guess else None)
     except ContractError:
         return
 
 
-def _unknown(field: ScannedField, member, message: str, replacement: str | None, *, whole_root: bool = False) -> Finding:
-    span = member.span
-    if whole_root and replacement is not None:
-        # replace just "result.<name>" at the start of the chain
-        start = member.span[0]
-        text = field.text[start : member.span[1]]
-        head = text.split(".")[0] + "." + str(member.path[0])
-        span = (start, start + len(head)) if text.startswith(head) else member.span
-    return Finding("LG606", message, field.path, span=span, replacement=replacement if span != member.span or replacement is None else None)
+_SEGMENT = re.compile(r"\s*(\.\s*[A-Za-z_][A-Za-z0-9_]*|\[\s*[0-9]+\s*\])")
+
+
+def segment_spans(text: str, member) -> list[tuple[int, int]]:
+    """The span of each path segment (``.name`` or ``[n]``) of a member chain in ``text``,
+    aligned with ``member.path``; the whole chain's span where the text cannot be followed."""
+    start, end = member.span
+    at = start + len(member.root)
+    spans = []
+    for _ in member.path:
+        match = _SEGMENT.match(text, at, end)
+        if match is None:
+            return [member.span] * len(member.path)
+        spans.append(match.span(1))
+        at = match.end()
+    return spans

@@ -206,7 +206,7 @@ def unordered_reads(flow: Flow) -> Iterator[Finding]:
                 if member.root != "result" or not member.path or not isinstance(member.path[0], str):
                     continue
                 read = member.path[0]
-                if read in reported or read == step.id or read not in flow.step_map or read in before:
+                if read in reported or read == step.id or read in before or _no_output(flow, read):
                     continue
                 reported.add(read)
                 after = ", ".join([*step.after, read])
@@ -219,6 +219,11 @@ def unordered_reads(flow: Flow) -> Iterator[Finding]:
                     span=member.span,
                     hint=f"add '{read}' to the step's 'after' list: after: [{after}]",
                 )
+
+
+def _no_output(flow: Flow, sid: str) -> bool:
+    step = flow.step_map.get(sid)
+    return step is None or step.kind == "gate"
 
 
 # -- LG905, LG906 -----------------------------------------------------------------------------
