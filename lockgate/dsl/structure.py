@@ -124,7 +124,8 @@ class _Mapper:
 
     def _on_type(self, err: Any, path: YamlPath, schema_path: list[str]) -> None:
         value = _value_at(self.data, path)
-        wanted = " or ".join(_TYPE_WORDS.get(t, t) for t in err.kind.types)
+        types = sorted(err.kind.types, key=lambda t: t == "null")
+        wanted = " or ".join(_TYPE_WORDS.get(t, t) for t in types)
         message = f"{_name(path)} must be {wanted}, got {_describe(value)}"
         hint = None
         if "string" in err.kind.types and isinstance(value, (dict, list)):
@@ -146,7 +147,8 @@ class _Mapper:
     def _enum(self, path: YamlPath, options: list[Any], extra: str = "") -> None:
         value = _value_at(self.data, path)
         listed = ", ".join(f"`{o}`" for o in options)
-        message = f"{_name(path)} must be one of {listed}{extra}, got {_describe(value)}"
+        wanted = f"one of {listed}{extra}" if len(options) > 1 or extra else listed
+        message = f"{_name(path)} must be {wanted}, got {_describe(value)}"
         suggestion = _closest(value, [str(o) for o in options])
         if suggestion is not None:
             message += f"; did you mean `{suggestion}`?"

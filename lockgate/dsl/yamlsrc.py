@@ -736,9 +736,10 @@ def _explain(exc: yaml.MarkedYAMLError, src: str) -> tuple[str, str | None, int,
             related.append((idx, idx, "the document ends here without the closing quote"))
             start, end = cidx, cidx + 1
     elif "unknown escape" in problem:
-        message = f"`\\{ch}` is not a valid escape in a double-quoted string"
+        escaped = src[idx + 1 : idx + 2]
+        message = f"`\\{escaped}` is not a valid escape in a double-quoted string"
         hint = "write `\\\\` for a backslash, or use single quotes"
-        start, end = max(0, idx - 1), idx + 1
+        start, end = idx, idx + 2
     elif "did not find expected ',' or" in problem or "expected ',' or" in problem:
         closer = "]" if "sequence" in context else "}"
         opener = "[" if closer == "]" else "{"
