@@ -108,7 +108,7 @@ _CREATE = """INSERT INTO {s}.runs
 _UPDATE = """UPDATE {s}.runs SET flow = %(flow)s, status = %(status)s, header = %(header)s::jsonb,
     version = version + 1, updated_at = %(now)s::timestamptz, event_count = %(count)s,
     head_hash = %(head)s
-    WHERE run_id = %(run_id)s AND version = %(expected)s"""
+    WHERE run_id = %(run_id)s AND version = %(expected)s AND head_hash = %(prev_head)s"""
 
 
 class PostgresStore:
@@ -159,7 +159,7 @@ class PostgresStore:
         params = _params(run_id, header, steps)
         count, head = self._head_at(run_id, expected_version)
         links = chain_events(run_id, events, head, count + 1, params["now"])
-        params.update(_link_params(links, count, head), expected=expected_version)
+        params.update(_link_params(links, count, head), expected=expected_version, prev_head=head)
         if self._run_statement(self._sql_update, params) != 1:
             actual = self._head_row(run_id)
             self._heads[run_id] = actual

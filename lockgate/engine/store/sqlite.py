@@ -18,7 +18,8 @@ so of two processes saving the same version exactly one wins and the other gets
 
 Cost. ``save_run`` is one transaction of at most four prepared statements. The chain head of a
 version is fixed once that version is committed, so the head read by the last load or save of
-the run is cached per (run, version) and the usual transition needs no read at all.
+the run is cached per (run, version) and the usual transition needs no read at all (the UPDATE
+also matches the cached head, so a database swapped underneath cannot fork the chain).
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ _INSERT_RUN = (
 )
 _UPDATE_RUN = (
     "UPDATE runs SET flow = ?, status = ?, header = ?, version = version + 1, updated_at = ?,"
-    " event_count = ?, head_hash = ? WHERE run_id = ? AND version = ?"
+    " event_count = ?, head_hash = ? WHERE run_id = ? AND version = ? AND head_hash = ?"
 )
 _UPSERT_STEP = (
     "INSERT INTO steps (run_id, step_id, record) VALUES (?, ?, ?)"
@@ -168,7 +169,7 @@ class SQLiteStore:
             new_head = links[-1].hash if links else head
             cursor = db.execute(
                 _UPDATE_RUN,
-                (flow, status, header_json, now, new_count, new_head, run_id, expected_version),
+                (flow, status, header_json, now, new_count, new_head, run_id, expected_version, head),
             )
             if cursor.rowcount != 1:
                 raise self._conflict(db, run_id, expected_version)
