@@ -145,3 +145,48 @@ class TerminalGates:
             self.say("No terminal input: the gate stays waiting.")
             return None
         return Decision(outcome, note, resolved_by=self.resolved_by)
+
+
+RUN_ENDED = ("completed", "flow_cancelled", "killed", "failed")
+
+
+class StoreGates:
+    """Waits for a decision made by any other process through the engine on the same store.
+
+    It watches the run's durable event log (``Store.wait_for_change`` in a worker thread, woken
+    at most every ``interval`` seconds so cancellation stays prompt) for the ``gate_resolved``
+    event of the waiting gate, and returns it as an ``applied`` Decision: the runner continues
+    from the engine's state and does not resolve the gate again. A run ended elsewhere (cancelled,
+    killed) also ends the wait.
+    """
+
+    def __init__(self, store: Any, *, interval: float = 0.5) -> None:
+        self.store = store
+        self.interval = interval
+
+    async def decide(self, request: GateRequest) -> Decision | None:
+        version = await asyncio.to_thread(self.store.current_version, request.run_id)
+        while True:
+            found = await asyncio.to_thread(self._lookup, request)
+            if found is not None:
+                return found
+            version = await asyncio.to_thread(self.store.wait_for_change, request.run_id,
+                                              version, self.interval)
+
+    def _lookup(self, request: GateRequest) -> Decision | None:
+        waiting_since = 0
+        answer: Decision | None = None
+        for event in self.store.events(request.run_id):
+            if event.step_id == request.step_id and event.type == "gate_waiting":
+                waiting_since, answer = event.seq, None
+            elif event.step_id == request.step_id and event.type == "gate_resolved":
+                if waiting_since:
+                    detail = event.detail
+                    outcome = detail.get("decision")
+                    answer = Decision(outcome if outcome in OUTCOMES else "kill",
+                                      str(detail.get("rationale") or ""),
+                                      str(detail.get("resolved_by") or "human"), applied=True)
+            elif event.type in RUN_ENDED and waiting_since and event.seq > waiting_since:
+                return Decision("kill", f"the run ended elsewhere ({event.type})",
+                                "system", applied=True)
+        return answer
