@@ -1,0 +1,45 @@
+"""Rename: every occurrence, refusal of invalid and colliding names."""
+
+from __future__ import annotations
+
+import pytest
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException
+
+from lsp_harness import at, find, open_doc
+
+URI = "file:///tmp/rename.stratum.yaml"
+
+
+def apply(text, client, edits):
+    from lockgate.lsp.positions import LineIndex
+
+    index = LineIndex(text)
+    spans = sorted(((index.offset_from_client(e.range.start, client.encoding), index.offset_from_client(e.range.end, client.encoding), e.new_text) for e in edits), reverse=True)
+    for start, end, new in spans:
+        text = text[:start] + new + text[end:]
+    return text
+
+
+async def test_rename_step_everywhere(client, review_spec):
+    await open_doc(client, URI, review_spec)
+    line, col = find(review_spec, "id: implement", offset=5)
+    doc = lsp.TextDocumentIdentifier(uri=URI)
+    prepared = await client.text_document_prepare_rename_async(lsp.PrepareRenameParams(text_document=doc, position=at(client, review_spec, line, col)))
+    assert prepared.placeholder == "implement"
+    edit = await client.text_document_rename_async(lsp.RenameParams(text_document=doc, position=at(client, review_spec, line, col), new_name="build"))
+    renamed = apply(review_spec, client, edit.document_changes[0].edits)
+    assert "implement" not in renamed.replace("Implement ticket", "")
+    assert "${build.output}" in renamed and "on_revise: build" in renamed
+    from lockgate.dsl.loader import load
+
+    assert load(renamed).ok
+
+
+@pytest.mark.parametrize("name, reason", [("review", "already exists"), ("Bad Name", "not a valid")])
+async def test_rename_refusals(vscode, review_spec, name, reason):
+    await open_doc(vscode, URI, review_spec)
+    line, col = find(review_spec, "id: implement", offset=5)
+    with pytest.raises(JsonRpcException, match=reason):
+        await vscode.text_document_rename_async(lsp.RenameParams(
+            text_document=lsp.TextDocumentIdentifier(uri=URI), position=at(vscode, review_spec, line, col), new_name=name))
