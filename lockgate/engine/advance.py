@@ -1,5 +1,9 @@
 """Readiness and the advance loop, plus the failure path every construct shares.
 
+A dependency that failed and was routed to its ``on_fail`` step skips its dependents (the source
+document's "route-only recovery": downstream steps may depend on both the normal and the recovery
+branch). A failure that was not routed ends the scope anyway.
+
 ``advance`` works off a queue of keys to (re)consider, fed by whatever changed: a step that
 became terminal pushes its dependents and its ``on_fail`` target, a route pushes its target, a
 reset pushes its region. Each candidate's own dependencies are checked (O(in-degree)), so a
@@ -35,7 +39,12 @@ from .model import (
 
 def advance(run: LiveRun) -> None:
     """Process the work queue until nothing more can start, then settle the root if it is done."""
-    while run.work and run.header.status == RUN_RUNNING:
+    while (run.work or run.to_promote) and run.header.status == RUN_RUNNING:
+        if not run.work:
+            from .fanout import promote
+
+            promote(run, run.steps[run.to_promote.pop()])
+            continue
         key = run.work.popleft()
         st = run.steps.get(key)
         if st is not None and st.status == PENDING and not st.dropped:
@@ -66,9 +75,17 @@ def _consider(run: LiveRun, loc: Located, st: StepState) -> None:
         return
     prefix = scope.prefix
     steps = run.steps
+    recovered = None
     for dep in cstep.deps:
-        if steps[prefix + dep].status not in SATISFIED:
+        status = steps[prefix + dep].status
+        if status not in SATISFIED:
+            if status == FAILED and scope.flow.steps[dep].step.on_fail:
+                recovered = dep
+                continue
             return
+    if recovered is not None:
+        skip(run, scope, cstep, st, f"dependency {recovered} failed and was routed to its on_fail step")
+        return
     if cstep.when is not None:
         bindings = {"result": run.result_map(scope, cstep.when.needs), "input": run.scope_input(scope)}
         if value_or_false(cstep.when, bindings, run.workspace()) is not True:

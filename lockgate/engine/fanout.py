@@ -200,8 +200,8 @@ def _finish_item(run: LiveRun, loc: Located, fan_st: StepState, item: StepState)
     run.event("fanout_item_done", item.key, status=item.status)
     if counters.done == counters.count:
         settle_fanout(run, loc, fan_st)
-    else:
-        run.work.append(item.key)
+    elif fan_st.key not in run.to_promote:
+        run.to_promote.append(fan_st.key)
 
 
 def settle_fanout(run: LiveRun, loc: Located, fan_st: StepState) -> None:

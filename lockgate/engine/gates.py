@@ -1,5 +1,10 @@
 """Gate decisions: approve, revise (with rounds and the reset of the descendant region), kill.
 
+Approve with a null ``on_approve`` completes the gate (the source document's reading: "approve
+routes to on_approve, or completes the gate when the route is null"): its dependents proceed and
+the flow completes when its steps are done. Kill with a null ``on_kill`` ends the run ``killed``
+(inside a subflow it fails the run step).
+
 ``reject`` is accepted as the CLI's word for ``kill``. Every refusal (bad decision, stale token,
 gate not waiting) changes nothing; a revise whose rounds are exhausted consumes the token and
 fails the scope.
@@ -10,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import EngineError
-from .advance import complete_root, fail_parent, notify
+from .advance import fail_parent, notify
 from .live import Located, LiveRun, Scope
 from .model import FAILED, RUN_KILLED, RUNNING, SUCCEEDED, now
 from .results import check_issuance
@@ -48,24 +53,12 @@ def gate_resolve(run: LiveRun, key: str, outcome: Any, rationale: Any, resolved_
         return
     run.set_status(st, SUCCEEDED)
     _event(run, st.key, entry, target)
-    if target is None:
-        _finish_scope_now(run, loc.scope)
-        return
-    tst = run.steps[loc.scope.prefix + target]
-    tst.routed = {"from": loc.cstep.id, "decision": decision}
-    run.touch(tst)
-    run.work.append(tst.key)
+    if target is not None:
+        tst = run.steps[loc.scope.prefix + target]
+        tst.routed = {"from": loc.cstep.id, "decision": decision}
+        run.touch(tst)
+        run.work.append(tst.key)
     notify(run, loc, st)
-
-
-def _finish_scope_now(run: LiveRun, scope: Scope) -> None:
-    """Approve with a null target: the flow (or subflow) completes now with its current output."""
-    if scope.parent is None:
-        complete_root(run)
-        return
-    from .subflows import settle_subflow
-
-    settle_subflow(run, scope, early=True)
 
 
 def _revise(run: LiveRun, loc: Located, st: Any, entry: dict[str, Any]) -> None:

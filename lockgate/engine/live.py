@@ -88,6 +88,7 @@ class LiveRun:
         self.open: dict[str, int] = {}
         self.fans: dict[str, FanCounters] = {}
         self.work: deque[str] = deque()
+        self.to_promote: list[str] = []
         self.dirty: set[str] = set()
         self.events: list[dict[str, Any]] = []
         self.issued: list[str] = []
@@ -104,6 +105,7 @@ class LiveRun:
         self.dirty.clear()
         self.events.clear()
         self.issued.clear()
+        self.to_promote.clear()
         self.failed_now.clear()
         self.routed_now.clear()
         self.extra_records.clear()
