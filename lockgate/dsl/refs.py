@@ -161,7 +161,9 @@ def scan(text: str) -> Template:
 def _scan(text: str) -> Template:
     refs: list[Ref] = []
     errors: list[RefError] = []
-    for match in _REF.finditer(text):
+    # No reference can start after the last "}"; stopping there keeps a run of unclosed "${"
+    # linear instead of quadratic.
+    for match in _REF.finditer(text, 0, text.rfind("}") + 1):
         found = _parse_ref(text, match)
         if isinstance(found, Ref):
             refs.append(found)
@@ -319,8 +321,14 @@ def _bad_path(inner: str, pos: int) -> tuple[str, str | None]:
     if rest.startswith("."):
         return _bad_field(inner, pos)
     if pos >= len(inner):
-        return (f"incomplete reference ${{{inner}}}; {_HOW}", None)
-    return (f"unexpected {rest[0]!r} in reference ${{{inner}}}; a path is .field and [index] segments", None)
+        return (f"incomplete reference {_clip(inner)}; {_HOW}", None)
+    return (f"unexpected {rest[0]!r} in reference {_clip(inner)}; a path is .field and [index] segments", None)
+
+
+def _clip(inner: str, limit: int = 40) -> str:
+    """The reference for a message, shortened when long."""
+    shown = inner if len(inner) <= limit else inner[: limit - 3] + "..."
+    return "${" + shown + "}"
 
 
 def _bad_index(inner: str, pos: int, match: re.Match[str]) -> tuple[str, str | None]:
@@ -387,7 +395,7 @@ _BARE = re.compile(r"(?<![$\w])\$(" + _LOOKALIKE + r")(?![\w{])")
 
 
 def _hints(text: str) -> tuple[RefError, ...]:
-    taken = [m.span() for m in _REF.finditer(text)]
+    taken = [m.span() for m in _REF.finditer(text, 0, text.rfind("}") + 1)]
     hints: list[RefError] = []
     for pattern, what in ((_MUSTACHE, "{{...}} is literal text"), (_BARE, "a $ without braces is literal text")):
         for match in pattern.finditer(text):

@@ -24,6 +24,8 @@ from ..errors import ContractError
 
 __all__ = [
     "CONTRACT_NAME",
+    "MAX_ARRAY_DEPTH",
+    "MAX_TYPE_LENGTH",
     "SCALARS",
     "AnyArray",
     "AnyObject",
@@ -46,6 +48,8 @@ CONTRACT_NAME = re.compile(r"[A-Z][a-zA-Z0-9_]*")
 _TYPE_WORDS = SCALARS | {"object", "array"}
 # An enum made only of these is a type union in disguise (`string|integer`, `str|null`).
 _UNION_WORDS = _TYPE_WORDS | {"str", "int", "float", "bool", "dict", "list", "null", "none"}
+MAX_TYPE_LENGTH = 4096
+MAX_ARRAY_DEPTH = 32
 _EXPECTED = (
     "expected string, integer, number, boolean, object, array, an enum like low|high, "
     "a contract name like Review, or one of these followed by []"
@@ -173,6 +177,7 @@ def parse_type(text: str) -> TypeExpr:
 
 @lru_cache(maxsize=4096)
 def _parse(text: str) -> TypeExpr:
+    _check_limits(text)
     slip = _whole_text_slip(text)
     if slip is not None:
         raise slip
@@ -181,6 +186,22 @@ def _parse(text: str) -> TypeExpr:
     except UnexpectedInput as exc:
         raise _syntax_error(text, exc) from None
     return _build(tree, text)
+
+
+def _check_limits(text: str) -> None:
+    if len(text) > MAX_TYPE_LENGTH:
+        raise ContractError(f"a type is at most {MAX_TYPE_LENGTH} characters; this one has {len(text)}", (0, len(text)))
+    if text.count("[]") > MAX_ARRAY_DEPTH:
+        raise ContractError(f"arrays nest at most {MAX_ARRAY_DEPTH} deep", (0, len(text)))
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    """``text`` shortened for a message."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _quoted(text: str) -> str:
+    return repr(_clip(text))
 
 
 def _build(tree: Tree[Token], text: str) -> TypeExpr:
@@ -229,8 +250,8 @@ def _members(tokens: list[Token], span: Span) -> tuple[str, ...]:
     if stripped != members:
         fixed = "|".join(stripped)
         raise ContractError(
-            f"enum members have spaces around them ({', '.join(repr(m) for m in members)}); "
-            f"write {fixed}",
+            f"enum members have spaces around them ({_clip(', '.join(repr(m) for m in members))}); "
+            f"write {_clip(fixed)}",
             span,
             replacement=fixed,
         )
@@ -255,31 +276,31 @@ def _word_error(word: str, span: Span) -> ContractError:
     """Why ``word`` is not a type, and what to write instead."""
     bare = word.strip()
     if bare != word and (bare in _TYPE_WORDS or CONTRACT_NAME.fullmatch(bare)):
-        return ContractError(f"unexpected spaces around {bare!r}; write {bare}", span, replacement=bare)
+        return ContractError(f"unexpected spaces around {_quoted(bare)}; write {bare}", span, replacement=bare)
     if not bare:
         return ContractError(f"empty type; {_EXPECTED}", span)
     lower = bare.lower()
     if lower in _WORD_SLIPS:
         fix = _WORD_SLIPS[lower]
-        return ContractError(f"unknown type {bare!r}; did you mean {fix!r}?", span, replacement=fix)
+        return ContractError(f"unknown type {_quoted(bare)}; did you mean {fix!r}?", span, replacement=fix)
     if lower in _STRING_LIKE:
         return ContractError(
-            f"there is no {bare!r} type; use string (for example an ISO 8601 text)", span, replacement="string"
+            f"there is no {_quoted(bare)} type; use string (for example an ISO 8601 text)", span, replacement="string"
         )
     if lower in ("null", "none", "nil", "undefined"):
         return ContractError(
-            f"there is no {bare!r} type; mark an optional field with a trailing ? (e.g. string?)", span
+            f"there is no {_quoted(bare)} type; mark an optional field with a trailing ? (e.g. string?)", span
         )
     if re.fullmatch(r"[a-z_][a-zA-Z0-9_]*", bare):
         fix = bare[0].upper() + bare[1:]
         fix = fix if CONTRACT_NAME.fullmatch(fix) else fix.lstrip("_")
         return ContractError(
-            f"unknown type {bare!r}; contract references start with an uppercase letter (like {fix}), "
+            f"unknown type {_quoted(bare)}; contract references start with an uppercase letter (like {fix}), "
             f"and the built-in types are string, integer, number, boolean, object and array",
             span,
             replacement=fix if CONTRACT_NAME.fullmatch(fix) else None,
         )
-    return ContractError(f"{bare!r} is not a type; {_EXPECTED}", span)
+    return ContractError(f"{_quoted(bare)} is not a type; {_EXPECTED}", span)
 
 
 def _union_error(members: tuple[str, ...], span: Span) -> ContractError:
@@ -287,7 +308,7 @@ def _union_error(members: tuple[str, ...], span: Span) -> ContractError:
     fix = f"{others[0]}?" if len(others) == 1 and others[0] in _TYPE_WORDS else None
     hint = f"; write {fix}" if fix else "; pick one type, or use a string enum like low|high"
     return ContractError(
-        f"unions of types are not supported ({'|'.join(members)}): `a|b` is a string enum{hint}",
+        f"unions of types are not supported ({_clip('|'.join(members))}): `a|b` is a string enum{hint}",
         span,
         replacement=fix,
     )
@@ -322,7 +343,7 @@ def _syntax_error(text: str, exc: UnexpectedInput) -> ContractError:
             return found
     char = text[pos] if pos < len(text) else ""
     where = f"unexpected {char!r}" if char else "unexpected end"
-    return ContractError(f"{where} in type {text!r}; {_EXPECTED}", (pos, min(pos + 1, len(text))) if char else (pos, pos))
+    return ContractError(f"{where} in type {_quoted(text)}; {_EXPECTED}", (pos, min(pos + 1, len(text))) if char else (pos, pos))
 
 
 def _error_pos(text: str, exc: UnexpectedInput) -> int:
@@ -349,7 +370,7 @@ def _optional_element(text: str, pos: int) -> ContractError | None:
     if match:
         fix = f"{match.group(1)}{match.group(2)}?"
         return ContractError(
-            f"an array element cannot be optional; write {fix} for an optional array",
+            f"an array element cannot be optional; write {_clip(fix)} for an optional array",
             (0, len(text)),
             replacement=fix,
         )
@@ -361,7 +382,8 @@ def _bare_group(text: str, pos: int) -> ContractError | None:
     if match:
         fix = match.group(1) + match.group(2)
         return ContractError(
-            f"parentheses are only for enum arrays like ({match.group(1)})[]; a plain enum is written {fix}",
+            f"parentheses are only for enum arrays like ({_clip(match.group(1))})[]; "
+            f"a plain enum is written {_clip(fix)}",
             (0, len(text)),
             replacement=fix,
         )

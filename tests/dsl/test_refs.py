@@ -227,3 +227,15 @@ def _fields(ref: Ref) -> dict[str, object]:
         "path_span": shift(ref.path_span),
         "segment_spans": tuple(shift(s) for s in ref.segment_spans),
     }
+
+
+@pytest.mark.parametrize(("text", "refs", "errors"), [
+    ("${" * 50_000, 0, 1),
+    ("${a" * 30_000 + "}", 0, 1),
+    ("${input.x} " * 5_000, 5_000, 0),
+    ("${x.output" + ".a" * 5_000 + "}", 1, 0),
+], ids=["unclosed-run", "one-long-unclosed", "many-refs", "long-path"])
+def test_large_inputs_scan_in_linear_time(text: str, refs: int, errors: int) -> None:
+    template = scan(text)
+    assert (len(template.refs), len(template.errors)) == (refs, errors)
+    assert all(len(e.message) < 250 for e in template.errors)

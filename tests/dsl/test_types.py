@@ -169,3 +169,23 @@ def test_every_grammar_rule_is_a_node_the_builder_knows() -> None:
     grammar = resources.files("lockgate.dsl").joinpath("grammar/types.lark").read_text("utf-8")
     rules = set(re.findall(r"^([a-z]\w*):", grammar, flags=re.M)) - {"start"}
     assert rules == NODES
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    ("string" + "[]" * 33, "arrays nest at most 32 deep"),
+    ("a|" * 3000 + "b", "at most 4096 characters"),
+], ids=["deep", "long"])
+def test_limits(text: str, fragment: str) -> None:
+    with pytest.raises(ContractError, match=fragment):
+        parse_type(text)
+
+
+def test_long_input_is_clipped_in_messages() -> None:
+    with pytest.raises(ContractError) as info:
+        parse_type("x" * 1000 + "[")
+    assert len(info.value.message) < 250
+
+
+def test_deepest_allowed_array_round_trips() -> None:
+    text = "string" + "[]" * 32
+    assert parse_type(text).describe() == text
