@@ -485,7 +485,7 @@ class _Composer:
         self.diags.append(self._at(
             "LG105", "a spec file holds exactly one YAML document; this starts a second one",
             start, end, hint="remove the `---` line and what follows, or split the file"))
-        raise _Stop
+        raise _SecondDocument
 
     def _scalar(self, ev: Any) -> None:
         start, end = ev.start_mark.index, ev.end_mark.index
