@@ -124,7 +124,7 @@ class Engine:
             run.header.finished_at = now()
             run.event("flow_cancelled", None, burned=burned)
 
-        before = self._get(run_id).header.status
+        before = self._get(run_id, fresh=True).header.status
         out = self._transact(run_id, apply)
         if before != RUN_RUNNING:
             out["reason"] = f"already_{before}"
