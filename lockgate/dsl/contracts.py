@@ -458,7 +458,10 @@ class ContractSet:
         if name in self._broken:
             raise ContractError(f'contract "{name}" cannot be used: {self._broken[name]}')
         if name not in self._compiled:
-            self._compiled[name] = Contract(name, self._types[name], self)  # type: ignore[arg-type]
+            try:
+                self._compiled[name] = Contract(name, self._types[name], self)  # type: ignore[arg-type]
+            except RecursionError:
+                raise ContractError(f'contract "{name}" nests other contracts too deeply to compile') from None
         return self._compiled[name]
 
     def get(self, name: str) -> Contract | None:

@@ -371,3 +371,13 @@ def test_digest_is_sha256_of_canonical_closure_json() -> None:
     changed = ContractSet.from_decls({**CONTRACTS, "Sub": {"ok": "boolean", "grid": "integer[]"}})
     assert changed.digest("Review") != GOOD.digest("Review")
     assert changed.digest("Unused") == GOOD.digest("Unused")
+
+
+def test_an_absurdly_deep_contract_chain_is_a_contract_error() -> None:
+    decls: dict[str, Any] = {f"A{i}": {"x": f"A{i + 1}"} for i in range(3000)}
+    decls["A3000"] = {"y": "string"}
+    chain = ContractSet.from_decls(decls)
+    assert chain.issues == [] and len(chain.closure("A0")) == 3001
+    with pytest.raises(ContractError, match="too deeply"):
+        chain["A0"]
+    assert chain["A2998"].check({"x": {"x": {"y": "ok"}}}) == []
