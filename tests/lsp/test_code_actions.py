@@ -1,0 +1,47 @@
+"""Quick fixes round-trip into valid specs; the flow graph command returns Mermaid."""
+
+from __future__ import annotations
+
+from lsprotocol import types as lsp
+
+from lockgate.dsl.loader import load
+from lsp_harness import open_doc
+from test_rename import apply
+
+URI = "file:///tmp/actions.stratum.yaml"
+
+
+async def fixes(client, text):
+    found = await open_doc(client, URI, text)
+    end = lsp.Position(line=len(text.splitlines()) + 1, character=0)
+    actions = await client.text_document_code_action_async(lsp.CodeActionParams(
+        text_document=lsp.TextDocumentIdentifier(uri=URI), range=lsp.Range(start=lsp.Position(line=0, character=0), end=end),
+        context=lsp.CodeActionContext(diagnostics=found)))
+    return {a.title: a for a in actions}
+
+
+async def test_did_you_mean_and_contract_stub(client, review_spec):
+    text = review_spec.replace("out: Patch", "out: Ptach")
+    actions = await fixes(client, text)
+    fixed = apply(text, client, actions["Change to 'Patch'"].edit.document_changes[0].edits)
+    assert fixed == review_spec
+    stubbed = apply(text, client, actions["Create contract 'Ptach'"].edit.document_changes[0].edits)
+    assert "Ptach" in load(stubbed).ir.contracts
+
+
+async def test_max_rounds_and_missing_after(vscode, review_spec):
+    text = review_spec.replace("    max_rounds: 2\n", "").replace("        after: [review]\n", "        after: [review]\n        when: \"result.implement.tests_passed\"\n")
+    text = text.replace("        after: [review]\n", "")
+    actions = await fixes(vscode, text)
+    with_rounds = apply(text, vscode, actions["Add max_rounds to flow 'change'"].edit.document_changes[0].edits)
+    assert not any(d.code == "LG506" for d in load(with_rounds).diagnostics)
+    ordered = apply(text, vscode, actions["Run after 'implement'"].edit.document_changes[0].edits)
+    assert not any(d.code == "LG904" for d in load(ordered).diagnostics)
+
+
+async def test_show_flow_graph(vscode, review_spec):
+    await open_doc(vscode, URI, review_spec)
+    result = await vscode.workspace_execute_command_async(lsp.ExecuteCommandParams(
+        command="lockgate.showFlowGraph", arguments=[URI, "change"]))
+    assert result["format"] == "mermaid" and result["text"].startswith("flowchart TD")
+    assert "implement" in result["text"]

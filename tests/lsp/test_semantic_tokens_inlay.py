@@ -1,0 +1,51 @@
+"""Semantic tokens inside references and expressions; inlay hints with reference types; settings."""
+
+from __future__ import annotations
+
+from lsprotocol import types as lsp
+
+from lockgate.lsp.semantic_tokens import TOKEN_TYPES
+from lsp_harness import covered, open_doc
+
+URI = "file:///tmp/tokens.stratum.yaml"
+
+
+def decode(data):
+    line = char = 0
+    for i in range(0, len(data), 5):
+        dl, dc, length, kind, _ = data[i:i + 5]
+        line += dl
+        char = dc if dl else char + dc
+        yield line, char, length, TOKEN_TYPES[kind]
+
+
+async def test_tokens(vscode, review_spec):
+    await open_doc(vscode, URI, review_spec)
+    tokens = await vscode.text_document_semantic_tokens_full_async(
+        lsp.SemanticTokensParams(text_document=lsp.TextDocumentIdentifier(uri=URI)))
+    lines = review_spec.splitlines()
+    found = {(lines[line][char:char + length], kind) for line, char, length, kind in decode(tokens.data)}
+    assert {("implement", "namespace"), ("len", "function"), ("result", "variable"), ("tests_passed", "property"),
+            ("==", "operator"), ("ticket", "property"), ("Patch", "type")} <= found
+
+
+async def test_inlay_hints_follow_settings(vscode, review_spec):
+    await open_doc(vscode, URI, review_spec)
+    params = lsp.InlayHintParams(text_document=lsp.TextDocumentIdentifier(uri=URI),
+                                 range=lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=60, character=0)))
+    hints = await vscode.text_document_inlay_hint_async(params)
+    assert ": Patch" in {h.label for h in hints}
+    vscode.set_configuration({"inlayHints": False}, section="lockgate")
+    vscode.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
+    await vscode.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert list(await vscode.text_document_inlay_hint_async(params)) == []
+
+
+async def test_lint_setting_drops_warnings(vscode, review_spec):
+    text = review_spec.replace("agent: codex", "agent: gemini")
+    assert any(d.code == "LG905" for d in await open_doc(vscode, URI, text))
+    vscode.set_configuration({"agents": ["gemini"], "lint": False}, section="lockgate")
+    pending = vscode.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    vscode.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
+    params = await pending
+    assert all(d.severity == lsp.DiagnosticSeverity.Error for d in params.diagnostics)
