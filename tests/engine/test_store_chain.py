@@ -47,6 +47,17 @@ def test_canonical_json_refuses_non_json(value: object) -> None:
         canonical_json(value, "detail")
 
 
+def test_circular_and_too_deep_values_are_refused_not_crashes() -> None:
+    loop: list[object] = []
+    loop.append(loop)
+    deep: list[object] = []
+    for _ in range(100_000):
+        deep = [deep]
+    for value in (loop, {"k": loop}, deep):
+        with pytest.raises(StoreError, match="not JSON-serialisable"):
+            canonical_json(value, "detail")
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     run_id=st.text(min_size=1, max_size=10),

@@ -18,16 +18,24 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any, NamedTuple
 
 from lockgate.engine.store.base import VerifyReport
+from lockgate.engine.store.codec import json_encoder
 from lockgate.errors import StoreError
 
 GENESIS_HASH = "0" * 64
 
-_dumps = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-).encode
+_EVENT_KEYS = frozenset({"type", "step_id", "detail", "at"})
+_NO_DETAIL: dict[str, Any] = {}
+
+
+_dumps = json_encoder(sort_keys=True, ensure_ascii=False)
+
+
+def _string(value: str | None) -> str:
+    return "null" if value is None else encode_basestring(value)
 
 
 class Link(NamedTuple):
@@ -62,8 +70,8 @@ def event_body(run_id: str, seq: int, at: str, type_: str, step_id: str | None, 
     """``canonical_json({run_id, seq, at, type, step_id, detail})`` built from the detail's
     canonical text without re-encoding it (keys in sorted order)."""
     return (
-        f'{{"at":{_dumps(at)},"detail":{detail_json},"run_id":{_dumps(run_id)},'
-        f'"seq":{seq},"step_id":{_dumps(step_id)},"type":{_dumps(type_)}}}'
+        f'{{"at":{_string(at)},"detail":{detail_json},"run_id":{_string(run_id)},'
+        f'"seq":{seq},"step_id":{_string(step_id)},"type":{_string(type_)}}}'
     )
 
 
@@ -89,23 +97,30 @@ def chain_events(
 
 
 def _check_event(event: Any, offset: int, now: str) -> tuple[str, str | None, dict[str, Any], str]:
-    where = f"events[{offset}]"
+    if isinstance(event, dict) and event.keys() <= _EVENT_KEYS:
+        type_, step_id = event.get("type"), event.get("step_id")
+        detail, at = event.get("detail", _NO_DETAIL), event.get("at", now)
+        if (isinstance(type_, str) and type_ and (step_id is None or isinstance(step_id, str))
+                and isinstance(detail, dict) and isinstance(at, str) and _is_iso8601(at)):
+            return type_, step_id, detail, at
+    raise _event_error(event, f"events[{offset}]")
+
+
+def _event_error(event: Any, where: str) -> StoreError:
+    """Why ``event`` is not a valid input event (it is known not to be)."""
     if not isinstance(event, dict):
-        raise StoreError(f"{where} must be a dict, not {type(event).__name__}")
-    unknown = event.keys() - {"type", "step_id", "detail", "at"}
+        return StoreError(f"{where} must be a dict, not {type(event).__name__}")
+    unknown = event.keys() - _EVENT_KEYS
     if unknown:
-        raise StoreError(f"{where} has unknown keys {sorted(map(str, unknown))}")
-    type_, step_id = event.get("type"), event.get("step_id")
-    detail, at = event.get("detail", {}), event.get("at", now)
+        return StoreError(f"{where} has unknown keys {sorted(map(str, unknown))}")
+    type_, step_id, detail = event.get("type"), event.get("step_id"), event.get("detail", _NO_DETAIL)
     if not isinstance(type_, str) or not type_:
-        raise StoreError(f"{where}.type must be a non-empty string")
+        return StoreError(f"{where}.type must be a non-empty string")
     if step_id is not None and not isinstance(step_id, str):
-        raise StoreError(f"{where}.step_id must be a string or None")
+        return StoreError(f"{where}.step_id must be a string or None")
     if not isinstance(detail, dict):
-        raise StoreError(f"{where}.detail must be a dict, not {type(detail).__name__}")
-    if not isinstance(at, str) or not _is_iso8601(at):
-        raise StoreError(f"{where}.at must be an ISO-8601 timestamp string, got {at!r}")
-    return type_, step_id, detail, at
+        return StoreError(f"{where}.detail must be a dict, not {type(detail).__name__}")
+    return StoreError(f"{where}.at must be an ISO-8601 timestamp string, got {event.get('at')!r}")
 
 
 def _is_iso8601(text: str) -> bool:
