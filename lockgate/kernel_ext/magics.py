@@ -1,0 +1,111 @@
+"""``%%flow`` and ``%flow``: thin adapters from magic syntax to the library.
+
+``%%flow NAME [--flow F]`` validates the cell, shows every diagnostic with the cell's own line
+numbers (no traceback), and binds a :class:`FlowSpec` to NAME only when the spec is valid.
+``%flow SUBCOMMAND ...`` gives every notebook action a plain-text form (papermill, VS Code,
+tests): run, approve, revise, kill, runs, show, audit, graph, resume, cancel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+CELL_LINE_OFFSET = 1  # the body's first line is line 2 of the cell
+
+
+@magics_class
+class FlowMagics(Magics):
+    """Lockgate's notebook magics."""
+
+    @magic_arguments()
+    @argument("name", help="Variable to bind the validated spec to.")
+    @argument("--flow", "-f", default=None, help="Flow to run (default: the spec's entry flow).")
+    @argument("--no-lint", action="store_true", help="Hide advisory warnings.")
+    @no_var_expand
+    @cell_magic
+    def flow(self, line: str, cell: str) -> Any:
+        """Validate a spec written in the cell, draw its flow, and bind it to NAME.
+
+        Usage: %%flow NAME [--flow F] [--no-lint], then the YAML spec as the cell body.
+        An invalid spec shows its diagnostics and binds nothing.
+        """
+        from ..dsl.loader import load
+        from ..dsl.report import format_text
+        from .spec_view import FlowSpec
+
+        args = parse_argstring(self.flow, line)
+        if not args.name.isidentifier():
+            raise UsageError(f"%%flow: {args.name!r} is not a valid Python name to bind the spec to")
+        result = load(cell, f"%%flow {args.name}", lint=not args.no_lint)
+        if not result.ok:
+            report = format_text("cell", cell, result.diagnostics, line_offset=CELL_LINE_OFFSET)
+            count = len(result.errors)
+            raise UsageError(f"the spec has {count} error{'s' * (count != 1)}; {args.name} was not bound\n\n{report}")
+        if args.flow and args.flow not in result.spec.flows:
+            raise UsageError(f"no flow named {args.flow!r}; flows: {', '.join(result.spec.flows)}")
+        spec = FlowSpec(args.name, result, args.flow)
+        self.shell.user_ns[args.name] = spec
+        return spec
+
+    @no_var_expand
+    @line_magic("flow")
+    def flow_line(self, line: str) -> Any:
+        """Notebook actions in plain text.
+
+        %flow run NAME [--input k=v ...] [--inputs VAR] [--agents VAR] [--as VAR]
+        %flow approve|revise|kill RUN STEP [--note TEXT]
+        %flow runs | show RUN | audit RUN | resume RUN [--as VAR] | cancel RUN
+        %flow graph NAME|RUN [--format png|svg|mermaid]
+
+        RUN is a variable holding a run, or a run id in the store.
+        """
+        from . import actions
+
+        try:
+            args = _PARSER.parse_args(shlex.split(line))
+        except SystemExit:
+            raise UsageError(f"%flow: could not parse {line!r}\n\n{_PARSER.format_usage()}") from None
+        except ValueError as exc:
+            raise UsageError(f"%flow: {exc}") from None
+        return actions.dispatch(self.shell, args)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse would print and exit
+        raise UsageError(f"%flow: {message}\n\n{self.format_usage()}")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="%flow", add_help=False)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    run = sub.add_parser("run", help="start a run of a bound spec")
+    run.add_argument("name")
+    run.add_argument("--input", "-i", action="append", default=[], metavar="K=V")
+    run.add_argument("--inputs", metavar="VAR", help="a dict variable of inputs")
+    run.add_argument("--agents", metavar="VAR", help="a dict variable: agent name -> callable")
+    run.add_argument("--as", dest="bind", metavar="VAR", help="bind the run to this variable")
+    for verb in ("approve", "revise", "kill"):
+        gate = sub.add_parser(verb)
+        gate.add_argument("run")
+        gate.add_argument("step")
+        gate.add_argument("--note", "-m", default="")
+    sub.add_parser("runs")
+    for verb in ("show", "audit", "cancel"):
+        sub.add_parser(verb).add_argument("run")
+    resume = sub.add_parser("resume")
+    resume.add_argument("run")
+    resume.add_argument("--agents", metavar="VAR")
+    resume.add_argument("--as", dest="bind", metavar="VAR")
+    graph = sub.add_parser("graph")
+    graph.add_argument("target")
+    graph.add_argument("--format", choices=("png", "svg", "mermaid"), default="png")
+    return parser
+
+
+_PARSER = _build_parser()

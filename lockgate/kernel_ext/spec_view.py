@@ -1,0 +1,83 @@
+"""The object a ``%%flow NAME`` cell binds: a validated spec that draws itself and starts runs."""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Mapping
+from typing import Any
+
+from ..dsl.loader import LoadResult
+
+
+class FlowSpec:
+    """A valid spec from a notebook cell, bound to a name in the user namespace.
+
+    ``spec`` is the typed IR; ``flow`` the flow that :meth:`start` runs (the entry flow unless
+    the cell said ``--flow``). Rendering shows the flow graph and a one-line summary.
+    """
+
+    def __init__(self, name: str, result: LoadResult, flow: str | None = None) -> None:
+        if result.spec is None:
+            raise ValueError("FlowSpec needs a valid spec")
+        self.name = name
+        self.result = result
+        self.spec = result.spec
+        self.text = result.text
+        self.flow = flow or self.spec.entry
+
+    @property
+    def warnings(self):
+        return self.result.warnings
+
+    def graph(self):
+        """The flow as a networkx DiGraph (edges labelled by kind)."""
+        from ..dsl.graph import flow_graph
+
+        return flow_graph(self.spec, self.flow)
+
+    def mermaid(self) -> str:
+        from ..dsl.graphtext import to_mermaid
+
+        return to_mermaid(self.graph())
+
+    def png(self) -> bytes:
+        from .dag import draw
+
+        return draw(self.graph(), title=f"{self.name}: {self.flow}").png()
+
+    def start(self, inputs: Mapping[str, Any] | None = None, *, agents: Mapping[str, Any] | None = None, **options: Any):
+        """Start a run as an asyncio task on the kernel's loop and return its live view at once."""
+        from .run_view import start_run
+
+        return start_run(self, dict(inputs or {}), agents=agents, **options)
+
+    def summary(self) -> str:
+        flow = self.spec.flows[self.flow]
+        kinds: dict[str, int] = {}
+        for step in flow.steps:
+            kinds[step.kind or "?"] = kinds.get(step.kind or "?", 0) + 1
+        parts = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+        inputs = ", ".join(flow.input) or "none"
+        return f"flow {self.flow!r}: {len(flow.steps)} steps ({parts}); inputs: {inputs}"
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, Any]:
+        text = f"FlowSpec {self.name}: {self.summary()}"
+        if self.warnings:
+            text += f"\n{len(self.warnings)} warning(s):\n" + "\n".join(
+                f"  line {w.range.start.line + 2}: {w.code} {w.message}" for w in self.warnings
+            )
+        png = self.png()
+        warn_html = "".join(
+            f"<li><code>{w.code}</code> line {w.range.start.line + 2}: {html.escape(w.message)}</li>"
+            for w in self.warnings
+        )
+        body = (
+            f"<div><b>{html.escape(self.name)}</b> — {html.escape(self.summary())}"
+            + (f"<ul style='color:#9a6700'>{warn_html}</ul>" if warn_html else "")
+            + f"<br><img src='data:image/png;base64,{base64.b64encode(png).decode()}'/></div>"
+        )
+        return {"text/plain": text, "text/html": body}
+
+    def __repr__(self) -> str:
+        return f"<FlowSpec {self.name}: {self.summary()}>"
