@@ -764,6 +764,9 @@ def _explain(exc: yaml.MarkedYAMLError, src: str) -> tuple[str, str | None, int,
         message = "a key is missing its `:`, or a plain value runs onto the next line"
         if cidx is not None:
             start, end = cidx, cidx + max(1, len(src[cidx:].split("\n", 1)[0].rstrip()))
+    elif "expected node content" in problem:
+        message = "a value is expected here"
+        hint = "write the value, or `null` for none"
     elif "document indicator" in problem:
         message = "a `---` or `...` line inside a value"
     else:
