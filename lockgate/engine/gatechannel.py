@@ -174,19 +174,19 @@ class StoreGates:
                                               version, self.interval)
 
     def _lookup(self, request: GateRequest) -> Decision | None:
-        waiting_since = 0
-        answer: Decision | None = None
-        for event in self.store.events(request.run_id):
-            if event.step_id == request.step_id and event.type == "gate_waiting":
-                waiting_since, answer = event.seq, None
-            elif event.step_id == request.step_id and event.type == "gate_resolved":
-                if waiting_since:
-                    detail = event.detail
-                    outcome = detail.get("decision")
-                    answer = Decision(outcome if outcome in OUTCOMES else "kill",
-                                      str(detail.get("rationale") or ""),
-                                      str(detail.get("resolved_by") or "human"), applied=True)
-            elif event.type in RUN_ENDED and waiting_since and event.seq > waiting_since:
-                return Decision("kill", f"the run ended elsewhere ({event.type})",
-                                "system", applied=True)
-        return answer
+        events = self.store.events(request.run_id)
+        since = max((e.seq for e in events
+                     if e.step_id == request.step_id and e.type == "gate_waiting"), default=0)
+        for event in events:
+            if event.seq <= since:
+                continue
+            if event.step_id == request.step_id and event.type == "gate_resolved":
+                detail = event.detail
+                outcome = detail.get("decision")
+                return Decision(outcome if outcome in OUTCOMES else "kill",
+                                str(detail.get("rationale") or ""),
+                                str(detail.get("resolved_by") or "human"), applied=True)
+            if event.type in RUN_ENDED:
+                return Decision("kill", f"the run ended elsewhere ({event.type})", "system",
+                                applied=True)
+        return None
