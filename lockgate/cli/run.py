@@ -1,0 +1,343 @@
+"""``lockgate run``: run a flow with agents, a live progress display and gate prompts.
+
+Exit status: 0 complete, 1 failed (error, killed, cancelled), 2 usage error (bad arguments, an
+invalid spec, inputs or configuration, an unavailable agent), 3 waiting at a gate (``--no-prompt``,
+or no terminal to ask).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import click
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WAITING = 0, 1, 2, 3
+
+
+@click.command("run")
+@click.argument("spec", required=False, metavar="SPEC")
+@click.option("--input", "pairs", multiple=True, metavar="KEY=VALUE",
+              help="A flow input; VALUE is parsed as JSON when it is valid JSON, else a string.")
+@click.option("--inputs", "inputs_file", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Flow inputs from a JSON or YAML file (--input values override them).")
+@click.option("--flow", help="The flow to run (default: the spec's entry flow).")
+@click.option("--agents", "agents_module", metavar="MODULE",
+              help="A Python file or dotted module whose top-level functions are agents, by name.")
+@click.option("--store", metavar="URL",
+              help="Run store: a SQLite path, sqlite://, postgresql://... or memory "
+                   "(default: $LOCKGATE_STORE or .lockgate/lockgate.db).")
+@click.option("--no-prompt", is_flag=True,
+              help="Do not prompt at gates: leave them waiting for `lockgate gate ...`.")
+@click.option("--resume", "resume_id", metavar="RUN",
+              help="Continue an existing run (after a crash or a gate decision) instead of SPEC.")
+def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None,
+                flow: str | None, agents_module: str | None, store: str | None, no_prompt: bool,
+                resume_id: str | None) -> None:
+    """Run SPEC's flow with agents, checking every step.
+
+    Steps run concurrently where the flow allows; failed checks are retried with the violations
+    fed back to the agent; gates are asked at the terminal (approve / revise with a note / kill).
+    The flow's output is printed as JSON on stdout; progress goes to stderr.
+    """
+    from ..errors import (AgentUnavailable, ConfigError, EngineError, LockgateError,
+                          RunnerError, SpecError)
+
+    if (spec is None) == (resume_id is None):
+        _usage("give a SPEC to run, or --resume RUN to continue one (not both)")
+    try:
+        code = _run(spec, pairs, inputs_file, flow, agents_module, store, no_prompt, resume_id)
+    except SpecError as exc:
+        _report_spec_error(spec, exc)
+        code = EXIT_USAGE
+    except (ConfigError, AgentUnavailable, click.BadParameter) as exc:
+        click.echo(f"error: {_message(exc)}", err=True)
+        code = EXIT_USAGE
+    except EngineError as exc:
+        click.echo(f"error: {exc.message}", err=True)
+        for violation in exc.detail.get("violations", []) or []:
+            click.echo(f"  {violation.get('path')}: {violation.get('message')}", err=True)
+        code = EXIT_USAGE if exc.error_type in ("input_validation_failed", "unknown_flow",
+                                                "run_not_found", "run_cancelled") else EXIT_FAILED
+    except (RunnerError, LockgateError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        code = EXIT_FAILED
+    except KeyboardInterrupt:
+        click.echo("interrupted: the run was cancelled", err=True)
+        code = EXIT_FAILED
+    sys.exit(code)
+
+
+def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow: str | None,
+         agents_module: str | None, store_url: str | None, no_prompt: bool,
+         resume_id: str | None) -> int:
+    import asyncio
+
+    from ..engine.agents.config import load_config
+    from ..engine.engine import Engine
+    from ..engine.gatechannel import TerminalGates
+    from ..engine.runner import make_runner
+    from ..engine.store import open_store
+
+    inputs = _inputs(pairs, inputs_file)
+    agents = _load_agents(agents_module) if agents_module else {}
+    config = load_config()
+    engine = Engine(store=open_store(store_url), workspace=Path.cwd())
+    display = Progress()
+    gates = None if no_prompt else TerminalGates(
+        ask=_ask, say=lambda text: click.echo(text, err=True), pause=display.paused)
+    runner = make_runner(engine=engine, config=config, agents=agents, gates=gates,
+                         on_event=display.update)
+
+    async def main() -> Any:
+        with display:
+            if resume_id:
+                return await runner.resume(resume_id)
+            return await runner.start(Path(spec), inputs, flow=flow)
+
+    try:
+        result = asyncio.run(main())
+    finally:
+        engine.close()
+    return _conclude(result)
+
+
+def _conclude(result: Any) -> int:
+    if result.status == "complete":
+        click.echo(json.dumps(result.output, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    response = result.response
+    if result.status == "await_gate":
+        for gate in result.waiting_gates:
+            click.echo(f"run {result.run_id} waits at gate {gate['step_id']!r}; decide with:\n"
+                       f"  lockgate gate approve {result.run_id} {gate['step_id']}\n"
+                       f"  lockgate gate revise {result.run_id} {gate['step_id']} --note '...'\n"
+                       f"  lockgate gate reject {result.run_id} {gate['step_id']}\n"
+                       f"then continue it with: lockgate run --resume {result.run_id}", err=True)
+    else:
+        reason = response.get("message") or response.get("reason") or response.get("error_type")
+        click.echo(f"run {result.run_id} {result.status}: {reason or ''}".rstrip(": "), err=True)
+    summary = {k: response[k] for k in ("run_id", "status", "error_type", "message", "step_id",
+                                         "reason", "violations") if response.get(k) is not None}
+    summary["status"] = result.status
+    if result.status == "await_gate":
+        summary["gates"] = [{"step_id": g["step_id"], "token": g.get("token")}
+                            for g in result.waiting_gates]
+    click.echo(json.dumps(summary, indent=2, ensure_ascii=False))
+    return EXIT_WAITING if result.status == "await_gate" else EXIT_FAILED
+
+
+def _ask(prompt: str) -> str:
+    """One line from the terminal; end of input becomes EOFError (the gate stays waiting)."""
+    try:
+        return click.prompt(prompt, default="", show_default=False, err=True)
+    except click.Abort:
+        raise EOFError from None
+
+
+# --- inputs and agents ---------------------------------------------------------------------------
+
+
+def _inputs(pairs: tuple[str, ...], inputs_file: str | None) -> dict[str, Any]:
+    inputs: dict[str, Any] = {}
+    if inputs_file:
+        inputs.update(_read_inputs_file(Path(inputs_file)))
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"--input expects KEY=VALUE, got {pair!r}")
+        try:
+            inputs[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            inputs[key.strip()] = raw
+    return inputs
+
+
+def _read_inputs_file(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise click.BadParameter(f"--inputs: cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise click.BadParameter(f"--inputs: {path} is not valid JSON/YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise click.BadParameter(f"--inputs: {path} must hold an object of inputs")
+    return data
+
+
+def _load_agents(target: str) -> dict[str, Any]:
+    """Top-level functions of a module (a .py path or a dotted name), by name; ``a_b`` also
+    answers for the agent name ``a-b``."""
+    import importlib
+    import importlib.util
+    import inspect
+
+    try:
+        if target.endswith(".py") or "/" in target or "\\" in target:
+            path = Path(target).resolve()
+            if not path.is_file():
+                raise click.BadParameter(f"--agents: no file {target}")
+            spec = importlib.util.spec_from_file_location(path.stem, path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules.setdefault(path.stem, module)
+            spec.loader.exec_module(module)
+        else:
+            sys.path.insert(0, str(Path.cwd()))
+            module = importlib.import_module(target)
+    except click.BadParameter:
+        raise
+    except Exception as exc:
+        raise click.BadParameter(f"--agents: cannot import {target}: "
+                                 f"{type(exc).__name__}: {exc}") from exc
+    agents: dict[str, Any] = {}
+    for name, fn in vars(module).items():
+        if name.startswith("_") or not inspect.isfunction(fn) or fn.__module__ != module.__name__:
+            continue
+        agents[name] = fn
+        agents.setdefault(name.replace("_", "-"), fn)
+    if not agents:
+        raise click.BadParameter(f"--agents: {target} defines no top-level functions")
+    return agents
+
+
+# --- reporting -----------------------------------------------------------------------------------
+
+
+def _usage(message: str) -> None:
+    click.echo(f"Usage: lockgate run SPEC [OPTIONS]\nerror: {message}", err=True)
+    sys.exit(EXIT_USAGE)
+
+
+def _message(exc: BaseException) -> str:
+    return exc.format_message() if isinstance(exc, click.ClickException) else str(exc)
+
+
+def _report_spec_error(spec: str | None, exc: Any) -> None:
+    diagnostics = getattr(exc, "diagnostics", None)
+    if diagnostics and spec:
+        from ..dsl.report import format_text
+
+        try:
+            text = Path(spec).read_text(encoding="utf-8")
+            click.echo(format_text(spec, text, diagnostics), err=True)
+            return
+        except OSError:
+            pass
+    click.echo(f"error: {exc}", err=True)
+
+
+class Progress:
+    """Progress on stderr: a live table on a terminal, one line per event otherwise."""
+
+    STYLE = {"running": "cyan", "succeeded": "green", "failed": "red", "retrying": "yellow",
+             "skipped": "dim", "waiting": "magenta", "resolved": "green"}
+
+    def __init__(self) -> None:
+        from rich.console import Console
+
+        self.console = Console(stderr=True)
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.live: Any = None
+
+    def __enter__(self) -> Progress:
+        if self.console.is_terminal:
+            from rich.live import Live
+
+            self.live = Live(self._table(), console=self.console, auto_refresh=False)
+            self.live.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Suspend the live table while a gate prompt reads the terminal."""
+        live = self.live
+        if live is not None:
+            live.stop()
+        try:
+            yield
+        finally:
+            if live is not None:
+                live.start()
+
+    def update(self, event: Any) -> None:
+        row = self._row(event)
+        if row is None:
+            return
+        if self.live is not None:
+            self.live.update(self._table(), refresh=True)
+        else:
+            self.console.print(self._line(event, row), highlight=False, markup=False)
+
+    def _row(self, event: Any) -> dict[str, Any] | None:
+        if event.kind == "run_finished":
+            return {"status": event.status}
+        status = {"step_started": "running", "step_succeeded": "succeeded",
+                  "step_failed": "failed", "step_retrying": "retrying",
+                  "step_skipped": "skipped", "gate_waiting": "waiting",
+                  "gate_resolved": "resolved"}[event.kind]
+        row = self.rows.setdefault(event.step_id, {"attempt": "", "agent": "", "note": ""})
+        row["status"] = status
+        if event.attempt:
+            row["attempt"] = event.attempt
+        if event.agent:
+            row["agent"] = event.agent
+        row["note"] = _note(event)
+        return row
+
+    def _line(self, event: Any, row: dict[str, Any]) -> str:
+        if event.kind == "run_finished":
+            return f"run {event.run_id} {event.status}"
+        parts = [f"{row['status']:<9}", str(event.step_id)]
+        if event.attempt:
+            parts.append(f"attempt {event.attempt}")
+        if event.agent:
+            parts.append(f"[{event.agent}]")
+        if row["note"]:
+            parts.append(f"- {row['note']}")
+        return "  ".join(parts)
+
+    def _table(self) -> Any:
+        from rich.table import Table
+
+        table = Table(title="lockgate run", expand=False)
+        for column in ("step", "status", "attempt", "agent", "notes"):
+            table.add_column(column)
+        from rich.markup import escape
+        from rich.text import Text
+
+        for step, row in self.rows.items():
+            status = row.get("status", "")
+            table.add_row(escape(str(step)), Text(status, style=self.STYLE.get(status, "")),
+                          str(row["attempt"]), escape(row["agent"]), Text(row["note"]))
+        return table
+
+
+def _note(event: Any) -> str:
+    if event.violations:
+        first = event.violations[0]
+        where = first.get("path") or first.get("ensure") or ""
+        more = f" (+{len(event.violations) - 1} more)" if len(event.violations) > 1 else ""
+        return f"{where}: {first.get('message', '')}{more}".strip(": ")
+    if event.kind == "gate_resolved":
+        return f"{event.data.get('decision')} by {event.data.get('resolved_by')}" + (
+            f": {event.message}" if event.message else "")
+    if event.kind == "gate_waiting":
+        return "waiting for a decision"
+    return event.message or ""
+
+
+def register(main: click.Group) -> None:
+    main.add_command(run_command)
