@@ -1,8 +1,8 @@
 """Readiness and the advance loop, plus the failure path every construct shares.
 
-A dependency that failed and was routed to its ``on_fail`` step skips its dependents (the source
-document's "route-only recovery": downstream steps may depend on both the normal and the recovery
-branch). A failure that was not routed ends the scope anyway.
+A dependency that failed and was routed to its ``on_fail`` step counts as satisfied for a step that
+also depends on that recovery step (it joins both branches, as the source document's routing
+example does), and skips any other dependent. A failure that was not routed ends the scope anyway.
 
 ``advance`` works off a queue of keys to (re)consider, fed by whatever changed: a step that
 became terminal pushes its dependents and its ``on_fail`` target, a route pushes its target, a
@@ -79,8 +79,10 @@ def _consider(run: LiveRun, loc: Located, st: StepState) -> None:
     for dep in cstep.deps:
         status = steps[prefix + dep].status
         if status not in SATISFIED:
-            if status == FAILED and scope.flow.steps[dep].step.on_fail:
-                recovered = dep
+            target = scope.flow.steps[dep].step.on_fail if status == FAILED else None
+            if target:
+                if target not in cstep.deps:
+                    recovered = dep
                 continue
             return
     if recovered is not None:

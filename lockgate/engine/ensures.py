@@ -19,9 +19,9 @@ from ..errors import ExprError, LockgateError
 from .compiled import CEnsure, CExpr
 
 
-def contract_violations(contract: Any, value: Any) -> list[dict[str, str]]:
-    """The contract's violations of ``value`` as ``{path, message}`` dicts."""
-    return [{"path": v.path, "message": v.message} for v in contract.check(value)]
+def contract_violations(contract: Any, value: Any, root: str = "result") -> list[dict[str, str]]:
+    """The contract's violations of ``value`` as ``{path, message}`` dicts (paths from ``root``)."""
+    return [{"path": v.path, "message": v.message} for v in contract.check(value, root)]
 
 
 def first_failed_ensure(

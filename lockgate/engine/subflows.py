@@ -28,7 +28,7 @@ def start_subflow(run: LiveRun, loc: Located, st: StepState) -> None:
         fail_attempt(run, loc, st, {"kind": "subflow", "reason": f"subflow input render failed: {exc.message}",
                                     "violations": []}, forced=True)
         return
-    violations = contract_violations(run.cspec.input_contract(callee), sub_input)
+    violations = contract_violations(run.cspec.input_contract(callee), sub_input, "input")
     if violations:
         fail_attempt(run, loc, st, {"kind": "schema", "reason": f"subflow {callee} input is invalid",
                                     "violations": violations}, forced=True)

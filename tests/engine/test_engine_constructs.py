@@ -354,14 +354,14 @@ def test_flow_dispatch_budget_stops_before_dispatching() -> None:
 
 
 def test_usage_within_budget_is_recorded_and_dispatches_are_engine_accounted(engine: Engine) -> None:
-    first = engine.plan(BUDGET, {"topic": "t"})
+    first = engine.plan(BUDGET.replace("          dispatches: 2\n", "          usd: 0.5\n"), {"topic": "t"})
     run = first["run_id"]
     retry = engine.step_done(run, "last", {"text": "long enough"}, first["token"],
                              usage={"usd": 0.25, "dispatches": 1})
     assert retry["status"] == "ensure_failed" and "engine-accounted" in retry["failure"]["reason"]
     bad = engine.step_done(run, "last", {"text": "long enough"}, retry["token"], usage={"usd": -1})
     assert "invalid usage" in bad["failure"]["reason"]
-    assert engine.audit(run)["spent"] == {"dispatches": 2, "usd": 0.25}
+    assert engine.audit(run)["spent"] == {"dispatches": 3, "usd": 0.25}
 
 
 # -- subflows -------------------------------------------------------------------------------------------
