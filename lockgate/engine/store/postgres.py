@@ -6,7 +6,8 @@ step) and ``events``. An event's ``detail`` is kept in a ``json`` column, not JS
 chain hashes the exact canonical text and JSONB rewrites numbers (``1e100`` comes back as an
 integer) and key order.
 
-A transition is a single statement: a data-modifying CTE updates the run row
+A transition is a single statement with three parameters that matter (the header, the changed
+step records as one JSON object, the events as one JSON array): a data-modifying CTE updates the run row
 ``WHERE run_id = $1 AND version = $2`` and inserts the step records and events only through the
 updated row, so a stale version writes nothing and two racing writers serialise on the row lock
 (the loser re-checks the version and updates nothing). With the chain head of the expected
@@ -24,6 +25,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
 from lockgate.engine.store import codec
@@ -85,16 +87,15 @@ _WRITE = """
 WITH run AS ({run_statement} RETURNING run_id),
 step_rows AS (
     INSERT INTO {s}.steps (run_id, step_id, record)
-    SELECT run.run_id, s.step_id, s.record::jsonb
-    FROM run, unnest(%(step_ids)s::text[], %(records)s::text[]) AS s(step_id, record)
+    SELECT run.run_id, s.step_id, s.record
+    FROM run, jsonb_each(%(steps)s::jsonb) AS s(step_id, record)
     ON CONFLICT (run_id, step_id) DO UPDATE SET record = excluded.record
 ),
 event_rows AS (
     INSERT INTO {s}.events (run_id, seq, at, type, step_id, detail, prev_hash, hash)
-    SELECT run.run_id, e.seq, e.at, e.type, e.step_id, e.detail::json, e.prev_hash, e.hash
-    FROM run, unnest(%(seqs)s::integer[], %(ats)s::text[], %(types)s::text[], %(event_steps)s::text[],
-                     %(details)s::text[], %(prevs)s::text[], %(hashes)s::text[])
-         AS e(seq, at, type, step_id, detail, prev_hash, hash)
+    SELECT run.run_id, e.seq, e.at, e.type, e.step_id, e.detail, e.prev_hash, e.hash
+    FROM run, json_to_recordset(%(events)s::json)
+         AS e(seq integer, at text, type text, step_id text, detail json, prev_hash text, hash text)
 )
 SELECT count(*) FROM run
 """
@@ -348,20 +349,27 @@ class PostgresStore:
 def _params(run_id: str, header: Any, steps: Any) -> dict[str, Any]:
     header_json, status, flow = codec.encode_header(header)
     encoded_steps = codec.encode_steps(steps)
+    steps_json = ",".join(f"{encode_basestring_ascii(step_id)}:{record}" for step_id, record in encoded_steps)
     return {
         "run_id": run_id, "header": header_json, "status": status, "flow": flow, "now": codec.utc_now(),
-        "step_ids": [step_id for step_id, _ in encoded_steps], "records": [record for _, record in encoded_steps],
+        "steps": f"{{{steps_json}}}",
     }
 
 
 def _link_params(links: list[Link], count: int, head: str) -> dict[str, Any]:
-    return {
-        "count": count + len(links), "head": links[-1].hash if links else head,
-        "seqs": [link.seq for link in links], "ats": [link.at for link in links],
-        "types": [link.type for link in links], "event_steps": [link.step_id for link in links],
-        "details": [link.detail_json for link in links], "prevs": [link.prev_hash for link in links],
-        "hashes": [link.hash for link in links],
-    }
+    """The new chain head and the events as one JSON array whose ``detail`` members are the
+    canonical texts verbatim (a ``json`` column read by json_to_recordset keeps them exact)."""
+    rows = ",".join(
+        f'{{"seq":{link.seq},"at":{_string(link.at)},"type":{_string(link.type)},'
+        f'"step_id":{_string(link.step_id)},"detail":{link.detail_json},'
+        f'"prev_hash":"{link.prev_hash}","hash":"{link.hash}"}}'
+        for link in links
+    )
+    return {"count": count + len(links), "head": links[-1].hash if links else head, "events": f"[{rows}]"}
+
+
+def _string(value: str | None) -> str:
+    return "null" if value is None else encode_basestring_ascii(value)
 
 
 def _conflict_error(run_id: str, expected: int, actual: int) -> ConcurrencyConflict:
