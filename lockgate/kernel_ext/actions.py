@@ -1,0 +1,153 @@
+"""What each ``%flow`` subcommand does: look up the objects it names, call the library."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from IPython.core.error import UsageError
+
+
+def dispatch(shell: Any, args: argparse.Namespace) -> Any:
+    handler = _HANDLERS[args.command]
+    return handler(shell, args)
+
+
+def _run(shell, args):
+    spec = _flowspec(shell, args.name)
+    inputs = dict(_variable(shell, args.inputs) if args.inputs else {})
+    for item in args.input:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"%flow run: --input takes KEY=VALUE, got {item!r}")
+        declared = spec.spec.flows[spec.flow].input.get(key)
+        inputs[key] = value if str(declared).startswith("string") else _parse_value(value)
+    agents = _variable(shell, args.agents) if args.agents else None
+    run = spec.start(inputs, agents=agents)
+    if args.bind:
+        shell.user_ns[args.bind] = run
+    return run
+
+
+def _gate(shell, args):
+    run = _run_object(shell, args.run)
+    if run is not None:
+        return run.decide(args.step, args.command, args.note)
+    from ..engine.engine import Engine
+    from ..engine.store import open_store
+
+    engine = Engine(store=open_store(None))
+    pending = [g for g in engine.pending_gates() if g["run_id"] == args.run and g["step_id"] == args.step]
+    if not pending:
+        raise UsageError(f"gate {args.step!r} of run {args.run} is not waiting for a decision")
+    return engine.gate_resolve(args.run, args.step, args.command, args.note, "human", pending[0]["token"])
+
+
+def _runs(shell, args):
+    from ..engine.engine import Engine
+    from ..engine.store import open_store
+
+    rows = Engine(store=open_store(None)).runs()
+    print("\n".join(f"{r['run_id']}  {r['flow']:<20} {r['status']:<10} {r.get('updated_at', '')}" for r in rows) or "no runs")
+
+
+def _show(shell, args):
+    run = _run_object(shell, args.run)
+    if run is not None:
+        return run
+    return _engine().status(args.run)
+
+
+def _audit(shell, args):
+    run = _run_object(shell, args.run)
+    record = run.audit() if run is not None else _engine().audit(args.run)
+    print(json.dumps(record, indent=2, default=str))
+
+
+def _cancel(shell, args):
+    run = _run_object(shell, args.run)
+    engine = run.engine if run is not None else _engine()
+    run_id = run.run_id if run is not None else args.run
+    if run is not None and run._task is not None and not run._task.done():
+        run._task.cancel()
+    return engine.cancel(run_id)
+
+
+def _resume(shell, args):
+    from ..engine.graphs import stored_spec
+    from ..dsl.loader import LoadResult
+    from .run_view import resume_run
+    from .spec_view import FlowSpec
+
+    engine = _engine()
+    spec = stored_spec(engine.store, args.run)
+    flowspec = FlowSpec(f"run_{args.run}", LoadResult("", None, [], spec), engine.audit(args.run)["flow"])
+    agents = _variable(shell, args.agents) if args.agents else None
+    run = resume_run(flowspec, args.run, agents=agents, store=engine.store)
+    if args.bind:
+        shell.user_ns[args.bind] = run
+    return run
+
+
+def _graph(shell, args):
+    from IPython.display import SVG, Image, Markdown
+
+    obj = shell.user_ns.get(args.target)
+    if obj is None:
+        from ..engine.graphs import run_graph
+        from ..engine.store import open_store
+
+        graph, statuses, title = run_graph(open_store(None), args.target)
+    elif hasattr(obj, "rows"):
+        graph, statuses, title = obj.flowspec.graph(), obj.statuses(), f"run {obj.run_id}"
+    elif hasattr(obj, "graph"):
+        graph, statuses, title = obj.graph(), None, obj.name
+    else:
+        raise UsageError(f"%flow graph: {args.target!r} is neither a bound spec, a run nor a run id")
+    if args.format == "mermaid":
+        from ..dsl.graphtext import to_mermaid
+
+        return Markdown(f"```mermaid\n{to_mermaid(graph, statuses)}```")
+    from .dag import draw
+
+    picture = draw(graph, statuses, title=title)
+    return Image(picture.png()) if args.format == "png" else SVG(picture.svg())
+
+
+_HANDLERS = {
+    "run": _run, "approve": _gate, "revise": _gate, "kill": _gate, "runs": _runs, "show": _show,
+    "audit": _audit, "cancel": _cancel, "resume": _resume, "graph": _graph,
+}
+
+
+def _engine():
+    from ..engine.engine import Engine
+    from ..engine.store import open_store
+
+    return Engine(store=open_store(None))
+
+
+def _flowspec(shell, name: str):
+    obj = shell.user_ns.get(name)
+    if obj is None or not hasattr(obj, "start"):
+        raise UsageError(f"{name!r} is not a spec bound by %%flow")
+    return obj
+
+
+def _run_object(shell, name: str):
+    obj = shell.user_ns.get(name)
+    return obj if obj is not None and hasattr(obj, "rows") else None
+
+
+def _variable(shell, name: str):
+    if name not in shell.user_ns:
+        raise UsageError(f"no variable named {name!r}")
+    return shell.user_ns[name]
+
+
+def _parse_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text

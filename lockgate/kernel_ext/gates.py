@@ -1,0 +1,122 @@
+"""Gate cards: Approve / Revise / Kill buttons with a rationale box, and the channel behind them.
+
+A waiting gate is an :class:`asyncio.Future` on the kernel's loop; a button click (or
+``run.approve(...)`` in another cell) resolves it, so the cell that started the run never blocks.
+The same gate resolved from elsewhere (the CLI on the same store, another notebook) also ends the
+wait: :class:`WidgetGates` races the click against the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+from collections.abc import Callable
+from typing import Any
+
+from ..engine.gatechannel import Decision, GateRequest, StoreGates
+
+DecideCallback = Callable[[str, str], bool]
+
+
+class GateCard:
+    """The widget of one waiting gate. ``on_decide(outcome, note)`` returns False if the gate
+    was already decided (a double click), in which case nothing happens."""
+
+    def __init__(self, request: GateRequest, on_decide: DecideCallback) -> None:
+        import ipywidgets as w
+
+        self.request = request
+        self._on_decide = on_decide
+        routes = request.response.get("routes") or {}
+        detail = ", ".join(f"{k} → {v or 'end of flow'}" for k, v in routes.items())
+        self.title = w.HTML(
+            f"<b>Gate <code>{html.escape(request.step_id)}</code></b> is waiting for a decision"
+            + (f" <span style='color:#57606a'>({html.escape(detail)})</span>" if detail else "")
+        )
+        self.note = w.Textarea(placeholder="Rationale (required to revise)", layout=w.Layout(width="100%", height="4em"))
+        self.approve = w.Button(description="Approve", button_style="success", icon="check")
+        self.revise = w.Button(description="Revise", button_style="warning", icon="undo")
+        self.kill = w.Button(description="Kill", button_style="danger", icon="times")
+        self.message = w.HTML("")
+        for button, outcome in ((self.approve, "approve"), (self.revise, "revise"), (self.kill, "kill")):
+            button.on_click(lambda _b, o=outcome: self.click(o))
+        self.widget = w.VBox(
+            [self.title, self.note, w.HBox([self.approve, self.revise, self.kill]), self.message],
+            layout=w.Layout(border="1px solid #f2cc60", padding="6px", margin="4px 0"),
+        )
+
+    @property
+    def buttons(self):
+        return (self.approve, self.revise, self.kill)
+
+    def click(self, outcome: str) -> None:
+        """What a button press does: check, disable, record."""
+        note = self.note.value.strip()
+        if outcome == "revise" and not note:
+            self.message.value = "<span style='color:#a40e26'>A revision needs a note saying what to change.</span>"
+            return
+        if any(b.disabled for b in self.buttons):
+            return
+        self.disable()
+        if not self._on_decide(outcome, note):
+            self.message.value = "<span style='color:#57606a'>This gate was already decided.</span>"
+
+    def disable(self) -> None:
+        for button in self.buttons:
+            button.disabled = True
+        self.note.disabled = True
+
+    def show_decision(self, decision: Decision, *, elsewhere: bool = False) -> None:
+        self.disable()
+        where = " (decided elsewhere)" if elsewhere else ""
+        note = f": {html.escape(decision.rationale)}" if decision.rationale else ""
+        self.message.value = (
+            f"<b>{html.escape(decision.outcome)}</b> by {html.escape(decision.resolved_by)}{where}{note}"
+        )
+
+
+class WidgetGates:
+    """A GateChannel answered by gate cards, by :meth:`settle`, or by anyone on the store."""
+
+    def __init__(self, show: Callable[[GateCard], None], store: Any = None, *, resolved_by: str | None = None) -> None:
+        self._show = show
+        self._store_gates = StoreGates(store) if store is not None else None
+        self.resolved_by = resolved_by or "human"
+        self.waiting: dict[str, tuple[asyncio.Future, GateCard]] = {}
+
+    async def decide(self, request: GateRequest) -> Decision | None:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Decision] = loop.create_future()
+        card = GateCard(request, lambda outcome, note: self.settle(request.step_id, outcome, note))
+        self.waiting[request.step_id] = (future, card)
+        self._show(card)
+        waiters = {future}
+        elsewhere = None
+        if self._store_gates is not None:
+            elsewhere = asyncio.ensure_future(self._store_gates.decide(request))
+            waiters.add(elsewhere)
+        try:
+            done, _ = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if elsewhere is not None and not elsewhere.done():
+                elsewhere.cancel()
+            self.waiting.pop(request.step_id, None)
+        if future in done:
+            decision = future.result()
+            card.show_decision(decision)
+            return decision
+        decision = elsewhere.result()
+        if not future.done():
+            future.cancel()
+        if decision is not None:
+            card.show_decision(decision, elsewhere=True)
+        return decision
+
+    def settle(self, step_id: str, outcome: str, note: str = "", resolved_by: str | None = None) -> bool:
+        """Decide a waiting gate; False when no such gate waits here (or it is already decided)."""
+        entry = self.waiting.get(step_id)
+        if entry is None or entry[0].done():
+            return False
+        entry[0].set_result(Decision(outcome, note, resolved_by or self.resolved_by))
+        return True
+

@@ -1,0 +1,328 @@
+"""A run in a notebook: an asyncio task on the kernel's loop with a live view.
+
+The view shows the DAG coloured by step status (redrawn at most four times a second), a progress
+bar, a step table with attempts and the latest violations, gate cards, and the audit log. The DAG
+is also a plain image output updated through a display handle, so the final picture stays in the
+saved notebook. ``await run`` waits for the result; ``run.approve(...)`` and friends decide gates
+from code (papermill, VS Code, tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ..engine.progress import ProgressEvent
+from .gates import GateCard, WidgetGates
+
+REDRAW_INTERVAL = 0.25
+FINAL = ("complete", "error", "killed", "cancelled")
+
+_EVENT_STATUS = {
+    "step_started": "running",
+    "step_succeeded": "succeeded",
+    "step_failed": "failed",
+    "step_retrying": "retrying",
+    "step_skipped": "skipped",
+    "gate_waiting": "waiting",
+}
+
+
+class StepRow:
+    __slots__ = ("status", "attempts", "violations", "message", "agent")
+
+    def __init__(self) -> None:
+        self.status = "pending"
+        self.attempts = 0
+        self.violations: list[Mapping[str, Any]] = []
+        self.message = ""
+        self.agent = ""
+
+
+class NotebookRun:
+    """A live run. Create with :meth:`FlowSpec.start` or ``%flow run``."""
+
+    def __init__(self, flowspec: Any, engine: Any, *, agents: Mapping[str, Any] | None = None,
+                 workspace: Any = None) -> None:
+        from ..engine.runner import make_runner
+
+        self.flowspec = flowspec
+        self.engine = engine
+        self.run_id: str | None = None
+        self.status = "starting"
+        self.response: dict[str, Any] = {}
+        self.error: BaseException | None = None
+        self.rows: dict[str, StepRow] = {node: StepRow() for node in flowspec.graph().nodes}
+        self.gates = WidgetGates(self._show_gate, engine.store)
+        self.runner = make_runner(engine=engine, agents=agents, gates=self.gates,
+                                  on_event=self._on_event, workspace=workspace)
+        self._task: asyncio.Task | None = None
+        self._view = None
+        self._picture = None
+        self._handle = None
+        self._redraw_scheduled = False
+        self._waiters: list[asyncio.Future] = []
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def _launch(self, coro) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None:  # a terminal IPython or a script: run to the first wait, synchronously
+            asyncio.run(self._drive(coro, blocking=True))
+            return
+        self._task = loop.create_task(self._drive(coro))
+
+    async def _drive(self, coro, blocking: bool = False) -> None:
+        if blocking:
+            self.gates = WidgetGates(self._show_gate, None)  # nobody can click: leave gates waiting
+            self.runner.gates = None
+        try:
+            result = await coro
+            self.run_id = result.run_id
+            self.response = result.response
+            self.status = result.status
+        except asyncio.CancelledError:
+            self.status = "cancelled"
+            raise
+        except Exception as exc:  # an agent or engine failure shows in the view, never kills the kernel
+            self.error = exc
+            self.status = "error"
+            self.response = {"status": "error", "message": f"{type(exc).__name__}: {exc}"}
+        finally:
+            self._redraw(final=True)
+            self._notify()
+
+    def __await__(self):
+        if self._task is None:
+            async def done():
+                return self.result()
+            return done().__await__()
+        return self._await_task().__await__()
+
+    async def _await_task(self):
+        await asyncio.shield(self._task)
+        return self.result()
+
+    async def wait_until(self, predicate, timeout: float | None = 60) -> None:
+        """Wait until ``predicate(run)`` holds, re-checking on every change of the run."""
+
+        async def watch():
+            while not predicate(self):
+                waiter = asyncio.get_running_loop().create_future()
+                self._waiters.append(waiter)
+                await waiter
+
+        await asyncio.wait_for(watch(), timeout)
+
+    def waiting_gates(self) -> list[str]:
+        """Gates of this run waiting for a decision here (cards shown, not yet decided)."""
+        return list(self.gates.waiting)
+
+    def _notify(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def result(self) -> Any:
+        """The flow's output once complete; raises RuntimeError if the run is not complete."""
+        if self.status != "complete":
+            raise RuntimeError(f"run {self.run_id} is {self.status}" + (f": {self.failure}" if self.failure else ""))
+        return self.response.get("output")
+
+    @property
+    def failure(self) -> str | None:
+        return self.response.get("message") or self.response.get("failure") or self.response.get("reason")
+
+    @property
+    def done(self) -> bool:
+        return self.status in FINAL
+
+    def audit(self) -> dict[str, Any]:
+        """The durable audit record of this run (events hash-chained)."""
+        self._need_id()
+        return self.engine.audit(self.run_id)
+
+    # -- gates ----------------------------------------------------------------------------------
+
+    def approve(self, step: str, note: str = "") -> dict[str, Any] | None:
+        return self.decide(step, "approve", note)
+
+    def revise(self, step: str, note: str) -> dict[str, Any] | None:
+        if not note:
+            raise ValueError("a revision needs a note saying what to change")
+        return self.decide(step, "revise", note)
+
+    def kill(self, step: str, note: str = "") -> dict[str, Any] | None:
+        return self.decide(step, "kill", note)
+
+    def decide(self, step: str, outcome: str, note: str = "") -> dict[str, Any] | None:
+        """Decide a gate: through its waiting card when this kernel is driving the run, else
+        through the engine (and then continue driving the run here)."""
+        if self.gates.settle(step, outcome, note, resolved_by="human"):
+            return None
+        self._need_id()
+        pending = [g for g in self.engine.pending_gates() if g["run_id"] == self.run_id and g["step_id"] == step]
+        if not pending:
+            raise ValueError(f"gate {step!r} of run {self.run_id} is not waiting for a decision")
+        response = self.engine.gate_resolve(self.run_id, step, outcome, note, "human", pending[0]["token"])
+        self.rows.setdefault(step, StepRow()).status = "killed" if outcome == "kill" else "succeeded"
+        if response.get("status") not in FINAL and (self._task is None or self._task.done()):
+            self._launch(self.runner.resume(self.run_id))
+        else:
+            self.status = response.get("status", self.status)
+            self.response = response
+            self._redraw(final=True)
+        return response
+
+    def _show_gate(self, card: GateCard) -> None:
+        if self._view is not None:
+            self._view.gates.children = (*self._view.gates.children, card.widget)
+        self._redraw()
+        self._notify()
+
+    # -- progress -------------------------------------------------------------------------------
+
+    def _on_event(self, event: ProgressEvent) -> None:
+        self.run_id = self.run_id or event.run_id
+        if event.kind == "run_finished":
+            self.status = event.status or self.status
+        elif self.status == "starting":
+            self.status = "running"
+        if event.step_id:
+            self._apply(event)
+        self._redraw()
+        self._notify()
+
+    def _apply(self, event: ProgressEvent) -> None:
+        node = event.step_id.split("/", 1)[0]
+        row = self.rows.setdefault(node, StepRow())
+        if event.kind in _EVENT_STATUS:
+            row.status = _EVENT_STATUS[event.kind]
+        elif event.kind == "gate_resolved":
+            row.status = "killed" if (event.data or {}).get("decision") == "kill" else "succeeded"
+        if event.attempt:
+            row.attempts = max(row.attempts, event.attempt)
+        if event.agent:
+            row.agent = event.agent
+        if event.violations:
+            row.violations = list(event.violations)
+        if event.message:
+            row.message = event.message
+
+    # -- rendering ------------------------------------------------------------------------------
+
+    def statuses(self) -> dict[str, str]:
+        return {node: row.status for node, row in self.rows.items()}
+
+    def png(self) -> bytes:
+        if self._picture is None:
+            from .dag import DagPicture
+
+            self._picture = DagPicture(self.flowspec.graph(), title=f"{self.flowspec.name}: {self.flowspec.flow}")
+        self._picture.recolor(self.statuses(), {n: r.attempts for n, r in self.rows.items()})
+        return self._picture.png()
+
+    def _redraw(self, final: bool = False) -> None:
+        if final:
+            self._flush()
+            return
+        if self._redraw_scheduled:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._flush()
+            return
+        self._redraw_scheduled = True
+        loop.call_later(REDRAW_INTERVAL, self._flush)
+
+    def _flush(self) -> None:
+        self._redraw_scheduled = False
+        if self._view is None and self._handle is None:
+            return
+        from IPython.display import Image
+
+        png = self.png()
+        if self._handle is not None:
+            self._handle.update(Image(png))
+        if self._view is not None:
+            self._view.refresh(self, png)
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import Image, display
+
+        from .widgets import RunWidget
+
+        self._view = RunWidget(self)
+        display(self._view.widget)
+        self._handle = display(Image(self.png()), display_id=True)
+        self._view.refresh(self, None)
+
+    def text_summary(self) -> str:
+        lines = [f"run {self.run_id or '(starting)'} of {self.flowspec.name}: {self.status}"]
+        for node, row in self.rows.items():
+            extra = f" attempts={row.attempts}" if row.attempts > 1 else ""
+            if row.violations:
+                extra += f" violations={json.dumps([v.get('message') for v in row.violations])}"
+            lines.append(f"  {node:<24} {row.status}{extra}")
+        if self.failure and self.status != "complete":
+            lines.append(f"  failure: {self.failure}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.text_summary()
+
+    def _need_id(self) -> None:
+        if self.run_id is None:
+            raise RuntimeError("the run has not been planned yet")
+
+
+def start_run(flowspec: Any, inputs: dict[str, Any], *, agents: Mapping[str, Any] | None = None,
+              store: Any = None, workspace: Any = None) -> NotebookRun:
+    """Plan and drive a run of ``flowspec`` as a task on the running loop; returns at once."""
+    from ..engine.engine import Engine
+    from ..engine.store import open_store
+
+    engine = Engine(store=store if not isinstance(store, (str, type(None))) else open_store(store),
+                    workspace=workspace or ".")
+    run = NotebookRun(flowspec, engine, agents=agents, workspace=workspace)
+    run._launch(run.runner.start(flowspec.spec, inputs, flow=flowspec.flow))
+    return run
+
+
+def resume_run(flowspec: Any, run_id: str, *, agents: Mapping[str, Any] | None = None,
+               store: Any = None, workspace: Any = None) -> NotebookRun:
+    """Continue a stored run (after a kernel restart) and drive it here."""
+    from ..engine.engine import Engine
+    from ..engine.graphs import picture_statuses
+    from ..engine.store import open_store
+
+    engine = Engine(store=store if not isinstance(store, (str, type(None))) else open_store(store),
+                    workspace=workspace or ".")
+    run = NotebookRun(flowspec, engine, agents=agents, workspace=workspace)
+    run.run_id = run_id
+    for node, status in picture_statuses(engine.audit(run_id)).items():
+        run.rows.setdefault(node, StepRow()).status = status
+    run._launch(run.runner.resume(run_id))
+    return run
+
+
+def html_table(run: NotebookRun) -> str:
+    cells = []
+    for node, row in run.rows.items():
+        violations = "<br>".join(html.escape(str(v.get("message", v))) for v in row.violations[-3:])
+        cells.append(
+            f"<tr><td><code>{html.escape(node)}</code></td><td>{html.escape(row.status)}</td>"
+            f"<td>{row.attempts or ''}</td><td>{html.escape(row.agent)}</td><td>{violations}</td></tr>"
+        )
+    return (
+        "<table><thead><tr><th>step</th><th>status</th><th>attempts</th><th>agent</th>"
+        "<th>latest violations</th></tr></thead><tbody>" + "".join(cells) + "</tbody></table>"
+    )

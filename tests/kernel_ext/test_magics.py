@@ -1,0 +1,79 @@
+"""%%flow and %flow in a real IPython shell."""
+
+from __future__ import annotations
+
+import pytest
+from IPython.core.error import UsageError
+
+from lockgate.kernel_ext.spec_view import FlowSpec
+
+
+def test_valid_cell_binds_a_flowspec(shell, reviewed_work):
+    result = shell.run_cell_magic("flow", "rw", reviewed_work)
+    assert isinstance(shell.user_ns["rw"], FlowSpec)
+    assert result is shell.user_ns["rw"]
+    assert result.flow == "reviewed_work"
+    bundle = result._repr_mimebundle_()
+    assert "2 steps" in bundle["text/plain"]
+    assert "data:image/png;base64," in bundle["text/html"]
+
+
+def test_invalid_cell_shows_diagnostics_with_cell_lines_and_binds_nothing(shell, reviewed_work, capsys):
+    bad = reviewed_work.replace("on_revise: work", "on_revise: wrok")
+    shell.run_cell("%%flow bad\n" + bad)
+    assert "bad" not in shell.user_ns
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert "UsageError: the spec has 1 error; bad was not bound" in err
+    line = 1 + bad.splitlines().index("          on_revise: wrok") + 1
+    assert f"cell:{line}:22: error LG502" in err
+    assert "^^^^" in err and "did you mean 'work'" in err
+
+
+def test_invalid_yaml_is_a_diagnostic_not_a_traceback(shell, capsys):
+    shell.run_cell("%%flow broken\nversion: 1\nflows: [unclosed\n")
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "LG103" in err
+    assert "broken" not in shell.user_ns
+
+
+def test_name_must_be_an_identifier(shell, reviewed_work):
+    with pytest.raises(UsageError, match="not a valid Python name"):
+        shell.run_cell_magic("flow", "not-a-name", reviewed_work)
+
+
+def test_unknown_flow_option(shell, reviewed_work):
+    with pytest.raises(UsageError, match="no flow named 'nope'"):
+        shell.run_cell_magic("flow", "rw --flow nope", reviewed_work)
+
+
+def test_help_is_available(shell):
+    assert "Validate a spec written in the cell" in shell.find_cell_magic("flow").__doc__
+    assert "%flow run NAME" in shell.find_line_magic("flow").__doc__
+
+
+def test_line_magic_runs_approves_and_audits(shell, reviewed_work, capsys):
+    shell.run_cell_magic("flow", "rw", reviewed_work)
+    shell.user_ns["agents"] = {"codex": lambda task: {"result": "done", "quality_score": 0.9}}
+    run = shell.run_line_magic("flow", "run rw --input text=hello --agents agents --as r")
+    assert shell.user_ns["r"] is run
+    assert run.status == "await_gate"
+    assert run.rows["work"].status == "succeeded" and run.rows["review"].status == "waiting"
+    response = shell.run_line_magic("flow", f"approve r review --note 'looks right'")
+    assert response["status"] == "complete"
+    assert run.result() == {"result": "done", "quality_score": 0.9}
+    shell.run_line_magic("flow", "audit r")
+    out = capsys.readouterr().out
+    assert '"gate_resolved"' in out and '"looks right"' in out
+
+
+def test_line_magic_usage_errors(shell):
+    with pytest.raises(UsageError, match="invalid choice"):
+        shell.run_line_magic("flow", "explode now")
+    with pytest.raises(UsageError, match="not a spec bound by %%flow"):
+        shell.run_line_magic("flow", "run missing")
+
+
+def test_reload_extension(shell):
+    shell.run_line_magic("reload_ext", "lockgate")
+    assert shell.find_cell_magic("flow") is not None
