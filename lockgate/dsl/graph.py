@@ -136,30 +136,33 @@ class Edge:
 
 
 def flow_edges(flow: Flow) -> tuple[Edge, ...]:
-    """All edges of ``flow`` between known steps, in the validator's order, self-edges included.
+    """All edges of ``flow`` between known steps, self-edges included.
 
-    Order: step by step in list order, each step's ``after``, ``on_fail``, references (scanned
-    fields), gate ``on_approve``/``on_kill``, then ``on_revise``. Duplicate ids: the first
-    step with an id owns it.
+    Order: first the dependency edges, step by step in list order (each step's ``after``, then
+    its references in scanned-field order), then the routes the same way (``on_fail``, gate
+    ``on_approve``/``on_kill``, ``on_revise``). Dependencies are the structure of a flow and
+    routes the likelier slip, so a cycle is blamed on the route that closes it. Duplicate ids:
+    the first step with an id owns it.
     """
     return _analysis(flow).edges
 
 
 def _collect_edges(flow: Flow) -> tuple[Edge, ...]:
     known = flow.step_map
+    owners = [s for s in flow.steps if s.id is not None and known.get(s.id) is s]
     edges: list[Edge] = []
-    for step in flow.steps:
+    for step in owners:
         sid = step.id
-        if sid is None or known.get(sid) is not step:
-            continue
         for i, dep in enumerate(step.after):
             if dep in known:
                 edges.append(Edge(dep, sid, "after", (*step.at, "after", i)))
-        if step.on_fail in known:
-            edges.append(Edge(sid, step.on_fail, "on_fail", (*step.at, "on_fail")))
         for field, ref in step_refs(step):
             if ref.kind == "step" and ref.name in known:
                 edges.append(Edge(ref.name, sid, "data", field.path, ref.span))
+    for step in owners:
+        sid = step.id
+        if step.on_fail in known:
+            edges.append(Edge(sid, step.on_fail, "on_fail", (*step.at, "on_fail")))
         if step.gate is not None:
             gate = step.gate
             for kind, target in (("approve", gate.on_approve), ("kill", gate.on_kill)):

@@ -41,8 +41,8 @@ def test_self_targets():
     """, extra="max_rounds: 1"))
     assert [(f.code, f.path, f.span) for f in found] == [
         ("LG503", P(0, "after", 0), None),
-        ("LG503", P(0, "on_fail"), None),
         ("LG503", P(0, "do"), (2, 15)),
+        ("LG503", P(0, "on_fail"), None),
         ("LG503", P(1, "gate", "on_approve"), None),
         ("LG503", P(1, "gate", "on_revise"), None),
     ]
@@ -76,8 +76,9 @@ def test_each_independent_cycle_once_and_routes_count():
         - {id: e, do: y, out: R, after: [d]}
     """))
     assert codes(found) == ["LG504", "LG504"]
-    assert "a -> c -> a" in found[0].message and found[0].path == P(0, "on_fail")
-    assert "d -> e -> d" in found[1].message and found[1].path == P(3, "after", 0)
+    # dependency edges are added before routes, so the route is blamed for its cycle
+    assert "d -> e -> d" in found[0].message and found[0].path == P(3, "after", 0)
+    assert "a -> c -> a" in found[1].message and found[1].path == P(0, "on_fail")
 
 
 def test_revise_requires_max_rounds_reported_once_at_the_first_gate():

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..diagnostics import Finding, YamlPath
-from ..graph import depends_on, reset_closure, routing_targets, step_refs
+from ..graph import depends_on, reaches, reset_closure, routing_targets, step_refs
 from ..ir import CarryVar, Flow
 from ..refs import Ref, scan
 from .context import Context
@@ -39,9 +39,10 @@ def check(ctx: Context) -> Iterator[Finding]:
             yield from _name(flow, var)
             source, problems = _source(ctx, flow, var.initial, (*var.at, "initial"), initial=True)
             yield from problems
-            if source is not None:
+            ordered = ctx.graph_complete(flow)
+            if source is not None and ordered:
                 yield from _before_initial(flow, var, source, readers.get(var.name, {}))
-            yield from _revisions(ctx, flow, var, readers.get(var.name, {}))
+            yield from _revisions(ctx, flow, var, readers.get(var.name, {}), ordered)
 
 
 def _readers(flow: Flow) -> dict[str, dict[str, tuple[YamlPath, Ref]]]:
@@ -135,7 +136,7 @@ def _before_initial(flow: Flow, var: CarryVar, source: str, readers) -> Iterator
         )
 
 
-def _revisions(ctx: Context, flow: Flow, var: CarryVar, readers) -> Iterator[Finding]:
+def _revisions(ctx: Context, flow: Flow, var: CarryVar, readers, ordered: bool) -> Iterator[Finding]:
     gates = [s.id for s in flow.steps if s.kind == "gate" and s.id is not None]
     for gate_id, value in var.on_revise.items():
         at: YamlPath = (*var.at, "on_revise", gate_id)
@@ -165,8 +166,8 @@ def _revisions(ctx: Context, flow: Flow, var: CarryVar, readers) -> Iterator[Fin
                 related=(((*gate.gate.at, "on_revise"), "the gate's on_revise"),),
             )
             continue
-        if target == gate_id or target not in flow.step_map:
-            continue  # routing reports the target
+        if target == gate_id or target not in flow.step_map or not ordered or not reaches(flow, target, gate_id):
+            continue  # routing reports the target; an incomplete graph is reported where it breaks
         yield from _reset_covers(flow, var, gate_id, target, readers, at)
 
 

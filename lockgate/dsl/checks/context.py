@@ -22,6 +22,7 @@ class Context:
 
     spec: Spec
     agents: frozenset[str] = field(default=BUILTIN_AGENTS)
+    _complete: dict[str, bool] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, spec: Spec, agents: Collection[str] | None) -> Context:
@@ -56,9 +57,40 @@ class Context:
                 return False
         return True
 
+    def graph_complete(self, flow: Flow) -> bool:
+        """Whether the dependency graph of ``flow`` is the one its author meant: every
+        ``after`` entry and reference parses and names a step other than its own, carry
+        references name declared variables, and there is no cycle. Ordering rules (ancestors,
+        reset closures, reachability) are only sound on such a graph; otherwise the broken
+        edge is the real problem, and it is reported where it is written."""
+        cached = self._complete.get(flow.name)
+        if cached is None:
+            cached = self._complete[flow.name] = _complete(flow, self.carry_vars(flow))
+        return cached
+
     @cached_property
     def contracts(self):
         """The spec's :class:`lockgate.dsl.contracts.ContractSet`."""
         from ..contracts import ContractSet
 
         return ContractSet.from_decls(self.spec.contracts)
+
+
+def _complete(flow: Flow, carry: Mapping[str, CarryVar]) -> bool:
+    from ..graph import cycles, scanned_fields
+    from ..refs import scan
+
+    known = flow.step_map
+    for step in flow.steps:
+        if any(dep not in known or dep == step.id for dep in step.after):
+            return False
+        for field_ in scanned_fields(step):
+            template = scan(field_.text)
+            if template.errors:
+                return False
+            for ref in template.refs:
+                if ref.kind == "step" and (ref.name not in known or ref.name == step.id):
+                    return False
+                if ref.kind == "carry" and ref.name not in carry:
+                    return False
+    return not cycles(flow)

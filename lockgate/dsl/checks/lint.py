@@ -15,6 +15,7 @@ from ..graph import DEFAULT_AGENT, scanned_fields, step_agent, step_refs, upstre
 from ..ir import Flow, Spec, Step
 from ..types import ArrayOf, Named, OptionalOf, TypeExpr, parse_type
 from .context import Context
+from .expressions import segment_spans
 from .suggest import did_you_mean, suffix
 
 REVIEW_WORDS = re.compile(
@@ -27,9 +28,10 @@ REVIEW_WORDS = re.compile(
 def check(ctx: Context) -> Iterator[Finding]:
     yield from unused_contracts(ctx.spec)
     for flow in ctx.spec.flows.values():
-        yield from unreachable_steps(flow)
+        if ctx.graph_complete(flow):
+            yield from unreachable_steps(flow)
+            yield from unordered_reads(flow)
         yield from same_agent_reviews(flow)
-        yield from unordered_reads(flow)
         yield from unknown_agents(ctx, flow)
         yield from unchecked_steps(flow)
 
@@ -74,8 +76,9 @@ def used_contracts(spec: Spec) -> set[str]:
 
 def unused_contracts(spec: Spec) -> Iterator[Finding]:
     used = used_contracts(spec)
+    misspelt = {did_you_mean(name, spec.contracts) for name in _undeclared_names(spec)}
     for name, decl in spec.contracts.items():
-        if name not in used:
+        if name not in used and name not in misspelt:
             yield Finding(
                 "LG901",
                 f"contract '{name}' is not used by any step, stage, flow input or output",
@@ -84,6 +87,20 @@ def unused_contracts(spec: Spec) -> Iterator[Finding]:
                 hint="remove it, or name it in an 'out' or 'output.contract'; an unused contract "
                 "is often a sign of a misspelt 'out'",
             )
+
+
+def _undeclared_names(spec: Spec) -> set[str]:
+    """Contract names written in ``out``/``output.contract`` that are not declared: a
+    contract they misspell is not "unused", the misspelling is the problem (LG302)."""
+    named: set[str] = set()
+    for flow in spec.flows.values():
+        if flow.output is not None and flow.output.contract:
+            named.add(flow.output.contract)
+        for step in flow.steps:
+            named |= {step.out} if step.out else set()
+            if step.fanout is not None:
+                named |= {stage.out for stage in step.fanout.stages if stage.out}
+    return {n for n in named if n not in spec.contracts}
 
 
 # -- LG902 ------------------------------------------------------------------------------------
@@ -216,7 +233,7 @@ def unordered_reads(flow: Flow) -> Iterator[Finding]:
                     f"does not depend on '{read}': it may be evaluated before '{read}' has run, "
                     f"fail and silently {'skip the step' if 'when' in field.context else 'store false'}",
                     field.path,
-                    span=member.span,
+                    span=(member.span[0], segment_spans(field.text, member)[0][1]),
                     hint=f"add '{read}' to the step's 'after' list: after: [{after}]",
                 )
 

@@ -69,17 +69,21 @@ def _call(ctx: Context, step: Step) -> Iterator[Finding]:
     expected = [k for k in callee.input if isinstance(k, str)]
     given = [k for k in step.with_ if isinstance(k, str)]
     missing = [k for k in expected if k not in step.with_]
-    for key in given:
-        if key not in callee.input:
-            guess = did_you_mean(key, missing)
-            yield Finding(
-                "LG703",
-                f"'{key}' is not an input of flow '{callee.name}'{suffix(guess)}",
-                (*step.at, "with", key),
-                at="key",
-                replacement=guess,
-                hint=f"flow '{callee.name}' takes: {', '.join(expected) or 'no inputs'}",
-            )
+    extra = [k for k in given if k not in callee.input]
+    for key in extra:
+        guess = did_you_mean(key, missing)
+        if guess is None and len(extra) == 1 and len(missing) == 1:
+            guess = missing[0]  # one key in place of another: a rename
+        if guess:
+            missing.remove(guess)  # one misspelt key is one problem
+        yield Finding(
+            "LG703",
+            f"'{key}' is not an input of flow '{callee.name}'{suffix(guess)}",
+            (*step.at, "with", key),
+            at="key",
+            replacement=guess,
+            hint=f"flow '{callee.name}' takes: {', '.join(expected) or 'no inputs'}",
+        )
     if missing:
         names = ", ".join(f"'{k}'" for k in missing)
         yield Finding(
