@@ -270,6 +270,9 @@ async def test_gate_decisions_from_a_callback_revise_then_approve():
                        gates=CallbackGates(decide), on_event=events.append)
     assert result.ok and result.output == {"text": "short"}
     assert len(writer.calls) == 2 and [s for s, _ in seen] == ["review", "review"]
+    assert writer.calls[1].previous_failure == ("revision requested at gate 'review': "
+                                                "make it shorter")
+    assert "sent back" in writer.calls[1].retry_feedback()
     resolved = [e.data["decision"] for e in events if e.kind == "gate_resolved"]
     assert resolved == ["revise", "approve"]
 

@@ -59,7 +59,8 @@ class Task:
         """What was wrong with the previous attempt, as text for a model; None on a first try."""
         if not self.violations and not self.previous_failure:
             return None
-        lines = [f"Your previous attempt (attempt {self.attempt - 1}) was rejected:"]
+        lines = [f"Your previous attempt (attempt {self.attempt - 1}) was rejected:"
+                 if self.attempt > 1 else "Your previous result was sent back:"]
         if self.previous_failure:
             lines.append(f"- failure: {self.previous_failure}")
         for violation in self.violations:
