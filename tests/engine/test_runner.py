@@ -411,3 +411,15 @@ async def test_example_health_main_job(tmp_path, monkeypatch):
     assert result.ok, result.response
     assert result.output["files"] == 2 and result.output["doc_coverage"] == 0.5
     assert (tmp_path / ".lockgate" / "health-report.md").exists()
+
+
+def test_example_reviewed_work_with_run_sync(tmp_path):
+    from lockgate.engine.runner import run_sync
+
+    codex = ScriptedAgent({"work": [{"result": "draft", "quality_score": 0.4},
+                                    {"result": "final", "quality_score": 0.85}]})
+    result = run_sync(EXAMPLES / "reviewed-work.stratum.yaml", {"text": "a release note"},
+                      agents={"codex": codex}, store="memory", workspace=tmp_path,
+                      gates=CallbackGates(lambda request: "approve"))
+    assert result.ok and result.output == {"result": "final", "quality_score": 0.85}
+    assert "quality_score >= 0.8" in str(codex.calls[1].violations)
