@@ -40,12 +40,15 @@ MAX_DOCUMENT_CHARS = 10 * 1024 * 1024
 MAX_DEPTH = 64
 MAX_ALIASES = 1_000
 MAX_ALIAS_EXPANSION = 100_000
+MAX_NODES = 250_000
 
 _TAG = "tag:yaml.org,2002:"
 _ALLOWED_TAGS = {_TAG + t for t in ("str", "int", "float", "bool", "null", "map", "seq")}
 _RESOLVERS = yaml.resolver.Resolver.yaml_implicit_resolvers
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()
 _NEWLINES = re.compile(r"\r\n|\r|\n")
+_DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9]*)$")
+_MISS = object()
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
 
 
@@ -89,14 +92,14 @@ class Node:
 
     __slots__ = ("kind", "start", "end", "extent", "style", "text", "children", "size", "_chars")
 
-    def __init__(self, kind: str, start: int, style: str | None = None) -> None:
+    def __init__(self, kind: str, start: int, end: int | None = None, style: str | None = None,
+                 text: str | None = None) -> None:
         self.kind = kind  # "map", "seq" or "scalar"
         self.start = start
-        self.end = start
-        self.extent = start
+        self.end = self.extent = start if end is None else end
         self.style = style
-        self.text: str | None = None  # decoded scalar text (before type resolution)
-        self.children: dict[str, Slot] | list[Slot] = {} if kind == "map" else []
+        self.text = text  # decoded scalar text (before type resolution)
+        self.children: Any = {} if kind == "map" else [] if kind == "seq" else None
         self.size = 1
         self._chars: CharSources | None = None
 
@@ -223,6 +226,8 @@ class SourceMap:
         while stack:
             path, node = stack.pop()
             yield path
+            if node.children is None:
+                continue
             items = node.children.items() if isinstance(node.children, dict) else enumerate(node.children)
             for part, slot in reversed(list(items)):
                 if slot.is_alias:
@@ -254,6 +259,8 @@ class SourceMap:
         depth = 0
         for part in path:
             children = node.children
+            if children is None:
+                break
             if isinstance(children, dict):
                 nxt = children.get(part) if isinstance(part, str) else None
             elif isinstance(part, int) and not isinstance(part, bool) and 0 <= part < len(children):
@@ -417,6 +424,8 @@ class _Composer:
         self.aliases = 0
         self.expansion = 0
         self.root: tuple[Node, Any] | None = None
+        self.plain: dict[str, Any] = {}  # plain scalar text -> resolved value
+        self.nodes = 0
         self.documents = 0
 
     def run(self) -> ParsedYaml:
@@ -488,31 +497,54 @@ class _Composer:
         raise _SecondDocument
 
     def _scalar(self, ev: Any) -> None:
+        self._count(ev)
         start, end = ev.start_mark.index, ev.end_mark.index
-        node = Node("scalar", start, ev.style or "")
-        node.extent = end
-        node.end = _tight_end(self.src, start, end) if ev.style in ("|", ">") else end
-        node.text = ev.value
-        value = self._resolve(ev, node)
+        style = ev.style or ""
+        text: str = ev.value
+        node = Node("scalar", start, end, style, text)
+        if style in ("|", ">"):
+            node.end = _tight_end(self.src, start, end)
+        tag = ev.tag
+        if tag is not None and tag != "!":
+            value = self._tagged(tag, text, node)
+        elif style or not ev.implicit[0]:
+            value = text
+        else:
+            value = self.plain.get(text, _MISS)
+            if value is _MISS:
+                value = self.plain[text] = self._implicit(text, node)
+        if self.stack and ev.anchor is None and value.__class__ is str:
+            frame = self.stack[-1]
+            if frame.key is None and frame.data.__class__ is dict and (style or value != "<<"):
+                frame.key = (value, start, node.end, False)  # the hot path: a mapping key
+                frame.node.size += 1
+                return
         self._add(node, value, ev.anchor, start, node.end)
 
-    def _resolve(self, ev: Any, node: Node) -> Any:
-        value: str = ev.value
-        tag = ev.tag
-        plain = not ev.style and ev.implicit[0]
-        if tag is not None and tag != "!":
-            if tag not in _ALLOWED_TAGS:
-                self._unsupported_tag(tag, node)
-                return value
-            return self._construct(tag, value, node)
-        if not plain:
-            return value
-        if value == "":
+    def _count(self, ev: Any) -> None:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            idx = ev.start_mark.index
+            self.diags.append(self._at("LG101", f"the document has more than {MAX_NODES:,} values; "
+                                       "specs are limited to that", idx, idx + 1))
+            raise _Stop
+
+    def _tagged(self, tag: str, text: str, node: Node) -> Any:
+        if tag not in _ALLOWED_TAGS:
+            self._unsupported_tag(tag, node)
+            return text
+        return self._construct(tag, text, node)
+
+    def _implicit(self, text: str, node: Node) -> Any:
+        """A plain scalar resolved as yaml.safe_load does (YAML 1.1 core types)."""
+        if text == "":
             return None
-        for res_tag, regexp in _RESOLVERS.get(value[0], ()):
-            if regexp.match(value):
-                return self._construct(res_tag, value, node)
-        return value
+        if _DECIMAL.match(text):
+            return int(text)
+        for res_tag, regexp in _RESOLVERS.get(text[0], ()):
+            if regexp.match(text):
+                return self._construct(res_tag, text, node)
+        return text
 
     def _construct(self, tag: str, value: str, node: Node) -> Any:
         name = tag[len(_TAG):] if tag.startswith(_TAG) else tag
@@ -536,6 +568,7 @@ class _Composer:
             node.start, node.end))
 
     def _open(self, ev: Any, kind: str) -> None:
+        self._count(ev)
         if len(self.stack) >= MAX_DEPTH:
             idx = ev.start_mark.index
             self.diags.append(self._at(

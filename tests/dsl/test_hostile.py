@@ -10,7 +10,7 @@ import random
 import pytest
 
 from lockgate.dsl.loader import load
-from lockgate.dsl.yamlsrc import MAX_DEPTH, parse_yaml
+from lockgate.dsl.yamlsrc import MAX_DEPTH, MAX_NODES, parse_yaml
 
 
 def only(text: str | bytes) -> str:
@@ -95,7 +95,12 @@ def test_one_megabyte_single_line() -> None:
     line = "do: " + "x" * (1024 * 1024)
     parsed = parse_yaml(line)
     assert parsed.diagnostics == [] and len(parsed.data["do"]) == 1024 * 1024
-    assert only("[" + "1, " * 350_000 + "\n") == "LG103"  # unclosed, a megabyte long
+    assert only("[" + "1, " * 100_000 + "\n") == "LG103"  # unclosed
+    assert only("[" + "1, " * 350_000 + "]\n") == "LG101"  # a megabyte of values: too many
+
+
+def test_value_count_is_bounded() -> None:
+    assert only("- x\n" * (MAX_NODES + 1)) == "LG101"
 
 
 def test_long_key() -> None:
