@@ -50,7 +50,8 @@ def _step(version: int) -> dict[str, Any]:
 def _events(version: int) -> list[dict[str, Any]]:
     step = f"step_{version % 50}"
     return [
-        {"type": "step_done", "step_id": step, "detail": {"attempt": 1, "ensures": 2}, "at": "2025-03-01T12:00:01+00:00"},
+        {"type": "step_done", "step_id": step, "detail": {"attempt": 1, "ensures": 2},
+         "at": "2025-03-01T12:00:01+00:00"},
         {"type": "step_dispatched", "step_id": f"step_{version % 50 + 1}", "detail": {"token": f"tok-{version}"},
          "at": "2025-03-01T12:00:01+00:00"},
     ]
@@ -113,14 +114,17 @@ def main() -> None:
         runs: list[tuple[str, Callable[[], Store], int]] = [
             ("memory", MemoryStore, args.n),
             ("sqlite (WAL, synchronous=NORMAL)", lambda: SQLiteStore(tmpdir / "normal.db"), args.n),
-            ("sqlite (WAL, synchronous=FULL)", lambda: SQLiteStore(tmpdir / "full.db", synchronous="FULL"), args.n // 3),
+            ("sqlite (WAL, synchronous=FULL)",
+             lambda: SQLiteStore(tmpdir / "full.db", synchronous="FULL"), args.n // 3),
         ]
         dsns = _postgres_dsns(stack)
         if dsns is not None:
             from lockgate.engine.store.postgres import PostgresStore
 
-            runs.append(("postgres (synchronous_commit=on)", lambda: PostgresStore(dsns[0], schema="bench_on"), args.n // 3))
-            runs.append(("postgres (synchronous_commit=off)", lambda: PostgresStore(dsns[1], schema="bench_off"), args.n))
+            runs.append(("postgres (synchronous_commit=on)",
+                         lambda: PostgresStore(dsns[0], schema="bench_on"), args.n // 3))
+            runs.append(("postgres (synchronous_commit=off)",
+                         lambda: PostgresStore(dsns[1], schema="bench_off"), args.n))
         for name, factory, n in runs:
             store = factory()
             try:

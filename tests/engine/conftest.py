@@ -8,6 +8,7 @@ be started. Each PostgreSQL-backed test gets its own schema, dropped afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import uuid
@@ -84,10 +85,8 @@ class Backend:
 
     def close(self) -> None:
         for store in self._opened:
-            try:
+            with contextlib.suppress(StoreError):
                 store.close()
-            except StoreError:
-                pass
 
 
 def _postgres_backend(dsn: str) -> Iterator[Backend]:

@@ -9,8 +9,8 @@ variable instead of polling.
 from __future__ import annotations
 
 import threading
-from itertools import islice
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from lockgate.engine.store import codec

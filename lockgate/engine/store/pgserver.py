@@ -36,8 +36,8 @@ def find_bindir() -> Path | None:
         result = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True, check=False)
         if result.returncode == 0:
             candidates.append(Path(result.stdout.strip()))
-    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: _major(p.parent.name), reverse=True)
-    candidates.extend(versions)
+    debian = Path("/usr/lib/postgresql").glob("*/bin")
+    candidates.extend(sorted(debian, key=lambda p: _major(p.parent.name), reverse=True))
     for directory in candidates:
         if (directory / "initdb").is_file() and (directory / "postgres").is_file():
             return directory
@@ -66,7 +66,9 @@ class TempPostgres:
         self.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     def start(self) -> str:
