@@ -167,7 +167,7 @@ def _start(db: Path, spec: Path, *args: str) -> subprocess.Popen[str]:
                             stdout=subprocess.PIPE, text=True, cwd=HERE, env={**os.environ, "PYTHONPATH": str(HERE)})
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+@pytest.mark.parametrize("seed", [1, 2, 3])
 def test_sigkill_at_random_points_then_resume_redoes_nothing_and_loses_nothing(tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
     db = tmp_path / "runs.db"
