@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from ..diagnostics import Finding, YamlPath
 from ...errors import ContractError, ExprError
 from ..expr import compile as compile_expr
-from ..graph import DEFAULT_AGENT, scanned_fields, step_agent, step_refs, upstream, routing_targets
+from ..graph import DEFAULT_AGENT, reset_closure, routing_targets, scanned_fields, step_agent, step_refs, upstream
 from ..ir import Flow, Spec, Step
 from ..types import ArrayOf, Named, OptionalOf, TypeExpr, parse_type
 from .context import Context
@@ -30,6 +30,7 @@ def check(ctx: Context) -> Iterator[Finding]:
     for flow in ctx.spec.flows.values():
         if ctx.graph_complete(flow):
             yield from unreachable_steps(flow)
+            yield from split_gate_routes(flow)
             yield from unordered_reads(flow)
         yield from same_agent_reviews(flow)
         yield from unknown_agents(ctx, flow)
@@ -107,12 +108,12 @@ def _undeclared_names(spec: Spec) -> set[str]:
 
 
 def unreachable_steps(flow: Flow) -> Iterator[Finding]:
-    """Steps that can never run: routing targets whose routers can never run, and steps that
-    wait for a gate whose approval ends the flow and which has no kill route.
+    """Steps that can never run: those waiting for a gate whose approval completes the flow
+    and whose kill fails it, and everything behind them.
 
     Reachability is a fixpoint: a step can run when every dependency can finish and, for a
     routing target, when some router can run. Only the first step of an unreachable chain is
-    reported; the message counts the steps stranded behind it.
+    reported; the message counts the steps stranded behind it (by dependency or route).
     """
     from ..graph import dependencies
 
@@ -134,10 +135,10 @@ def unreachable_steps(flow: Flow) -> Iterator[Finding]:
             changed = True
     stuck = [sid for sid in ids if sid not in runnable]
     for sid in stuck:
-        cause = _cause(flow, sid, runnable, targets)
+        cause = _cause(flow, sid)
         if cause is None:
             continue  # stranded behind another unreachable step, which is reported
-        behind = [s for s in stuck if s != sid and sid in upstream(flow, s)]
+        behind = [s for s in stuck if s != sid and s in reset_closure(flow, sid)]
         tail = f" ({len(behind)} step{'s' if len(behind) > 1 else ''} after it are stranded too)" if behind else ""
         yield Finding(
             "LG902",
@@ -153,18 +154,32 @@ def _ends_flow(step: Step) -> bool:
     return step.kind == "gate" and gate is not None and gate.on_approve is None and gate.on_kill is None
 
 
-def _cause(flow: Flow, sid: str, runnable: set[str], targets) -> str | None:
+def _cause(flow: Flow, sid: str) -> str | None:
+    """Why ``sid`` can never run, when the reason is its own (not a step before it)."""
     from ..graph import dependencies
 
-    deps = dependencies(flow, sid)
-    enders = [d for d in deps if _ends_flow(flow.step_map[d])]
+    enders = sorted(d for d in dependencies(flow, sid) if _ends_flow(flow.step_map[d]))
     if enders:
         return (f"it waits for gate '{enders[0]}', whose approval completes the flow and whose "
                 f"kill fails it")
-    if sid in targets and all(d in runnable for d in deps):
-        routers = ", ".join(f"'{r.source}'" for r in targets[sid])
-        return f"it runs only when routed, and its router{'s' if len(targets[sid]) > 1 else ''} {routers} can never run"
     return None
+
+
+def split_gate_routes(flow: Flow) -> Iterator[Finding]:
+    """A gate that approves to one step and kills to another strands the branch not taken:
+    routed-only gate targets are never skipped (§8 item 13), so the run cannot finish."""
+    for step in flow.steps:
+        gate = step.gate
+        if gate is None or None in (gate.on_approve, gate.on_kill) or gate.on_approve == gate.on_kill:
+            continue
+        yield Finding(
+            "LG902",
+            f"gate '{step.id}' approves to '{gate.on_approve}' and kills to '{gate.on_kill}': the "
+            f"step not taken is never skipped, so it can never run and the run cannot finish",
+            (*gate.at, "on_kill"),
+            hint="route approve and kill to the same step (and branch on a 'when' there), or "
+            "set one of them to null",
+        )
 
 
 # -- LG903 ------------------------------------------------------------------------------------
