@@ -6,6 +6,7 @@ import pytest
 
 from lockgate.engine.store import Store
 from lockgate.engine.store.chain import chain_events
+from lockgate.errors import ConcurrencyConflict
 
 AT = "2025-03-01T12:00:00+00:00"
 RUN = "audited"
@@ -113,3 +114,12 @@ def test_tampering_one_run_leaves_others_verifiable(durable_backend, audited: St
     durable_backend.raw("DELETE FROM {events} WHERE run_id = ? AND seq = 2", (RUN,))
     assert not audited.verify(RUN).ok
     assert audited.verify("other").ok
+
+
+def test_a_moved_chain_head_under_a_cached_one_is_a_conflict_not_a_fork(durable_backend, audited: Store) -> None:
+    version = audited.current_version(RUN)
+    durable_backend.raw("UPDATE {runs} SET head_hash = ? WHERE run_id = ?", ("e" * 64, RUN))
+    with pytest.raises(ConcurrencyConflict, match="changed underneath"):
+        audited.save_run(RUN, expected_version=version, header={"status": "running", "flow": "main"}, steps={},
+                         events=[{"type": "late", "at": AT}])
+    assert len(audited.events(RUN)) == 10

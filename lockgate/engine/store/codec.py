@@ -17,7 +17,7 @@ from json.encoder import (  # type: ignore[attr-defined]
 )
 from typing import Any
 
-from lockgate.errors import StoreError
+from lockgate.errors import ConcurrencyConflict, StoreError
 
 MAX_RUN_ID = 200
 
@@ -112,3 +112,13 @@ def encode_steps(steps: Any) -> list[tuple[str, str]]:
 
 def decode(text: str | bytes) -> Any:
     return json.loads(text)
+
+
+def conflict(run_id: str, expected: int, actual: int) -> ConcurrencyConflict:
+    """The error for a save against ``expected`` when the run is at ``actual``. Equal versions
+    mean the run's chain head moved under a cached one (the database was swapped or edited)."""
+    if actual == expected:
+        message = f"run {run_id!r} changed underneath this store (its chain head moved); reload it"
+    else:
+        message = f"run {run_id!r} is at version {actual}, not {expected}"
+    return ConcurrencyConflict(message, run_id=run_id, expected_version=expected, actual_version=actual)

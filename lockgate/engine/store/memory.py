@@ -16,7 +16,7 @@ from typing import Any
 from lockgate.engine.store import codec
 from lockgate.engine.store.base import Event, RunSummary, StoredRun, VerifyReport
 from lockgate.engine.store.chain import GENESIS_HASH, Link, chain_events, verify_chain
-from lockgate.errors import ConcurrencyConflict, RunNotFound, StoreError
+from lockgate.errors import RunNotFound, StoreError
 
 
 @dataclass(slots=True)
@@ -86,10 +86,7 @@ class MemoryStore:
         with self._changed:
             run = self._run(run_id)
             if run.version != expected_version:
-                raise ConcurrencyConflict(
-                    f"run {run_id!r} is at version {run.version}, not {expected_version}",
-                    run_id=run_id, expected_version=expected_version, actual_version=run.version,
-                )
+                raise codec.conflict(run_id, expected_version, run.version)
             links = chain_events(run_id, events, run.head, len(run.links) + 1, now)
             run.header_json, run.status, run.flow = header_json, status, flow
             run.steps.update(encoded_steps)

@@ -31,7 +31,7 @@ from typing import Any
 from lockgate.engine.store import codec
 from lockgate.engine.store.base import Event, RunSummary, StoredRun, VerifyReport
 from lockgate.engine.store.chain import GENESIS_HASH, Link, chain_events, verify_chain
-from lockgate.errors import ConcurrencyConflict, RunNotFound, StoreError
+from lockgate.errors import RunNotFound, StoreError
 
 try:
     import psycopg
@@ -164,7 +164,7 @@ class PostgresStore:
         if self._run_statement(self._sql_update, params) != 1:
             actual = self._head_row(run_id)
             self._heads[run_id] = actual
-            raise _conflict_error(run_id, expected_version, actual[0])
+            raise codec.conflict(run_id, expected_version, actual[0])
         self._heads[run_id] = (expected_version + 1, params["count"], params["head"])
         return expected_version + 1
 
@@ -176,7 +176,7 @@ class PostgresStore:
             cached = self._head_row(run_id)
             self._heads[run_id] = cached
             if cached[0] != version:
-                raise _conflict_error(run_id, version, cached[0])
+                raise codec.conflict(run_id, version, cached[0])
         return cached[1], cached[2]
 
     def _head_row(self, run_id: str) -> tuple[int, int, str]:
@@ -370,13 +370,6 @@ def _link_params(links: list[Link], count: int, head: str) -> dict[str, Any]:
 
 def _string(value: str | None) -> str:
     return "null" if value is None else encode_basestring_ascii(value)
-
-
-def _conflict_error(run_id: str, expected: int, actual: int) -> ConcurrencyConflict:
-    return ConcurrencyConflict(
-        f"run {run_id!r} is at version {actual}, not {expected}",
-        run_id=run_id, expected_version=expected, actual_version=actual,
-    )
 
 
 def _iso(value: datetime | str) -> str:

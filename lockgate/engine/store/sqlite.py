@@ -36,7 +36,7 @@ from typing import Any
 from lockgate.engine.store import codec
 from lockgate.engine.store.base import Event, RunSummary, StoredRun, VerifyReport
 from lockgate.engine.store.chain import GENESIS_HASH, Link, chain_events, verify_chain
-from lockgate.errors import ConcurrencyConflict, RunNotFound, StoreError
+from lockgate.errors import RunNotFound, StoreError
 
 SCHEMA_VERSION = 1
 
@@ -108,7 +108,7 @@ class SQLiteStore:
 
     def __init__(self, path: str | os.PathLike[str] = DEFAULT_PATH, *, synchronous: str = "NORMAL",
                  busy_timeout: float = 10.0) -> None:
-        if synchronous.upper() not in {"NORMAL", "FULL"}:
+        if not isinstance(synchronous, str) or synchronous.upper() not in {"NORMAL", "FULL"}:
             raise StoreError(f"synchronous must be NORMAL or FULL, not {synchronous!r}")
         self.path = Path(path)
         self._lock = threading.RLock()
@@ -119,12 +119,18 @@ class SQLiteStore:
             self._db = sqlite3.connect(
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open SQLite store {self.path}: {exc}") from exc
+        try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
             self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
             self._create_schema()
-        except (sqlite3.Error, OSError) as exc:
-            raise StoreError(f"cannot open SQLite store {self.path}: {exc}") from exc
+        except BaseException as exc:
+            self._db.close()
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(f"cannot open SQLite store {self.path}: {exc}") from exc
+            raise
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
@@ -187,7 +193,7 @@ class SQLiteStore:
         if row is None:
             raise RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
         if row[0] != version:
-            raise _conflict_error(run_id, version, row[0])
+            raise codec.conflict(run_id, version, row[0])
         return row[1], row[2]
 
     def _conflict(self, db: sqlite3.Connection, run_id: str, expected: int) -> Exception:
@@ -195,7 +201,7 @@ class SQLiteStore:
         if row is None:
             return RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
         self._heads[run_id] = (row[0], row[1], row[2])
-        return _conflict_error(run_id, expected, row[0])
+        return codec.conflict(run_id, expected, row[0])
 
     @staticmethod
     def _write_rows(db: sqlite3.Connection, run_id: str, steps: list[tuple[str, str]], links: list[Link]) -> None:
@@ -331,13 +337,6 @@ class SQLiteStore:
     def _require_run(db: sqlite3.Connection, run_id: str) -> None:
         if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
             raise RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
-
-
-def _conflict_error(run_id: str, expected: int, actual: int) -> ConcurrencyConflict:
-    return ConcurrencyConflict(
-        f"run {run_id!r} is at version {actual}, not {expected}",
-        run_id=run_id, expected_version=expected, actual_version=actual,
-    )
 
 
 def _event(row: tuple[Any, ...]) -> Event:
