@@ -75,7 +75,7 @@ class _Mapper:
 
     def run(self, errors: list[Any]) -> list[Finding]:
         for err in errors:  # construct mixes first: they silence per-kind errors on that step
-            if _is_step_one_of(err):
+            if _is_step_one_of(err) and isinstance(_value_at(self.data, tuple(err.instance_path)), dict):
                 self._construct_mix(tuple(err.instance_path))
         for err in errors:
             if not _is_step_one_of(err):

@@ -30,6 +30,7 @@ from yaml.nodes import ScalarNode
 
 from .diagnostics import Diagnostic, Position, Range, Related, Severity, YamlPath
 from .scalars import CharSources, char_sources
+from .yamlerrors import explain_syntax_error
 
 try:  # libyaml; the pure-Python parser has the same event API, only slower
     from yaml._yaml import CParser as _Parser
@@ -652,9 +653,11 @@ class _Composer:
     def _key(self, node: Node, data: Any, start: int, end: int, alias: bool) -> Any:
         if node.kind != "scalar" or alias:
             what = "an alias" if alias else ("a mapping" if node.kind == "map" else "a list")
+            hint = "if this is text, quote it"
+            if node.kind == "map" and node.style == "flow":
+                hint = "`{...}` is a YAML mapping; references are written ${...}, and text is quoted"
             self.diags.append(self._at(
-                "LG109", f"a key must be a plain string, not {what}", start, end,
-                hint="if this is text such as a template, quote it"))
+                "LG109", f"a key must be a plain string, not {what}", start, end, hint=hint))
             return _BAD_KEY
         if data == "<<" and not node.style:
             return ("<<", start, end, True)
@@ -718,7 +721,7 @@ class _Composer:
                         "not allow", pos, pos + 1)
 
     def _syntax_error(self, exc: yaml.MarkedYAMLError) -> Diagnostic:
-        message, hint, start, end, related = _explain(exc, self.src)
+        message, hint, start, end, related = explain_syntax_error(exc, self.src)
         rel = tuple(Related(self.map.index_range(s, e), m) for s, e, m in related)
         return self._at("LG103", message, start, end, hint=hint, related=rel)
 
@@ -727,87 +730,3 @@ def _tight_end(src: str, start: int, end: int) -> int:
     while end > start and src[end - 1] in " \t\r\n":
         end -= 1
     return end
-
-
-# -- friendly syntax errors ---------------------------------------------------------------------
-
-
-def _explain(exc: yaml.MarkedYAMLError, src: str) -> tuple[str, str | None, int, int, list[tuple[int, int, str]]]:
-    """A message a person can act on, the hint, and the interval to point at."""
-    problem = (exc.problem or "").strip()
-    context = (exc.context or "").strip()
-    pmark = exc.problem_mark
-    cmark = exc.context_mark
-    idx = min(pmark.index, len(src)) if pmark is not None else 0
-    cidx = min(cmark.index, len(src)) if cmark is not None else None
-    ch = src[idx] if idx < len(src) else ""
-    start, end = idx, idx + (1 if ch and ch not in "\r\n" else 0)
-    related: list[tuple[int, int, str]] = []
-    hint = None
-
-    def line_of(i: int) -> int:
-        return src.count("\n", 0, i) + 1
-
-    if "tab" in problem or (ch == "\t" and "cannot start any token" in problem):
-        message = "a tab is used for indentation; YAML indents with spaces only"
-        hint = "replace the tab with spaces"
-    elif "cannot start any token" in problem:
-        message = f"`{ch}` cannot start a plain value in YAML"
-        hint = "quote the value"
-    elif "mapping values are not allowed" in problem:
-        message = "unexpected `:` — a plain value cannot contain `: ` (a colon followed by a space)"
-        hint = "quote the whole value, e.g. \"a: b\""
-    elif "block sequence entries are not allowed" in problem:
-        message = "a list cannot start on the same line as its key"
-        hint = "put `- item` on the next line, indented under the key"
-    elif "quoted scalar" in context and ("end of stream" in problem or "document indicator" in problem):
-        quote = src[cidx] if cidx is not None and cidx < len(src) else "'"
-        kind = "double" if quote == '"' else "single"
-        message = f"this {kind}-quoted string is never closed"
-        hint = f"add the closing {quote}"
-        if cidx is not None:
-            related.append((idx, idx, "the document ends here without the closing quote"))
-            start, end = cidx, cidx + 1
-    elif "unknown escape" in problem:
-        escaped = src[idx + 1 : idx + 2]
-        message = f"`\\{escaped}` is not a valid escape in a double-quoted string"
-        hint = "write `\\\\` for a backslash, or use single quotes"
-        start, end = idx, idx + 2
-    elif "did not find expected ',' or" in problem or "expected ',' or" in problem:
-        closer = "]" if "sequence" in context else "}"
-        opener = "[" if closer == "]" else "{"
-        message = f"the `{opener}` opened on line {line_of(cidx or 0)} is not closed with `{closer}`"
-        hint = f"add `{closer}`, or quote the value if `{opener}` is meant as text (e.g. a template)"
-        if cidx is not None and idx >= len(src.rstrip()):
-            related.append((idx, idx, "the document ends here"))
-            start, end = cidx, cidx + 1
-    elif "did not find expected key" in problem:
-        if ch == "-":
-            message = "a list item `-` where a key was expected; check the indentation"
-        elif _after_closing_quote(src, idx):
-            message = "unexpected text after a closing quote"
-            hint = "quote the whole value, or double a quote inside a single-quoted string ('it''s')"
-        else:
-            message = (f"expected a key at the indentation of the mapping that starts on line "
-                       f"{line_of(cidx or 0)}; check the indentation")
-    elif "did not find expected '-' indicator" in problem:
-        message = (f"expected a list item `- ` at the indentation of the list that starts on line "
-                   f"{line_of(cidx or 0)}; check the indentation")
-    elif "could not find expected ':'" in problem:
-        message = "a key is missing its `:`, or a plain value runs onto the next line"
-        if cidx is not None:
-            start, end = cidx, cidx + max(1, len(src[cidx:].split("\n", 1)[0].rstrip()))
-    elif "expected node content" in problem:
-        message = "a value is expected here"
-        hint = "write the value, or `null` for none"
-    elif "document indicator" in problem:
-        message = "a `---` or `...` line inside a value"
-    else:
-        message = f"{problem}{' (' + context + ')' if context else ''}" or "the YAML does not parse"
-    return message, hint, start, end, related
-
-
-def _after_closing_quote(src: str, idx: int) -> bool:
-    line_start = src.rfind("\n", 0, idx) + 1
-    before = src[line_start:idx].rstrip()
-    return bool(before) and before[-1] in "'\"" and before.count(before[-1]) >= 2
