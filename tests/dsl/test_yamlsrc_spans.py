@@ -144,3 +144,12 @@ def test_replay_matches_libyaml_for_emitted_scalars(value: str, style: str | Non
     for ch, s in zip(value, chars.starts):
         if text[s] not in "\\'\n\r" and ch not in " \n":
             assert text[s] == ch
+
+
+def test_crlf_line_endings() -> None:
+    text = f"a: 1\r\ndo: |\r\n  line\r\n  two {REF}\r\nb: 'q\r\n  r {REF}'\r\n"
+    parsed = parse_yaml(text)
+    assert parsed.data == {"a": 1, "do": f"line\ntwo {REF}\n", "b": f"q r {REF}"}
+    assert span_of(text, "do", REF) == doc_range(text, REF, 0)
+    assert span_of(text, "b", REF) == doc_range(text, REF, 1)
+    assert doc_range(text, REF, 1).start == Position(5, 4)
