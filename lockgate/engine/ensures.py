@@ -38,8 +38,10 @@ def first_failed_ensure(
             holds, reason = _holds(ensure.expression, bindings, workspace)
         if not holds:
             label = ensure.source if ensure.kind != "judged" else f"judged: {ensure.statement}"
-            return {"ensure": label, "kind": ensure.kind,
-                    "reason": f'ensure "{label}" failed: {reason}', "detail": reason}
+            message = f'ensure "{label}" failed: {reason}'
+            # "message" is the field every violation kind carries (contract ones add "path")
+            return {"ensure": label, "kind": ensure.kind, "message": message,
+                    "reason": message, "detail": reason}
     return None
 
 
