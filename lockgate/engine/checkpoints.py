@@ -71,8 +71,8 @@ def revert(run: LiveRun, label: Any, env: Env) -> LiveRun:
     header.cancel_requested = False
     restored = {k: StepState.from_dict(v) for k, v in snapshot["steps"].items()}
     for key, st in run.steps.items():
-        if key not in restored and not st.dropped:
-            restored[key] = StepState(key, status="failed", dropped=True, epoch=st.epoch + 1)
+        if key not in restored:
+            restored[key] = st if st.dropped else StepState(key, status="failed", dropped=True, epoch=st.epoch + 1)
     for st in restored.values():
         if st.status in (READY, WAITING_GATE):
             st.token = new_token()

@@ -221,7 +221,8 @@ class LiveRun:
     def record_dicts(self, keys: set[str] | None = None) -> dict[str, dict[str, Any]]:
         chosen = self.steps if keys is None else {k: self.steps[k] for k in keys}
         out = {k: st.to_dict() for k, st in chosen.items()}
-        out.update(self.extra_records)
+        if keys is not None:
+            out.update(self.extra_records)
         return out
 
     def children(self, prefix: str) -> list[StepState]:

@@ -112,7 +112,7 @@ def check_invariants(engine: Engine, run_id: str, seen: dict[str, str], resp: di
     assert len(tokens) == len(set(tokens))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(items=st.lists(st.integers(0, 20), max_size=3), walk=actions)
 def test_random_walk_keeps_the_invariants(items: list[int], walk: list[tuple[str, int]]) -> None:
     engine = Engine()
