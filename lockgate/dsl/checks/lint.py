@@ -297,4 +297,5 @@ def unchecked_steps(flow: Flow) -> Iterator[Finding]:
             for stage in step.fanout.stages:
                 if stage.out is None and not stage.ensure:
                     yield Finding("LG906", f"stage {stage.index} of fanout '{step.id}' has neither 'out' "
-                                  f"nor 'ensure': {why}", (*stage.at, "do"), at="key")
+                                  f"nor 'ensure': {why}", (*stage.at, "do"), at="key",
+                                  hint="add e.g. 'out: Result' or an 'ensure' expression to the stage")
