@@ -34,7 +34,7 @@ def explain(run: LiveRun) -> dict[str, Any]:
                                     f"{entry['attempt']}, {entry['retries_remaining']} retries left) and waits "
                                     "for its result",
                           "token": entry["token"],
-                          "commands": [f"lockgate resume {rid}", f"lockgate cancel {rid}"]})
+                          "commands": [f"lockgate run --resume {rid}", f"lockgate cancel {rid}"]})
         summary = (f"run {rid} is running: {len(run.waiting)} gate(s) and {len(run.outstanding)} dispatch(es) "
                    "outstanding")
     elif header.status == RUN_COMPLETE:

@@ -1,0 +1,278 @@
+"""Run inspection and steering: ``runs``, ``show``, ``audit``, ``why``, ``gate``, ``commit``,
+``revert``, ``cancel``, ``resume``, ``verify``.
+
+Every command opens the store named by ``--store`` (or ``LOCKGATE_STORE``, else
+``.lockgate/lockgate.db`` here) and calls :class:`lockgate.engine.Engine`. Exit status: 0 done,
+1 the engine refused (the message says why) or ``verify`` found tampering, 2 usage errors.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+STORE_HELP = "Run store: a SQLite path, sqlite://, postgresql://... or memory (default: $LOCKGATE_STORE or .lockgate/lockgate.db)."
+
+
+def store_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--store", metavar="URL", envvar="LOCKGATE_STORE", help=STORE_HELP)(fn)
+
+
+def format_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+                        show_default=True, help="text for people, json for tools.")(fn)
+
+
+def _engine(store: str | None) -> Any:
+    from pathlib import Path
+
+    from ..engine import Engine
+    from ..engine.store import open_store
+
+    return Engine(store=open_store(store), workspace=Path.cwd())
+
+
+def _call(action: Callable[[], Any]) -> Any:
+    from ..errors import LockgateError
+
+    try:
+        return action()
+    except LockgateError as exc:
+        kind = getattr(exc, "error_type", type(exc).__name__)
+        click.echo(f"error ({kind}): {exc}", err=True)
+        sys.exit(1)
+
+
+def _json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, sort_keys=True, default=str))
+
+
+def _when(stamp: Any) -> str:
+    if isinstance(stamp, (int, float)):
+        return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return str(stamp or "")[:19].replace("T", " ")
+
+
+def _spent(spent: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v:g}" for k, v in sorted(spent.items())) or "nothing"
+
+
+def _table(rows: list[list[str]], header: list[str]) -> None:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        click.echo("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip())
+
+
+# -- listing and reading ---------------------------------------------------------------------------
+
+
+@click.command("runs")
+@click.option("--status", help="Only runs with this status (running, complete, failed, killed, cancelled).")
+@click.option("--limit", type=click.IntRange(1), default=50, show_default=True)
+@store_option
+@format_option
+def runs_cmd(status: str | None, limit: int, store: str | None, fmt: str) -> None:
+    """List runs, newest first."""
+    found = _call(lambda: _engine(store).runs(status=status, limit=limit))
+    if fmt == "json":
+        _json(found)
+        return
+    if not found:
+        click.echo("no runs")
+        return
+    _table([[r["run_id"], r["flow"], r["status"], _when(r["updated_at"])] for r in found],
+           ["RUN", "FLOW", "STATUS", "UPDATED"])
+
+
+@click.command("show")
+@click.argument("run_id", metavar="RUN")
+@store_option
+@format_option
+def show_cmd(run_id: str, store: str | None, fmt: str) -> None:
+    """Show a run: its status, what it waits on, and every step."""
+    engine = _engine(store)
+    audit = _call(lambda: engine.audit(run_id))
+    status = _call(lambda: engine.status(run_id))
+    if fmt == "json":
+        _json({"status": status, "trace": audit["trace"]})
+        return
+    click.echo(f"run {run_id}  flow {audit['flow']}  status {audit['status']}"
+               + (f" ({audit['error_type']})" if audit.get("error_type") else ""))
+    click.echo(f"steps {audit['steps_completed']}/{audit['total_steps']} done  spent {_spent(audit['spent'])}"
+               f"  rounds {audit['rounds']}")
+    if audit.get("failure"):
+        click.echo(f"failure: {audit['failure'].get('reason')}")
+    if "output" in audit:
+        click.echo("output: " + json.dumps(audit["output"], sort_keys=True))
+    click.echo()
+    _table([[t["step_id"], t["kind"], t["status"], str(t["attempts"]),
+             f"{t['duration_ms']:.0f} ms" if "duration_ms" in t else "",
+             (t.get("failure") or {}).get("reason", "")[:70]] for t in audit["trace"]],
+           ["STEP", "KIND", "STATUS", "ATTEMPTS", "TIME", "LAST FAILURE"])
+
+
+@click.command("audit")
+@click.argument("run_id", metavar="RUN")
+@store_option
+@format_option
+def audit_cmd(run_id: str, store: str | None, fmt: str) -> None:
+    """Print a run's audit trail: every event, in order, with its hash."""
+    audit = _call(lambda: _engine(store).audit(run_id))
+    if fmt == "json":
+        _json(audit)
+        return
+    for event in audit["events"]:
+        detail = json.dumps(event["detail"], sort_keys=True)
+        if len(detail) > 100:
+            detail = detail[:97] + "..."
+        click.echo(f"{event['seq']:>5}  {_when(event['at'])}  {event['type']:<22} {event['step_id'] or '-':<16} "
+                   f"{detail}  {event['hash'][:12]}")
+
+
+@click.command("why")
+@click.argument("run_id", metavar="RUN")
+@store_option
+@format_option
+def why_cmd(run_id: str, store: str | None, fmt: str) -> None:
+    """Say what a run is waiting on and the exact command that unblocks it."""
+    why = _call(lambda: _engine(store).why(run_id))
+    if fmt == "json":
+        _json(why)
+        return
+    click.echo(why["summary"])
+    for wait in why["waits"]:
+        click.echo(f"- {wait['reason']}")
+        for command in wait["commands"]:
+            click.echo(f"    {command}")
+
+
+@click.command("verify")
+@click.argument("run_id", metavar="RUN")
+@store_option
+@format_option
+def verify_cmd(run_id: str, store: str | None, fmt: str) -> None:
+    """Check a run's hash-chained audit log; exit 1 naming the first bad event."""
+    report = _call(lambda: _engine(store).verify(run_id))
+    if fmt == "json":
+        _json(report)
+    elif report["ok"]:
+        click.echo(f"run {run_id}: audit chain intact ({report['count']} events)")
+    else:
+        click.echo(f"run {run_id}: audit chain BROKEN at event {report['first_bad_seq']} ({report['problem']}): "
+                   f"{report.get('message') or ''}".rstrip())
+    sys.exit(0 if report["ok"] else 1)
+
+
+# -- steering ---------------------------------------------------------------------------------------
+
+
+@click.group("gate")
+def gate_group() -> None:
+    """Decide a waiting gate: approve, revise or reject."""
+
+
+def _gate_command(decision: str, summary: str) -> click.Command:
+    @click.command(decision, help=summary)
+    @click.argument("run_id", metavar="RUN")
+    @click.argument("step_id", metavar="STEP")
+    @click.option("--note", default="", help="The rationale, recorded in the audit trail.")
+    @click.option("--by", "resolved_by", default="human", show_default=True, help="Who decided.")
+    @store_option
+    @format_option
+    def command(run_id: str, step_id: str, note: str, resolved_by: str, store: str | None, fmt: str) -> None:
+        engine = _engine(store)
+        gates = {g["step_id"]: g for g in _call(lambda: engine.status(run_id)).get("gates", [])}
+        if step_id not in gates:
+            waiting = ", ".join(gates) or "none"
+            click.echo(f"error (not_awaiting): step {step_id} of run {run_id} is not a waiting gate "
+                       f"(waiting gates: {waiting})", err=True)
+            sys.exit(1)
+        result = _call(lambda: engine.gate_resolve(run_id, step_id, decision, note, resolved_by,
+                                                   gates[step_id]["token"]))
+        _print_response(result, fmt)
+
+    return command
+
+
+gate_group.add_command(_gate_command("approve", "Approve a waiting gate (it takes its on_approve route)."))
+gate_group.add_command(_gate_command("revise", "Send the work back to the gate's on_revise step."))
+gate_group.add_command(_gate_command("reject", "Reject (kill): take on_kill, or end the run."))
+
+
+@click.command("commit")
+@click.argument("run_id", metavar="RUN")
+@click.argument("label")
+@store_option
+@format_option
+def commit_cmd(run_id: str, label: str, store: str | None, fmt: str) -> None:
+    """Save a named checkpoint of a run's state."""
+    result = _call(lambda: _engine(store).commit(run_id, label))
+    if fmt == "json":
+        _json(result)
+    else:
+        click.echo(f"checkpoint {result['label']!r} saved at step {result['step_number']} "
+                   f"({result['current_step_id'] or 'end'}); checkpoints: {', '.join(result['checkpoints'])}")
+
+
+@click.command("revert")
+@click.argument("run_id", metavar="RUN")
+@click.argument("label")
+@store_option
+@format_option
+def revert_cmd(run_id: str, label: str, store: str | None, fmt: str) -> None:
+    """Restore a checkpoint (spend is not rolled back) and continue from there."""
+    _print_response(_call(lambda: _engine(store).revert(run_id, label)), fmt)
+
+
+@click.command("cancel")
+@click.argument("run_id", metavar="RUN")
+@store_option
+@format_option
+def cancel_cmd(run_id: str, store: str | None, fmt: str) -> None:
+    """Cancel a running run; outstanding results and decisions are refused afterwards."""
+    _print_response(_call(lambda: _engine(store).cancel(run_id)), fmt)
+
+
+@click.command("resume")
+@click.argument("run_id", metavar="RUN")
+@store_option
+@format_option
+def resume_cmd(run_id: str, store: str | None, fmt: str) -> None:
+    """Rehydrate a run from the store and show what it waits on (same tokens as before)."""
+    _print_response(_call(lambda: _engine(store).resume(run_id)), fmt)
+
+
+def _print_response(resp: dict[str, Any], fmt: str) -> None:
+    if fmt == "json":
+        _json(resp)
+        return
+    status = resp["status"]
+    rid = resp.get("run_id")
+    if status in ("execute_step", "ensure_failed", "schema_failed"):
+        ready = resp.get("ready") or [resp]
+        click.echo(f"run {rid}: {len(ready)} step(s) to execute: " + ", ".join(r["step_id"] for r in ready))
+        click.echo(f"continue with agents: lockgate run --resume {rid}")
+    elif status == "await_gate":
+        click.echo(f"run {rid}: gate {resp['step_id']} waits for a decision: "
+                   f"lockgate gate approve|revise|reject {rid} {resp['step_id']} --note \"...\"")
+    elif status == "complete":
+        click.echo(f"run {rid}: complete\noutput: " + json.dumps(resp.get("output"), sort_keys=True))
+    elif status == "error":
+        click.echo(f"run {rid}: failed ({resp.get('error_type')}): {resp.get('message')}")
+    else:
+        extra = f" ({resp['reason']})" if resp.get("reason") else ""
+        click.echo(f"run {rid}: {status}{extra}")
+
+
+COMMANDS = (runs_cmd, show_cmd, audit_cmd, why_cmd, verify_cmd, gate_group, commit_cmd, revert_cmd, cancel_cmd,
+            resume_cmd)
+
+
+def register(main: click.Group) -> None:
+    for command in COMMANDS:
+        main.add_command(command)
