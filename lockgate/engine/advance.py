@@ -246,7 +246,7 @@ def succeed(run: LiveRun, loc: Located, st: StepState, output: Any) -> None:
         st.token = None
     run.set_status(st, SUCCEEDED)
     run.event("result", st.key, attempt=len(st.attempts), result=output)
-    if loc.scope.parent is None:
+    if loc.scope.parent is None and run.root.flow.carry_sources:
         from .carry import materialise
 
         materialise(run, loc.cstep.id)

@@ -87,7 +87,7 @@ class Engine:
         run.work.extend(steps)
         advance(run)
         records = run.record_dicts()
-        records[SPEC_KEY] = {"key": SPEC_KEY, "data": data}
+        records[SPEC_KEY] = {"key": SPEC_KEY, "data": data, "inputs": inputs}
         run.version = self.store.create_run(header.id, header.to_dict(), records, list(run.events))
         self._live[header.id] = run
         return self._drive(header.id, {**response(run, everything=True), "digest": cspec.digest})
@@ -303,6 +303,7 @@ def load_live(store: Any, run_id: str, env: Env) -> LiveRun:
     spec_record = stored.steps.get(SPEC_KEY)
     if spec_record is None:
         raise EngineError(f"run {run_id} has no stored spec", error_type="corrupt_run", run_id=run_id)
+    header.inputs = spec_record.get("inputs")
     data = spec_record["data"]
     if digest(data) != header.digest:
         raise EngineError(f"run {run_id}: the stored spec does not match its digest (edited?)",

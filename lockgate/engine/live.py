@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Callable
 
@@ -111,8 +110,8 @@ class LiveRun:
         self.extra_records.clear()
 
     def event(self, type_: str, step_id: str | None = None, **detail: Any) -> None:
-        self.events.append({"type": type_, "step_id": step_id, "detail": _jsonable(detail),
-                            "at": datetime.now(UTC).isoformat()})
+        # no "at": the store stamps the transaction's events with its commit time
+        self.events.append({"type": type_, "step_id": step_id, "detail": _jsonable(detail)})
 
     def touch(self, st: StepState) -> None:
         self.dirty.add(st.key)

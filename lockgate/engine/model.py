@@ -87,15 +87,38 @@ class StepState:
     dropped: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON record: only fields that differ from their defaults (plus key and status)."""
+        """The JSON record: only fields that differ from their defaults (plus key and status).
+
+        Written out field by field: this runs for every changed record of every transition.
+        """
         out: dict[str, Any] = {"key": self.key, "status": self.status}
-        for name in _OPTIONAL:
+        if self.epoch:
+            out["epoch"] = self.epoch
+        if self.attempts:
+            out["attempts"] = self.attempts
+        for name in _NULLABLE:
             value = getattr(self, name)
-            if value is UNDEFINED or value is None or value is False:
-                continue
-            if (value == 0 or value == [] or value == {}) and name in _ZEROABLE:
-                continue
-            out[name] = value
+            if value is not None:
+                out[name] = value
+        if self.output is not UNDEFINED:
+            out["output"] = self.output
+        if self.iterations:
+            out["iterations"] = self.iterations
+        if self.spent:
+            out["spent"] = self.spent
+        if self.index is not None:
+            out["index"] = self.index
+            out["stage"] = self.stage
+            out["stage_attempts"] = self.stage_attempts
+            if self.item is not UNDEFINED:
+                out["item"] = self.item
+            if self.prev is not UNDEFINED:
+                out["prev"] = self.prev
+        if self.sub_input is not UNDEFINED:
+            out["sub_input"] = self.sub_input
+            out["rounds"] = self.rounds
+        if self.dropped:
+            out["dropped"] = True
         return out
 
     @classmethod
@@ -125,8 +148,8 @@ class StepState:
 
 
 _FIELD_NAMES = frozenset(f.name for f in fields(StepState))
-_OPTIONAL = tuple(f.name for f in fields(StepState) if f.name not in ("key", "status"))
-_ZEROABLE = frozenset({"epoch", "attempts", "iterations", "spent", "stage", "stage_attempts", "rounds"})
+_NULLABLE = ("token", "accepted", "failure", "routed", "task", "inputs", "issued_at", "started_at", "finished_at",
+             "decisions", "fan", "worktree", "patch")
 
 
 @dataclass(slots=True)
@@ -155,6 +178,7 @@ class Header:
     finished_at: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The persisted header; ``inputs`` never change and live in the ``@spec`` record."""
         out = {name: getattr(self, name) for name in _HEADER_FIELDS}
         if out["output"] is UNDEFINED:
             del out["output"]
@@ -162,7 +186,7 @@ class Header:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Header:
-        return cls(**{k: v for k, v in data.items() if k in _HEADER_FIELDS})
+        return cls(**{k: v for k, v in data.items() if k in _HEADER_FIELDS or k == "inputs"})
 
 
-_HEADER_FIELDS = tuple(f.name for f in fields(Header))
+_HEADER_FIELDS = tuple(f.name for f in fields(Header) if f.name != "inputs")

@@ -122,6 +122,8 @@ def _iterate(run: LiveRun, loc: Located, st: StepState, result: Any, usage: Any)
 
 def _settle_usage(run: LiveRun, loc: Located, st: StepState, usage: Any) -> bool:
     """Settle reported usage into the ledgers; False when that already decided the attempt."""
+    if usage is None:
+        return True
     problem = budget.usage_problem(usage)
     if problem is not None:
         fail_attempt(run, loc, st, {"kind": "usage", "reason": f"invalid usage (nothing recorded): {problem}",
