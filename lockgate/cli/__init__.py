@@ -13,7 +13,7 @@ import click
 
 from .. import __version__
 
-_COMMAND_MODULES = ("validate", "runs", "run", "graph", "serve")
+_COMMAND_MODULES = ("validate", "runs", "run", "graph", "serve", "mcp_cmds")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

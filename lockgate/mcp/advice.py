@@ -1,0 +1,118 @@
+"""What to do next: the one-line guidance added to tool results, and tool errors that say how to
+recover.
+
+Every refusal of the engine keeps its machine-readable form (``EngineError.to_dict()``: status
+``error``, ``error_type``, message, detail) as the error's structured content; the text adds one
+sentence on how to recover, chosen by ``error_type``, so an agent can act without guessing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import EngineError, LockgateError, SpecError, StoreError
+
+MAX_DIAGNOSTICS = 20
+
+
+def _stale(detail: dict[str, Any]) -> str:
+    reason = detail.get("reason")
+    if reason == "missing":
+        return "Pass the `token` of the dispatch or gate you are answering."
+    if reason == "duplicate":
+        return ("That result was already accepted; nothing more to do for it. Call lockgate_status for the "
+                "run's current work.")
+    return ("Use the token from the most recent response for this step (a retry, a revise or a revert issues "
+            "a new one); call lockgate_status to see the current dispatches and their tokens.")
+
+
+_ADVICE: dict[str, Callable[[dict[str, Any]], str]] = {
+    "invalid_arguments": lambda d: "Fix the arguments as described and call the tool again; nothing was changed.",
+    "run_not_found": lambda d: "Check the run id; lockgate_runs lists the runs in this server's store.",
+    "stale_token": _stale,
+    "input_validation_failed": lambda d: ("Give `inputs` that match the flow's `input` fields exactly (no extra "
+                                          "fields, right types) and call lockgate_plan again; no run was started."),
+    "unknown_flow": lambda d: f"Use one of the spec's flows: {', '.join(d.get('flows', [])) or 'none'}.",
+    "unknown_step": lambda d: ("Use a step_id exactly as a dispatch or gate gave it; lockgate_status lists the "
+                               "run's current work."),
+    "not_awaiting": lambda d: (f"Step {d.get('step_id')} is {d.get('step_status')}: it is not waiting for this. "
+                               "Call lockgate_status for what the run waits on now."),
+    "run_finished": lambda d: ("The run is over: call lockgate_audit for its record, lockgate_revert to go back to "
+                               "a checkpoint, or lockgate_plan to start a new run."),
+    "run_cancelled": lambda d: "The run was cancelled and takes no more calls; start a new run with lockgate_plan.",
+    "flow_cancelled": lambda d: "The run was cancelled and takes no more calls; start a new run with lockgate_plan.",
+    "invalid_decision": lambda d: "Use outcome approve, revise or kill (reject is kill).",
+    "invalid_label": lambda d: "Give a non-empty checkpoint label.",
+    "checkpoint_not_found": lambda d: "Use a label committed with lockgate_commit (lockgate_audit lists `checkpoints`).",
+    "fanout_in_flight": lambda d: "Report the outstanding fanout items first, then commit or revert.",
+    "concurrency_conflict": lambda d: "Another process kept changing this run; call the tool again.",
+    "spec_digest_mismatch": lambda d: ("The run's stored spec was altered; check the store with `lockgate verify "
+                                       "RUN` and start a new run."),
+    "corrupt_run": lambda d: "The stored run is damaged; check it with `lockgate verify RUN` and start a new run.",
+}
+
+
+def tool_error(exc: BaseException) -> tuple[str, dict[str, Any]]:
+    """(message, structured detail) of a refused or failed tool call."""
+    if isinstance(exc, EngineError):
+        data = exc.to_dict()
+        hint = _ADVICE.get(exc.error_type, lambda d: "Nothing was changed; see the message.")(dict(exc.detail))
+        return f"{exc.error_type}: {exc.message}{_violations(exc.detail)}\n{hint}", data
+    if isinstance(exc, SpecError):
+        return _spec_error(exc)
+    if isinstance(exc, StoreError):
+        return (f"store_error: {exc}\nThe run store could not be read or written; check the server's --store "
+                "setting and that the database is reachable.", {"status": "error", "error_type": "store_error",
+                                                                  "message": str(exc)})
+    if isinstance(exc, LockgateError):
+        kind = type(exc).__name__
+        return f"{kind}: {exc}", {"status": "error", "error_type": kind, "message": str(exc)}
+    text = f"{type(exc).__name__}: {exc}"
+    return (f"internal_error: {text}\nThis is a Lockgate bug; call lockgate_status to see whether the run "
+            "changed, and report the message.", {"status": "error", "error_type": "internal_error", "message": text})
+
+
+def _violations(detail: dict[str, Any]) -> str:
+    items = detail.get("violations") or []
+    lines = [f"\n  - {v.get('path', '')}: {v.get('message', '')}" for v in items if isinstance(v, dict)]
+    return "".join(lines[:MAX_DIAGNOSTICS])
+
+
+def _spec_error(exc: SpecError) -> tuple[str, dict[str, Any]]:
+    errors = [d for d in exc.diagnostics if getattr(d, "is_error", True)]
+    shown = errors[:MAX_DIAGNOSTICS]
+    report = "\n".join(f"- {d.range.start.line + 1}:{d.range.start.character + 1} {d.code} {d.message}"
+                       + (f" (hint: {d.hint})" if d.hint else "") for d in shown)
+    more = f"\n... and {len(errors) - len(shown)} more" if len(errors) > len(shown) else ""
+    message = (f"spec_invalid: {exc}\n{report}{more}\nFix every error (line:column, 1-based) and call the tool "
+               "again; lockgate_validate checks a spec without starting a run.")
+    data = {"status": "error", "error_type": "spec_invalid", "message": str(exc),
+            "errors": [d.to_dict() for d in errors]}
+    return message, data
+
+
+def next_steps(result: dict[str, Any]) -> str | None:
+    """One line telling the agent what the response asks of it (None for non-protocol results)."""
+    status, run = result.get("status"), result.get("run_id")
+    if status in ("ensure_failed", "schema_failed"):
+        count = len(result.get("violations") or [])
+        return (f"Rejected ({status}, {count} violation(s)): fix the work for step {result.get('step_id')}, then "
+                f"call lockgate_step_done with the new token {result.get('token')} "
+                f"({result.get('retries_remaining')} retries left after that).")
+    if status == "execute_step":
+        ready = result.get("ready") or []
+        others = f" ({len(ready)} dispatches ready, each with its own token)" if len(ready) > 1 else ""
+        return (f"Next: do step {result.get('step_id')} and call lockgate_step_done with run_id {run}, its "
+                f"step_id and token {result.get('token')}{others}.")
+    if status == "await_gate":
+        return (f"Gate {result.get('step_id')} waits for a decision: ask the user (approve / revise / kill) and "
+                f"call lockgate_gate_resolve with token {result.get('token')}, or let a person decide with "
+                f"`lockgate gate approve {run} {result.get('step_id')}` and call lockgate_status with wait_seconds.")
+    if status == "complete":
+        return f"Run {run} is complete. Call lockgate_audit for its full trace."
+    if status in ("error", "killed"):
+        return f"Run {run} ended ({status}). lockgate_why says why; lockgate_revert can go back to a checkpoint."
+    if status == "cancelled":
+        return f"Run {run} is cancelled."
+    return None

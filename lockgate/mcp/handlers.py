@@ -1,0 +1,197 @@
+"""What each MCP tool does: validated arguments in, the engine's JSON-ready dict out.
+
+Handlers are plain synchronous functions over a :class:`ToolContext` (one engine, one workspace),
+so they are testable without a transport. Engine responses pass through unchanged; lists are
+wrapped in an object (``{"runs": [...]}``) because MCP structured content is an object. A refusal
+raises :class:`~lockgate.errors.EngineError` (bad arguments: ``error_type="invalid_arguments"``)
+or :class:`~lockgate.errors.SpecError`; :mod:`lockgate.mcp.errors` turns them into tool errors.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..dsl.loader import LoadResult, load
+from ..engine.engine import Engine
+from ..errors import EngineError, SpecError
+
+Args = Mapping[str, Any]
+
+
+@dataclass
+class ToolContext:
+    """The engine the tools drive and the directory relative spec paths are read from.
+
+    ``lock`` serialises engine calls (handlers run in worker threads; the engine's cache of live
+    runs is not thread-safe); waiting for a decision made elsewhere happens outside it.
+    """
+
+    engine: Engine
+    root: Path
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        with self.lock:
+            return method(*args, **kwargs)
+
+
+def invalid(message: str, **detail: Any) -> EngineError:
+    """A refusal of the arguments themselves (nothing was read or changed)."""
+    return EngineError(message, error_type="invalid_arguments", **detail)
+
+
+# -- specs ----------------------------------------------------------------------------------------
+
+
+def _source(ctx: ToolContext, args: Args) -> tuple[str, str | None]:
+    """(text, path) of the spec given as exactly one of ``spec`` / ``path``."""
+    given = [k for k in ("spec", "path") if k in args]
+    if len(given) != 1:
+        what = "neither" if not given else "both"
+        raise invalid(f"give exactly one of `spec` (inline YAML) or `path` (a spec file); got {what}")
+    if "spec" in args:
+        return args["spec"], None
+    path = Path(args["path"]).expanduser()
+    if not path.is_absolute():
+        path = ctx.root / path
+    try:
+        return path.read_text(encoding="utf-8"), str(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise invalid(f"cannot read spec file {path}: {exc}", path=str(path)) from exc
+
+
+def _load(ctx: ToolContext, args: Args) -> LoadResult:
+    text, path = _source(ctx, args)
+    return load(text, path)
+
+
+def validate(ctx: ToolContext, args: Args) -> dict[str, Any]:
+    result = _load(ctx, args)
+    return {"valid": result.ok, "errors": [d.to_dict() for d in result.errors],
+            "warnings": [d.to_dict() for d in result.warnings]}
+
+
+def plan(ctx: ToolContext, args: Args) -> dict[str, Any]:
+    result = _load(ctx, args)
+    if result.spec is None:
+        raise SpecError(f"the spec is invalid ({len(result.errors)} errors); nothing was started",
+                        result.diagnostics)
+    return ctx.call(ctx.engine.plan, result.spec, args.get("inputs", {}), args.get("flow"))
+
+
+# -- the consumer protocol --------------------------------------------------------------------------
+
+
+def step_done(ctx: ToolContext, args: Args) -> dict[str, Any]:
+    has_result, has_failure = "result" in args, "failure" in args
+    if has_result == has_failure:
+        raise invalid("give exactly one of `result` (the step's output) or `failure` (why it could not be done)")
+    return ctx.call(ctx.engine.step_done, args["run_id"], args["step_id"], args.get("result"), args["token"],
+                    failure=args.get("failure"), usage=args.get("usage"))
+
+
+def gate_resolve(ctx: ToolContext, args: Args) -> dict[str, Any]:
+    return ctx.call(ctx.engine.gate_resolve, args["run_id"], args["step_id"], args["outcome"],
+                    args["rationale"], args["resolved_by"], args["token"])
+
+
+def status(ctx: ToolContext, args: Args) -> dict[str, Any]:
+    """The current response; with ``wait_seconds``, wait while only gate decisions are awaited."""
+    run_id = args["run_id"]
+    deadline = time.monotonic() + float(args.get("wait_seconds", 0))
+    store = ctx.engine.store
+    while True:
+        version = ctx.call(store.current_version, run_id)
+        out = ctx.call(ctx.engine.status, run_id)
+        remaining = deadline - time.monotonic()
+        if out["status"] != "await_gate" or remaining <= 0:
+            return out
+        store.wait_for_change(run_id, version, remaining)
+
+
+def audit(ctx: ToolContext, args: Args) -> dict[str, Any]:
+    return ctx.call(ctx.engine.audit, args["run_id"])
+
+
+def commit(ctx: ToolContext, args: Args) -> dict[str, Any]:
+    return ctx.call(ctx.engine.commit, args["run_id"], args["label"])
+
+
+def revert(ctx: ToolContext, args: Args) -> dict[str, Any]:
+    return ctx.call(ctx.engine.revert, args["run_id"], args["label"])
+
+
+def cancel(ctx: ToolContext, args: Args) -> dict[str, Any]:
+    return ctx.call(ctx.engine.cancel, args["run_id"])
+
+
+def resume(ctx: ToolContext, args: Args) -> dict[str, Any]:
+    return ctx.call(ctx.engine.resume, args["run_id"])
+
+
+def why(ctx: ToolContext, args: Args) -> dict[str, Any]:
+    return ctx.call(ctx.engine.why, args["run_id"])
+
+
+# -- listings and pictures ------------------------------------------------------------------------
+
+
+def runs(ctx: ToolContext, args: Args) -> dict[str, Any]:
+    return {"runs": ctx.call(ctx.engine.runs, args.get("status"), args.get("limit", 100))}
+
+
+def gates(ctx: ToolContext, args: Args) -> dict[str, Any]:
+    limit = args.get("limit", 100)
+    if "run_id" not in args:
+        return {"gates": ctx.call(ctx.engine.pending_gates, limit=limit)}
+    current = ctx.call(ctx.engine.status, args["run_id"])
+    found = [{"run_id": current["run_id"], "flow": current["flow"], **gate} for gate in current.get("gates", [])]
+    return {"gates": found[:limit]}
+
+
+def graph(ctx: ToolContext, args: Args) -> dict[str, Any]:
+    from ..dsl.graph import flow_graph
+    from ..dsl.graphtext import to_mermaid
+
+    if "run_id" in args:
+        if "spec" in args or "path" in args or "flow" in args:
+            raise invalid("give `run_id` alone to draw a run (it is drawn with the flow it runs), or "
+                          "`spec`/`path` with an optional `flow` to draw a spec")
+        from ..engine.graphs import run_graph
+
+        drawn, statuses, title = ctx.call(run_graph, ctx.engine.store, args["run_id"])
+        return {"run_id": args["run_id"], "title": title, "statuses": statuses,
+                "mermaid": to_mermaid(drawn, statuses)}
+    if "spec" not in args and "path" not in args:
+        raise invalid("give `spec` (inline YAML) or `path` to draw a spec, or `run_id` to draw a run")
+    result = _load(ctx, args)
+    spec = result.ir
+    if spec is None:
+        raise SpecError("the text is not a spec document", result.diagnostics)
+    name = args.get("flow") or spec.entry
+    if not isinstance(name, str) or name not in spec.flows:
+        raise invalid(f"the spec has no flow {name!r}", flows=sorted(spec.flows))
+    return {"flow": name, "valid": result.ok, "mermaid": to_mermaid(flow_graph(spec, name))}
+
+
+HANDLERS: dict[str, Callable[[ToolContext, Args], dict[str, Any]]] = {
+    "lockgate_validate": validate,
+    "lockgate_plan": plan,
+    "lockgate_step_done": step_done,
+    "lockgate_gate_resolve": gate_resolve,
+    "lockgate_status": status,
+    "lockgate_audit": audit,
+    "lockgate_commit": commit,
+    "lockgate_revert": revert,
+    "lockgate_cancel": cancel,
+    "lockgate_resume": resume,
+    "lockgate_runs": runs,
+    "lockgate_gates": gates,
+    "lockgate_graph": graph,
+    "lockgate_why": why,
+}

@@ -1,0 +1,135 @@
+"""``lockgate mcp``: the consumer protocol as MCP tools over stdio (the ``mcp`` SDK's low-level server).
+
+The low-level server lets the tool list carry the exact schemas of :mod:`lockgate.mcp.tools`;
+every call's arguments are validated against them here (all problems reported at once, nothing
+run on bad input), then the handler runs in a worker thread so a slow store never blocks the
+protocol loop. Results carry the engine's dict as structured content and as JSON text, plus one
+line of guidance; refusals are tool errors (``isError``) whose text says how to recover.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+from jsonschema import Draft202012Validator, ValidationError
+from mcp.server import Server
+
+from .. import __version__
+from ..engine.engine import Engine
+from .advice import next_steps, tool_error
+from .handlers import HANDLERS, ToolContext, invalid
+from .instructions import SERVER_INSTRUCTIONS
+from .tools import BY_NAME, TOOLS, ToolSpec
+
+SERVER_NAME = "lockgate"
+_VALIDATORS = {tool.name: Draft202012Validator(tool.schema) for tool in TOOLS}
+
+
+def listed_tools() -> list[types.Tool]:
+    """The tools as MCP ``Tool`` values."""
+    return [types.Tool(name=t.name, title=t.title, description=t.description, input_schema=t.schema,
+                       annotations=types.ToolAnnotations(title=t.title, read_only_hint=t.read_only,
+                                                         destructive_hint=t.destructive,
+                                                         idempotent_hint=t.idempotent, open_world_hint=False))
+            for t in TOOLS]
+
+
+def check_arguments(tool: ToolSpec, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The arguments as a dict, or EngineError(invalid_arguments) naming every problem."""
+    args = dict(arguments or {})
+    errors = sorted(_VALIDATORS[tool.name].iter_errors(args), key=lambda e: (list(e.absolute_path), e.message))
+    if errors:
+        problems = [_describe(tool, e) for e in errors]
+        raise invalid(f"{tool.name}: " + "; ".join(problems), problems=problems)
+    return args
+
+
+def _describe(tool: ToolSpec, error: ValidationError) -> str:
+    where = "argument " + ".".join(str(p) for p in error.absolute_path) if error.absolute_path else "arguments"
+    if error.validator == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else error.message
+        return f"missing required argument `{missing}`"
+    if error.validator == "additionalProperties" and not error.absolute_path:
+        unknown = sorted(set(error.instance) - set(tool.properties))
+        notes = []
+        for name in unknown:
+            close = difflib.get_close_matches(name, tool.properties, n=1)
+            notes.append(f"unknown argument `{name}`" + (f" (did you mean `{close[0]}`?)" if close else ""))
+        return "; ".join(notes) + f"; {tool.name} takes: {', '.join(tool.properties)}"
+    if error.validator == "type":
+        return f"{where} must be of type {error.validator_value}, not {_json_type(error.instance)}"
+    if error.validator == "enum":
+        return f"{where} must be one of {', '.join(map(str, error.validator_value))}, not {error.instance!r}"
+    return f"{where}: {error.message}"
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null",
+             int: "integer", float: "number"}
+    return names.get(type(value), type(value).__name__)
+
+
+def call_tool(ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None) -> types.CallToolResult:
+    """Run one tool call to completion: a result, or a tool error that says what to do."""
+    tool = BY_NAME.get(name)
+    try:
+        if tool is None:
+            raise invalid(f"unknown tool {name!r}; the tools are: {', '.join(BY_NAME)}")
+        result = HANDLERS[name](ctx, check_arguments(tool, arguments))
+    except Exception as exc:  # every failure becomes a tool error the model can read, never a crash
+        message, data = tool_error(exc)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=message)],
+                                    structured_content=data, is_error=True)
+    content = [types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False, default=str))]
+    guidance = next_steps(result) if name not in ("lockgate_audit", "lockgate_validate") else None
+    if guidance:
+        content.append(types.TextContent(type="text", text=guidance))
+    return types.CallToolResult(content=content, structured_content=result, is_error=False)
+
+
+def build_server(ctx: ToolContext) -> Server[Any]:
+    """An MCP server whose tools drive ``ctx.engine``."""
+
+    async def on_list_tools(_rctx: Any, _params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listed_tools())
+
+    async def on_call_tool(_rctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return await anyio.to_thread.run_sync(partial(call_tool, ctx, params.name, params.arguments))
+
+    return Server(SERVER_NAME, version=__version__, title="Lockgate",
+                  description="Governed, checked workflow runs for coding agents",
+                  instructions=SERVER_INSTRUCTIONS, on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+
+
+def make_context(store: str | None = None, workspace: str | Path | None = None) -> ToolContext:
+    """An engine over ``store`` (default: the project's SQLite store) jailed to ``workspace``
+    (default: the current directory, where hosts start their MCP servers)."""
+    from ..engine.store import open_store
+
+    root = Path(workspace).expanduser().resolve() if workspace is not None else Path.cwd()
+    return ToolContext(Engine(store=open_store(store), workspace=root), root)
+
+
+async def serve_stdio(ctx: ToolContext) -> None:
+    """Serve MCP over stdin/stdout until the client closes the connection."""
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(ctx)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def serve(store: str | None = None, workspace: str | Path | None = None) -> None:
+    """Run ``lockgate mcp``: open the store, serve over stdio, close the store on exit."""
+    ctx = make_context(store, workspace)
+    try:
+        anyio.run(serve_stdio, ctx)
+    finally:
+        ctx.engine.close()
