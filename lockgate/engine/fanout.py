@@ -107,7 +107,11 @@ def _ready_item(run: LiveRun, loc: Located, fan_st: StepState, item: StepState) 
     if _engine_worktree(loc):
         workspace = run.workspace()
         assert workspace is not None
-        item.worktree = worktrees.ensure(workspace, item.worktree)
+        try:
+            item.worktree = worktrees.ensure(workspace, item.worktree)
+        except worktrees.GitError as exc:
+            _item_failed(run, loc, fan_st, item, {"kind": "worktree", "reason": str(exc), "violations": []})
+            return
     item.task = task
     item.inputs = inputs
     run.issue(item)
@@ -160,7 +164,12 @@ def item_result(run: LiveRun, loc: Located, item: StepState, result: Any, failur
     item.accepted = item.token
     item.token = None
     if item.worktree:
-        item.patch = worktrees.capture_patch(item.worktree)
+        try:
+            item.patch = worktrees.capture_patch(item.worktree)
+        except worktrees.GitError as exc:
+            _item_failed(run, fan_loc, fan_st, item, {"kind": "worktree", "reason": str(exc), "violations": []},
+                         output=result)
+            return
     run.set_status(item, SUCCEEDED)
     _finish_item(run, fan_loc, fan_st, item)
 

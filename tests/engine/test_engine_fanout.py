@@ -247,3 +247,11 @@ def test_a_failing_pre_merge_command_fails_the_fanout(repo: Path) -> None:
     done = engine.plan(spec, {"words": ["a"]})
     assert done["status"] == "error" and "pre_merge command 'exit 3' exited 3" in done["message"]
     assert not (repo / "a.txt").exists()
+
+
+def test_worktree_isolation_outside_a_git_repository_fails_the_items_clearly(tmp_path: Path) -> None:
+    engine = Engine(workspace=tmp_path, dispatcher=write_in_worktree)
+    done = engine.plan(fan_spec(dispatch="engine", isolation="worktree"), {"words": ["a"]})
+    assert done["status"] == "error" and "not met (0/1 succeeded)" in done["message"]
+    item = {t["step_id"]: t for t in engine.audit(done["run_id"])["trace"]}["fan/0"]
+    assert item["failure"]["kind"] == "worktree" and "git worktree add failed" in item["failure"]["reason"]
