@@ -519,3 +519,60 @@ def test_carry_revise_value_that_cannot_resolve_keeps_the_gate_waiting(engine: E
         engine.gate_resolve(run, "decide", "revise", "", "human", gate["token"])
     assert caught.value.error_type == "carry_revise_unresolved"
     assert engine.gate_resolve(run, "decide", "approve", "", "human", gate["token"])["status"] == "complete"
+
+
+SUB_GATE = HEAD + """  main:
+    input:
+      topic: string
+    output:
+      from: "${last.output}"
+      contract: Note
+    steps:
+      - id: wrap
+        run: child
+        with:
+          subject: "${input.topic}"
+        budget:
+          dispatches: 3
+      - id: last
+        after: [wrap]
+        do: "finish ${wrap.output.text}"
+        out: Note
+  child:
+    input:
+      subject: string
+    output:
+      from: "${draft.output}"
+      contract: Note
+    max_rounds: 5
+    steps:
+      - id: draft
+        do: "Draft ${input.subject}"
+        out: Note
+      - id: ok
+        after: [draft]
+        gate:
+          on_approve: null
+          on_revise: draft
+          on_kill: null
+"""
+
+
+def test_a_gate_inside_a_subflow_revises_within_the_child(engine: Engine) -> None:
+    agent = Script({"wrap/draft": lambda e: {"text": f"draft {e['attempt']}"},
+                    "last": lambda e: {"text": e["task"]}})
+    run = engine.plan(SUB_GATE, {"topic": "owls"})["run_id"]
+    done = drive(engine, run, agent, {"wrap/ok": ["revise", "approve"]})
+    assert done["status"] == "complete" and done["output"] == {"text": "finish draft 1"}
+    trace = steps_of(engine, run)
+    assert trace["wrap/draft"]["epoch"] == 1 and engine.audit(run)["rounds"] == 0
+
+
+def test_a_subflow_budget_exhaustion_fails_the_run_step(engine: Engine) -> None:
+    run = engine.plan(SUB_GATE, {"topic": "owls"})["run_id"]
+    agent = Script({"wrap/draft": lambda e: {"text": "d"}})
+    done = drive(engine, run, agent, {"wrap/ok": ["revise", "revise", "revise"]})
+    assert done["status"] == "error"
+    wrap = steps_of(engine, run)["wrap"]
+    assert wrap["status"] == "failed" and "subflow budget exhausted" in wrap["failure"]["reason"]
+    assert agent.calls == ["wrap/draft"] * 3
