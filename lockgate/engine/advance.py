@@ -1,5 +1,9 @@
 """Readiness and the advance loop, plus the failure path every construct shares.
 
+A route target (of ``on_fail``, ``on_approve`` or ``on_kill``) waits until a route activates it,
+and is skipped once every step that could route to it is terminal without doing so (so the branch
+a gate did not take does not strand the run).
+
 A dependency that failed and was routed to its ``on_fail`` step counts as satisfied for a step that
 also depends on that recovery step (it joins both branches, as the source document's routing
 example does), and skips any other dependent. A failure that was not routed ends the scope anyway.
@@ -68,10 +72,8 @@ def _consider(run: LiveRun, loc: Located, st: StepState) -> None:
     if scope.parent is not None and run.steps[scope.parent].status != RUNNING:
         return
     if cstep.routed_only and st.routed is None:
-        if cstep.fail_routers and not cstep.gate_routers and all(
-            run.steps[scope.prefix + r].status in TERMINAL for r in cstep.fail_routers
-        ):
-            skip(run, scope, cstep, st, "on_fail target was never routed")
+        if all(run.steps[scope.prefix + r].status in TERMINAL for r in (*cstep.fail_routers, *cstep.gate_routers)):
+            skip(run, scope, cstep, st, "no route to this step was taken")
         return
     prefix = scope.prefix
     steps = run.steps
@@ -266,8 +268,13 @@ def notify(run: LiveRun, loc: Located, st: StepState) -> None:
     work = run.work
     for dep in loc.cstep.dependents:
         work.append(prefix + dep)
-    if loc.cstep.step.on_fail:
-        work.append(prefix + loc.cstep.step.on_fail)
+    step = loc.cstep.step
+    if step.on_fail:
+        work.append(prefix + step.on_fail)
+    if step.gate is not None:
+        for target in (step.gate.on_approve, step.gate.on_kill):
+            if target:
+                work.append(prefix + target)
     if loc.scope.parent is not None and run.open.get(prefix, 0) == 0:
         from .subflows import settle_subflow
 

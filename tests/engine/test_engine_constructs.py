@@ -576,3 +576,16 @@ def test_a_subflow_budget_exhaustion_fails_the_run_step(engine: Engine) -> None:
     wrap = steps_of(engine, run)["wrap"]
     assert wrap["status"] == "failed" and "subflow budget exhausted" in wrap["failure"]["reason"]
     assert agent.calls == ["wrap/draft"] * 3
+
+
+def test_the_route_a_gate_did_not_take_is_skipped(engine: Engine) -> None:
+    spec = GATED.replace("on_kill: last", "on_kill: cleanup") + """      - id: cleanup
+        set:
+          text: "'cleaned'"
+        out: Note
+"""
+    run = engine.plan(spec, {"topic": "t"})["run_id"]
+    done = drive(engine, run, Script({"draft": [{"text": "d"}], "polish": [{"text": "p"}]}), {"gate": ["approve"]})
+    assert done["status"] == "complete"
+    trace = steps_of(engine, run)
+    assert trace["cleanup"]["status"] == "skipped" and trace["last"]["status"] == "succeeded"
