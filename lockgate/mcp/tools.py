@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-RUN_STATUSES = ("running", "complete", "error", "killed", "cancelled")
+from ..engine.model import RUN_STATUSES
+
 DECISIONS = ("approve", "revise", "kill", "reject")
 RESOLVERS = ("human", "agent", "system")
 MAX_WAIT_SECONDS = 300
@@ -258,8 +259,9 @@ RESUME = ToolSpec(
 RUNS = ToolSpec(
     name="lockgate_runs",
     title="List runs",
-    description="Runs in the store, newest first: run_id, flow, status, created/updated times.",
-    properties={"status": {"type": "string", "enum": list(RUN_STATUSES), "description": "Only runs with this status."},
+    description=("Runs in this server's store, newest first (run_id, flow, status, created_at, updated_at), "
+                 "optionally only those with one status. Find a run to continue with lockgate_resume."),
+    properties={"status": {"type": "string", "enum": sorted(RUN_STATUSES), "description": "Only runs with this status."},
                 "limit": LIMIT},
     read_only=True,
 )
