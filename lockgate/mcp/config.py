@@ -128,14 +128,18 @@ def _merge_codex(text: str | None, entry: ServerEntry, name: str, path: Path) ->
     old = servers.get(name)
     if old is None:
         servers.add(name, _toml_entry(entry))
-        return tomlkit.dumps(doc), "added"
+        return _ending(tomlkit.dumps(doc)), "added"
     if not isinstance(old, dict):
         raise ConfigError(f"{path}: `mcp_servers.{name}` must be a table")
     if old.get("command") == entry.command and list(old.get("args", [])) == list(entry.args):
         return text or "", "unchanged"
     old["command"] = entry.command
     old["args"] = list(entry.args)
-    return tomlkit.dumps(doc), "updated"
+    return _ending(tomlkit.dumps(doc)), "updated"
+
+
+def _ending(text: str) -> str:
+    return text if text.endswith("\n") else text + "\n"
 
 
 def _toml_entry(entry: ServerEntry) -> Any:
