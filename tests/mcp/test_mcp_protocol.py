@@ -261,3 +261,91 @@ async def test_cancel_burns_tokens_and_reports_finished_runs(store, tmp_path) ->
         # the JSON text block carries the same dict as the structured content
         raw = await s.raw("lockgate_audit", {"run_id": run})
         assert json.loads(raw.content[0].text) == raw.structured_content
+
+
+WRITES_A_FILE = """
+version: 1
+contracts:
+  Written:
+    path: string
+flows:
+  entry: main
+  main:
+    input:
+      name: string
+    output:
+      from: "${write.output}"
+      contract: Written
+    steps:
+      - id: write
+        do: "Write a greeting for ${input.name} into a file and report its path"
+        out: Written
+        ensure:
+          - expr: "file_exists(result.path)"
+          - expr: "file_contains(result.path, 'hello')"
+"""
+
+
+async def test_file_postconditions_check_the_agents_work_in_the_workspace(store, tmp_path) -> None:
+    async with connect(store, tmp_path) as s:
+        first = await s.ok("lockgate_plan", {"spec": WRITES_A_FILE, "inputs": {"name": "Ada"}})
+        run = first["run_id"]
+        missing = await s.ok("lockgate_step_done", {"run_id": run, "step_id": "write", "token": first["token"],
+                                                    "result": {"path": "greeting.txt"}})
+        assert missing["status"] == "ensure_failed"
+        assert [v["ensure"] for v in missing["violations"]][0] == "file_exists(result.path)"
+        (tmp_path / "greeting.txt").write_text("hello, Ada\n")
+        done = await s.ok("lockgate_step_done", {"run_id": run, "step_id": "write", "token": missing["token"],
+                                                 "result": {"path": "greeting.txt"}})
+        assert done["status"] == "complete"
+        escaped = await s.ok("lockgate_plan", {"spec": WRITES_A_FILE, "inputs": {"name": "Eve"}})
+        outside = await s.ok("lockgate_step_done", {"run_id": escaped["run_id"], "step_id": "write",
+                                                    "token": escaped["token"], "result": {"path": "../../etc/passwd"}})
+        assert outside["status"] == "ensure_failed"
+
+
+FANOUT = """
+version: 1
+contracts:
+  Word:
+    word: string
+flows:
+  entry: main
+  main:
+    input:
+      words: string[]
+    output:
+      from: "${fan.output[0]}"
+      contract: Word
+    steps:
+      - id: fan
+        fanout:
+          over: "${input.words}"
+          concurrency: 2
+          isolation: none
+          require: all
+          merge: sequential
+          dispatch: consumer
+          steps:
+            - do: "Shout ${item}"
+              out: Word
+              ensure:
+                - expr: "result.word == item"
+"""
+
+
+async def test_an_agent_works_through_parallel_fanout_dispatches_by_their_ready_lists(store, tmp_path) -> None:
+    async with connect(store, tmp_path) as s:
+        response = await s.ok("lockgate_plan", {"spec": FANOUT, "inputs": {"words": ["a", "b", "c"]}})
+        run = response["run_id"]
+        assert [r["step_id"] for r in response["ready"]] == ["fan/0", "fan/1"]
+        queue = list(response["ready"])
+        done: list[str] = []
+        while queue:
+            entry = queue.pop(0)
+            response = await s.ok("lockgate_step_done", {"run_id": run, "step_id": entry["step_id"],
+                                                         "token": entry["token"], "result": {"word": entry["item"]}})
+            done.append(entry["step_id"])
+            queue.extend(response.get("ready", []))
+        assert done == ["fan/0", "fan/1", "fan/2"]
+        assert response["status"] == "complete" and response["output"] == {"word": "a"}
