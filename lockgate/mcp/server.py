@@ -24,12 +24,15 @@ from mcp.server import Server
 from .. import __version__
 from ..engine.engine import Engine
 from .advice import next_steps, tool_error
-from .handlers import HANDLERS, ToolContext, invalid
+from .handlers import HANDLERS, ToolContext, invalid, revision_notes
 from .instructions import SERVER_INSTRUCTIONS
 from .tools import BY_NAME, TOOLS, ToolSpec
 
 SERVER_NAME = "lockgate"
 _VALIDATORS = {tool.name: Draft202012Validator(tool.schema) for tool in TOOLS}
+# the tools whose answer asks something of the agent get a line saying what
+_GUIDED = frozenset({"lockgate_plan", "lockgate_step_done", "lockgate_gate_resolve", "lockgate_status",
+                     "lockgate_revert", "lockgate_resume", "lockgate_cancel"})
 
 
 def listed_tools() -> list[types.Tool]:
@@ -88,10 +91,19 @@ def call_tool(ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None) 
         return types.CallToolResult(content=[types.TextContent(type="text", text=message)],
                                     structured_content=data, is_error=True)
     content = [types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False, default=str))]
-    guidance = next_steps(result) if name not in ("lockgate_audit", "lockgate_validate") else None
-    if guidance:
-        content.append(types.TextContent(type="text", text=guidance))
+    if name in _GUIDED:
+        guidance = [next_steps(result), *_revisions(ctx, result)]
+        content.extend(types.TextContent(type="text", text=line) for line in guidance if line)
     return types.CallToolResult(content=content, structured_content=result, is_error=False)
+
+
+def _revisions(ctx: ToolContext, result: dict[str, Any]) -> list[str]:
+    try:
+        notes = revision_notes(ctx, result)
+    except Exception:  # guidance is a courtesy: the answer stands without it
+        return []
+    return [f"Step {step} was sent back by gate {gate} for revision: {note or '(no note given)'}"
+            for step, (gate, note) in sorted(notes.items())]
 
 
 def build_server(ctx: ToolContext) -> Server[Any]:

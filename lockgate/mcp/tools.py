@@ -155,7 +155,7 @@ GATE_RESOLVE = ToolSpec(
         "(`resolved_by: human`) unless the spec's author meant you to decide (`agent`). `approve` "
         "continues along the gate's on_approve route; `revise` sends the work back to the on_revise "
         "step (its dependents run again, limited by max_rounds) with `rationale` as the revision "
-        "note; `kill` (or `reject`) ends the run unless on_kill routes elsewhere. Pass the gate's "
+        "note, shown with the re-dispatched step; `kill` (or `reject`) ends the run unless on_kill routes elsewhere. Pass the gate's "
         "`token`. Returns the next work or the run's final status, like lockgate_step_done. If a "
         "person already decided elsewhere the call is refused and changes nothing: call "
         "lockgate_status to see the current state."
@@ -177,7 +177,8 @@ STATUS = ToolSpec(
     description=(
         "The run's current response, describing all outstanding work with current tokens (same shape "
         "as lockgate_plan's; nothing is changed). Use it after a refusal, or to learn about a gate "
-        "decided by a person from the CLI or a notebook on the same store. With `wait_seconds`, when "
+        "decided by a person from the CLI or a notebook on the same store (a revise comes with the "
+        "reviewer's note). With `wait_seconds`, when "
         "the run only waits for gate decisions, wait up to that long for a decision to arrive before "
         "answering."
     ),

@@ -105,11 +105,12 @@ def server_params(store: Path, workspace: Path) -> StdioServerParameters:
 
 
 @asynccontextmanager
-async def connect(store: Path, workspace: Path) -> AsyncIterator[Session]:
-    """A fresh server process and client session; fails instead of hanging."""
+async def connect(store: Path, workspace: Path, mode: str = "auto") -> AsyncIterator[Session]:
+    """A fresh server process and client session (``mode="legacy"``: the initialize handshake
+    today's hosts use); fails instead of hanging."""
     try:
         with anyio.fail_after(SESSION_TIMEOUT):
-            async with Client(server_params(store, workspace)) as client:
+            async with Client(server_params(store, workspace), mode=mode) as client:
                 yield Session(client)
     except BaseExceptionGroup as group:
         raise _sole(group) from None

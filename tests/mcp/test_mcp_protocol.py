@@ -164,8 +164,10 @@ async def test_a_gate_decided_by_a_person_at_the_cli_is_seen_by_the_agent(store,
 
         cli = lockgate_cli("gate", "revise", run, "review", "--note", "more colour", "--store", str(store))
         assert cli.returncode == 0, cli.stderr
-        revised = await s.ok("lockgate_status", {"run_id": run})
+        raw = await s.raw("lockgate_status", {"run_id": run})
+        revised = raw.structured_content
         assert revised["status"] == "execute_step" and revised["step_id"] == "work"
+        assert raw.content[-1].text == "Step work was sent back by gate review for revision: more colour"
         assert revised["attempt"] == 1 and revised["token"] != first["token"]
         message, data = await s.refused("lockgate_gate_resolve", {
             "run_id": run, "step_id": "review", "outcome": "approve", "rationale": "late", "resolved_by": "agent",
@@ -231,7 +233,8 @@ async def test_checkpoint_and_revert_replace_tokens_and_revive_a_finished_run(st
 
 
 async def test_a_new_session_resumes_a_run_it_did_not_start(store, tmp_path) -> None:
-    async with connect(store, tmp_path) as s:
+    async with connect(store, tmp_path, mode="legacy") as s:
+        assert s.client.server_info.name == "lockgate"
         first = await s.ok("lockgate_plan", {"spec": CHECKED, "inputs": {"topic": "tea"}})
         run = first["run_id"]
         second = await s.ok("lockgate_step_done", {"run_id": run, "step_id": "a", "token": first["token"],
