@@ -44,7 +44,8 @@ _ADVICE: dict[str, Callable[[dict[str, Any]], str]] = {
     "flow_cancelled": lambda d: "The run was cancelled and takes no more calls; start a new run with lockgate_plan.",
     "invalid_decision": lambda d: "Use outcome approve, revise or kill (reject is kill).",
     "invalid_label": lambda d: "Give a non-empty checkpoint label.",
-    "checkpoint_not_found": lambda d: "Use a label committed with lockgate_commit (lockgate_audit lists `checkpoints`).",
+    "checkpoint_not_found": lambda d: ("Use a label committed with lockgate_commit (lockgate_audit lists "
+                                       "`checkpoints`)."),
     "fanout_in_flight": lambda d: "Report the outstanding fanout items first, then commit or revert.",
     "concurrency_conflict": lambda d: "Another process kept changing this run; call the tool again.",
     "spec_digest_mismatch": lambda d: ("The run's stored spec was altered; check the store with `lockgate verify "

@@ -127,7 +127,7 @@ def _merge_codex(text: str | None, entry: ServerEntry, name: str, path: Path) ->
         raise ConfigError(f"{path}: `mcp_servers` must be a table")
     old = servers.get(name)
     if old is None:
-        servers.add(name, _toml_entry(entry))
+        servers[name] = _toml_entry(entry)
         return _ending(tomlkit.dumps(doc)), "added"
     if not isinstance(old, dict):
         raise ConfigError(f"{path}: `mcp_servers.{name}` must be a table")

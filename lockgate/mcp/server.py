@@ -90,7 +90,8 @@ def call_tool(ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None) 
         message, data = tool_error(exc)
         return types.CallToolResult(content=[types.TextContent(type="text", text=message)],
                                     structured_content=data, is_error=True)
-    content = [types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False, default=str))]
+    content: list[types.ContentBlock] = [
+        types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False, default=str))]
     if name in _GUIDED:
         guidance = [next_steps(result), *_revisions(ctx, result)]
         content.extend(types.TextContent(type="text", text=line) for line in guidance if line)

@@ -155,10 +155,10 @@ GATE_RESOLVE = ToolSpec(
         "(`resolved_by: human`) unless the spec's author meant you to decide (`agent`). `approve` "
         "continues along the gate's on_approve route; `revise` sends the work back to the on_revise "
         "step (its dependents run again, limited by max_rounds) with `rationale` as the revision "
-        "note, shown with the re-dispatched step; `kill` (or `reject`) ends the run unless on_kill routes elsewhere. Pass the gate's "
-        "`token`. Returns the next work or the run's final status, like lockgate_step_done. If a "
-        "person already decided elsewhere the call is refused and changes nothing: call "
-        "lockgate_status to see the current state."
+        "note, shown with the re-dispatched step; `kill` (or `reject`) ends the run unless on_kill "
+        "routes elsewhere. Pass the gate's `token`. Returns the next work or the run's final status, "
+        "like lockgate_step_done. If a person already decided elsewhere the call is refused and "
+        "changes nothing: call lockgate_status to see the current state."
     ),
     properties={
         "run_id": RUN_ID,
@@ -262,7 +262,8 @@ RUNS = ToolSpec(
     title="List runs",
     description=("Runs in this server's store, newest first (run_id, flow, status, created_at, updated_at), "
                  "optionally only those with one status. Find a run to continue with lockgate_resume."),
-    properties={"status": {"type": "string", "enum": sorted(RUN_STATUSES), "description": "Only runs with this status."},
+    properties={"status": {"type": "string", "enum": sorted(RUN_STATUSES),
+                           "description": "Only runs with this status."},
                 "limit": LIMIT},
     read_only=True,
 )

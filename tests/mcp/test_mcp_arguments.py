@@ -10,8 +10,8 @@ from mcp_support import CHECKED, REVIEWED, connect
 from lockgate.engine import Engine
 from lockgate.engine.store import open_store
 from lockgate.errors import EngineError
-from lockgate.mcp.server import call_tool, check_arguments
 from lockgate.mcp.handlers import ToolContext
+from lockgate.mcp.server import call_tool, check_arguments
 from lockgate.mcp.tools import BY_NAME
 
 RUN = "@run"
