@@ -4,7 +4,7 @@ Handlers are plain synchronous functions over a :class:`ToolContext` (one engine
 so they are testable without a transport. Engine responses pass through unchanged; lists are
 wrapped in an object (``{"runs": [...]}``) because MCP structured content is an object. A refusal
 raises :class:`~lockgate.errors.EngineError` (bad arguments: ``error_type="invalid_arguments"``)
-or :class:`~lockgate.errors.SpecError`; :mod:`lockgate.mcp.errors` turns them into tool errors.
+or :class:`~lockgate.errors.SpecError`; :mod:`lockgate.mcp.advice` turns them into tool errors.
 """
 
 from __future__ import annotations
@@ -48,8 +48,9 @@ def invalid(message: str, **detail: Any) -> EngineError:
 # -- specs ----------------------------------------------------------------------------------------
 
 
-def _source(ctx: ToolContext, args: Args) -> tuple[str, str | None]:
-    """(text, path) of the spec given as exactly one of ``spec`` / ``path``."""
+def _source(ctx: ToolContext, args: Args) -> tuple[str | bytes, str | None]:
+    """(text, path) of the spec given as exactly one of ``spec`` / ``path`` (a file's bytes are
+    decoded by the loader, which reports bad encodings as diagnostics)."""
     given = [k for k in ("spec", "path") if k in args]
     if len(given) != 1:
         what = "neither" if not given else "both"
@@ -60,8 +61,8 @@ def _source(ctx: ToolContext, args: Args) -> tuple[str, str | None]:
     if not path.is_absolute():
         path = ctx.root / path
     try:
-        return path.read_text(encoding="utf-8"), str(path)
-    except (OSError, UnicodeDecodeError) as exc:
+        return path.read_bytes(), str(path)
+    except OSError as exc:
         raise invalid(f"cannot read spec file {path}: {exc}", path=str(path)) from exc
 
 
