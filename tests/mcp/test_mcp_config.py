@@ -122,3 +122,8 @@ def test_the_instructions_teach_every_tool() -> None:
         assert word in block
     out = _run("agent-instructions")
     assert out.exit_code == 0 and out.output == block
+
+
+def test_the_server_refuses_a_bad_store_before_serving() -> None:
+    out = CliRunner().invoke(main, ["mcp", "--store", "foo://nowhere"])
+    assert out.exit_code == 1 and "unknown store URL scheme" in out.output
