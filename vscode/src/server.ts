@@ -8,7 +8,6 @@ import {
   DidChangeConfigurationNotification,
   LanguageClient,
   State,
-  TransportKind,
   type LanguageClientOptions,
   type Middleware,
   type ServerOptions,
@@ -16,7 +15,7 @@ import {
 import { describeInterpreter, resolveInterpreter, type Interpreter } from "./interpreter";
 import { installCommand, probe, problemMessage, pythonFor, type ProbeResult } from "./probe";
 import { activeInterpreter } from "./pythonExtension";
-import { buildServerCommand, formatCommandLine } from "./serverCommand";
+import { buildServerCommand, formatCommandLine, serverExecutable } from "./serverCommand";
 import { answerConfiguration, SECTION, toServerSettings, type ConfigReader, type ServerSettings } from "./settings";
 import { statusView, type ServerState } from "./status";
 
@@ -97,6 +96,15 @@ export class ServerController implements vscode.Disposable {
   }
 
   private async doRestart(reason: string): Promise<void> {
+    try {
+      await this.start(reason);
+    } catch (error) {
+      this.output.appendLine(`[lockgate] could not start the server: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+      this.setState("failed", String(error));
+    }
+  }
+
+  private async start(reason: string): Promise<void> {
     await this.stop();
     this.setState("starting");
     const interpreter = await workspaceInterpreter();
@@ -115,12 +123,7 @@ export class ServerController implements vscode.Disposable {
     const launch = buildServerCommand(interpreter.command, vscode.workspace.getConfiguration(SECTION).get("serverArgs"));
     launch.problems.forEach((p) => this.output.appendLine(`[lockgate] ${p}`));
     this.output.appendLine(`[lockgate] starting: ${formatCommandLine(launch)}`);
-    const serverOptions: ServerOptions = {
-      command: launch.command,
-      args: [...launch.args],
-      transport: TransportKind.stdio,
-      options: { cwd: firstFolder()?.uri.fsPath },
-    };
+    const serverOptions: ServerOptions = serverExecutable(launch, firstFolder()?.uri.fsPath);
     const client = new LanguageClient(SECTION, "Lockgate", serverOptions, this.clientOptions());
     this.client = client;
     this.stateListeners.push(client.onDidChangeState((e) => {

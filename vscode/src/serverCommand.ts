@@ -80,3 +80,19 @@ export function formatCommandLine(line: CommandLine): string {
 export function shellQuote(word: string): string {
   return /^[A-Za-z0-9_\-+=.,/:@%]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }
+
+/** The `Executable` for vscode-languageclient's `ServerOptions`. */
+export interface ServerExecutable {
+  readonly command: string;
+  readonly args: string[];
+  readonly options: { readonly cwd?: string };
+}
+
+/**
+ * The launch as vscode-languageclient's `Executable`, deliberately without `transport`: with
+ * `TransportKind.stdio` the client appends `--stdio` to the arguments, which `lockgate lsp`
+ * rejects. Without it the client still talks over the process's stdin/stdout.
+ */
+export function serverExecutable(launch: CommandLine, cwd?: string): ServerExecutable {
+  return { command: launch.command, args: [...launch.args], options: cwd ? { cwd } : {} };
+}

@@ -12,7 +12,7 @@ import { after, before, describe, it } from "node:test";
 import { pathToFileURL } from "node:url";
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type MessageConnection } from "vscode-jsonrpc/node";
 import { resolveInterpreter } from "../../src/interpreter";
-import { buildServerCommand } from "../../src/serverCommand";
+import { buildServerCommand, serverExecutable } from "../../src/serverCommand";
 import { answerConfiguration, readerFromObject, SECTION, toServerSettings } from "../../src/settings";
 
 const TIMEOUT_MS = 30_000;
@@ -92,8 +92,8 @@ function withTimeout<T>(promise: Promise<T>, what: string, stderr: string[]): Pr
 
 function launch(cwd: string): Session {
   const interpreter = resolveInterpreter({ configured: process.env.LOCKGATE_TEST_INTERPRETER, platform: process.platform });
-  const line = buildServerCommand(interpreter.command, []);
-  const proc = spawn(line.command, [...line.args], { cwd, stdio: ["pipe", "pipe", "pipe"] });
+  const executable = serverExecutable(buildServerCommand(interpreter.command, []), cwd);
+  const proc = spawn(executable.command, executable.args, { ...executable.options, stdio: ["pipe", "pipe", "pipe"] });
   const stderr: string[] = [];
   proc.stderr.on("data", (chunk: Buffer) => stderr.push(chunk.toString("utf8")));
   const connection = createMessageConnection(new StreamMessageReader(proc.stdout), new StreamMessageWriter(proc.stdin));

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import {
-  buildServerCommand, formatCommandLine, graphCommand, lockgateCommand, serverArgs, shellQuote, validateCommand,
+  buildServerCommand, formatCommandLine, graphCommand, lockgateCommand, serverArgs, serverExecutable, shellQuote, validateCommand,
 } from "../../src/serverCommand";
 
 describe("buildServerCommand", () => {
@@ -28,6 +28,13 @@ describe("buildServerCommand", () => {
     assert.deepEqual(serverArgs("--log-level debug").args, []);
     assert.match(serverArgs("--log-level debug").problems[0], /must be an array of strings/);
     assert.deepEqual(serverArgs(null), { args: [], problems: [] });
+  });
+
+  it("hands vscode-languageclient the exact arguments, with no transport (which would append --stdio)", () => {
+    const executable = serverExecutable(buildServerCommand(["python3"], ["--log-level", "debug"]), "/w");
+    assert.deepEqual(executable, { command: "python3", args: ["-m", "lockgate", "lsp", "--log-level", "debug"], options: { cwd: "/w" } });
+    assert.ok(!("transport" in executable));
+    assert.deepEqual(serverExecutable({ command: "python3", args: [] }).options, {});
   });
 
   it("refuses an empty interpreter", () => {
