@@ -132,15 +132,24 @@ def test_diagnostics_status_and_flow_graph(tmp_path: Path, vsix: Path, browser_p
         statusbar = page.inner_text(".statusbar")
         assert "Stratum YAML" in statusbar and "Lockgate" in statusbar and "Spaces: 2" in statusbar
 
-        page.keyboard.press("F1")
-        page.keyboard.type("Lockgate: Show Flow Graph")
-        page.wait_for_selector(".quick-input-list .monaco-list-row.focused:has-text('Show Flow Graph')", timeout=10_000)
-        page.keyboard.press("Enter")
+        run_command(page, "Lockgate: Show Flow Graph")
         frame = wait_for_frame(page, ".paper svg")
         header = frame.inner_text("header")
         assert "code-review.stratum.yaml" in header and "updated" in header
         drawing = frame.inner_html(".paper")  # matplotlib draws labels as paths, naming them in comments
         assert drawing.startswith("<svg") and all(f"<!-- {step} -->" in drawing for step in ("implement", "review", "sign_off"))
+
+        run_command(page, "Lockgate: Validate Workspace")
+        toast = page.locator(".notification-toast:has-text('spec checked')").first
+        toast.wait_for(timeout=60_000)
+        assert "1 spec checked: 1 error in 1 file" in toast.inner_text()
+
+
+def run_command(page, title: str) -> None:
+    page.keyboard.press("F1")
+    page.keyboard.type(title)
+    page.wait_for_selector(f".quick-input-list .monaco-list-row.focused:has-text('{title.split(': ')[1]}')", timeout=10_000)
+    page.keyboard.press("Enter")
 
 
 def wait_for_frame(page, selector: str, timeout: float = 60):
