@@ -100,7 +100,8 @@ class WidgetGates:
         finally:
             if elsewhere is not None and not elsewhere.done():
                 elsewhere.cancel()
-            self.waiting.pop(request.step_id, None)
+            if self.waiting.get(request.step_id, (None,))[0] is future:
+                del self.waiting[request.step_id]
         if future in done:
             decision = future.result()
             card.show_decision(decision)
@@ -117,6 +118,7 @@ class WidgetGates:
         entry = self.waiting.get(step_id)
         if entry is None or entry[0].done():
             return False
+        del self.waiting[step_id]  # decided: no longer waiting, even before the run moves on
         entry[0].set_result(Decision(outcome, note, resolved_by or self.resolved_by))
         return True
 

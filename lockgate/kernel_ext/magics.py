@@ -44,7 +44,8 @@ class FlowMagics(Magics):
             raise UsageError(f"%%flow: {args.name!r} is not a valid Python name to bind the spec to")
         result = load(cell, f"%%flow {args.name}", lint=not args.no_lint)
         if not result.ok:
-            report = format_text("cell", cell, result.diagnostics, line_offset=CELL_LINE_OFFSET)
+            shown = [d for d in result.diagnostics if d.code != "LG905"]  # agents come with start()
+            report = format_text("cell", cell, shown, line_offset=CELL_LINE_OFFSET)
             count = len(result.errors)
             raise UsageError(f"the spec has {count} error{'s' * (count != 1)}; {args.name} was not bound\n\n{report}")
         if args.flow and args.flow not in result.spec.flows:

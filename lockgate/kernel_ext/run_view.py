@@ -254,6 +254,8 @@ class NotebookRun:
             self._handle.update(Image(png))
         if self._view is not None:
             self._view.refresh(self, png)
+            if self.done:
+                self._view_handle.update(self._view_bundle(), raw=True)
 
     def _ipython_display_(self) -> None:
         from IPython.display import Image, display
@@ -261,9 +263,15 @@ class NotebookRun:
         from .widgets import RunWidget
 
         self._view = RunWidget(self)
-        display(self._view.widget)
-        self._handle = display(Image(self.png()), display_id=True)
         self._view.refresh(self, None)
+        self._view_handle = display(self._view_bundle(), raw=True, display_id=True)
+        self._handle = display(Image(self.png()), display_id=True)
+
+    def _view_bundle(self) -> dict[str, Any]:
+        """The widget plus a text summary, which is what a saved notebook or a log shows."""
+        bundle = dict(self._view.widget._repr_mimebundle_() or {})
+        bundle["text/plain"] = self.text_summary()
+        return bundle
 
     def text_summary(self) -> str:
         lines = [f"run {self.run_id or '(starting)'} of {self.flowspec.name}: {self.status}"]

@@ -28,7 +28,8 @@ class FlowSpec:
 
     @property
     def warnings(self):
-        return self.result.warnings
+        """Advisory warnings, without "agent not configured": notebooks pass agents to start()."""
+        return [w for w in self.result.warnings if w.code != "LG905"]
 
     def graph(self):
         """The flow as a networkx DiGraph (edges labelled by kind)."""
