@@ -61,15 +61,19 @@ def validate(paths: tuple[str, ...], fmt: str, no_lint: bool, agents: tuple[str,
 
 @click.command()
 @click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), help="Write to a file instead of stdout.")
-def schema(output: str | None) -> None:
+@click.option("--path", "show_path", is_flag=True, help="Print where the installed schema file is instead.")
+def schema(output: str | None, show_path: bool) -> None:
     """Print the JSON Schema (2020-12) of spec documents.
 
     Editors with the Red Hat YAML extension pick it up from a first-line comment:
     `# yaml-language-server: $schema=<path or URL of this file>`.
     """
-    from ..dsl.schema import SCHEMA_PATH
+    from ..dsl.schema import schema_path
 
-    text = Path(SCHEMA_PATH).read_text(encoding="utf-8")
+    if show_path:
+        click.echo(schema_path())
+        return
+    text = Path(schema_path()).read_text(encoding="utf-8")
     if output:
         Path(output).write_text(text, encoding="utf-8")
     else:
