@@ -19,6 +19,7 @@ from lockgate.dsl.diagnostics import Position, Range
 from lockgate.dsl.ir import Flow, Spec, Step
 from lockgate.dsl.types import SCALARS, Named, TypeExpr, strip_optional
 
+from . import builtins
 from . import schema as S
 from . import shapes
 from .context import CursorContext
@@ -29,19 +30,6 @@ TRIGGER_CHARACTERS = ["$", "{", "."]
 DEFAULT_AGENTS = ("claude", "codex")
 TYPE_WORDS = (*SCALARS, "object", "array")
 
-BUILTIN_DOCS = {
-    "len": "Length of a string (UTF-16 units), an array, or an object's key count.",
-    "any": "True when any element of the array is truthy (`any([])` is false).",
-    "all": "True when every element of the array is truthy (`all([])` is true).",
-    "max": "Largest element of a non-empty array of numbers or of strings.",
-    "min": "Smallest element of a non-empty array of numbers or of strings.",
-    "str": "The value as a string (objects and arrays as compact JSON).",
-    "int": "An integer from a boolean, a number (truncated) or a string of digits.",
-    "bool": "Truthiness: null, false, 0, '', [] and {} are false; anything else is true.",
-    "matches": "Whether the regular expression `re` matches anywhere in `s` (bounded, safe patterns only).",
-    "file_exists": "Whether a regular file exists at this workspace-relative path.",
-    "file_contains": "Whether the workspace file contains the text.",
-}
 _ROUTE_FIELDS = ("on_fail", "on_approve", "on_revise", "on_kill")
 _SNIPPETS = {
     "do": 'id: ${1:step}\ndo: "${2:Describe the task}"\nagent: ${3:claude}\nout: ${4:Result}\nensure:\n  - expr: "${5:result.ok == true}"',
@@ -241,8 +229,7 @@ def _references(spec: Spec, ctx: CursorContext) -> list[Candidate]:
         return _ref_roots(spec, flow, ctx, replace)
     head, rest = parts[0], parts[1:]
     if head == "input":
-        root = shapes.input_fields(flow).get(str(rest[0])) if rest else None
-        fields = shapes.input_fields(flow) if not rest else shapes.fields_of(spec, shapes.type_at(spec, root, rest[1:]))
+        fields = shapes.input_fields(spec, flow) if not rest else shapes.fields_of(spec, shapes.input_type_at(spec, flow, tuple(rest)))
         return _field_candidates(spec, fields, replace)
     if head in ("item", "prev") and ctx.stage_index is not None:
         step = _current_step(flow, ctx)
@@ -308,10 +295,9 @@ def _expression(spec: Spec, ctx: CursorContext) -> list[Candidate]:
     partial = (_IDENT_TAIL.search(text) or re.match("", "")).group(0)
     replace = _replace(ctx, ctx.position.character - len(partial))
     out = [Candidate(b, "variable", b, replace, _binding_doc(ctx, b), sort="0") for b in _bindings(ctx)]
-    from lockgate.dsl.expr.builtins import BUILTINS
-
-    for name, builtin in BUILTINS.items():
-        out.append(Candidate(name, "function", f"{name}($1)", replace, builtin.signature, BUILTIN_DOCS.get(name, ""), snippet=True, sort="1"))
+    for name in builtins.names():
+        out.append(Candidate(name, "function", f"{name}($1)", replace, builtins.signature(name) or name,
+                             builtins.description(name), snippet=True, sort="1"))
     out.extend(Candidate(k, "keyword", k, replace, "literal", sort="2") for k in ("true", "false", "null"))
     return out
 
@@ -358,8 +344,8 @@ def _members(spec: Spec, flow: Flow, ctx: CursorContext, parts: list, replace: R
     base: TypeExpr | None
     if root == "input":
         if not rest:
-            return _field_candidates(spec, shapes.input_fields(flow), replace)
-        base = shapes.type_at(spec, shapes.input_fields(flow).get(str(rest[0])), rest[1:])
+            return _field_candidates(spec, shapes.input_fields(spec, flow), replace)
+        base = shapes.input_type_at(spec, flow, tuple(rest))
     elif root == "result" and _result_is_step_map(ctx):
         if not rest:
             return [Candidate(s.id, "reference", s.id, replace, _step_detail(s), sort="1")

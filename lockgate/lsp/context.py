@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from lockgate.dsl.diagnostics import Position, YamlPath
@@ -29,9 +30,8 @@ _EXPR_FIELDS = frozenset({"when", "until", "expr"})
 @dataclass(frozen=True, slots=True)
 class Line:
     """The structure of one outline line (a line that is neither blank, a comment nor the body
-    of a block scalar)."""
+    of a block scalar). Depends only on the line's text, so equal lines share one object."""
 
-    number: int
     first: int  # column of the first non-space character
     dash: int | None  # column of a leading list dash
     key: str | None
@@ -42,41 +42,67 @@ class Line:
 
 
 class Outline:
-    """Indentation structure of a whole text, computed once per document version."""
+    """Indentation structure of a whole text, computed once per document version.
 
-    def __init__(self, text: str) -> None:
-        self.raw = re.split(r"\r\n|\r|\n", text)
+    Building one is a pass over the lines with each line's shape looked up by its text (an
+    edit changes a few lines, so a new version re-parses only those); the per-line paths and
+    subtree ends (for symbols, folding and code actions) are computed on first use.
+    """
+
+    def __init__(self, text: str, raw: list[str] | None = None) -> None:
+        self.raw = raw if raw is not None else re.split(r"\r\n|\r|\n", text)
         self.lines: list[Line | None] = []
         self.block_owner: dict[int, int] = {}
         owner: Line | None = None
-        for number, raw in enumerate(self.raw):
-            stripped = raw.strip()
-            if owner is not None and (not stripped or _indent(raw) > owner.key_col):
-                self.block_owner[number] = owner.number
+        owner_number = -1
+        for number, raw_line in enumerate(self.raw):
+            stripped = raw_line.strip()
+            if owner is not None and (not stripped or _indent(raw_line) > owner.key_col):
+                self.block_owner[number] = owner_number
                 self.lines.append(None)
                 continue
             owner = None
-            line = _parse_line(number, raw) if stripped and not stripped.startswith("#") else None
+            line = _parse_line(raw_line) if stripped and not stripped.startswith("#") else None
             self.lines.append(line)
             if line is not None and line.block:
-                owner = line
+                owner, owner_number = line, number
+        self._structure: tuple[list[YamlPath | None], list[int], dict[YamlPath, int], dict[YamlPath, int]] | None = None
 
-        self.paths, self.ends, self.items = _index(self)
-        self.line_of: dict[YamlPath, int] = {}
-        for number, path in enumerate(self.paths):
-            if path is not None:
-                self.line_of.setdefault(path, number)
+    def _built(self) -> tuple[list[YamlPath | None], list[int], dict[YamlPath, int], dict[YamlPath, int]]:
+        if self._structure is None:
+            paths, ends, items = _index(self)
+            line_of: dict[YamlPath, int] = {}
+            for number, path in enumerate(paths):
+                if path is not None:
+                    line_of.setdefault(path, number)
+            self._structure = paths, ends, items, line_of
+        return self._structure
 
-    def key_path(self, line: Line) -> YamlPath:
-        """The path of the key on ``line``."""
-        known = self.paths[line.number]
-        if known is not None:
-            return known
-        return (*self.container_path(line.number, line.key_col, line.dash), _unquote(line.key or ""))
+    @property
+    def paths(self) -> list[YamlPath | None]:
+        """The YAML path of every key line (None for other lines)."""
+        return self._built()[0]
+
+    @property
+    def ends(self) -> list[int]:
+        """The last line of every line's subtree."""
+        return self._built()[1]
+
+    @property
+    def line_of(self) -> dict[YamlPath, int]:
+        """The first line of every key path."""
+        return self._built()[3]
+
+    def key_path(self, number: int) -> YamlPath:
+        """The path of the key on line ``number`` (found by walking up from it, so answering
+        one cursor does not need the whole document's paths)."""
+        line = self.lines[number]
+        assert line is not None and line.key is not None
+        return (*self.container_path(number, line.key_col, line.dash), _unquote(line.key))
 
     def item_line(self, path: YamlPath) -> int | None:
         """The line of the dash of the list item at ``path``."""
-        return self.items.get(path)
+        return self._built()[2].get(path)
 
     def container_path(self, number: int, need: int, dash: int | None = None) -> YamlPath:
         """The path of the node holding content at column ``need`` of line ``number``;
@@ -178,7 +204,8 @@ def _closes(entry: tuple[int, int, bool], line: Line) -> bool:
     return not (line.first == column and container and line.dash is not None)
 
 
-def _parse_line(number: int, raw: str) -> Line | None:
+@lru_cache(maxsize=16384)
+def _parse_line(raw: str) -> Line | None:
     match = _LINE.match(raw)
     if match is None:  # pragma: no cover - the pattern matches every string
         return None
@@ -187,11 +214,10 @@ def _parse_line(number: int, raw: str) -> Line | None:
     key = match["key"]
     if key is None:
         key_col = first + len(match["dash"] or "")
-        return Line(number, first, dash, None, key_col, None, None, False)
+        return Line(first, dash, None, key_col, None, None, False)
     key_col = match.start("key")
     value = match["value"] or ""
     return Line(
-        number,
         first,
         dash,
         key.rstrip(),
@@ -319,7 +345,7 @@ def _partial_key(outline: Outline, line: Line, pos: Position, raw: str, col: int
 
 
 def _in_value(outline: Outline, line: Line, pos: Position, raw: str, col: int) -> CursorContext:
-    path = outline.key_path(line)
+    path = outline.key_path(pos.line)
     start = line.value_col if line.value_col is not None else col
     text = raw[start:col]
     flow_item = text.lstrip().startswith("[")
@@ -333,16 +359,17 @@ def _in_value(outline: Outline, line: Line, pos: Position, raw: str, col: int) -
 
 
 def _in_block(outline: Outline, pos: Position, col: int) -> CursorContext:
-    owner = outline.lines[outline.block_owner[pos.line]]
+    owner_number = outline.block_owner[pos.line]
+    owner = outline.lines[owner_number]
     assert owner is not None
-    body = [outline.raw[n] for n in range(owner.number + 1, pos.line + 1)]
+    body = [outline.raw[n] for n in range(owner_number + 1, pos.line + 1)]
     indents = [_indent(b) for b in body if b.strip()]
     strip = min(indents) if indents else col
     lines = [b[strip:] for b in body[:-1]] + [outline.raw[pos.line][strip:col]]
     before = "\n".join(lines)
     raw = outline.raw[pos.line]
     return CursorContext(
-        pos, outline.key_path(owner), "value", before,
+        pos, outline.key_path(owner_number), "value", before,
         col - len(_WORD.search(raw[:col]).group(0)), _open_ref(before), key_column=owner.key_col,
     )
 

@@ -1,19 +1,28 @@
 """Open documents and their analyses.
 
-The server keeps its own copy of every open document (see :func:`positions.apply_change`) and
-analyses each version at most once, lazily. An analysis is :func:`lockgate.dsl.loader.load` plus
-the per-version :class:`LineIndex`. While the user types, the text is often not valid YAML; the
-store then also keeps the *last good* analysis (the latest one whose YAML parsed), which
-completion, hover and navigation fall back on so they keep working on a half-typed buffer.
+The server keeps its own copy of every open document (see :func:`positions.apply_change`). Each
+version of the text is a :class:`Text`, whose line index and indentation outline are built on
+first use and shared by every request on that version. An analysis is
+:func:`lockgate.dsl.loader.load` of one :class:`Text`; it runs on a worker thread, at most once
+per version and settings, so requests never wait for it unless they need the exact analysis of
+the current text (diagnostics, navigation, rename).
+
+While the user types, the newest analysis is usually of an older text, or of text that is not
+valid YAML. Completion and hover answer from a *view* (:meth:`DocumentStore.usable`): the
+current text (for the cursor context) with the result of the last analysis whose YAML parsed
+(for the names and types). The view's ``base`` is that analysis, so hover can map an unchanged
+line of the current text into it and answer exactly.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import re
 import time
 from collections.abc import Callable, Collection, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 from lsprotocol import types as lsp
@@ -27,19 +36,60 @@ log = logging.getLogger(__name__)
 
 # Codes meaning the YAML itself could not be read: no tree, no source map worth keeping.
 _UNPARSED_CODES = frozenset({"LG101", "LG102", "LG103", "LG105", "LG106", "LG107"})
+_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+class Text:
+    """One version of a document's text; its line index, lines and outline are built once, on
+    first use, and shared by everything that reads this version."""
+
+    __slots__ = ("text", "version", "_lines", "_raw", "_outline")
+
+    def __init__(self, text: str, version: int | None = None) -> None:
+        self.text = text
+        self.version = version
+        self._lines: LineIndex | None = None
+        self._raw: list[str] | None = None
+        self._outline: Any = None
+
+    def __repr__(self) -> str:
+        return f"Text(version={self.version}, {len(self.text)} chars)"
+
+    @property
+    def lines(self) -> LineIndex:
+        if self._lines is None:
+            self._lines = LineIndex(self.text)
+        return self._lines
+
+    @property
+    def raw_lines(self) -> list[str]:
+        """The lines without their breaks (split as LSP does: ``\\r\\n``, ``\\r``, ``\\n``)."""
+        if self._raw is None:
+            self._raw = _BREAK.split(self.text)
+        return self._raw
+
+    @property
+    def outline(self):
+        """The indentation outline (see :mod:`lockgate.lsp.context`)."""
+        if self._outline is None:
+            from .context import Outline
+
+            self._outline = Outline(self.text, self.raw_lines)
+        return self._outline
 
 
 @dataclass(frozen=True)
 class Analysis:
-    """One analysed version of one document. Immutable; shared by every request on it."""
+    """One analysed version of one document, or a view of the current text over an earlier
+    analysis (``stale``). Immutable; shared by every request on it."""
 
     uri: str
-    version: int | None
-    text: str
-    result: Any  # lockgate.dsl.loader.LoadResult, or None when the loader itself failed
+    doc: Text
+    result: Any  # lockgate.dsl.loader.LoadResult, or None when the loader failed or has not run
     elapsed_ms: float = 0.0
     failure: str | None = field(default=None, repr=False)
-    stale: bool = False  # the IR comes from an earlier version than ``text``
+    stale: bool = False  # the IR comes from ``base``, an analysis of an earlier text
+    base: Analysis | None = field(default=None, repr=False, compare=False)
     _memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def memo(self, key: str, factory: Callable[[Analysis], Any]) -> Any:
@@ -48,9 +98,21 @@ class Analysis:
             self._memo[key] = factory(self)
         return self._memo[key]
 
-    @cached_property
+    @property
+    def version(self) -> int | None:
+        return self.doc.version
+
+    @property
+    def text(self) -> str:
+        return self.doc.text
+
+    @property
     def lines(self) -> LineIndex:
-        return LineIndex(self.text)
+        return self.doc.lines
+
+    @property
+    def outline(self):
+        return self.doc.outline
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -69,36 +131,31 @@ class Analysis:
         """Whether the YAML of ``text`` parsed into a mapping (the IR and source map are exact)."""
         if self.stale or self.ir is None or self.source_map is None:
             return False
-        return not any(d.code in _UNPARSED_CODES for d in self.diagnostics)
-
-    @cached_property
-    def outline(self):
-        """The indentation outline of the text (see :mod:`lockgate.lsp.context`)."""
-        from .context import Outline
-
-        return Outline(self.text)
+        return not any(d.code in _UNPARSED_CODES for d in self.result.diagnostics)
 
 
 def analyze(
     uri: str,
-    text: str,
-    version: int | None,
+    text: str | Text,
+    version: int | None = None,
     *,
     agents: Collection[str] = (),
     lint: bool = True,
 ) -> Analysis:
-    """Run the spec loader over ``text``. Never raises: a loader crash is logged and kept."""
+    """Run the spec loader over ``text``. Never raises: a loader crash is logged and kept.
+    Safe to call on a worker thread (it reads nothing but its arguments)."""
     from lockgate.dsl.loader import load
 
+    doc = text if isinstance(text, Text) else Text(text, version)
     started = time.perf_counter()
     try:
-        result = load(text, _path_of(uri), agents=tuple(agents) or None, lint=lint)
+        result = load(doc.text, _path_of(uri), agents=tuple(agents) or None, lint=lint)
         failure = None
     except Exception as exc:  # noqa: BLE001 - a loader bug must not take the server down
         log.exception("analysis of %s failed", uri)
         result, failure = None, f"{type(exc).__name__}: {exc}"
     elapsed = (time.perf_counter() - started) * 1000
-    return Analysis(uri, version, text, result, elapsed, failure)
+    return Analysis(uri, doc, result, elapsed, failure)
 
 
 def _path_of(uri: str) -> str | None:
@@ -111,18 +168,21 @@ def _path_of(uri: str) -> str | None:
 
 @dataclass
 class _Entry:
-    text: str
-    version: int | None
+    doc: Text
     language_id: str = "yaml"
-    current: Analysis | None = None
-    last_good: Analysis | None = None
+    current: Analysis | None = None  # the analysis of ``doc`` under the current settings
+    latest: Analysis | None = None  # the newest finished analysis, of any version
+    last_good: Analysis | None = None  # the newest finished analysis whose YAML parsed
+    pending: dict[tuple[int, int], asyncio.Future[Analysis]] = field(default_factory=dict)
 
 
 class DocumentStore:
-    """Texts of the open documents, and their analyses cached per version."""
+    """Texts of the open documents, and their analyses (run on ``executor``, one at a time)."""
 
-    def __init__(self) -> None:
+    def __init__(self, executor: Executor | None = None) -> None:
         self._entries: dict[str, _Entry] = {}
+        self._executor = executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix="lockgate-analysis")
+        self._generation = 0  # bumped when settings change what an analysis reports
         self.agents: tuple[str, ...] = ()
         self.lint: bool = True
 
@@ -133,7 +193,7 @@ class DocumentStore:
         return list(self._entries)
 
     def open(self, uri: str, text: str, version: int | None, language_id: str = "yaml") -> None:
-        self._entries[uri] = _Entry(text, version, language_id)
+        self._entries[uri] = _Entry(Text(text, version), language_id)
 
     def change(
         self,
@@ -146,47 +206,121 @@ class DocumentStore:
         entry = self._entries.get(uri)
         if entry is None:
             return
-        text = entry.text
+        text, index = entry.doc.text, entry.doc.lines
         for change in changes:
             rng = change.range if isinstance(change, lsp.TextDocumentContentChangePartial) else None
-            text = apply_change(text, rng, change.text, encoding)
-        entry.text, entry.version, entry.current = text, version, None
+            text = apply_change(text, rng, change.text, encoding, index)
+        entry.doc, entry.current = Text(text, version), None
 
     def close(self, uri: str) -> None:
         self._entries.pop(uri, None)
 
+    def doc(self, uri: str) -> Text | None:
+        """The current text of an open document."""
+        entry = self._entries.get(uri)
+        return entry.doc if entry else None
+
     def text(self, uri: str) -> str | None:
         entry = self._entries.get(uri)
-        return entry.text if entry else None
+        return entry.doc.text if entry else None
 
     def version(self, uri: str) -> int | None:
         entry = self._entries.get(uri)
-        return entry.version if entry else None
+        return entry.doc.version if entry else None
 
     def invalidate(self) -> None:
-        """Forget every analysis (after a settings change)."""
+        """Forget the current analyses (after a settings change); the last good ones stay
+        usable for completion and hover until fresh ones are done."""
+        self._generation += 1
         for entry in self._entries.values():
             entry.current = None
 
+    # -- analyses ---------------------------------------------------------------------------------
+
+    async def current(self, uri: str) -> Analysis | None:
+        """The analysis of the current text, run on the worker thread if not done yet (one run
+        per version, however many requests wait for it). None if the document is not open."""
+        entry = self._entries.get(uri)
+        if entry is None:
+            return None
+        if entry.current is not None:
+            return entry.current
+        return await asyncio.shield(self._start(uri, entry))
+
     def analysis(self, uri: str) -> Analysis | None:
-        """The analysis of the current version (computed now if needed); None if not open."""
+        """The analysis of the current text, computed now on the calling thread if needed (for
+        callers outside the event loop; the server awaits :meth:`current` instead)."""
         entry = self._entries.get(uri)
         if entry is None:
             return None
         if entry.current is None:
-            entry.current = analyze(uri, entry.text, entry.version, agents=self.agents, lint=self.lint)
-            if entry.current.parsed:
-                entry.last_good = entry.current
+            done = analyze(uri, entry.doc, agents=self.agents, lint=self.lint)
+            self._finished(uri, entry.doc, self._generation, done)
         return entry.current
 
-    def usable(self, uri: str) -> Analysis | None:
-        """The current analysis if its YAML parsed; otherwise the current text with the IR of
-        the last good version, marked ``stale`` (its source map no longer matches the text, so
-        only text-based context and IR names are used from it)."""
-        current = self.analysis(uri)
-        if current is None or current.parsed:
+    def latest(self, uri: str) -> Analysis | None:
+        """The newest finished analysis, of whatever version (never waits)."""
+        entry = self._entries.get(uri)
+        return entry.latest if entry else None
+
+    async def usable(self, uri: str) -> Analysis | None:
+        """What completion and hover answer from, without waiting for a pending analysis: the
+        current analysis if it is done and its YAML parsed; otherwise a ``stale`` view of the
+        current text over the last good analysis. Waits only when no analysis of the document
+        has ever finished."""
+        entry = self._entries.get(uri)
+        if entry is None:
+            return None
+        if entry.latest is None:
+            await self.current(uri)
+            entry = self._entries.get(uri)
+            if entry is None:
+                return None
+        current = entry.current
+        if current is not None and current.parsed:
             return current
-        good = self._entries[uri].last_good
-        if good is None:
-            return current
-        return Analysis(uri, current.version, current.text, good.result, 0.0, None, stale=True)
+        base = entry.last_good
+        if base is None:
+            latest = entry.latest
+            return Analysis(uri, entry.doc, latest.result if latest else None, stale=latest is not current, base=latest)
+        return Analysis(uri, entry.doc, base.result, stale=True, base=base)
+
+    def _start(self, uri: str, entry: _Entry) -> asyncio.Future[Analysis]:
+        doc, generation = entry.doc, self._generation
+        key = (id(doc), generation)
+        future = entry.pending.get(key)
+        if future is None:
+            loop = asyncio.get_running_loop()
+            agents, lint = self.agents, self.lint
+            future = loop.run_in_executor(self._executor, lambda: analyze(uri, doc, agents=agents, lint=lint))
+            entry.pending[key] = future
+            future.add_done_callback(lambda f: self._settle(entry, key, doc, generation, f))
+        return future
+
+    def _settle(self, entry: _Entry, key: tuple[int, int], doc: Text, generation: int,
+                future: asyncio.Future[Analysis]) -> None:
+        entry.pending.pop(key, None)
+        if not future.cancelled() and future.exception() is None:
+            self._finished(entry, doc, generation, future.result())
+
+    def _finished(self, entry: _Entry, doc: Text, generation: int, analysis: Analysis) -> None:
+        if self._entries.get(analysis.uri) is not entry:
+            return  # closed (and maybe reopened) while it ran
+        if entry.latest is None or _newer(analysis, entry.latest):
+            entry.latest = analysis
+            if analysis.parsed:
+                entry.last_good = analysis
+        if entry.doc is doc and generation == self._generation:
+            entry.current = analysis
+
+    def shutdown(self) -> None:
+        """Stop the worker thread (an analysis in progress finishes first)."""
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _newer(a: Analysis, b: Analysis) -> bool:
+    """Whether ``a`` analyses a later text than ``b`` (versions only grow; a re-analysis of the
+    same text after a settings change replaces it)."""
+    if a.version is None or b.version is None:
+        return True
+    return a.version >= b.version

@@ -38,7 +38,15 @@ class Field:
 
 
 def walk(spec: Spec) -> Iterator[Field]:
-    """All fields of ``spec`` in document order of sections."""
+    """All fields of ``spec``: those outside steps, then every flow's steps."""
+    yield from walk_header(spec)
+    for flow in spec.flows.values():
+        for step in flow.steps:
+            yield from walk_step(flow, step)
+
+
+def walk_header(spec: Spec) -> Iterator[Field]:
+    """The fields outside steps: ``entry``, contract and input types, flow outputs, carry."""
     if spec.entry is not None:
         yield Field(("flows", "entry"), spec.entry, "flow")
     for name, decl in spec.contracts.items():
@@ -47,6 +55,30 @@ def walk(spec: Spec) -> Iterator[Field]:
                 yield Field(("contracts", name, field_name), type_text, "type")
     for flow in spec.flows.values():
         yield from _flow(flow)
+
+
+def walk_step(flow: Flow, step: Step) -> Iterator[Field]:
+    """The fields of one step (its fanout stages included)."""
+    yield from _step(flow, step)
+
+
+def field_at(spec: Spec, path: YamlPath) -> Field | None:
+    """The template or expression field at ``path``, walking only the step (or the part of the
+    document outside steps) that holds it."""
+    path = tuple(path)
+    step = step_at(spec, path)
+    fields = walk_step(*step) if step is not None else walk_header(spec)
+    return next((f for f in fields if f.path == path and f.role in ("template", "expression")), None)
+
+
+def step_at(spec: Spec, path: YamlPath) -> tuple[Flow, Step] | None:
+    """The flow and step holding ``path`` (``("flows", name, "steps", index, ...)``)."""
+    if len(path) < 4 or path[0] != "flows" or path[2] != "steps" or not isinstance(path[3], int):
+        return None
+    flow = spec.flows.get(str(path[1]))
+    if flow is None or not 0 <= path[3] < len(flow.steps):
+        return None
+    return flow, flow.steps[path[3]]
 
 
 def _flow(flow: Flow) -> Iterator[Field]:
@@ -65,8 +97,6 @@ def _flow(flow: Flow) -> Iterator[Field]:
             yield Field((*carry.at, "on_revise", gate), str(gate), "gate_key", flow)
             if isinstance(source, str):
                 yield Field((*carry.at, "on_revise", gate), source, "template", flow)
-    for step in flow.steps:
-        yield from _step(flow, step)
 
 
 def _step(flow: Flow, step: Step) -> Iterator[Field]:

@@ -1,7 +1,10 @@
 """Hover: a step's summary, a contract's shape, a reference's resolved type, a builtin's
 documentation, the type of an expression member, and schema descriptions of keys.
 
-:func:`hover` is pure: (analysis, position) -> (markdown, range) or None.
+:func:`hover` is pure: (analysis, position) -> (markdown, range) or None. It looks only at what
+is under the cursor (the string there, the step there), never at the whole document. On a
+``stale`` view (the current text is not analysed yet, or is not valid YAML) a cursor on a line
+that is unchanged since the last good analysis is answered from that analysis.
 """
 
 from __future__ import annotations
@@ -11,24 +14,41 @@ from lockgate.dsl.ir import Flow, Spec, Step
 from lockgate.dsl.refs import scan
 from lockgate.dsl.types import Named
 
+from . import builtins
+from . import fields as F
 from . import schema as S
 from . import shapes
-from .completion import BUILTIN_DOCS
 from .context import is_expression_path
 from .documents import Analysis
-from .index import index_of, parse_expression
+from .index import occurrence_at, parse_expression
+from .positions import LineMap
 
-Hover = tuple[str, Range]
+Hover = tuple[str, Range | None]
 
 
 def hover(analysis: Analysis, pos: Position) -> Hover | None:
-    """Markdown describing what is under the cursor, and the range it describes."""
+    """Markdown describing what is under the cursor, and the range it describes (None when
+    that range cannot be placed in the current text)."""
     if analysis.parsed:
-        for finder in (_embedded, _symbol):
-            found = finder(analysis, pos)
-            if found is not None:
-                return found
+        return _exact(analysis, pos)
+    base = analysis.base
+    if analysis.stale and base is not None and base.parsed:
+        lines = LineMap(base.doc.raw_lines, analysis.doc.raw_lines)
+        old = lines.to_old(pos.line)
+        found = _exact(base, Position(old, pos.character)) if old is not None else None
+        if found is not None:
+            text, rng = found
+            return text, lines.range_to_new(rng) if rng is not None else None
     return _key(analysis, pos)
+
+
+def _exact(analysis: Analysis, pos: Position) -> Hover | None:
+    """Hover from an analysis of exactly the text ``pos`` is in."""
+    for finder in (_embedded, _symbol, _key):
+        found = finder(analysis, pos)
+        if found is not None:
+            return found
+    return None
 
 
 # -- symbols ---------------------------------------------------------------------------------------
@@ -36,7 +56,7 @@ def hover(analysis: Analysis, pos: Position) -> Hover | None:
 
 def _symbol(analysis: Analysis, pos: Position) -> Hover | None:
     spec = analysis.ir
-    occ = index_of(analysis).at(pos)
+    occ = occurrence_at(analysis, pos)
     if occ is None or spec is None:
         return None
     if occ.kind == "step":
@@ -52,7 +72,7 @@ def _symbol(analysis: Analysis, pos: Position) -> Hover | None:
         return (flow_summary(spec, flow), occ.range) if flow else None
     if occ.kind == "input":
         flow = spec.flows.get(occ.key[1])
-        t = shapes.input_fields(flow).get(occ.name) if flow else None
+        t = shapes.input_fields(spec, flow).get(occ.name) if flow else None
         return f"**input** `{occ.name}`: `{t.describe() if t else '?'}`", occ.range
     if occ.kind == "carry":
         return f"**carry variable** `{occ.name}`", occ.range
@@ -105,7 +125,8 @@ def _embedded(analysis: Analysis, pos: Position) -> Hover | None:
         return None
     path = located[0]
     offset = source.offset_in_value(path, pos)
-    value = _string_at(spec, path)
+    found = F.field_at(spec, path)
+    value = found.value if found is not None else None
     if offset is None or value is None or "flows" != path[0]:
         return None
     flow = spec.flows.get(str(path[1]))
@@ -122,7 +143,6 @@ def _embedded(analysis: Analysis, pos: Position) -> Hover | None:
 
 
 def _expression_hover(analysis: Analysis, spec: Spec, flow: Flow | None, path, value: str, offset: int) -> Hover | None:
-    from lockgate.dsl.expr.builtins import BUILTINS
     from lockgate.dsl.expr.nodes import FunctionCall, Member, walk
 
     tree = parse_expression(value)
@@ -132,9 +152,7 @@ def _expression_hover(analysis: Analysis, spec: Spec, flow: Flow | None, path, v
     best = None
     for node in walk(tree):
         if isinstance(node, FunctionCall) and node.name_span[0] <= offset < node.name_span[1]:
-            builtin = BUILTINS.get(node.name)
-            doc = f"```\n{builtin.signature}\n```\n{BUILTIN_DOCS.get(node.name, '')}" if builtin else f"unknown function `{node.name}`"
-            return doc, source.span_range(path, *node.name_span)
+            return builtins.markdown(node.name), source.span_range(path, *node.name_span)
         if isinstance(node, Member) and node.span[0] <= offset < node.span[1]:
             best = node  # innermost chain wins: walk is pre-order, outer chains come first
     if best is None or flow is None:
@@ -153,7 +171,7 @@ def _chain_type(spec: Spec, flow: Flow, path, chain: str):
     root, rest = parts[0], parts[1:]
     step = flow.steps[path[3]] if len(path) > 3 and isinstance(path[3], int) and path[3] < len(flow.steps) else None
     if root == "input":
-        return shapes.type_at(spec, shapes.input_fields(flow).get(str(rest[0])) if rest else None, rest[1:])
+        return shapes.input_type_at(spec, flow, tuple(rest))
     if root == "result":
         if path[-1] == "when" or (len(path) > 1 and path[-2] == "set"):
             return shapes.type_at(spec, shapes.step_output(spec, flow, flow.step(str(rest[0]))) if rest else None, rest[1:])
@@ -171,15 +189,6 @@ def _fanout_types(spec: Spec, flow: Flow | None, path) -> dict:
     return {"item": shapes.fanout_item(spec, flow, step), "prev": shapes.stage_output(step, stage - 1)}
 
 
-def _string_at(spec: Spec, path) -> str | None:
-    from . import fields
-
-    for field in fields.walk(spec):
-        if field.path == tuple(path) and field.role in ("template", "expression"):
-            return field.value
-    return None
-
-
 # -- keys: schema descriptions ---------------------------------------------------------------------
 
 
@@ -188,7 +197,7 @@ def _key(analysis: Analysis, pos: Position) -> Hover | None:
     line = outline.lines[pos.line] if 0 <= pos.line < len(outline.lines) else None
     if line is None or line.key is None or not line.key_col <= pos.character <= line.key_col + len(line.key):
         return None
-    path = outline.key_path(line)
+    path = outline.key_path(pos.line)
     text = S.key_description(path)
     if not text:
         return None

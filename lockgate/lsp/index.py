@@ -10,12 +10,13 @@ types. Navigation, highlight, rename and hover all read this one table.
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
 from lockgate.dsl.diagnostics import Position, Range, YamlPath
+from lockgate.dsl.ir import Flow, Step
 from lockgate.dsl.refs import scan
 
 from . import fields as F
@@ -70,14 +71,42 @@ class SymbolIndex:
 
 
 def index_of(analysis: Analysis) -> SymbolIndex:
-    """The (cached) symbol index of an analysis whose YAML parsed; empty otherwise."""
+    """The (cached) symbol index of an analysis whose YAML parsed; empty otherwise. Steps whose
+    text did not change since an earlier analysis reuse that analysis' entries."""
     return analysis.memo("index", _build)
 
 
+def occurrence_at(analysis: Analysis, pos: Position) -> Occurrence | None:
+    """The occurrence under the cursor, looking only at the step on the cursor's line and at
+    the definitions (what hover needs, without indexing the whole document)."""
+    if not analysis.parsed:
+        return None
+    built = analysis._memo.get("index")
+    if built is not None:
+        return built.at(pos)
+    candidates = list(_header(analysis))
+    for flow, step, first, last in _step_spans(analysis):
+        if first <= pos.line <= last:
+            candidates.extend(_step_entries(analysis, flow, step, first, last))
+    return SymbolIndex(candidates).at(pos)
+
+
 def _build(analysis: Analysis) -> SymbolIndex:
-    spec, source = analysis.ir, analysis.source_map
-    if spec is None or source is None or not analysis.parsed:
+    if not analysis.parsed:
         return SymbolIndex([])
+    out = list(_header(analysis))
+    for flow, step, first, last in _step_spans(analysis):
+        out.extend(_step_entries(analysis, flow, step, first, last))
+    return SymbolIndex(out)
+
+
+def _header(analysis: Analysis) -> list[Occurrence]:
+    """Definitions of contracts, flows, inputs and carry variables, and the uses outside steps."""
+    return analysis.memo("index.header", _build_header)
+
+
+def _build_header(analysis: Analysis) -> list[Occurrence]:
+    spec, source = analysis.ir, analysis.source_map
     out: list[Occurrence] = []
     for name in spec.contracts:
         out.append(Occurrence(("contract", name), source.key_range(("contracts", name)), ("contracts", name), True, at="key"))
@@ -88,9 +117,67 @@ def _build(analysis: Analysis) -> SymbolIndex:
             out.append(Occurrence(("input", flow.name, str(field_name)), source.key_range(path), path, True, at="key"))
         for carry in flow.carry.values():
             out.append(Occurrence(("carry", carry.name), source.key_range(carry.at), carry.at, True, at="key"))
-    for field in F.walk(spec):
+    for field in F.walk_header(spec):
         out.extend(_field_occurrences(field, source))
-    return SymbolIndex(out)
+    return out
+
+
+def _step_spans(analysis: Analysis) -> list[tuple[Flow, Step, int, int]]:
+    """Every step with its first and last line, in document order of flows."""
+    return analysis.memo("index.steps", _build_step_spans)
+
+
+def _build_step_spans(analysis: Analysis) -> list[tuple[Flow, Step, int, int]]:
+    source = analysis.source_map
+    out = []
+    for flow in analysis.ir.flows.values():
+        for step in flow.steps:
+            rng = source.value_range(step.at)
+            out.append((flow, step, rng.start.line, rng.end.line))
+    return out
+
+
+# A step's occurrences depend only on its flow's name, its index and its text, unless the step
+# borrows content through a YAML alias or merge key; those steps are not reused.
+_ALIAS = re.compile(r"(?:^|[\s,\[{:-])(?:\*[^\s,\[\]{}]|<<\s*:)")
+_STEP_CACHE: OrderedDict[tuple, tuple[int, list[Occurrence]]] = OrderedDict()
+_STEP_CACHE_SIZE = 8192
+
+
+def _step_entries(analysis: Analysis, flow: Flow, step: Step, first: int, last: int) -> list[Occurrence]:
+    """The occurrences inside one step, reused from an earlier analysis when the step's lines
+    are the same (moved up or down when lines were added or removed above it)."""
+    memo = analysis._memo.setdefault("index.entries", {})
+    if step.at in memo:
+        return memo[step.at]
+    text = "\n".join(analysis.doc.raw_lines[first:last + 1])
+    key = (flow.name, step.at, text)
+    cached = _STEP_CACHE.get(key) if not _ALIAS.search(text) else None
+    if cached is not None:
+        _STEP_CACHE.move_to_end(key)
+        then, found = cached
+        if then != first:
+            found = [_moved(o, first - then) for o in found]
+            _remember(key, (first, found))
+    else:
+        found = [o for field in F.walk_step(flow, step) for o in _field_occurrences(field, analysis.source_map)]
+        if not _ALIAS.search(text):
+            _remember(key, (first, found))
+    memo[step.at] = found
+    return found
+
+
+def _remember(key: tuple, value: tuple[int, list[Occurrence]]) -> None:
+    _STEP_CACHE[key] = value
+    _STEP_CACHE.move_to_end(key)
+    while len(_STEP_CACHE) > _STEP_CACHE_SIZE:
+        _STEP_CACHE.popitem(last=False)
+
+
+def _moved(occ: Occurrence, lines: int) -> Occurrence:
+    start, end = occ.range.start, occ.range.end
+    rng = Range(Position(start.line + lines, start.character), Position(end.line + lines, end.character))
+    return Occurrence(occ.key, rng, occ.path, occ.definition, occ.span, occ.at)
 
 
 def _field_occurrences(field: F.Field, source: Any) -> list[Occurrence]:

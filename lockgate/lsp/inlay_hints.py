@@ -39,6 +39,7 @@ def inlay_hints(analysis: Analysis, rng: Range) -> list[Hint]:
             t = shapes.ref_type(spec, field.flow, ref)
             if t is not None:
                 out.append(Hint(end, f": {t.describe()}"))
+    out.sort(key=lambda h: h.position)
     return out
 
 

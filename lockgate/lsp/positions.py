@@ -140,7 +140,8 @@ def encoding_of(kind: object) -> Encoding:
     return "utf-16"
 
 
-def apply_change(text: str, rng: lsp.Range | None, new_text: str, encoding: Encoding = "utf-16") -> str:
+def apply_change(text: str, rng: lsp.Range | None, new_text: str, encoding: Encoding = "utf-16",
+                 index: LineIndex | None = None) -> str:
     """``text`` with the client range ``rng`` replaced (the whole text when ``rng`` is None).
 
     The server keeps its own copy of each document so that line breaks are counted the LSP way
@@ -148,7 +149,54 @@ def apply_change(text: str, rng: lsp.Range | None, new_text: str, encoding: Enco
     """
     if rng is None:
         return new_text
-    index = LineIndex(text)
+    index = index if index is not None and index.text is text else LineIndex(text)
     start = index.offset_from_client(rng.start, encoding)
     end = max(start, index.offset_from_client(rng.end, encoding))
     return text[:start] + new_text + text[end:]
+
+
+class LineMap:
+    """Line numbers of an older text in a newer one, when they differ in one block of lines
+    (what typing between two analyses produces): the lines before the block keep their number,
+    the lines after it shift by the block's change in length, lines inside it have no match.
+
+    Lets requests answer from an analysis of the older text for a cursor on an unchanged line.
+    """
+
+    __slots__ = ("prefix", "old_suffix", "new_suffix", "shift")
+
+    def __init__(self, old: list[str], new: list[str]) -> None:
+        limit = min(len(old), len(new))
+        prefix = 0
+        while prefix < limit and old[prefix] == new[prefix]:
+            prefix += 1
+        suffix = 0
+        while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
+            suffix += 1
+        self.prefix = prefix
+        self.old_suffix = len(old) - suffix  # first old line of the common tail
+        self.new_suffix = len(new) - suffix
+        self.shift = len(new) - len(old)
+
+    def to_old(self, line: int) -> int | None:
+        """The older text's number of new line ``line``; None when that line changed."""
+        if line < self.prefix:
+            return line
+        if line >= self.new_suffix:
+            return line - self.shift
+        return None
+
+    def to_new(self, line: int) -> int | None:
+        """The newer text's number of old line ``line``; None when that line changed."""
+        if line < self.prefix:
+            return line
+        if line >= self.old_suffix:
+            return line + self.shift
+        return None
+
+    def range_to_new(self, rng: Range) -> Range | None:
+        """An older range in the newer text; None unless both ends are on unchanged lines."""
+        start, end = self.to_new(rng.start.line), self.to_new(rng.end.line)
+        if start is None or end is None:
+            return None
+        return Range(Position(start, rng.start.character), Position(end, rng.end.character))

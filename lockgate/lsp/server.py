@@ -4,6 +4,11 @@ Handlers only adapt: they find the document's analysis, convert the client's pos
 points, call a pure function of the feature's module, and convert the answer back. Every
 handler is guarded: an exception is logged (and reported to the client's log) and the request
 gets an empty answer, so a bug in one feature never takes the server down.
+
+Analyses run on a worker thread (see :class:`DocumentStore`), started by a debounce after each
+edit. Completion, hover and folding never wait for one: they answer from the current text and
+the last good analysis. Diagnostics, navigation, rename, symbols, semantic tokens, inlay hints
+and code actions need ranges exact for the current text, so they await its analysis.
 """
 
 from __future__ import annotations
@@ -48,13 +53,13 @@ class LockgateServer(LanguageServer):
     def client_caps(self) -> lsp.ClientCapabilities | None:
         return self.client_capabilities
 
-    def analysis(self, uri: str) -> Analysis | None:
+    async def analysis(self, uri: str) -> Analysis | None:
         """The analysis of the document as it is now (for diagnostics and exact ranges)."""
-        return self.documents.analysis(uri)
+        return await self.documents.current(uri)
 
-    def usable(self, uri: str) -> Analysis | None:
+    async def usable(self, uri: str) -> Analysis | None:
         """The analysis to answer requests from while typing (last good IR if needed)."""
-        return self.documents.usable(uri)
+        return await self.documents.usable(uri)
 
     def apply_settings(self, settings: Settings) -> None:
         changed = (settings.agents, settings.lint) != (self.documents.agents, self.documents.lint)
@@ -212,17 +217,14 @@ async def _pull_settings(ls: LockgateServer) -> bool:
 
 
 def _schedule(ls: LockgateServer, uri: str, delay: float) -> None:
-    """Push fresh diagnostics for ``uri`` after ``delay`` seconds (pull clients: nothing)."""
-    if diag.supports_pull(ls.client_caps):
-        return
-    ls.debouncer.schedule(uri, delay, lambda: _publish(ls, uri))
+    """Analyse ``uri`` after ``delay`` seconds (unless edited again meanwhile) and push its
+    diagnostics to clients that do not pull them."""
+    ls.debouncer.schedule(uri, delay, lambda: _refresh(ls, uri))
 
 
-async def _publish(ls: LockgateServer, uri: str) -> None:
-    if uri not in ls.documents:  # closed while we waited
-        return
-    analysis = ls.analysis(uri)
-    if analysis is None:
+async def _refresh(ls: LockgateServer, uri: str) -> None:
+    analysis = await ls.analysis(uri)
+    if analysis is None or diag.supports_pull(ls.client_caps) or uri not in ls.documents:
         return
     items = diag.to_lsp(analysis, ls.encoding, **diag.client_options(ls.client_caps))
     log.debug("%s v%s analysed in %.1f ms", uri, analysis.version, analysis.elapsed_ms)
@@ -237,8 +239,8 @@ def _register_diagnostics(ls: LockgateServer) -> None:
         lsp.DiagnosticOptions(identifier=diag.SOURCE, inter_file_dependencies=False, workspace_diagnostics=False),
     )
     @guarded(lsp.FullDocumentDiagnosticReport(items=[]))
-    def document_diagnostic(ls: LockgateServer, params: lsp.DocumentDiagnosticParams):
-        analysis = ls.analysis(params.text_document.uri)
+    async def document_diagnostic(ls: LockgateServer, params: lsp.DocumentDiagnosticParams):
+        analysis = await ls.analysis(params.text_document.uri)
         if analysis is None:
             return lsp.FullDocumentDiagnosticReport(items=[])
         result_id = f"{analysis.version}:{id(analysis)}"
@@ -255,17 +257,17 @@ def _register_features(ls: LockgateServer) -> None:
     from . import code_actions, completion, folding, hover, inlay_hints, navigation, rename, semantic_tokens, symbols
     from .context import context_at
 
-    def at(params) -> tuple[Analysis, Any] | None:
+    async def at(params) -> tuple[Analysis, Any] | None:
         """The usable analysis and the cursor in code points, or None for unknown documents."""
-        analysis = ls.usable(params.text_document.uri)
+        analysis = await ls.usable(params.text_document.uri)
         if analysis is None:
             return None
         return analysis, analysis.lines.from_client(params.position, ls.encoding)
 
     @ls.feature(lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=completion.TRIGGER_CHARACTERS))
     @guarded(None)
-    def complete(ls: LockgateServer, params: lsp.CompletionParams):
-        found = at(params)
+    async def complete(ls: LockgateServer, params: lsp.CompletionParams):
+        found = await at(params)
         if found is None:
             return None
         analysis, pos = found
@@ -275,8 +277,8 @@ def _register_features(ls: LockgateServer) -> None:
 
     @ls.feature(lsp.TEXT_DOCUMENT_HOVER)
     @guarded(None)
-    def on_hover(ls: LockgateServer, params: lsp.HoverParams):
-        found = at(params)
+    async def on_hover(ls: LockgateServer, params: lsp.HoverParams):
+        found = await at(params)
         if found is None:
             return None
         analysis, pos = found
@@ -286,20 +288,20 @@ def _register_features(ls: LockgateServer) -> None:
         text, rng = result
         return lsp.Hover(
             contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text),
-            range=analysis.lines.range_to_client(rng, ls.encoding),
+            range=analysis.lines.range_to_client(rng, ls.encoding) if rng is not None else None,
         )
 
-    def exact(params) -> tuple[Analysis, Any] | None:
+    async def exact(params) -> tuple[Analysis, Any] | None:
         """Navigation needs exact ranges: only an analysis of the current text will do."""
-        analysis = ls.analysis(params.text_document.uri)
+        analysis = await ls.analysis(params.text_document.uri)
         if analysis is None or not analysis.parsed:
             return None
         return analysis, analysis.lines.from_client(params.position, ls.encoding)
 
     @ls.feature(lsp.TEXT_DOCUMENT_DEFINITION)
     @guarded([])
-    def definition(ls: LockgateServer, params: lsp.DefinitionParams):
-        found = exact(params)
+    async def definition(ls: LockgateServer, params: lsp.DefinitionParams):
+        found = await exact(params)
         if found is None:
             return []
         analysis, pos = found
@@ -307,8 +309,8 @@ def _register_features(ls: LockgateServer) -> None:
 
     @ls.feature(lsp.TEXT_DOCUMENT_REFERENCES)
     @guarded([])
-    def references(ls: LockgateServer, params: lsp.ReferenceParams):
-        found = exact(params)
+    async def references(ls: LockgateServer, params: lsp.ReferenceParams):
+        found = await exact(params)
         if found is None:
             return []
         analysis, pos = found
@@ -317,8 +319,8 @@ def _register_features(ls: LockgateServer) -> None:
 
     @ls.feature(lsp.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT)
     @guarded([])
-    def highlight(ls: LockgateServer, params: lsp.DocumentHighlightParams):
-        found = exact(params)
+    async def highlight(ls: LockgateServer, params: lsp.DocumentHighlightParams):
+        found = await exact(params)
         if found is None:
             return []
         analysis, pos = found
@@ -326,8 +328,8 @@ def _register_features(ls: LockgateServer) -> None:
 
     @ls.feature(lsp.TEXT_DOCUMENT_PREPARE_RENAME)
     @guarded(None)
-    def prepare_rename(ls: LockgateServer, params: lsp.PrepareRenameParams):
-        analysis = ls.analysis(params.text_document.uri)
+    async def prepare_rename(ls: LockgateServer, params: lsp.PrepareRenameParams):
+        analysis = await ls.analysis(params.text_document.uri)
         if analysis is None:
             return None
         try:
@@ -338,8 +340,8 @@ def _register_features(ls: LockgateServer) -> None:
 
     @ls.feature(lsp.TEXT_DOCUMENT_RENAME, lsp.RenameOptions(prepare_provider=True))
     @guarded(None)
-    def on_rename(ls: LockgateServer, params: lsp.RenameParams):
-        analysis = ls.analysis(params.text_document.uri)
+    async def on_rename(ls: LockgateServer, params: lsp.RenameParams):
+        analysis = await ls.analysis(params.text_document.uri)
         if analysis is None:
             return None
         try:
@@ -350,24 +352,24 @@ def _register_features(ls: LockgateServer) -> None:
 
     @ls.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     @guarded([])
-    def document_symbol(ls: LockgateServer, params: lsp.DocumentSymbolParams):
-        analysis = ls.analysis(params.text_document.uri)
+    async def document_symbol(ls: LockgateServer, params: lsp.DocumentSymbolParams):
+        analysis = await ls.analysis(params.text_document.uri)
         if analysis is None or not analysis.parsed:
             return []
         return symbols.to_lsp(symbols.document_symbols(analysis), analysis, ls.encoding)
 
     @ls.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, semantic_tokens.LEGEND)
     @guarded(lsp.SemanticTokens(data=[]))
-    def tokens_full(ls: LockgateServer, params: lsp.SemanticTokensParams):
-        analysis = ls.analysis(params.text_document.uri)
+    async def tokens_full(ls: LockgateServer, params: lsp.SemanticTokensParams):
+        analysis = await ls.analysis(params.text_document.uri)
         if analysis is None:
             return lsp.SemanticTokens(data=[])
         return lsp.SemanticTokens(data=semantic_tokens.encode(semantic_tokens.tokens(analysis), analysis, ls.encoding))
 
     @ls.feature(lsp.TEXT_DOCUMENT_INLAY_HINT)
     @guarded([])
-    def hints(ls: LockgateServer, params: lsp.InlayHintParams):
-        analysis = ls.analysis(params.text_document.uri)
+    async def hints(ls: LockgateServer, params: lsp.InlayHintParams):
+        analysis = await ls.analysis(params.text_document.uri)
         if analysis is None or not ls.settings.inlay_hints:
             return []
         rng = analysis.lines.range_from_client(params.range, ls.encoding)
@@ -378,9 +380,9 @@ def _register_features(ls: LockgateServer) -> None:
         lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.Source]),
     )
     @guarded([])
-    def actions(ls: LockgateServer, params: lsp.CodeActionParams):
+    async def actions(ls: LockgateServer, params: lsp.CodeActionParams):
         uri = params.text_document.uri
-        analysis = ls.analysis(uri)
+        analysis = await ls.analysis(uri)
         if analysis is None:
             return []
         rng = analysis.lines.range_from_client(params.range, ls.encoding)
@@ -403,11 +405,11 @@ def _register_features(ls: LockgateServer) -> None:
 
     @ls.command(code_actions.SHOW_GRAPH)
     @guarded(None)
-    def show_graph(ls: LockgateServer, *args: Any):
+    async def show_graph(ls: LockgateServer, *args: Any):
         uri = args[0] if args and isinstance(args[0], str) else None
         flow = args[1] if len(args) > 1 and isinstance(args[1], str) else None
         fmt = args[2] if len(args) > 2 and args[2] in ("mermaid", "dot") else "mermaid"
-        analysis = ls.analysis(uri) if uri else None
+        analysis = await ls.analysis(uri) if uri else None
         if analysis is None:
             raise _user_error(f"{uri!r} is not an open document")
         try:
@@ -418,7 +420,7 @@ def _register_features(ls: LockgateServer) -> None:
     @ls.feature(lsp.TEXT_DOCUMENT_FOLDING_RANGE)
     @guarded([])
     def folding_range(ls: LockgateServer, params: lsp.FoldingRangeParams):
-        analysis = ls.analysis(params.text_document.uri)
-        if analysis is None:
+        doc = ls.documents.doc(params.text_document.uri)  # the outline of the text; no analysis needed
+        if doc is None:
             return []
-        return folding.to_lsp(folding.folding_ranges(analysis.outline), ls.client_caps)
+        return folding.to_lsp(folding.folding_ranges(doc.outline), ls.client_caps)

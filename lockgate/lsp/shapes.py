@@ -1,66 +1,74 @@
 """What type a reference or a member chain has, for completion, hover and inlay hints.
 
-A read-only view over the spec's contracts through :func:`lockgate.dsl.types.parse_type`:
-the fields of a type, the type at a path, a step's output type and a reference's type. Unknown
-or invalid types give ``None`` (the diagnostics explain them); editors only need a best guess.
+The types come from the one source of truth, :class:`lockgate.dsl.contracts.ContractSet`
+(``fields_of`` and ``type_at``, the same typing the checks use); this module adds what an
+editor asks on top: a step's output type, a reference's type, a fanout's element type, and a
+readable rendering. Paths that lead nowhere give ``None`` (the diagnostics explain them);
+editors only need a best guess.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import Any
 
+from lockgate.dsl.contracts import ContractSet
 from lockgate.dsl.ir import Flow, Spec, Step
 from lockgate.dsl.refs import Ref, scan
-from lockgate.dsl.types import AnyArray, AnyObject, ArrayOf, Named, TypeExpr, Unknown, parse_type, strip_optional
+from lockgate.dsl.types import AnyArray, ArrayOf, Named, TypeExpr, Unknown, strip_optional
 from lockgate.errors import ContractError
 
 PathPart = str | int
 
+_SETS: dict[int, tuple[Spec, ContractSet]] = {}
+_SETS_SIZE = 8
 
-@lru_cache(maxsize=4096)
-def parsed(text: str) -> TypeExpr | None:
+
+def contracts(spec: Spec) -> ContractSet:
+    """The spec's contract set, built once per IR (the few most recent IRs are kept)."""
+    found = _SETS.get(id(spec))
+    if found is not None and found[0] is spec:
+        return found[1]
+    built = ContractSet.from_decls(spec.contracts)
+    if len(_SETS) >= _SETS_SIZE:
+        _SETS.pop(next(iter(_SETS)))
+    _SETS[id(spec)] = (spec, built)  # holding the spec keeps its id from being reused
+    return built
+
+
+def fields_of(spec: Spec, expr: TypeExpr | None) -> dict[str, TypeExpr] | None:
+    """The fields of a declared contract type (optional or not); None for any other type."""
+    if expr is None:
+        return None
+    base = strip_optional(expr)
+    if not isinstance(base, Named) or base.name not in contracts(spec):
+        return None
+    return contracts(spec).fields_of(base)
+
+
+def input_fields(spec: Spec, flow: Flow) -> dict[str, TypeExpr]:
+    """The fields of a flow's ``input`` (unparsable types show as unknown)."""
+    return contracts(spec).fields_of(_input(flow))
+
+
+def type_at(spec: Spec, root: TypeExpr | Mapping[str, Any] | None, path: tuple[PathPart, ...]) -> TypeExpr | None:
+    """The type reached by following ``path`` from ``root`` (a type or an inline field
+    mapping); None when the path does not exist."""
+    if root is None:
+        return None
     try:
-        return parse_type(text)
+        return contracts(spec).type_at(root, tuple(path))
     except ContractError:
         return None
 
 
-def fields_of(spec: Spec, expr: TypeExpr | None) -> dict[str, TypeExpr | None] | None:
-    """The fields of an object type (named contract); None when the type has no known fields."""
-    if expr is None:
-        return None
-    expr = strip_optional(expr)
-    if isinstance(expr, Named):
-        decl = spec.contracts.get(expr.name)
-        return _fields(decl.fields) if decl is not None else None
-    return None
+def input_type_at(spec: Spec, flow: Flow, path: tuple[PathPart, ...]) -> TypeExpr | None:
+    """The type of ``input.<path>`` in ``flow``; None when the path does not exist."""
+    return type_at(spec, _input(flow), path) if path else None
 
 
-def input_fields(flow: Flow) -> dict[str, TypeExpr | None]:
-    return _fields(flow.input)
-
-
-def _fields(fields: Mapping[str, Any]) -> dict[str, TypeExpr | None]:
-    return {str(k): parsed(v) if isinstance(v, str) else None for k, v in fields.items()}
-
-
-def type_at(spec: Spec, root: TypeExpr | None, path: tuple[PathPart, ...]) -> TypeExpr | None:
-    """The type reached by following ``path`` from ``root``; None when it leads nowhere."""
-    current = root
-    for part in path:
-        if current is None:
-            return None
-        current = strip_optional(current)
-        if isinstance(current, (AnyObject, AnyArray, Unknown)):
-            return Unknown()
-        if isinstance(part, int):
-            current = current.element if isinstance(current, ArrayOf) else None
-        else:
-            fields = fields_of(spec, current)
-            current = fields.get(part) if fields is not None else None
-    return current
+def _input(flow: Flow) -> dict[str, Any]:
+    return {str(k): v for k, v in flow.input.items()}
 
 
 def step_output(spec: Spec, flow: Flow | None, step: Step | None) -> TypeExpr | None:
@@ -86,10 +94,7 @@ def ref_type(spec: Spec, flow: Flow | None, ref: Ref, *, item: TypeExpr | None =
     if flow is None:
         return None
     if ref.kind == "input":
-        if not ref.path:
-            return None
-        first = input_fields(flow).get(str(ref.path[0]))
-        return type_at(spec, first, ref.path[1:])
+        return input_type_at(spec, flow, ref.path)
     if ref.kind == "step" and ref.name:
         return type_at(spec, step_output(spec, flow, flow.step(ref.name)), ref.path)
     if ref.kind == "carry" and ref.name:
