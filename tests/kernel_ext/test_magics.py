@@ -77,3 +77,34 @@ def test_line_magic_usage_errors(shell):
 def test_reload_extension(shell):
     shell.run_line_magic("reload_ext", "lockgate")
     assert shell.find_cell_magic("flow") is not None
+
+
+def test_resume_after_a_kernel_restart(shell, reviewed_work, tmp_path):
+    """A run waiting at a gate survives the kernel: a fresh shell resumes it from the store."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    calls = []
+
+    def work(task):
+        calls.append(task.attempt)
+        return {"result": "done", "quality_score": 0.9}
+
+    shell.run_cell_magic("flow", "rw", reviewed_work)
+    shell.user_ns["agents"] = {"codex": work}
+    run = shell.run_line_magic("flow", "run rw --input text=hello --agents agents")
+    assert run.status == "await_gate"
+    run_id = run.run_id
+
+    shell.run_line_magic("unload_ext", "lockgate")  # "restart": a new shell, nothing in memory
+    InteractiveShell.clear_instance()
+    fresh = InteractiveShell.instance()
+    fresh.run_line_magic("load_ext", "lockgate")
+    fresh.user_ns["agents"] = {"codex": work}
+    resumed = fresh.run_line_magic("flow", f"resume {run_id} --agents agents --as again")
+    assert fresh.user_ns["again"] is resumed
+    assert resumed.rows["work"].status == "succeeded"
+    assert resumed.status == "await_gate"
+    fresh.run_line_magic("flow", f"approve again review --note resumed")
+    assert resumed.status == "complete"
+    assert resumed.result() == {"result": "done", "quality_score": 0.9}
+    assert calls == [1]  # nothing completed was redone
