@@ -157,9 +157,9 @@ class _Compiler:
         spine.reverse()
         first = self.node(current)
         if all(b.op == spine[0].op for b in spine) and spine[0].op in ("&&", "||"):
-            operands = [current, *(b.right for b in spine)]
-            return _logical_chain(spine[0].op, [self.node(n) for n in operands],
-                                  [n.span for n in operands])
+            rights = [b.right for b in spine]
+            return _logical_chain(spine[0].op, [first, *(self.node(n) for n in rights)],
+                                  [current.span, *(n.span for n in rights)])
         if len(spine) == 1:
             return self.single(spine[0], first)
         steps = tuple(self.step(b) for b in spine)

@@ -23,7 +23,7 @@ REASON_CODES = {"parse": "parse_error", "type": "type_error", "validation": "val
                 "unknown_identifier": "unknown_identifier", "unknown_function": "unknown_function",
                 "resource_limit": "resource_limit"}
 _CACHE_SIZE = 2048
-_FRAMES_PER_LEVEL = 8  # closures a nesting level can stack up (one per precedence level and more)
+_FRAMES_PER_LEVEL = 16  # Python frames one nesting level can stack up while compiling or evaluating
 _FRAMES_BASE = 400  # deep JSON equality and validation recursion at the leaves
 
 
@@ -171,7 +171,7 @@ def _member_paths(nodes: list[Node]) -> Iterator[MemberPath]:
 def _with_room(code: Any, depth: int) -> Any:
     """``code``, made to raise the recursion limit first when the tree is deeply nested."""
     frames = _FRAMES_PER_LEVEL * (depth + 1) + _FRAMES_BASE
-    if frames <= 600:
+    if frames <= 800:
         return code
 
     def roomy(scope):
