@@ -68,6 +68,8 @@ class GateCard:
 
     def show_decision(self, decision: Decision, *, elsewhere: bool = False) -> None:
         self.disable()
+        self.title.value = f"<b>Gate <code>{html.escape(self.request.step_id)}</code></b> decided"
+        self.widget.layout.border = "1px solid #d0d7de"
         where = " (decided elsewhere)" if elsewhere else ""
         note = f": {html.escape(decision.rationale)}" if decision.rationale else ""
         self.message.value = (

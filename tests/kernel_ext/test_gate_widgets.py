@@ -58,6 +58,8 @@ async def test_revise_requires_a_note_then_reruns_the_target(shell, reviewed_wor
     assert not any(b.disabled for b in card.buttons)
     card.note.value = "shorter, please"
     card.revise.click()
+    assert "review" not in run.waiting_gates()  # decided at once, before the run moves on
+    assert "decided" in card.title.value
     await run.wait_until(lambda r: "review" in r.waiting_gates() and len(calls) == 2)
     assert run.rows["work"].status == "succeeded"
     run.approve("review", "fine now")
