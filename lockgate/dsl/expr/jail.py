@@ -70,7 +70,9 @@ def _require_root(root: str | os.PathLike[str] | None) -> str | os.PathLike[str]
 
 def _read_bounded(target: Path, shown: str) -> bytes | None:
     """The file's bytes, None when it is missing or not a regular file."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused as not regular below.
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) \
+        | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(target, flags)
     except OSError as exc:

@@ -1,0 +1,126 @@
+"""``matches``: the size limits, the safety filter and JS ``u``-mode semantics (reference §5.6)."""
+
+from __future__ import annotations
+
+import pytest
+
+from lockgate.dsl.expr import compile, evaluate
+from lockgate.dsl.expr.regex_safety import UNSAFE, check_safety, translate
+from lockgate.errors import ExprError
+
+ACCEPTED = ["a*ba+", "(foo|bar)baz", "^(ab)+$", ".*error.*", "^[A-Z]", "x{2}", "x{2,}y",
+            "\\{literal\\}", "a+?b", "[{}]", "(a)(b)", "a|b*", "\\d+", "[a-z]", "()*",
+            "a\\(b", "x" * 200]
+REJECTED = [
+    "(a)\\1", "a\\9",  # backreferences
+    "(?=a)", "(?<n>a)", "(?:a)", "(?i)a",  # any (?
+    "a{", "{", "a{1,2", "a{x}", "x{,3}", "*a", "+", "a|*", "(*)", "a**", "a???",  # nothing to repeat / braces
+    "(a+)+", "(a|aa)+", "(a|b)+", "((a|b))+", "(a(b+))*",  # quantified groups
+    "a*a*", "[ab]+a?", "(ab)*(ab)*", ".*.*", "a{0,99}a*", "a+?a+", "^[a-z]+[0-9]+$",
+    "a*(b*)", "(a*)b*", "(ab)*c?",  # adjacent quantified atoms, groups transparent
+    "[abc", "(a", "a)", "((a)",  # unterminated class, unbalanced parentheses
+    "ca?" * 33,  # 33 quantifiers
+]
+
+
+@pytest.mark.parametrize("pattern", ACCEPTED)
+def test_filter_accepts(pattern: str) -> None:
+    check_safety(pattern)
+
+
+@pytest.mark.parametrize("pattern", REJECTED)
+def test_filter_rejects(pattern: str) -> None:
+    with pytest.raises(ExprError) as caught:
+        check_safety(pattern)
+    assert caught.value.kind == "validation"
+    assert caught.value.message.startswith(UNSAFE)
+
+
+def test_thirty_two_quantifiers_are_allowed() -> None:
+    check_safety("ca?" * 32)
+
+
+@pytest.mark.parametrize(("subject", "pattern", "expected"), [
+    ("abc", "b", True),  # search, not full match
+    ("abc", "^b", False),
+    ("a\n", "a$", False),  # JS $ is the very end, not before a final newline
+    ("a\nb", "a.b", False),  # . stops at line terminators
+    ("a\u2028b", "a.b", False),
+    ("a😀b", "^a.b$", True),  # u mode: one code point
+    ("٣", "\\d", False),  # ASCII digits only
+    ("é", "\\w", False),
+    ("a\u00a0b", "a\\sb", True),  # JS \s is Unicode whitespace
+    ("a\u00a0b", "a\\Sb", False),
+    ("x-y", "[\\s-]", True),
+    ("\x08", "[\\b]", True),  # backspace in a class
+    ("😀", "\\u{1F600}", True),
+    ("😀", "\\uD83D\\uDE00", True),
+    ("A", "\\x41", True),
+    ("\x01", "\\cA", True),
+    ("anything", "[^]", True),
+    ("anything", "[]", False),
+    ("a]", "[\\]]", True),
+    ("^", "[\\^]", True),
+    ("a-b", "a[-]b", True),
+    ("&&", "[&]", True),
+    ("ab", "(a)(b)", True),
+    ("a/b", "a/b", True),
+    ("a{b", "a\\{b", True),
+])
+def test_javascript_semantics(subject: str, pattern: str, expected: bool) -> None:
+    assert evaluate("matches(input.s, input.p)", {"input": {"s": subject, "p": pattern}}) is expected
+    assert evaluate(f"matches(input.s, {_literal(pattern)})", {"input": {"s": subject}}) is expected
+
+
+def _literal(text: str) -> str:
+    """An expression string literal for ``text``, every non-alphanumeric unit as \\uXXXX."""
+    units = text.encode("utf-16-be", "surrogatepass")
+    codes = [int.from_bytes(units[i:i + 2], "big") for i in range(0, len(units), 2)]
+    return '"' + "".join(chr(c) if chr(c).isascii() and chr(c).isalnum() else f"\\u{c:04x}"
+                         for c in codes) + '"'
+
+
+@pytest.mark.parametrize("pattern", ["\\p{L}", "\\P{Lu}", "[\\S]", "\\a", "\\z", "\\Z", "a}", "]",
+                                     "[\\d-z]", "[z-a]", "\\u{110000}", "\\k", "\\01", "a{3,2}",
+                                     "\\"])
+def test_invalid_or_untranslatable_patterns(pattern: str) -> None:
+    with pytest.raises(ExprError) as caught:
+        evaluate("matches('x', input.p)", {"input": {"p": pattern}})
+    assert caught.value.kind == "validation"
+
+
+def test_translation_examples() -> None:
+    assert translate("^a.b$") == "^a[^\\n\\r\\u2028\\u2029]b\\Z"
+    assert translate("[]") == "(?!)"
+
+
+def test_limits_come_before_the_filter() -> None:
+    long_unsafe = "(a+)+" + "x" * 252  # 257 chars and unsafe: the length wins
+    with pytest.raises(ExprError) as caught:
+        evaluate("matches('a', input.p)", {"input": {"p": long_unsafe}})
+    assert caught.value.kind == "resource_limit"
+    evaluate("matches('a', input.p)", {"input": {"p": "a" * 256}})
+    with pytest.raises(ExprError) as caught:  # input length is checked before the filter
+        evaluate("matches(input.s, '(a+)+')", {"input": {"s": "a" * 4097}})
+    assert caught.value.kind == "resource_limit"
+    assert evaluate("matches(input.s, 'a$')", {"input": {"s": "a" * 4096}}) is True
+    with pytest.raises(ExprError) as caught:  # lengths are UTF-16 units: 2049 emoji are 4098
+        evaluate("matches(input.s, 'a')", {"input": {"s": "😀" * 2049}})
+    assert caught.value.kind == "resource_limit"
+    assert evaluate("matches(input.s, 'a')", {"input": {"s": "😀" * 2048}}) is False
+
+
+def test_literal_pattern_errors_surface_at_evaluation_and_statically() -> None:
+    expr = compile("input.ok || matches(input.s, 'a*a*')")
+    assert expr.evaluate({"input": {"ok": True, "s": "a"}}) is True  # never reached
+    with pytest.raises(ExprError) as caught:
+        expr.evaluate({"input": {"ok": False, "s": "a"}})
+    assert caught.value.kind == "validation"
+    [error] = expr.static_errors({"input"})
+    assert error.kind == "validation" and expr.source[slice(*error.span)] == "'a*a*'"
+
+
+def test_polynomial_patterns_finish() -> None:
+    """Accepted by the filter yet polynomial under backtracking: bounded by the input limit."""
+    result = evaluate("matches(input.s, '.*a.*a.*a.*b')", {"input": {"s": "a" * 300}})
+    assert result is False
