@@ -105,9 +105,7 @@ class WidgetGates:
             if self.waiting.get(request.step_id, (None,))[0] is future:
                 del self.waiting[request.step_id]
         if future in done:
-            decision = future.result()
-            card.show_decision(decision)
-            return decision
+            return future.result()
         decision = elsewhere.result()
         if not future.done():
             future.cancel()
