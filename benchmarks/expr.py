@@ -15,7 +15,6 @@ at least 10x faster than simpleeval. Run: ``python benchmarks/expr.py``.
 
 from __future__ import annotations
 
-import ast
 import statistics
 import timeit
 
@@ -64,8 +63,9 @@ def main() -> None:
                             simple.parse(python))
         assert expr.evaluate(bindings) == eval(code, namespace) == simple.eval(python, previously_parsed=tree)
         ours, fresh, native, peer = medians_ns(
-            lambda: expr.evaluate(bindings), lambda: expr.evaluate(VALUES),
-            lambda: eval(code, namespace), lambda: simple.eval(python, previously_parsed=tree))
+            lambda e=expr: e.evaluate(bindings), lambda e=expr: e.evaluate(VALUES),
+            lambda c=code: eval(c, namespace),
+            lambda p=python, t=tree: simple.eval(p, previously_parsed=t))
         print(f"{source:48} {ours:8.0f}n {fresh:8.0f}n {native:8.0f}n {peer:8.0f}n"
               f" {ours / native:7.2f}x {peer / ours:8.1f}x")
 

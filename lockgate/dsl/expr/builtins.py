@@ -14,7 +14,14 @@ from typing import Any
 
 from ...errors import ExprError
 from . import jail, regex_safety
-from .jsonvalues import js_string, normalize_number, truthy, type_name, utf16_key, utf16_len
+from .jsonvalues import (
+    js_string,
+    normalize_number,
+    truthy,
+    type_name,
+    utf16_key,
+    utf16_len,
+)
 from .limits import MAX_MATCH_INPUT_LENGTH, MAX_PATTERN_LENGTH
 
 _INTEGER_TEXT = re.compile(r"[+-]?[0-9]+\Z")

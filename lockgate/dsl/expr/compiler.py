@@ -19,9 +19,19 @@ from ...errors import ExprError
 from . import operators as ops
 from .builtins import BUILTINS, arity_error, check_match_args
 from .hints import unknown_identifier_message
-from .limits import MAX_MATCH_INPUT_LENGTH
 from .jsonvalues import json_equal, truthy, type_name, utf16_len
-from .nodes import Binary, FunctionCall, Group, Identifier, Index, Literal, Member, Node, Unary, unwrap
+from .limits import MAX_MATCH_INPUT_LENGTH
+from .nodes import (
+    Binary,
+    FunctionCall,
+    Identifier,
+    Index,
+    Literal,
+    Member,
+    Node,
+    Unary,
+    unwrap,
+)
 from .regex_safety import compile_pattern, search
 from .scope import BINDING_NAMES
 
@@ -308,9 +318,7 @@ def _mixed_chain(base: Code, keys: tuple[str | int, ...], explain: Callable[[Any
         root = value = base(scope)
         for key in keys:
             kind = type(value)
-            if type(key) is str and kind is dict and key in value:
-                value = value[key]
-            elif type(key) is int and kind is list and key < len(value):
+            if type(key) is str and kind is dict and key in value or type(key) is int and kind is list and key < len(value):
                 value = value[key]
             else:
                 raise explain(root)
@@ -445,9 +453,10 @@ def _matches_literal(subject: Code, pattern: Any, span: Span) -> Code:
 
         def matches_fast(scope):
             value = subject(scope)
-            if type(value) is str and (len(value) <= MAX_MATCH_INPUT_LENGTH // 2 or value.isascii()):
-                if len(value) <= MAX_MATCH_INPUT_LENGTH:
-                    return find(value) is not None
+            # within the input limit for sure: <= 2048 code points, or ASCII up to 4096
+            if type(value) is str and (len(value) <= MAX_MATCH_INPUT_LENGTH // 2 or (
+                    value.isascii() and len(value) <= MAX_MATCH_INPUT_LENGTH)):
+                return find(value) is not None
             return careful(value)
         matches = matches_fast
     else:

@@ -51,7 +51,7 @@ def reason(error: ExprError) -> str:
 class Expression:
     """One compiled expression. Immutable; safe to share between threads and evaluations."""
 
-    __slots__ = ("source", "tree", "identifiers", "calls", "member_paths", "_code")
+    __slots__ = ("_code", "calls", "identifiers", "member_paths", "source", "tree")
 
     def __init__(self, source: str, tree: Node) -> None:
         self.source = source
@@ -135,8 +135,8 @@ def _call_errors(node: FunctionCall) -> list[ExprError]:
 
 
 def _pattern_errors(pattern: Literal) -> list[ExprError]:
-    from .regex_safety import compile_pattern
     from .jsonvalues import utf16_len
+    from .regex_safety import compile_pattern
 
     if type(pattern.value) is not str:
         return [ExprError("type", f"matches() needs a string pattern, received {type_name(pattern.value)}",
@@ -202,7 +202,7 @@ def _compile_cached(source: str) -> Expression:
         raise ExprError("resource_limit", "the expression is nested too deeply to compile") from None
 
 
-def compile(source: str) -> Expression:  # noqa: A001 - the natural name; shadows the builtin here only
+def compile(source: str) -> Expression:
     """Parse and compile ``source`` once (cached by text); raises ``ExprError`` (parse,
     resource_limit or unknown_function)."""
     if not isinstance(source, str):

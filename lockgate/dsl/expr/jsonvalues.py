@@ -11,8 +11,8 @@ import json
 import math
 from typing import Any
 
-from ...errors import ExprError
 from ...dsl.values import UNDEFINED
+from ...errors import ExprError
 from .limits import MAX_JSON_DEPTH
 
 _NUMBER_TYPES = (int, float)
@@ -98,7 +98,7 @@ def string_compare(a: str, b: str) -> int:
     return (a > b) - (a < b)
 
 
-def normalize_number(value: int | float) -> int | float:
+def normalize_number(value: float) -> int | float:
     """Round to a JS double: big ints become floats, integral floats within 2**53 become ints."""
     if type(value) is int:
         if -_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER:
@@ -154,15 +154,17 @@ def _write_json(value: Any, out: list[str]) -> None:
         out.append(js_string(value))
 
 
-def js_number(value: int | float) -> str:
+def js_number(value: float) -> str:
     """JavaScript ``Number.prototype.toString()``: shortest round-trip digits, JS exponent rules."""
     if type(value) is int and -10**21 < value < 10**21:
         return str(value)
     value = float(value)
     if value == 0:
         return "0"
-    if not math.isfinite(value):
-        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
     sign = "-" if value < 0 else ""
     digits, point = _shortest_digits(abs(value))
     return sign + _place_point(digits, point)

@@ -134,8 +134,9 @@ def _word_operator(token, prev, prev2, brackets):
 def _method_call(token, prev, prev2, brackets):
     if token.type == "LPAR" and prev is not None and prev.type == "NAME" and prev2 is not None \
             and prev2.type == "DOT":
-        return (f"methods cannot be called ('.{prev.value}(...)'); only builtins can be called on "
-                "a bare name, e.g. len(x)", (prev2.start_pos, token.end_pos))
+        message = (f"methods cannot be called ('.{prev.value}(...)'); only builtins can be called "
+                   "on a bare name, e.g. len(x)")
+        return message, (prev2.start_pos, token.end_pos)
     return None
 
 

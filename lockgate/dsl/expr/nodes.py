@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Union
 
 Span = tuple[int, int]
-JsonScalar = Union[str, int, float, bool, None]
+JsonScalar = str | int | float | bool | None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -109,7 +108,7 @@ class Group:
     depth: int = field(default=0, repr=False)
 
 
-Node = Union[Literal, Identifier, Member, Index, FunctionCall, Unary, Binary, Group]
+Node = Literal | Identifier | Member | Index | FunctionCall | Unary | Binary | Group
 
 
 def children(node: Node) -> tuple[Node, ...]:

@@ -26,7 +26,7 @@ def _error(message: str) -> ExprError:
     return ExprError("type", message)
 
 
-def _number_result(value: int | float) -> int | float:
+def _number_result(value: float) -> int | float:
     try:
         value = normalize_number(value)
     except OverflowError:
@@ -158,7 +158,7 @@ def _equal_literal(positive: bool, left: Code, literal: Any) -> Code:
     return equal_identity
 
 
-def _order_number(op: str, left: Code, literal: int | float, span: Span) -> Code:
+def _order_number(op: str, left: Code, literal: float, span: Span) -> Code:
     def fail(value: Any) -> ExprError:
         return ExprError("type", f"'{op}' needs two numbers or two strings, received "
                          f"{type_name(value)} and number", span)

@@ -15,12 +15,25 @@ from functools import lru_cache
 from importlib import resources
 
 from lark import Lark, Token, Transformer
-from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from lark.exceptions import (
+    LarkError,
+    UnexpectedInput,
+)
 
 from ...errors import ExprError
 from . import messages
 from .limits import MAX_DEPTH, MAX_NODES
-from .nodes import Binary, FunctionCall, Group, Identifier, Index, Literal, Member, Node, Unary
+from .nodes import (
+    Binary,
+    FunctionCall,
+    Group,
+    Identifier,
+    Index,
+    Literal,
+    Member,
+    Node,
+    Unary,
+)
 
 BLOCKED_MEMBERS = frozenset({"__proto__", "constructor", "prototype"})
 
@@ -54,7 +67,7 @@ def parse(source: str) -> Node:
 class _Feed:
     """One parse: feeds tokens, tracks brackets and history for messages, bounds the work."""
 
-    __slots__ = ("source", "seen", "open_brackets")
+    __slots__ = ("open_brackets", "seen", "source")
 
     def __init__(self, source: str) -> None:
         self.source = source

@@ -33,6 +33,7 @@ _DOT = "[^\\n\\r\\u2028\\u2029]"
 _QUANTIFIER = re.compile(r"\{(\d+)(,(\d*))?\}")
 _SYNTAX = set("^$\\.*+?()[]{}|/")
 _CLASS_SPECIAL = set("\\]^-[&~|")
+_CONTROL_ESCAPES = {"f": 0x0C, "n": 0x0A, "r": 0x0D, "t": 0x09, "v": 0x0B}
 
 
 class UnsafePattern(Exception):
@@ -228,13 +229,13 @@ class _Translator:
                 raise InvalidPattern("\\S inside a character class is not supported")
             return f"[^{_JS_SPACE}]", False
         if char == "b":
-            return ("\\x08", True) if in_class else ("\\b", False)
+            return (_code_point(8), True) if in_class else ("\\b", False)
         if char == "B" and not in_class:
             return "\\B", False
-        if char in "fnrtv":
-            return "\\" + char, True
+        if char in _CONTROL_ESCAPES:
+            return _code_point(_CONTROL_ESCAPES[char]), True
         if char == "0" and not p[i + 2: i + 3].isdigit():
-            return "\\x00", True
+            return _code_point(0), True
         if char == "c" and p[i + 2: i + 3].isascii() and p[i + 2: i + 3].isalpha():
             self.i += 1
             return _code_point(ord(p[i + 2]) % 32), True
@@ -262,11 +263,11 @@ class _Translator:
             raise InvalidPattern("\\u must be followed by 4 hex digits or {...}")
         unit = int(p[i: i + 4], 16)
         self.i = i + 4
-        low = p[i + 4: i + 10]
-        if 0xD800 <= unit <= 0xDBFF and low[:2] == "\\u" and _is_hex(low[2:], 4) \
-                and 0xDC00 <= int(low[2:], 16) <= 0xDFFF:
+        marker, low_hex = p[i + 4: i + 6], p[i + 6: i + 10]
+        if 0xD800 <= unit <= 0xDBFF and marker == "\\u" and _is_hex(low_hex, 4) \
+                and 0xDC00 <= int(low_hex, 16) <= 0xDFFF:
             self.i = i + 10
-            return 0x10000 + ((unit - 0xD800) << 10) + (int(low[2:], 16) - 0xDC00)
+            return 0x10000 + ((unit - 0xD800) << 10) + (int(low_hex, 16) - 0xDC00)
         return unit
 
     def _class(self) -> str:
@@ -305,12 +306,9 @@ def _code_point(value: int) -> str:
 
 
 def _decode(text: str) -> int:
+    """The code point of a single-character class member as the translator emits it."""
     if text.startswith("\\U"):
-        return int(text[2:], 16)
-    if text.startswith("\\x"):
-        return int(text[2:], 16)
-    if len(text) == 2 and text[0] == "\\":
-        return ord({"f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}[text[1]])
+        return int(text.removeprefix("\\U"), 16)
     return ord(text)
 
 
