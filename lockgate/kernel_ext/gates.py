@@ -119,6 +119,8 @@ class WidgetGates:
         if entry is None or entry[0].done():
             return False
         del self.waiting[step_id]  # decided: no longer waiting, even before the run moves on
-        entry[0].set_result(Decision(outcome, note, resolved_by or self.resolved_by))
+        decision = Decision(outcome, note, resolved_by or self.resolved_by)
+        entry[0].set_result(decision)
+        entry[1].show_decision(decision)
         return True
 
