@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...errors import ExprError
+from . import fused
 from . import operators as ops
 from .builtins import BUILTINS, arity_error, check_match_args
 from .hints import unknown_identifier_message
@@ -184,7 +185,7 @@ class _Compiler:
     def single(self, node: Binary, left: Code) -> Code:
         right_node = unwrap(node.right)
         if isinstance(right_node, Literal) and node.op in ops.COMPARISONS:
-            return ops.compare_literal(node.op, left, right_node.value, node.span)
+            return self.compare_literal(node, left, right_node.value)
         if node.op == "in" and isinstance(unwrap(node.left), Literal):
             literal = unwrap(node.left).value
             if type(literal) is str:
@@ -204,6 +205,15 @@ class _Compiler:
             except ExprError as exc:
                 raise _with_span(exc, span)
         return binary
+
+    def compare_literal(self, node: Binary, left: Code, literal: Any) -> Code:
+        path = _one_member_path(node.left)
+        if path is not None:
+            if node.op in ("==", "!="):
+                return fused.equal_literal(node.op == "==", *path, left, literal)
+            if type(literal) is int or type(literal) is float:
+                return fused.order_number(node.op, *path, left, literal, node.span)
+        return ops.compare_literal(node.op, left, literal, node.span)
 
     def step(self, node: Binary) -> Callable[[Any, Any], Any]:
         """``(left_value, scope) -> result`` for one operator application."""
@@ -234,6 +244,8 @@ class _Compiler:
         args = tuple(self.node(a) for a in node.args)
         if node.name == "matches" and isinstance(unwrap(node.args[1]), Literal):
             return _matches_literal(args[0], unwrap(node.args[1]).value, span)
+        if node.name == "len" and (path := _one_member_path(node.args[0])) is not None:
+            return fused.length(*path, args[0], span)
         if node.name in _INLINE:
             return _INLINE[node.name](args[0], span)
         function = builtin.function
@@ -258,6 +270,16 @@ class _Compiler:
             except ExprError as exc:
                 raise _with_span(exc, span)
         return call2
+
+
+def _one_member_path(node: Node) -> tuple[str, str] | None:
+    """``(binding, key)`` when ``node`` is ``binding.key`` for a binding name, else None."""
+    node = unwrap(node)
+    if isinstance(node, Member):
+        target = unwrap(node.target)
+        if isinstance(target, Identifier) and target.name in BINDING_NAMES:
+            return target.name, node.name
+    return None
 
 
 def _a(noun: str) -> str:
@@ -301,6 +323,16 @@ def _member_chain(base: Code, keys: tuple[str, ...], explain: Callable[[Any], Ex
             except (KeyError, TypeError):
                 return careful(scope)
         return member2
+
+    if len(keys) == 3:
+        first, second, third = keys
+
+        def member3(scope):
+            try:
+                return scope[name][first][second][third]
+            except (KeyError, TypeError):
+                return careful(scope)
+        return member3
 
     def members(scope):
         try:
