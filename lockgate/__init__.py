@@ -6,7 +6,7 @@ The public API is re-exported lazily so that ``import lockgate`` stays fast:
 
 - :func:`load` parses and validates a spec (``lockgate.dsl``);
 - :class:`Engine` is the consumer protocol over a store (``lockgate.engine``);
-- :func:`run` drives a flow with agents (``lockgate.engine.runner``);
+- :func:`run` (async) and :func:`run_sync` drive a flow with agents (``lockgate.engine.runner``);
 - ``%load_ext lockgate`` loads the IPython extension (``lockgate.kernel_ext``).
 """
 
@@ -23,6 +23,8 @@ _EXPORTS = {
     "Diagnostic": "lockgate.dsl.diagnostics",
     "Engine": "lockgate.engine.engine",
     "run": "lockgate.engine.runner",
+    "run_sync": "lockgate.engine.runner",
+    "resume": "lockgate.engine.runner",
     "LockgateError": "lockgate.errors",
 }
 
