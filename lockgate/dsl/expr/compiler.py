@@ -11,17 +11,15 @@ innermost compiled node that sees it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 from ...errors import ExprError
-from . import fused
+from . import calls, fused
 from . import operators as ops
-from .builtins import BUILTINS, arity_error, check_match_args
+from .builtins import BUILTINS, arity_error
 from .hints import unknown_identifier_message
-from .jsonvalues import json_equal, truthy, type_name, utf16_len
-from .limits import MAX_MATCH_INPUT_LENGTH
+from .jsonvalues import json_equal, type_name
 from .nodes import (
     Binary,
     FunctionCall,
@@ -33,7 +31,6 @@ from .nodes import (
     Unary,
     unwrap,
 )
-from .regex_safety import compile_pattern, search
 from .scope import BINDING_NAMES
 
 Code = Callable[[Any], Any]
@@ -48,12 +45,6 @@ _LEVEL = {"||": 0, "&&": 1, "==": 2, "!=": 2, "<": 2, "<=": 2, ">": 2, ">=": 2, 
 def compile_tree(tree: Node, source: str) -> Code:
     """The closure evaluating ``tree``; ``source`` is used to name values in messages."""
     return _Compiler(source).node(tree)
-
-
-def _with_span(exc: ExprError, span: Span) -> ExprError:
-    if exc.span is None:
-        exc.span = span
-    return exc
 
 
 class _Compiler:
@@ -203,7 +194,7 @@ class _Compiler:
             try:
                 return apply(a, b)
             except ExprError as exc:
-                raise _with_span(exc, span)
+                raise calls.with_span(exc, span)
         return binary
 
     def compare_literal(self, node: Binary, left: Code, literal: Any) -> Code:
@@ -227,7 +218,7 @@ class _Compiler:
             try:
                 return apply(value, other)
             except ExprError as exc:
-                raise _with_span(exc, span)
+                raise calls.with_span(exc, span)
         return step
 
     # -- calls ---------------------------------------------------------------------------------
@@ -243,33 +234,14 @@ class _Compiler:
             return wrong_arity
         args = tuple(self.node(a) for a in node.args)
         if node.name == "matches" and isinstance(unwrap(node.args[1]), Literal):
-            return _matches_literal(args[0], unwrap(node.args[1]).value, span)
+            return calls.matches_literal(args[0], unwrap(node.args[1]).value, span)
         if node.name == "len" and (path := _one_member_path(node.args[0])) is not None:
             return fused.length(*path, args[0], span)
-        if node.name in _INLINE:
-            return _INLINE[node.name](args[0], span)
-        function = builtin.function
+        if node.name in calls.INLINE:
+            return calls.INLINE[node.name](args[0], span)
         if builtin.needs_workspace:
-            return _workspace_call(function, args, span)
-        if len(args) == 1:
-            (arg,) = args
-
-            def call1(scope):
-                value = arg(scope)
-                try:
-                    return function(value)
-                except ExprError as exc:
-                    raise _with_span(exc, span)
-            return call1
-        first, second = args
-
-        def call2(scope):
-            a, b = first(scope), second(scope)
-            try:
-                return function(a, b)
-            except ExprError as exc:
-                raise _with_span(exc, span)
-        return call2
+            return calls.workspace_call(builtin.function, args, span)
+        return calls.generic_call(builtin.function, args, span)
 
 
 def _one_member_path(node: Node) -> tuple[str, str] | None:
@@ -420,87 +392,3 @@ def _equality(positive: bool, left: Code, right: Code) -> Code:
             return (a == b) is positive
         return json_equal(a, b) is positive
     return equal
-
-
-def _len_call(arg: Code, span: Span) -> Code:
-    def length(scope):
-        value = arg(scope)
-        kind = type(value)
-        if kind is list or kind is dict:
-            return len(value)
-        if kind is str:
-            return len(value) if value.isascii() else utf16_len(value)
-        raise ExprError("type", f"len() needs a string, array or object, received {type_name(value)}", span)
-    return length
-
-
-def _all_call(arg: Code, span: Span) -> Code:
-    def every(scope):
-        items = arg(scope)
-        if type(items) is not list:
-            raise ExprError("type", f"all() needs an array, received {type_name(items)}", span)
-        for item in items:
-            if item is not True and (item is False or not truthy(item)):
-                return False
-        return True
-    return every
-
-
-def _any_call(arg: Code, span: Span) -> Code:
-    def some(scope):
-        items = arg(scope)
-        if type(items) is not list:
-            raise ExprError("type", f"any() needs an array, received {type_name(items)}", span)
-        for item in items:
-            if item is True or (item is not False and truthy(item)):
-                return True
-        return False
-    return some
-
-
-_INLINE = {"len": _len_call, "all": _all_call, "any": _any_call}
-
-
-def _workspace_call(function: Callable[..., Any], args: tuple[Code, ...], span: Span) -> Code:
-    def call(scope):
-        values = [arg(scope) for arg in args]
-        try:
-            return function(scope.workspace, *values)
-        except ExprError as exc:
-            raise _with_span(exc, span)
-    return call
-
-
-def _matches_literal(subject: Code, pattern: Any, span: Span) -> Code:
-    """``matches(s, "literal")``: the pattern is filtered and compiled once, errors kept for later."""
-    compiled, error = None, None
-    try:
-        check_match_args("", pattern)
-        compiled = compile_pattern(pattern)
-    except ExprError as exc:
-        error = exc
-
-    if error is None and type(compiled) is re.Pattern:
-        find = compiled.search
-
-        def matches_fast(scope):
-            value = subject(scope)
-            # within the input limit for sure: <= 2048 code points, or ASCII up to 4096
-            if type(value) is str and (len(value) <= MAX_MATCH_INPUT_LENGTH // 2 or (
-                    value.isascii() and len(value) <= MAX_MATCH_INPUT_LENGTH)):
-                return find(value) is not None
-            return careful(value)
-        matches = matches_fast
-    else:
-        def matches(scope):
-            return careful(subject(scope))
-
-    def careful(value):
-        try:
-            check_match_args(value, pattern)
-            if error is not None:
-                raise ExprError(error.kind, error.message)
-            return search(compiled, value)
-        except ExprError as exc:
-            raise _with_span(exc, span)
-    return matches
