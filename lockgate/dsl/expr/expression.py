@@ -16,7 +16,7 @@ from .jsonvalues import type_name
 from .limits import MAX_PATTERN_LENGTH
 from .nodes import FunctionCall, Identifier, Index, Literal, Member, Node, unwrap, walk
 from .parser import parse
-from .scope import Bindings, as_bindings
+from .scope import BINDING_NAMES, Bindings, as_bindings
 
 Span = tuple[int, int]
 REASON_CODES = {"parse": "parse_error", "type": "type_error", "validation": "validation_error",
@@ -51,7 +51,7 @@ def reason(error: ExprError) -> str:
 class Expression:
     """One compiled expression. Immutable; safe to share between threads and evaluations."""
 
-    __slots__ = ("_code", "calls", "identifiers", "member_paths", "source", "tree")
+    __slots__ = ("_code", "_names", "calls", "identifiers", "member_paths", "source", "tree")
 
     def __init__(self, source: str, tree: Node) -> None:
         self.source = source
@@ -61,6 +61,7 @@ class Expression:
         self.calls: tuple[Call, ...] = tuple(Call(n.name, n.span, len(n.args)) for n in nodes
                                              if isinstance(n, FunctionCall))
         self.member_paths: tuple[MemberPath, ...] = tuple(_member_paths(nodes))
+        self._names = tuple(sorted(self.identifiers & BINDING_NAMES))
         self._code = _with_room(compile_tree(tree, source), tree.depth)
 
     def __repr__(self) -> str:
@@ -73,9 +74,10 @@ class Expression:
     def evaluate(self, bindings: Mapping[str, Any] | Bindings, *,
                  workspace: str | os.PathLike[str] | None = None) -> Any:
         """The value of the expression; raises only ``ExprError``."""
-        if type(bindings) is not Bindings or workspace is not None:
-            bindings = as_bindings(bindings, workspace)
         try:
+            if type(bindings) is not Bindings or workspace is not None:
+                bindings = as_bindings(bindings, workspace)
+                bindings.preload(self._names)
             return self._code(bindings)
         except ExprError:
             raise

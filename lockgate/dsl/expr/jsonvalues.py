@@ -195,6 +195,11 @@ def _place_point(digits: str, n: int) -> str:
     return f"{head}e{sign}{abs(exponent)}"
 
 
+def is_json(value: Any) -> bool:
+    """Whether ``value`` passes :func:`check_json` (no exception, no message)."""
+    return _scan(value, 0) is None
+
+
 def check_json(value: Any, name: str) -> None:
     """Validate a whole bound value: plain JSON types, finite numbers, depth <= 128, no cycles."""
     problem = _scan(value, 0)
@@ -220,10 +225,12 @@ def _scan(value: Any, depth: int) -> str | None:
                     return f"an object key is a {type(key).__name__}, not a string"
             value = value.values()
         for item in value:
-            if type(item) not in _PLAIN_SCALARS:
-                problem = _scan(item, depth + 1)
-                if problem is not None:
-                    return problem
+            kind = type(item)
+            if kind in _PLAIN_SCALARS or (kind is float and item - item == 0):  # finite float
+                continue
+            problem = _scan(item, depth + 1)
+            if problem is not None:
+                return problem
         return None
     if kind is str or kind is int or kind is bool or value is None:
         return None

@@ -16,7 +16,7 @@ from typing import Any
 
 from ...errors import ExprError
 from ..values import UNDEFINED
-from .jsonvalues import check_json
+from .jsonvalues import check_json, is_json
 
 BINDING_NAMES = frozenset({"result", "input", "item", "prev"})
 
@@ -50,6 +50,16 @@ class Bindings(dict):
             raise ExprError("resource_limit", f"the value of '{name}' is nested too deeply", span) from None
         self[name] = value
         return value
+
+    def preload(self, names: tuple[str, ...]) -> None:
+        """Validate ``names`` up front so reads take the fast path; a binding that is missing or
+        invalid is left out, to fail (or not, if never read) exactly when it is read."""
+        source = self.source
+        for name in names:
+            if name not in self and name in source:
+                value = source[name]
+                if value is not UNDEFINED and is_json(value):
+                    self[name] = value
 
     def with_workspace(self, workspace: str | os.PathLike[str] | None) -> Bindings:
         """The same bindings (validation kept) with another workspace root."""
