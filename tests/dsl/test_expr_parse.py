@@ -246,3 +246,19 @@ def test_long_source_without_many_nodes_is_fine() -> None:
     text = "x" * 1_000_000
     assert evaluate(f"len('{text}') + 0", {}) == 1_000_000
     assert evaluate(" " * 1_000_000 + "true", {}) is True
+
+
+def test_every_lark_input_error_is_translated() -> None:
+    from lark import Token
+    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
+
+    from lockgate.dsl.expr.messages import explain
+
+    errors = [
+        UnexpectedEOF(expected=["NAME"]),
+        UnexpectedCharacters("a @", 2, 1, 3),
+        UnexpectedToken(Token("NAME", "b", start_pos=2, end_pos=3), {"$END"}),
+    ]
+    for error in errors:
+        translated = explain("a @", error, [], [])
+        assert isinstance(translated, ExprError) and translated.kind == "parse"

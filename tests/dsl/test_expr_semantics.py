@@ -180,6 +180,14 @@ def test_cyclic_binding_is_a_type_error() -> None:
     assert "cycle" in caught.value.message
 
 
+def test_integers_beyond_doubles_print_as_javascript_would() -> None:
+    assert evaluate("str(result)", {"result": 10**400}) == "Infinity"
+    assert evaluate("str(result)", {"result": [-10**400, 2**70]}) == "[null,1.1805916207174113e+21]"
+    with pytest.raises(ExprError) as caught:
+        evaluate("result + 1", {"result": 10**400})
+    assert caught.value.message == "the result is not a finite number"
+
+
 def test_bool_is_not_a_number() -> None:
     assert evaluate("result == 1", {"result": True}) is False
     assert evaluate("result == true", {"result": True}) is True

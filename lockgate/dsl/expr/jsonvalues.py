@@ -151,14 +151,18 @@ def _write_json(value: Any, out: list[str]) -> None:
     elif kind is str:
         out.append(json.dumps(value, ensure_ascii=False))
     else:
-        out.append(js_string(value))
+        text = js_string(value)
+        out.append("null" if text in ("Infinity", "-Infinity", "NaN") else text)  # as JSON.stringify
 
 
 def js_number(value: float) -> str:
     """JavaScript ``Number.prototype.toString()``: shortest round-trip digits, JS exponent rules."""
     if type(value) is int and -10**21 < value < 10**21:
         return str(value)
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an int beyond the double range is Infinity as a JS number
+        return "Infinity" if value > 0 else "-Infinity"
     if value == 0:
         return "0"
     if math.isnan(value):
