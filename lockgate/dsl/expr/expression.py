@@ -12,10 +12,11 @@ from ...errors import ExprError
 from .builtins import BUILTINS, arity_error
 from .compiler import compile_tree
 from .hints import unknown_function_message, unknown_identifier_message
-from .jsonvalues import type_name
+from .jsonvalues import type_name, utf16_len
 from .limits import MAX_PATTERN_LENGTH
 from .nodes import FunctionCall, Identifier, Index, Literal, Member, Node, unwrap, walk
 from .parser import parse
+from .regex_safety import compile_pattern
 from .scope import BINDING_NAMES, Bindings, as_bindings
 
 Span = tuple[int, int]
@@ -118,7 +119,7 @@ def _static_errors(tree: Node, allowed: Collection[str]) -> list[ExprError]:
 
 def _identifier_message(name: str, allowed: Collection[str]) -> str:
     message = unknown_identifier_message(name)
-    if name in ("result", "input", "item", "prev"):
+    if name in BINDING_NAMES:
         shown = ", ".join(sorted(allowed)) or "nothing"
         message = f"'{name}' is not bound here; this expression can read {shown}"
     return message
@@ -137,9 +138,6 @@ def _call_errors(node: FunctionCall) -> list[ExprError]:
 
 
 def _pattern_errors(pattern: Literal) -> list[ExprError]:
-    from .jsonvalues import utf16_len
-    from .regex_safety import compile_pattern
-
     if type(pattern.value) is not str:
         return [ExprError("type", f"matches() needs a string pattern, received {type_name(pattern.value)}",
                           pattern.span)]
