@@ -1,23 +1,35 @@
 """Per-transition overhead of the run engine with instant agents, side by side with LangGraph and
 pydantic-graph in the same process.
 
-Workloads: a 1,000-step linear flow and a 1,000-item fanout. Lockgate is driven through its
-consumer protocol (plan, then step_done for every dispatch, each call persisted before it
-answers) on three stores: none (a store that keeps nothing: the engine's own cost), the memory
-store (JSON encoding and the hash chain included) and SQLite (WAL, the embedded default).
-LangGraph runs the same shapes as a StateGraph (a chain of 1,000 nodes; a Send fanout to 1,000
-workers) in memory and with its SQLite checkpointer when ``langgraph-checkpoint-sqlite`` is
-installed; pydantic-graph runs them with its builder API in memory. Also timed: one gate decision
-round trip on SQLite and ``import lockgate`` in a fresh interpreter.
+Workloads: a 1,000-step linear flow and a 1,000-item fanout, the same work on every side: each
+step or item renders its task text from the previous output (or the item) and answers ``{"v": 1}``
+at once. Lockgate is driven through its consumer protocol (plan, then step_done for every
+dispatch, each call persisted before it answers) on three stores: none (a store that keeps
+nothing: the engine's own cost), the memory store (JSON copies and the hash chain included) and
+SQLite (WAL, the embedded default). LangGraph runs the same shapes as a StateGraph (a chain of
+1,000 nodes; a ``Send`` map-reduce over 1,000 items, results gathered by a reducer) without a
+checkpointer and with its SQLite checkpointer (``langgraph-checkpoint-sqlite``), both with its
+default ``durability="async"`` (a checkpoint written in the background while the next step runs)
+and with ``durability="sync"`` (written before the next step, as Lockgate persists every
+transition before it answers); pydantic-graph runs them with its builder API in memory. Also
+timed: a gate decision round trip (memory and SQLite) and ``import lockgate`` in a fresh
+interpreter.
 
-Run: ``python benchmarks/engine.py [--n 1000] [--repeat 3]``. Prints medians and ratios; this
-is a measurement script, not a test.
+Each figure is the median over ``--repeat`` runs of (run time / transitions), in wall time and in
+CPU time of the process (all threads); on a machine shared with other work the CPU column is the
+steadier one. Ratios are peer / Lockgate on the same kind of store, from the wall medians.
+
+Run: ``python benchmarks/engine.py [--n 1000] [--repeat 3] [--baseline DIR]``; ``--baseline``
+also measures the Lockgate rows with the ``lockgate`` package found in DIR (e.g. a ``git
+worktree`` of an older commit), interleaved in the same run, for a before/after column. This is a
+measurement script, not a test.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import operator
 import os
 import statistics
@@ -124,9 +136,12 @@ flows:
 
 # -- lockgate -------------------------------------------------------------------------------------
 
+#: (wall seconds, CPU seconds) per transition of one measured run
+Sample = tuple[float, float]
 
-def lockgate_run(store_factory: Any, spec: Any, inputs: dict) -> float:
-    """Seconds per transition (one step_done) to drive a run to completion."""
+
+def lockgate_run(store_factory: Any, spec: Any, inputs: dict) -> Sample:
+    """Per transition (one step_done) to drive a run to completion."""
     from lockgate.engine import Engine
 
     engine = Engine(store=store_factory())
@@ -134,15 +149,15 @@ def lockgate_run(store_factory: Any, spec: Any, inputs: dict) -> float:
     run_id = resp["run_id"]
     queue = list(resp["ready"])
     transitions = 0
-    start = time.perf_counter()
+    cpu, start = time.process_time(), time.perf_counter()
     while resp["status"] != "complete":
         entry = queue.pop() if queue else resp
         resp = engine.step_done(run_id, entry["step_id"], {"v": 1}, entry["token"])
         queue.extend(resp.get("ready") or ())
         transitions += 1
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     engine.close()
-    return elapsed / transitions
+    return elapsed / transitions, cpu / transitions
 
 
 def gate_round_trip(store_factory: Any, rounds: int) -> float:
@@ -167,49 +182,60 @@ def gate_round_trip(store_factory: Any, rounds: int) -> float:
 
 class LinearState(TypedDict):
     v: int
+    task: str
 
 
 class FanState(TypedDict):
     items: list[int]
-    results: Annotated[list[int], operator.add]
+    results: Annotated[list[dict], operator.add]
 
 
-def langgraph_linear(n: int, checkpointer: Any = None) -> float:
+def _timed(fn: Any, count: int) -> Sample:
+    cpu, start = time.process_time(), time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) / count, (time.process_time() - cpu) / count
+
+
+def langgraph_linear(n: int, checkpointer: Any = None, durability: str = "async") -> Sample:
+    """A chain of ``n`` nodes; each renders its task from the previous output and answers."""
     from langgraph.graph import END, START, StateGraph
+
+    def node(i: int) -> Any:
+        return lambda state: {"task": f"step {i} after {state['v']}", "v": 1}
 
     graph = StateGraph(LinearState)
     for i in range(n):
-        graph.add_node(f"s{i}", lambda state: {"v": state["v"] + 1})
+        graph.add_node(f"s{i}", node(i))
     graph.add_edge(START, "s0")
     for i in range(1, n):
         graph.add_edge(f"s{i - 1}", f"s{i}")
     graph.add_edge(f"s{n - 1}", END)
     app = graph.compile(checkpointer=checkpointer)
     config = {"recursion_limit": n + 10, "configurable": {"thread_id": f"lin-{time.perf_counter_ns()}"}}
-    start = time.perf_counter()
-    out = app.invoke({"v": 0}, config)
-    elapsed = time.perf_counter() - start
-    assert out["v"] == n
-    return elapsed / n
+    out: dict[str, Any] = {}
+    sample = _timed(lambda: out.update(app.invoke({"v": 0, "task": ""}, config, durability=durability)), n)
+    assert out["task"] == f"step {n - 1} after 1"
+    return sample
 
 
-def langgraph_fanout(n: int, checkpointer: Any = None) -> float:
+def langgraph_fanout(n: int, checkpointer: Any = None, durability: str = "async") -> Sample:
+    """``Send`` map-reduce: one task per item (render, answer), results gathered by a reducer."""
     from langgraph.graph import END, START, StateGraph
     from langgraph.types import Send
 
     graph = StateGraph(FanState)
     graph.add_node("plan", lambda state: {})
-    graph.add_node("work", lambda item: {"results": [item["item"] * 2]})
+    graph.add_node("work", lambda arg: {"results": [{"task": f"item {arg['item']}", "v": 1}]})
     graph.add_edge(START, "plan")
     graph.add_conditional_edges("plan", lambda state: [Send("work", {"item": i}) for i in state["items"]], ["work"])
     graph.add_edge("work", END)
     app = graph.compile(checkpointer=checkpointer)
     config = {"recursion_limit": 100, "configurable": {"thread_id": f"fan-{time.perf_counter_ns()}"}}
-    start = time.perf_counter()
-    out = app.invoke({"items": list(range(n)), "results": []}, config)
-    elapsed = time.perf_counter() - start
+    out: dict[str, Any] = {}
+    sample = _timed(lambda: out.update(app.invoke({"items": list(range(n)), "results": []}, config,
+                                                  durability=durability)), n)
     assert len(out["results"]) == n
-    return elapsed / n
+    return sample
 
 
 def sqlite_checkpointer(directory: str) -> Any:
@@ -226,33 +252,35 @@ def sqlite_checkpointer(directory: str) -> Any:
 # -- pydantic-graph -------------------------------------------------------------------------------
 
 
-def pydantic_graph_linear(n: int) -> float:
-    builder = GraphBuilder(input_type=int, output_type=int)
+def pydantic_graph_linear(n: int) -> Sample:
+    builder = GraphBuilder(input_type=dict, output_type=dict)
 
-    async def bump(ctx: StepContext[None, None, int]) -> int:
-        return ctx.inputs + 1
+    def bump(i: int) -> Any:
+        async def step(ctx: StepContext[None, None, dict]) -> dict:
+            return {"task": f"step {i} after {ctx.inputs['v']}", "v": 1}
 
-    steps = [builder.step(bump, node_id=f"s{i}") for i in range(n)]
+        return step
+
+    steps = [builder.step(bump(i), node_id=f"s{i}") for i in range(n)]
     builder.add_edge(builder.start_node, steps[0])
     for prev, nxt in zip(steps, steps[1:]):
         builder.add_edge(prev, nxt)
     builder.add_edge(steps[-1], builder.end_node)
     graph = builder.build()
-    start = time.perf_counter()
-    out = asyncio.run(graph.run(inputs=0))
-    elapsed = time.perf_counter() - start
-    assert out == n
-    return elapsed / n
+    out: dict[str, Any] = {}
+    sample = _timed(lambda: out.update(asyncio.run(graph.run(inputs={"v": 0}))), n)
+    assert out["task"] == f"step {n - 1} after 1"
+    return sample
 
 
-def pydantic_graph_fanout(n: int) -> float:
+def pydantic_graph_fanout(n: int) -> Sample:
     builder = GraphBuilder(input_type=list, output_type=list)
 
     async def items(ctx: StepContext[None, None, list]) -> list:
         return ctx.inputs
 
-    async def work(ctx: StepContext[None, None, int]) -> int:
-        return ctx.inputs * 2
+    async def work(ctx: StepContext[None, None, int]) -> dict:
+        return {"task": f"item {ctx.inputs}", "v": 1}
 
     source = builder.step(items, node_id="items")
     worker = builder.step(work, node_id="work")
@@ -262,87 +290,164 @@ def pydantic_graph_fanout(n: int) -> float:
     builder.add_edge(worker, collect)
     builder.add_edge(collect, builder.end_node)
     graph = builder.build()
-    start = time.perf_counter()
-    out = asyncio.run(graph.run(inputs=list(range(n))))
-    elapsed = time.perf_counter() - start
+    out: list[Any] = []
+    sample = _timed(lambda: out.extend(asyncio.run(graph.run(inputs=list(range(n))))), n)
     assert len(out) == n
-    return elapsed / n
+    return sample
 
 
 # -- running ----------------------------------------------------------------------------------------
 
+LOCKGATE_ROWS = ("lockgate, engine only", "lockgate, memory store", "lockgate, SQLite")
 
-def median_of(fn: Any, repeat: int) -> float | None:
+
+def median_of(fn: Any, repeat: int) -> Sample | None:
     samples = []
     for _ in range(repeat):
         try:
             samples.append(fn())
         except Exception as exc:  # a peer that cannot run here is reported, not fatal
-            print(f"  (skipped: {type(exc).__name__}: {exc})")
+            print(f"  (skipped: {type(exc).__name__}: {exc})", file=sys.stderr)
             return None
-    return statistics.median(samples)
+    return statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)
 
 
-def import_time(what: str) -> float:
+def import_time(what: str, path: str | None = None) -> float:
     code = f"import time; t = time.perf_counter(); {what}; print(time.perf_counter() - t)"
-    samples = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                    check=True).stdout) for _ in range(5)]
+    samples = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                    env=_env(path)).stdout) for _ in range(5)]
     return statistics.median(samples)
+
+
+def _env(path: str | None) -> dict[str, str]:
+    env = dict(os.environ)
+    if path is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [path, env.get("PYTHONPATH")]))
+    return env
+
+
+class Bench:
+    """The workloads and stores of one run (specs are loaded once, stores made fresh per run)."""
+
+    def __init__(self, n: int) -> None:
+        from lockgate.dsl.loader import load
+
+        self.n = n
+        self.tmp = tempfile.mkdtemp(prefix="lockgate-bench-")
+        self.counter = iter(range(10**6))
+        self.specs = {"linear": (load(linear_spec(n)).spec, {}),
+                      "fanout": (load(fanout_spec(n)).spec, {"items": list(range(n))})}
+
+    def sqlite(self) -> Any:
+        from lockgate.engine.store import open_store
+
+        return open_store(os.path.join(self.tmp, f"lg-{next(self.counter)}.db"))
+
+    @staticmethod
+    def memory() -> Any:
+        from lockgate.engine.store import open_store
+
+        return open_store("memory")
+
+    def lockgate(self, shape: str, row: str, repeat: int) -> Sample | None:
+        spec, inputs = self.specs[shape]
+        factory = {LOCKGATE_ROWS[0]: NullStore, LOCKGATE_ROWS[1]: self.memory, LOCKGATE_ROWS[2]: self.sqlite}[row]
+        return median_of(lambda: lockgate_run(factory, spec, inputs), repeat)
+
+    def others(self) -> dict[str, float]:
+        return {"gate decision round trip (memory)": gate_round_trip(self.memory, 200),
+                "gate decision round trip (SQLite)": gate_round_trip(self.sqlite, 200)}
+
+
+def lockgate_only(n: int, repeat: int) -> None:
+    """The Lockgate rows as JSON on stdout (the ``--baseline`` subprocess)."""
+    bench = Bench(n)
+    out = {f"{shape}|{row}": bench.lockgate(shape, row, repeat) for shape in bench.specs for row in LOCKGATE_ROWS}
+    out.update(bench.others())
+    out["import lockgate (fresh interpreter)"] = import_time("import lockgate")
+    out["from lockgate import Engine (fresh interpreter)"] = import_time("from lockgate import Engine")
+    print(json.dumps(out))
+
+
+def baseline_results(path: str, n: int, repeat: int) -> dict[str, Any]:
+    script = os.path.abspath(__file__)
+    done = subprocess.run([sys.executable, script, "--n", str(n), "--repeat", str(repeat), "--lockgate-only"],
+                          capture_output=True, text=True, env=_env(path), cwd=tempfile.gettempdir(), check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"the baseline run failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _fmt(sample: Sample | None) -> tuple[str, str]:
+    return (fmt_time(sample[0]), fmt_time(sample[1])) if sample else ("n/a", "n/a")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--baseline", metavar="DIR", help="also measure the lockgate package found in DIR")
+    parser.add_argument("--lockgate-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     n, repeat = args.n, args.repeat
+    if args.lockgate_only:
+        lockgate_only(n, repeat)
+        return
 
-    from lockgate.dsl.loader import load
-    from lockgate.engine.store import open_store
-
-    tmp = tempfile.mkdtemp(prefix="lockgate-bench-")
-    counter = iter(range(10**6))
-
-    def sqlite() -> Any:
-        return open_store(os.path.join(tmp, f"lg-{next(counter)}.db"))
-
-    specs = {"linear": (load(linear_spec(n)).spec, {}), "fanout": (load(fanout_spec(n)).spec, {"items": list(range(n))})}
-    results: dict[tuple[str, str], float | None] = {}
-    for shape, (spec, inputs) in specs.items():
+    bench = Bench(n)
+    before: dict[str, Any] = {}
+    if args.baseline:
+        print(f"measuring the baseline in {args.baseline} ...")
+        before = baseline_results(args.baseline, n, repeat)
+    has_sqlite_saver = sqlite_checkpointer(bench.tmp) is not None
+    results: dict[tuple[str, str], Sample | None] = {}
+    for shape in bench.specs:
         print(f"measuring {shape} ({n}) ...")
-        results[(shape, "lockgate, engine only")] = median_of(lambda: lockgate_run(NullStore, spec, inputs), repeat)
-        results[(shape, "lockgate, memory store")] = median_of(lambda: lockgate_run(lambda: open_store("memory"), spec, inputs), repeat)
-        results[(shape, "lockgate, SQLite")] = median_of(lambda: lockgate_run(sqlite, spec, inputs), repeat)
-        lg_linear = shape == "linear"
-        results[(shape, "LangGraph, memory")] = median_of(
-            lambda: langgraph_linear(n) if lg_linear else langgraph_fanout(n), repeat)
-        if sqlite_checkpointer(tmp) is not None:
-            results[(shape, "LangGraph, SQLite checkpointer")] = median_of(
-                lambda: langgraph_linear(n, sqlite_checkpointer(tmp)) if lg_linear
-                else langgraph_fanout(n, sqlite_checkpointer(tmp)), repeat)
-        results[(shape, "pydantic-graph, memory")] = median_of(
-            lambda: pydantic_graph_linear(n) if lg_linear else pydantic_graph_fanout(n), repeat)
+        for row in LOCKGATE_ROWS:
+            results[(shape, row)] = bench.lockgate(shape, row, repeat)
+        linear = shape == "linear"
+        lg = langgraph_linear if linear else langgraph_fanout
+        results[(shape, "LangGraph, no checkpointer")] = median_of(lambda lg=lg: lg(n), repeat)
+        if has_sqlite_saver:
+            for durability in ("async", "sync"):
+                results[(shape, f"LangGraph, SQLite checkpointer, durability={durability}")] = median_of(
+                    lambda lg=lg, d=durability: lg(n, sqlite_checkpointer(bench.tmp), d), repeat)
+        if GraphBuilder is not None:
+            pg = pydantic_graph_linear if linear else pydantic_graph_fanout
+            results[(shape, "pydantic-graph, memory")] = median_of(lambda pg=pg: pg(n), repeat)
 
-    for shape in specs:
+    header = ("system", "wall", "CPU", "ratio")
+    if before:
+        header = ("system", "wall", "CPU", "ratio", "before: wall", "CPU", "ratio")
+    for shape in bench.specs:
+        mem = results.get((shape, LOCKGATE_ROWS[1]))
+        disk = results.get((shape, LOCKGATE_ROWS[2]))
+        old_mem, old_disk = before.get(f"{shape}|{LOCKGATE_ROWS[1]}"), before.get(f"{shape}|{LOCKGATE_ROWS[2]}")
         rows = []
-        mem = results.get((shape, "lockgate, memory store"))
-        disk = results.get((shape, "lockgate, SQLite"))
         for (s, name), value in results.items():
             if s != shape:
                 continue
-            base = disk if "SQLite" in name else mem
-            ratio = f"{value / base:6.1f}x" if value and base and not name.startswith("lockgate") else ""
-            rows.append((name, fmt_time(value) if value else "n/a", ratio))
-        print_table(f"{shape}, {n} transitions: median time per transition "
-                    "(ratio = peer / lockgate on the same kind of store)", rows, ("system", "per transition", "ratio"))
+            persisted = "SQLite" in name
+            base, old_base = (disk, old_disk) if persisted else (mem, old_mem)
+            peer = not name.startswith("lockgate")
+            row = [name, *_fmt(value), _ratio(value, base) if peer else ""]
+            if before:
+                row += ["", "", _ratio(value, old_base)] if peer else [*_fmt(before.get(f"{shape}|{name}")), ""]
+            rows.append(tuple(row))
+        print_table(f"{shape}, {n} transitions: median time per transition (ratio = peer / lockgate on the same "
+                    "kind of store: memory rows against the memory store, SQLite rows against SQLite)", rows, header)
 
-    gate = gate_round_trip(sqlite, 200)
-    imp = import_time("import lockgate")
-    imp_engine = import_time("from lockgate import Engine")
-    print_table("other", [("gate decision round trip (SQLite)", fmt_time(gate), ""),
-                          ("import lockgate (fresh interpreter)", fmt_time(imp), ""),
-                          ("from lockgate import Engine (fresh interpreter)", fmt_time(imp_engine), "")],
-                ("measure", "median", ""))
+    other = bench.others()
+    other["import lockgate (fresh interpreter)"] = import_time("import lockgate")
+    other["from lockgate import Engine (fresh interpreter)"] = import_time("from lockgate import Engine")
+    rows = [(name, fmt_time(value), fmt_time(before[name]) if name in before else "") for name, value in other.items()]
+    print_table("other", rows, ("measure", "median", "before" if before else ""))
+
+
+def _ratio(value: Sample | None, base: Sample | list[float] | None) -> str:
+    if not value or not base:
+        return ""
+    return f"{value[0] / base[0]:6.1f}x"
 
 
 if __name__ == "__main__":

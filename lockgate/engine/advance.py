@@ -21,7 +21,7 @@ from typing import Any
 from ..dsl.refs import Ref, render_text, walk_path
 from ..dsl.values import UNDEFINED
 from ..errors import RefError
-from . import budget
+from . import budget, carry
 from .compiled import CStep
 from .ensures import contract_violations, first_failed_ensure, value_or_false
 from .live import Located, LiveRun, Scope
@@ -45,9 +45,7 @@ def advance(run: LiveRun) -> None:
     """Process the work queue until nothing more can start, then settle the root if it is done."""
     while (run.work or run.to_promote) and run.header.status == RUN_RUNNING:
         if not run.work:
-            from .fanout import promote
-
-            promote(run, run.steps[run.to_promote.pop()])
+            fanout.promote(run, run.steps[run.to_promote.pop()])
             continue
         key = run.work.popleft()
         st = run.steps.get(key)
@@ -64,9 +62,7 @@ def advance(run: LiveRun) -> None:
 
 def _consider(run: LiveRun, loc: Located, st: StepState) -> None:
     if loc.index is not None:
-        from .fanout import promote
-
-        promote(run, run.steps[loc.cstep.id])
+        fanout.promote(run, run.steps[loc.cstep.id])
         return
     scope, cstep = loc.scope, loc.cstep
     if scope.parent is not None and run.steps[scope.parent].status != RUNNING:
@@ -104,13 +100,9 @@ def _consider(run: LiveRun, loc: Located, st: StepState) -> None:
         run.issue(st, WAITING_GATE)
         run.event("gate_waiting", st.key, round=run.header.rounds)
     elif kind == "fanout":
-        from .fanout import start_fanout
-
-        start_fanout(run, loc, st)
+        fanout.start_fanout(run, loc, st)
     elif kind == "run":
-        from .subflows import start_subflow
-
-        start_subflow(run, loc, st)
+        subflows.start_subflow(run, loc, st)
 
 
 # -- do -------------------------------------------------------------------------------------------
@@ -120,7 +112,7 @@ def issue_task(run: LiveRun, loc: Located, st: StepState) -> None:
     """Render the task, reserve one dispatch and mint a token (or fail the attempt)."""
     scope, cstep = loc.scope, loc.cstep
     try:
-        task, inputs = render_task(run, scope, cstep.template, cstep.step.do or "")
+        task, inputs = render_task(run, scope, cstep.step.do or "")
     except RefError as exc:
         fail_attempt(run, loc, st, {"kind": "render", "reason": f"task render failed: {exc.message}",
                                     "violations": []})
@@ -146,18 +138,24 @@ def _reserve_failed(run: LiveRun, loc: Located, st: StepState, over: budget.Ledg
     return False
 
 
-def render_task(run: LiveRun, scope: Scope, template: Any, text: str, item: Any = UNDEFINED,
+def render_task(run: LiveRun, scope: Scope, text: str, item: Any = UNDEFINED,
                 prev: Any = UNDEFINED) -> tuple[str, dict[str, Any]]:
     """The rendered ``do`` text and the resolved value of each reference in it."""
     resolve = resolver(run, scope, item, prev)
-    task = render_text(text, resolve)
-    inputs = {ref.raw or ref.text: resolve(ref) for ref in template.refs}
-    return task, inputs
+    inputs: dict[str, Any] = {}
+
+    def remember(ref: Ref) -> Any:
+        # a successful render resolves every reference of ``text`` in order: what it
+        # resolved are the inputs, without resolving them a second time
+        value = inputs[ref.raw or ref.text] = resolve(ref)
+        return value
+
+    return render_text(text, remember), inputs
 
 
 def resolver(run: LiveRun, scope: Scope, item: Any = UNDEFINED, prev: Any = UNDEFINED) -> Any:
     inputs = run.scope_input(scope)
-    carry = run.header.carry
+    carried = run.header.carry
 
     def resolve(ref: Ref) -> Any:
         kind = ref.kind
@@ -166,7 +164,7 @@ def resolver(run: LiveRun, scope: Scope, item: Any = UNDEFINED, prev: Any = UNDE
         if kind == "input":
             return walk_path(inputs, ref.path)
         if kind == "carry":
-            entry = carry.get(ref.name or "")
+            entry = carried.get(ref.name or "")
             if entry is None:
                 raise RefError(f'carry variable "{ref.name}" is not materialised', ref.span)
             return walk_path(entry["value"], ref.path)
@@ -249,9 +247,7 @@ def succeed(run: LiveRun, loc: Located, st: StepState, output: Any) -> None:
     run.set_status(st, SUCCEEDED)
     run.event("result", st.key, attempt=len(st.attempts), result=output)
     if loc.scope.parent is None and run.root.flow.carry_sources:
-        from .carry import materialise
-
-        materialise(run, loc.cstep.id)
+        carry.materialise(run, loc.cstep.id)
     notify(run, loc, st)
 
 
@@ -276,9 +272,7 @@ def notify(run: LiveRun, loc: Located, st: StepState) -> None:
             if target:
                 work.append(prefix + target)
     if loc.scope.parent is not None and run.open.get(prefix, 0) == 0:
-        from .subflows import settle_subflow
-
-        settle_subflow(run, loc.scope)
+        subflows.settle_subflow(run, loc.scope)
 
 
 def fail_attempt(run: LiveRun, loc: Located, st: StepState, failure: dict[str, Any],
@@ -337,9 +331,7 @@ def fail_parent(run: LiveRun, scope: Scope, failure: dict[str, Any]) -> None:
     parent = run.steps[scope.parent]
     if parent.status != RUNNING:
         return
-    from .subflows import close_children
-
-    close_children(run, scope.prefix)
+    subflows.close_children(run, scope.prefix)
     fail_attempt(run, run.locate(scope.parent), parent, failure, forced=True)
 
 
@@ -376,3 +368,8 @@ def json_equal(a: Any, b: Any) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
     return type(a) is type(b) and a == b
+
+
+# Imported last: these modules build on the helpers above (import cycle), and a module reference
+# resolved once costs nothing per transition, unlike an import statement inside a function.
+from . import fanout, subflows

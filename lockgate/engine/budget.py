@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .live import LiveRun, Scope
 from .model import StepState
@@ -21,8 +20,9 @@ KEYS = ("usd", "tokens", "dispatches", "ms")
 USAGE_KEYS = frozenset({"usd", "tokens", "ms"})
 
 
-@dataclass(frozen=True, slots=True)
-class Ledger:
+class Ledger(NamedTuple):
+    """One budget a dispatch debits (a tuple: built twice or thrice per dispatch)."""
+
     level: str  # "flow" | "subflow" | "task"
     spent: dict[str, float]
     limits: Mapping[str, float]

@@ -143,6 +143,8 @@ class CompiledSpec:
         self._contracts: dict[str, Any] = {}
         self._schemas: dict[str, dict[str, Any]] = {}
         self._inputs: dict[str, Any] = {}
+        #: (flow, step id, stage index or None) -> the spec-fixed parts of a dispatch entry
+        self.entry_parts: dict[tuple[str, str, int | None], Any] = {}
 
     def contract(self, name: str) -> Any:
         found = self._contracts.get(name)

@@ -89,7 +89,7 @@ def _ready_item(run: LiveRun, loc: Located, fan_st: StepState, item: StepState) 
             return
         item.stage += 1
     try:
-        task, inputs = render_task(run, run.root, cst.template, cst.do, item.item, item.prev)
+        task, inputs = render_task(run, run.root, cst.do, item.item, item.prev)
     except RefError as exc:
         _item_failed(run, loc, fan_st, item, {"kind": "render", "reason": f"task render failed: {exc.message}",
                                                "violations": []})

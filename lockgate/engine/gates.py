@@ -97,7 +97,8 @@ def _revise(run: LiveRun, loc: Located, st: Any, entry: dict[str, Any]) -> None:
         from .carry import apply_revise_writes
 
         apply_revise_writes(run, cstep.id, token, total, writes)
-    reset = reset_region(run, scope, gate.on_revise)
+    reset = reset_region(run, scope, gate.on_revise,
+                         {"gate": st.key, "note": entry["rationale"], "round": total})
     st = run.steps[st.key]
     st.decisions = [*(st.decisions or []), entry]
     st.accepted = token
@@ -107,9 +108,10 @@ def _revise(run: LiveRun, loc: Located, st: Any, entry: dict[str, Any]) -> None:
     run.event("step_reset", st.key, reason="revise", reset=reset, round=total)
 
 
-def reset_region(run: LiveRun, scope: Scope, target: str) -> list[dict[str, Any]]:
+def reset_region(run: LiveRun, scope: Scope, target: str, revision: dict[str, Any]) -> list[dict[str, Any]]:
     """Reset the revise target's closure to pending (new epoch), dropping fanout items and
-    subflow children; gates keep their revision counters."""
+    subflow children; gates keep their revision counters. Every reset step records
+    ``revision`` (the gate, its note, the round), which its next dispatches carry."""
     out = []
     for sid in scope.flow.reset_closure(target):
         st = run.steps[scope.prefix + sid]
@@ -126,6 +128,7 @@ def reset_region(run: LiveRun, scope: Scope, target: str) -> list[dict[str, Any]
         st.iterations = keep
         st.decisions = decisions
         st.finished_at = None
+        st.revision = dict(revision)
         run.touch(st)
         run.work.append(st.key)
         out.append({"step_id": st.key, "from_epoch": before, "to_epoch": st.epoch})

@@ -29,6 +29,7 @@ from .model import (
     WAITING_GATE,
     Header,
     StepState,
+    new_token,
     now,
 )
 
@@ -143,8 +144,6 @@ class LiveRun:
 
     def issue(self, st: StepState, status: str = READY) -> str:
         """Mint a fresh token for ``st`` and mark it outstanding."""
-        from .model import new_token
-
         st.token = new_token()
         st.issued_at = now()
         if st.started_at is None:

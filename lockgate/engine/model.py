@@ -8,7 +8,7 @@ checkpoints). Each transition persists the header and only the records it change
 
 from __future__ import annotations
 
-import secrets
+import os
 import time
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -39,8 +39,9 @@ CHECKPOINT_PREFIX = "@cp/"
 
 
 def new_token() -> str:
-    """A fresh fencing token (random, so a token from another run or issuance never matches)."""
-    return secrets.token_hex(10)
+    """A fresh fencing token (random, so a token from another run or issuance never matches):
+    20 hex digits from the operating system's CSPRNG, as ``secrets.token_hex(10)`` makes them."""
+    return os.urandom(10).hex()
 
 
 def now() -> float:
@@ -54,7 +55,9 @@ class StepState:
     ``output`` is :data:`UNDEFINED` until the step produced one. Kind-specific fields stay at
     their defaults for other kinds: ``decisions`` (gates), ``fan`` (fanout steps: item count,
     epoch and settled summary), ``index``/``stage``/``item``/``prev``/``worktree``/``patch``
-    (fanout items), ``sub_input``/``rounds`` (run steps).
+    (fanout items), ``sub_input``/``rounds`` (run steps). ``revision`` is set on every step a
+    gate's revise reset (``{gate, note, round}``) until its next reset, so its re-dispatch carries
+    the gate's note.
     """
 
     key: str
@@ -82,6 +85,7 @@ class StepState:
     prev: Any = UNDEFINED
     worktree: str | None = None
     patch: str | None = None
+    revision: dict[str, Any] | None = None
     sub_input: Any = UNDEFINED
     rounds: int = 0
     dropped: bool = False
@@ -96,10 +100,34 @@ class StepState:
             out["epoch"] = self.epoch
         if self.attempts:
             out["attempts"] = self.attempts
-        for name in _NULLABLE:
-            value = getattr(self, name)
-            if value is not None:
-                out[name] = value
+        if self.token is not None:
+            out["token"] = self.token
+        if self.accepted is not None:
+            out["accepted"] = self.accepted
+        if self.failure is not None:
+            out["failure"] = self.failure
+        if self.routed is not None:
+            out["routed"] = self.routed
+        if self.task is not None:
+            out["task"] = self.task
+        if self.inputs is not None:
+            out["inputs"] = self.inputs
+        if self.issued_at is not None:
+            out["issued_at"] = self.issued_at
+        if self.started_at is not None:
+            out["started_at"] = self.started_at
+        if self.finished_at is not None:
+            out["finished_at"] = self.finished_at
+        if self.decisions is not None:
+            out["decisions"] = self.decisions
+        if self.fan is not None:
+            out["fan"] = self.fan
+        if self.worktree is not None:
+            out["worktree"] = self.worktree
+        if self.patch is not None:
+            out["patch"] = self.patch
+        if self.revision is not None:
+            out["revision"] = self.revision
         if self.output is not UNDEFINED:
             out["output"] = self.output
         if self.iterations:
@@ -143,13 +171,12 @@ class StepState:
         self.started_at = None
         self.finished_at = None
         self.fan = None
+        self.revision = None
         self.sub_input = UNDEFINED
         self.rounds = 0
 
 
 _FIELD_NAMES = frozenset(f.name for f in fields(StepState))
-_NULLABLE = ("token", "accepted", "failure", "routed", "task", "inputs", "issued_at", "started_at", "finished_at",
-             "decisions", "fan", "worktree", "patch")
 
 
 @dataclass(slots=True)
@@ -179,9 +206,15 @@ class Header:
 
     def to_dict(self) -> dict[str, Any]:
         """The persisted header; ``inputs`` never change and live in the ``@spec`` record."""
-        out = {name: getattr(self, name) for name in _HEADER_FIELDS}
-        if out["output"] is UNDEFINED:
-            del out["output"]
+        out = {
+            "id": self.id, "flow": self.flow, "status": self.status, "workspace": self.workspace,
+            "digest": self.digest, "error_type": self.error_type, "failure": self.failure,
+            "rounds": self.rounds, "spent": self.spent, "carry": self.carry, "checkpoints": self.checkpoints,
+            "cancel_requested": self.cancel_requested, "created_at": self.created_at,
+            "updated_at": self.updated_at, "finished_at": self.finished_at,
+        }
+        if self.output is not UNDEFINED:
+            out["output"] = self.output
         return out
 
     @classmethod

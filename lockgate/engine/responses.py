@@ -1,7 +1,8 @@
 """JSON-ready protocol responses built from a live run.
 
 Statuses: ``execute_step`` (a task or fanout item to run; ``ready`` lists every dispatch this call
-issued, or all outstanding ones for plan/resume/status), ``await_gate`` (only gate decisions can
+issued, or all outstanding ones for plan/resume/status; a dispatch of work a gate's revise sent
+back carries ``revision: {gate, note, round}``), ``await_gate`` (only gate decisions can
 move the run), ``ensure_failed`` / ``schema_failed`` (the result just reported failed and a retry
 is issued: ``violations`` and ``retries_remaining``, plus the retry's dispatch), ``complete``,
 ``error`` (with ``error_type``), ``killed`` and ``cancelled``.
@@ -98,52 +99,85 @@ def dispatch_entry(run: LiveRun, key: str) -> dict[str, Any]:
     st = run.steps[key]
     loc = run.locate(key)
     cstep, scope = loc.cstep, loc.scope
-    if loc.index is not None:
-        stage = cstep.stages[st.stage]
-        out_name, ensures, agent = stage.out, stage.ensures, stage.agent
-        limit = stage.attempts or cstep.step.attempts or 2
-        attempt = st.stage_attempts + 1
-    else:
-        out_name, ensures, agent = cstep.step.out, cstep.ensures, cstep.agent
-        limit = cstep.max_attempts
-        attempt = len(st.attempts) + 1
-    cspec = run.cspec
+    item = loc.index is not None
+    static = _static_parts(run, loc, st.stage if item else None)
+    attempt = (st.stage_attempts if item else len(st.attempts)) + 1
     entry: dict[str, Any] = {
         "step_id": key,
-        "kind": "fanout_item" if loc.index is not None else "do",
-        "step_number": cstep.index + 1,
-        "total_steps": scope.flow.total,
+        **static.head,
         "task": st.task,
         "inputs": st.inputs or {},
-        "agent": agent,
-        "output_contract": out_name,
-        "output_schema": cspec.schema(out_name),
-        "output_fields": cspec.fields(out_name),
-        "ensure": [e.source if e.kind != "judged" else f"judged: {e.statement}" for e in ensures],
+        **static.contract,
         "attempt": attempt,
-        "retries_remaining": max(limit - attempt, 0),
+        "retries_remaining": max(static.limit - attempt, 0),
         "token": st.token,
     }
     if st.failure is not None:
         entry["previous_failure"] = st.failure
     elif st.routed is not None and st.routed.get("failure") is not None:
         entry["previous_failure"] = st.routed["failure"]
+    revision = st.revision
+    if revision is None and (item or scope.parent is not None):
+        # a fanout item or subflow child is new work of a step the revise reset
+        revision = run.steps[cstep.id if item else scope.parent].revision  # type: ignore[index]
+    if revision is not None:
+        entry["revision"] = revision
     if scope.parent is not None:
         entry["subflow"] = {"parent": scope.parent, "flow": scope.flow.name}
-    if cstep.step.iterate is not None and loc.index is None:
+    if item:
+        assert st.fan is None
+        parent = run.steps[cstep.id]
+        entry.update({"fanout": cstep.id, "item_index": loc.index, "item_count": (parent.fan or {}).get("count"),
+                      "stage": st.stage, **static.fanout, "item": st.item,
+                      "prev": None if st.prev is UNDEFINED else st.prev,
+                      "cwd": st.worktree or run.header.workspace})
+    elif cstep.step.iterate is not None:
         entry["iteration"] = st.iterations + 1
         entry["iterate_max"] = cstep.step.iterate.max
-    if loc.index is not None:
-        fan = cstep.step.fanout
-        assert fan is not None and st.fan is None
-        parent = run.steps[cstep.id]
-        entry.update({
-            "fanout": cstep.id, "item_index": loc.index, "item_count": (parent.fan or {}).get("count"),
-            "stage": st.stage, "stage_count": len(cstep.stages), "is_final_stage": st.stage == len(cstep.stages) - 1,
-            "item": st.item, "prev": None if st.prev is UNDEFINED else st.prev, "dispatch": fan.dispatch,
-            "isolation": fan.isolation or "none", "cwd": st.worktree or run.header.workspace,
-        })
     return entry
+
+
+class _Static:
+    """The parts of a dispatch entry fixed by the spec for one step or fanout stage."""
+
+    __slots__ = ("contract", "fanout", "head", "limit")
+
+    def __init__(self, head: dict[str, Any], contract: dict[str, Any], limit: int,
+                 fanout: dict[str, Any]) -> None:
+        self.head, self.contract, self.limit, self.fanout = head, contract, limit, fanout
+
+
+def _static_parts(run: LiveRun, loc: Any, stage_index: int | None) -> _Static:
+    """Built once per compiled spec, step and stage: a dispatch then only adds what changes."""
+    cstep = loc.cstep
+    cache = run.cspec.entry_parts
+    key = (cstep.flow, cstep.id, stage_index)
+    found = cache.get(key)
+    if found is not None:
+        return found
+    fanout: dict[str, Any] = {}
+    if stage_index is not None:
+        stage = cstep.stages[stage_index]
+        out_name, ensures, agent = stage.out, stage.ensures, stage.agent
+        limit = stage.attempts or cstep.step.attempts or 2
+        fan = cstep.step.fanout
+        fanout = {"stage_count": len(cstep.stages), "is_final_stage": stage_index == len(cstep.stages) - 1,
+                  "dispatch": fan.dispatch, "isolation": fan.isolation or "none"}
+    else:
+        out_name, ensures, agent = cstep.step.out, cstep.ensures, cstep.agent
+        limit = cstep.max_attempts
+    cspec = run.cspec
+    head = {"kind": "fanout_item" if stage_index is not None else "do", "step_number": cstep.index + 1,
+            "total_steps": loc.scope.flow.total}
+    contract = {
+        "agent": agent,
+        "output_contract": out_name,
+        "output_schema": cspec.schema(out_name),
+        "output_fields": cspec.fields(out_name),
+        "ensure": [e.source if e.kind != "judged" else f"judged: {e.statement}" for e in ensures],
+    }
+    found = cache[key] = _Static(head, contract, limit, fanout)
+    return found
 
 
 def gate_entry(run: LiveRun, key: str) -> dict[str, Any]:

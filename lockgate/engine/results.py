@@ -10,10 +10,12 @@ from typing import Any
 
 from ..errors import EngineError, StaleToken
 from . import budget
+from . import fanout
 from .advance import (
     check_result,
     fail_attempt,
     fail_parent,
+    json_equal,
     output_source_failure,
     succeed,
 )
@@ -55,9 +57,7 @@ def step_done(run: LiveRun, key: str, result: Any, token: Any, failure: Any = No
     st = check_issuance(run, key, token, gate=False)
     loc = run.locate(key)
     if loc.index is not None:
-        from .fanout import item_result
-
-        item_result(run, loc, st, result, failure, usage)
+        fanout.item_result(run, loc, st, result, failure, usage)
         return
     if not _settle_usage(run, loc, st, usage):
         return
@@ -98,8 +98,6 @@ def _iterate(run: LiveRun, loc: Located, st: StepState, result: Any, usage: Any)
     failure = {"kind": "iterate", "reason": why, "violations": [{"until": cstep.until.source, "reason": why}],
                "iteration": st.iterations, "max": limit}
     last = st.attempts[-1] if st.attempts else None
-    from .advance import json_equal
-
     identical = last is not None and "result" in last and json_equal(last["result"], result)
     if st.iterations >= limit or identical:
         if st.iterations >= limit:

@@ -152,7 +152,6 @@ class _Drive:
         self.asks: dict[str, asyncio.Task[None]] = {}      # gate token -> gate question
         self.unanswered: dict[str, dict[str, Any]] = {}    # gate token -> gate left waiting
         self.finished: set[str] = set()                     # tokens already reported
-        self.notes: dict[str, str] = {}                     # dispatch token -> revise note
         self.inbox: asyncio.Queue[Any] = asyncio.Queue()
         self.seen_seq = self._last_seq()
         self.newest = response
@@ -253,7 +252,7 @@ class _Drive:
             reason = previous.get("reason")
         elif previous:
             reason = str(previous)
-        reason = reason or self.notes.pop(entry.get("token") or "", None)
+        reason = reason or _revision_note(entry)
         cwd = entry.get("cwd") or self.runner.workspace or os.getcwd()
         return Task(run_id=self.run_id, step_id=entry["step_id"], prompt=str(entry.get("task") or ""),
                     agent=agent, attempt=int(entry.get("attempt") or 1), previous_failure=reason,
@@ -345,11 +344,6 @@ class _Drive:
                     decision.rationale, decision.resolved_by, request.token)
             except StaleToken:  # decided elsewhere first: continue from the durable state
                 return self._engine_call(self.engine.status, self.run_id)
-        if decision.outcome == "revise" and decision.rationale:
-            note = f"revision requested at gate {request.step_id!r}: {decision.rationale}"
-            for entry in response.get("ready") or ():
-                if entry.get("token"):
-                    self.notes[entry["token"]] = note
         self.emit("gate_resolved", self.run_id, step_id=request.step_id,
                   message=decision.rationale or None,
                   data={"decision": decision.outcome, "resolved_by": decision.resolved_by,
@@ -534,3 +528,12 @@ def _stage_data(entry: Mapping[str, Any]) -> dict[str, Any]:
         return {}
     return {"fanout": entry.get("fanout"), "item_index": entry.get("item_index"),
             "stage": entry.get("stage")}
+
+
+def _revision_note(entry: Mapping[str, Any]) -> str | None:
+    """The feedback for work a gate's revise sent back: the engine's ``revision`` on the dispatch
+    (persisted, so it survives a restart), when the gate gave a note."""
+    revision = entry.get("revision")
+    if not isinstance(revision, Mapping) or not revision.get("note"):
+        return None
+    return f"revision requested at gate {revision.get('gate')!r}: {revision['note']}"

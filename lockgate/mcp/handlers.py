@@ -180,26 +180,6 @@ def graph(ctx: ToolContext, args: Args) -> dict[str, Any]:
     return {"flow": name, "valid": result.ok, "mermaid": to_mermaid(flow_graph(spec, name))}
 
 
-def revision_notes(ctx: ToolContext, result: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
-    """For each step dispatched in ``result`` that a gate sent back: (gate, rationale) of the latest
-    revise that reset it, read from the run's audit log. The engine's dispatch does not carry the
-    note, and an agent must see it, also when a person revised from the CLI or a notebook."""
-    if result.get("status") not in ("execute_step", "ensure_failed", "schema_failed") or not result.get("run_id"):
-        return {}
-    wanted = {entry.get("step_id") for entry in result.get("ready") or []} | {result.get("step_id")}
-    notes: dict[str, tuple[str, str]] = {}
-    decision: tuple[str, str] | None = None
-    for event in ctx.call(ctx.engine.store.events, result["run_id"]):
-        if event.type == "gate_resolved":
-            revise = event.detail.get("decision") == "revise"
-            decision = (event.step_id or "", str(event.detail.get("rationale") or "")) if revise else None
-        elif event.type == "step_reset" and event.detail.get("reason") == "revise" and decision is not None:
-            for reset in event.detail.get("reset") or []:
-                if reset.get("step_id") in wanted:
-                    notes[reset["step_id"]] = decision
-    return notes
-
-
 HANDLERS: dict[str, Callable[[ToolContext, Args], dict[str, Any]]] = {
     "lockgate_validate": validate,
     "lockgate_plan": plan,

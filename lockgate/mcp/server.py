@@ -24,7 +24,7 @@ from mcp.server import Server
 from .. import __version__
 from ..engine.engine import Engine
 from .advice import next_steps, tool_error
-from .handlers import HANDLERS, ToolContext, invalid, revision_notes
+from .handlers import HANDLERS, ToolContext, invalid
 from .instructions import SERVER_INSTRUCTIONS
 from .tools import BY_NAME, TOOLS, ToolSpec
 
@@ -93,18 +93,23 @@ def call_tool(ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None) 
     content: list[types.ContentBlock] = [
         types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False, default=str))]
     if name in _GUIDED:
-        guidance = [next_steps(result), *_revisions(ctx, result)]
+        guidance = [next_steps(result), *_revisions(result)]
         content.extend(types.TextContent(type="text", text=line) for line in guidance if line)
     return types.CallToolResult(content=content, structured_content=result, is_error=False)
 
 
-def _revisions(ctx: ToolContext, result: dict[str, Any]) -> list[str]:
-    try:
-        notes = revision_notes(ctx, result)
-    except Exception:  # guidance is a courtesy: the answer stands without it
+def _revisions(result: dict[str, Any]) -> list[str]:
+    """A line per dispatched step that a gate's revise sent back, with the gate's note (the
+    engine's ``revision`` on the dispatch; it survives restarts and decisions made elsewhere)."""
+    if result.get("status") not in ("execute_step", "ensure_failed", "schema_failed"):
         return []
-    return [f"Step {step} was sent back by gate {gate} for revision: {note or '(no note given)'}"
-            for step, (gate, note) in sorted(notes.items())]
+    notes: dict[str, Mapping[str, Any]] = {}
+    for entry in (result, *(result.get("ready") or ())):
+        revision = entry.get("revision") if isinstance(entry, Mapping) else None
+        if isinstance(revision, Mapping) and entry.get("step_id"):
+            notes[str(entry["step_id"])] = revision
+    return [f"Step {step} was sent back by gate {rev.get('gate')} for revision: {rev.get('note') or '(no note given)'}"
+            for step, rev in sorted(notes.items())]
 
 
 def build_server(ctx: ToolContext) -> Server[Any]:

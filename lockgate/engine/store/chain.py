@@ -22,7 +22,7 @@ from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any, NamedTuple
 
 from lockgate.engine.store.base import VerifyReport
-from lockgate.engine.store.codec import json_encoder
+from lockgate.engine.store.codec import NUL_ESCAPE, json_encoder, refuse_nul
 from lockgate.errors import StoreError
 
 GENESIS_HASH = "0" * 64
@@ -86,22 +86,36 @@ def chain_events(
     if not isinstance(events, list):
         raise StoreError(f"events must be a list of dicts, not {type(events).__name__}")
     links = []
+    sha256 = hashlib.sha256
+    # the parts of every body that do not vary within one transaction, encoded once
+    run_part, now_part = _string(run_id), _string(now)
     for offset, event in enumerate(events):
         type_, step_id, detail, at = _check_event(event, offset, now)
         seq = next_seq + offset
-        detail_json = canonical_json(detail, f"events[{offset}].detail")
-        digest = link_hash(prev_hash, event_body(run_id, seq, at, type_, step_id, detail_json))
+        try:
+            detail_json = _dumps(detail)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise StoreError(f"events[{offset}].detail is not JSON-serialisable: {exc}") from exc
+        if NUL_ESCAPE in detail_json:
+            refuse_nul(detail_json, f"events[{offset}].detail")
+        body = (f'{{"at":{now_part if at is now else _string(at)},"detail":{detail_json},"run_id":{run_part},'
+                f'"seq":{seq},"step_id":{_string(step_id)},"type":{_string(type_)}}}')
+        try:
+            digest = sha256((prev_hash + body).encode("utf-8")).hexdigest()
+        except UnicodeEncodeError as exc:
+            raise StoreError(f"event text is not valid Unicode: {exc}") from exc
         links.append(Link(seq, at, type_, step_id, detail_json, prev_hash, digest))
         prev_hash = digest
     return links
 
 
 def _check_event(event: Any, offset: int, now: str) -> tuple[str, str | None, dict[str, Any], str]:
+    """The event's parts; ``at`` is ``now`` itself (the same object) when the event has none."""
     if isinstance(event, dict) and event.keys() <= _EVENT_KEYS:
         type_, step_id = event.get("type"), event.get("step_id")
         detail, at = event.get("detail", _NO_DETAIL), event.get("at", now)
         if (isinstance(type_, str) and type_ and (step_id is None or isinstance(step_id, str))
-                and isinstance(detail, dict) and isinstance(at, str) and _is_iso8601(at)):
+                and isinstance(detail, dict) and (at is now or (isinstance(at, str) and _is_iso8601(at)))):
             return type_, step_id, detail, at
     raise _event_error(event, f"events[{offset}]")
 

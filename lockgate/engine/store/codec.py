@@ -8,6 +8,7 @@ every backend: a :class:`StoreError` naming the offending part.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from json.encoder import (  # type: ignore[attr-defined]
@@ -93,7 +94,10 @@ def encode_header(header: Any) -> tuple[str, str, str]:
         raise StoreError(
             f"header['status'] and header['flow'] must be strings, got {status!r} and {flow!r}"
         )
-    return encode_json(header, "header"), status, flow
+    text = encode_json(header, "header")
+    if NUL_ESCAPE in text:
+        refuse_nul(text, "header")
+    return text, status, flow
 
 
 def encode_steps(steps: Any) -> list[tuple[str, str]]:
@@ -106,8 +110,28 @@ def encode_steps(steps: Any) -> list[tuple[str, str]]:
             raise StoreError(f"step ids must be non-empty strings, got {step_id!r}")
         if not isinstance(record, dict):
             raise StoreError(f"steps[{step_id!r}] must be a dict, not {type(record).__name__}")
-        encoded.append((step_id, encode_json(record, f"steps[{step_id!r}]")))
+        try:
+            text = _encode(record)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise StoreError(f"steps[{step_id!r}] is not JSON-serialisable: {exc}") from exc
+        if NUL_ESCAPE in text:
+            refuse_nul(text, f"steps[{step_id!r}]")
+        encoded.append((step_id, text))
     return encoded
+
+
+#: How U+0000 appears in encoded JSON: a cheap ``in`` test before the exact one.
+NUL_ESCAPE = "\\u0000"
+_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def refuse_nul(text: str, what: str) -> None:
+    """Refuse a header, record or event detail holding the character U+0000 (escaped ``\\u0000`` in ``text``,
+    not a literal backslash followed by ``u0000``): PostgreSQL's JSONB cannot store it, so no
+    backend accepts it and every backend fails the same way."""
+    if _NUL.search(text):
+        raise StoreError(f"{what} contains the character U+0000, which a store cannot keep (PostgreSQL "
+                         "refuses it); remove it from the value")
 
 
 def decode(text: str | bytes) -> Any:

@@ -41,6 +41,7 @@ class MemoryStore:
     def __init__(self) -> None:
         self._runs: dict[str, _Run] = {}
         self._changed = threading.Condition()
+        self._waiting = 0  # threads in wait_for_change: a save wakes them only when there are some
         self._closed = False
 
     def create_run(
@@ -93,7 +94,8 @@ class MemoryStore:
             run.links.extend(links)
             run.version += 1
             run.updated_at = now
-            self._changed.notify_all()
+            if self._waiting:
+                self._changed.notify_all()
             return run.version
 
     def current_version(self, run_id: str) -> int:
@@ -125,7 +127,11 @@ class MemoryStore:
 
     def wait_for_change(self, run_id: str, version: int, timeout: float) -> int:
         with self._changed:
-            self._changed.wait_for(lambda: self._run(run_id).version != version, timeout=max(timeout, 0))
+            self._waiting += 1
+            try:
+                self._changed.wait_for(lambda: self._run(run_id).version != version, timeout=max(timeout, 0))
+            finally:
+                self._waiting -= 1
             return self._run(run_id).version
 
     def close(self) -> None:
