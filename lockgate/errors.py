@@ -43,8 +43,8 @@ class ExprError(LockgateError):
         self.span = span
 
 
-class ContractError(LockgateError):
-    """A contract type string or a contract set is malformed.
+class LocatedError(LockgateError):
+    """An error in a piece of spec text, located by ``span`` (character offsets in that text).
 
     ``replacement``, when set, is the text a did-you-mean fix puts in place of ``span``.
     """
@@ -56,17 +56,12 @@ class ContractError(LockgateError):
         self.replacement = replacement
 
 
-class RefError(LockgateError):
-    """A ``${...}`` reference is malformed or cannot be resolved at run time.
+class ContractError(LocatedError):
+    """A contract type string or a contract set is malformed."""
 
-    ``replacement``, when set, is the text a did-you-mean fix puts in place of ``span``.
-    """
 
-    def __init__(self, message: str, span: Span | None = None, *, replacement: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.span = span
-        self.replacement = replacement
+class RefError(LocatedError):
+    """A ``${...}`` reference is malformed or cannot be resolved at run time."""
 
 
 class EngineError(LockgateError):
