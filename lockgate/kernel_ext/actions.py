@@ -34,10 +34,7 @@ def _gate(shell, args):
     run = _run_object(shell, args.run)
     if run is not None:
         return run.decide(args.step, args.command, args.note)
-    from ..engine.engine import Engine
-    from ..engine.store import open_store
-
-    engine = Engine(store=open_store(None))
+    engine = _engine()
     pending = [g for g in engine.pending_gates() if g["run_id"] == args.run and g["step_id"] == args.step]
     if not pending:
         raise UsageError(f"gate {args.step!r} of run {args.run} is not waiting for a decision")
@@ -45,10 +42,7 @@ def _gate(shell, args):
 
 
 def _runs(shell, args):
-    from ..engine.engine import Engine
-    from ..engine.store import open_store
-
-    rows = Engine(store=open_store(None)).runs()
+    rows = _engine().runs()
     print("\n".join(f"{r['run_id']}  {r['flow']:<20} {r['status']:<10} {r.get('updated_at', '')}" for r in rows) or "no runs")
 
 

@@ -295,12 +295,7 @@ class NotebookRun:
 def start_run(flowspec: Any, inputs: dict[str, Any], *, agents: Mapping[str, Any] | None = None,
               store: Any = None, workspace: Any = None) -> NotebookRun:
     """Plan and drive a run of ``flowspec`` as a task on the running loop; returns at once."""
-    from ..engine.engine import Engine
-    from ..engine.store import open_store
-
-    engine = Engine(store=store if not isinstance(store, (str, type(None))) else open_store(store),
-                    workspace=workspace or ".")
-    run = NotebookRun(flowspec, engine, agents=agents, workspace=workspace)
+    run = _notebook_run(flowspec, agents, store, workspace)
     run._launch(run.runner.start(flowspec.spec, inputs, flow=flowspec.flow))
     return run
 
@@ -308,18 +303,24 @@ def start_run(flowspec: Any, inputs: dict[str, Any], *, agents: Mapping[str, Any
 def resume_run(flowspec: Any, run_id: str, *, agents: Mapping[str, Any] | None = None,
                store: Any = None, workspace: Any = None) -> NotebookRun:
     """Continue a stored run (after a kernel restart) and drive it here."""
-    from ..engine.engine import Engine
     from ..engine.graphs import picture_statuses
+
+    run = _notebook_run(flowspec, agents, store, workspace)
+    run.run_id = run_id
+    for node, status in picture_statuses(run.engine.audit(run_id)).items():
+        run.rows.setdefault(node, StepRow()).status = status
+    run._launch(run.runner.resume(run_id))
+    return run
+
+
+def _notebook_run(flowspec: Any, agents: Mapping[str, Any] | None, store: Any, workspace: Any) -> NotebookRun:
+    """A NotebookRun on an engine over ``store`` (a Store object, or a URL/path/None to open)."""
+    from ..engine.engine import Engine
     from ..engine.store import open_store
 
     engine = Engine(store=store if not isinstance(store, (str, type(None))) else open_store(store),
                     workspace=workspace or ".")
-    run = NotebookRun(flowspec, engine, agents=agents, workspace=workspace)
-    run.run_id = run_id
-    for node, status in picture_statuses(engine.audit(run_id)).items():
-        run.rows.setdefault(node, StepRow()).status = status
-    run._launch(run.runner.resume(run_id))
-    return run
+    return NotebookRun(flowspec, engine, agents=agents, workspace=workspace)
 
 
 def html_table(run: NotebookRun) -> str:
