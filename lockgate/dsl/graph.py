@@ -183,17 +183,24 @@ class Route:
 
 
 class _Analysis:
-    """Everything derived from one flow's edges; built once per Flow object."""
+    """Everything derived from one flow's edges; built once per Flow object.
+
+    In the usual, acyclic case the DAG is every non-revise edge, layered by Kahn's algorithm,
+    and transitive questions are answered from bitsets (one Python int per step, bit ``i`` for
+    the step at position ``i`` of a topological order), computed on first use. Only when the
+    edges hold a cycle is the DAG grown edge by edge in validator order, so that each closing
+    edge is found and named (:func:`cycles`).
+    """
 
     def __init__(self, flow: Flow) -> None:
         self.edges = _collect_edges(flow)
-        self.dag = nx.DiGraph()
-        self.dag.add_nodes_from(flow.step_map)
+        ids = list(flow.step_map)
         self.cycle_edges: list[tuple[Edge, list[str]]] = []
-        self.deps: dict[str, set[str]] = {sid: set() for sid in flow.step_map}
-        self.dependents: dict[str, set[str]] = {sid: set() for sid in flow.step_map}
-        self.forward: dict[str, set[str]] = {sid: set() for sid in flow.step_map}
+        self.deps: dict[str, set[str]] = {sid: set() for sid in ids}
+        self.dependents: dict[str, set[str]] = {sid: set() for sid in ids}
+        self.forward: dict[str, set[str]] = {sid: set() for sid in ids}
         routes: dict[str, list[Route]] = {}
+        drawn: list[Edge] = []
         for edge in self.edges:
             if edge.kind == "revise" or edge.source == edge.target:
                 continue
@@ -203,20 +210,82 @@ class _Analysis:
                 self.dependents[edge.source].add(edge.target)
             else:
                 routes.setdefault(edge.target, []).append(Route(edge.source, edge.kind, edge.target))
-            self._add_to_dag(edge)
+            drawn.append(edge)
         self.routes = {target: tuple(rs) for target, rs in routes.items()}
-        self.generations = [frozenset(g) for g in nx.topological_generations(self.dag)]
+        generations = _generations(ids, self.forward)
+        self.acyclic = generations is not None
+        if generations is None:
+            generations = self._grow_dag(ids, drawn)
+        self.generations = generations
+        self._bits: tuple[dict[str, int], dict[str, int], dict[str, int], list[str]] | None = None
         self._closures: dict[str, frozenset[str]] = {}
         self._upstream: dict[str, frozenset[str]] = {}
 
-    def _add_to_dag(self, edge: Edge) -> None:
-        if self.dag.has_edge(edge.source, edge.target):
-            return
-        if nx.has_path(self.dag, edge.target, edge.source):
-            cycle = nx.shortest_path(self.dag, edge.target, edge.source)
-            self.cycle_edges.append((edge, [edge.source, *cycle]))
-            return
-        self.dag.add_edge(edge.source, edge.target)
+    def _grow_dag(self, ids: list[str], edges: list[Edge]) -> list[frozenset[str]]:
+        """The DAG of the edges taken in order, leaving out each edge that closes a cycle."""
+        dag = nx.DiGraph()
+        dag.add_nodes_from(ids)
+        for edge in edges:
+            if dag.has_edge(edge.source, edge.target):
+                continue
+            if nx.has_path(dag, edge.target, edge.source):
+                cycle = nx.shortest_path(dag, edge.target, edge.source)
+                self.cycle_edges.append((edge, [edge.source, *cycle]))
+                continue
+            dag.add_edge(edge.source, edge.target)
+        return [frozenset(g) for g in nx.topological_generations(dag)]
+
+    def bits(self) -> tuple[dict[str, int], dict[str, int], dict[str, int], list[str]]:
+        """(bit of each step, upstream bitset by dependencies, downstream bitset by
+        dependencies and routes, step at each bit); only for acyclic flows."""
+        if self._bits is None:
+            order = [sid for generation in self.generations for sid in sorted(generation)]
+            bit = {sid: 1 << i for i, sid in enumerate(order)}
+            up: dict[str, int] = {}
+            for sid in order:
+                mask = 0
+                for dep in self.deps[sid]:
+                    mask |= up[dep] | bit[dep]
+                up[sid] = mask
+            down: dict[str, int] = {}
+            for sid in reversed(order):
+                mask = bit[sid]
+                for nxt in self.forward[sid]:
+                    mask |= down[nxt]
+                down[sid] = mask
+            self._bits = (bit, up, down, order)
+        return self._bits
+
+
+def _generations(ids: list[str], forward: Mapping[str, set[str]]) -> list[frozenset[str]] | None:
+    """Kahn's layers of the graph, or None when it has a cycle."""
+    indegree = dict.fromkeys(ids, 0)
+    for targets in forward.values():
+        for target in targets:
+            indegree[target] += 1
+    layer = [sid for sid, n in indegree.items() if n == 0]
+    layers: list[frozenset[str]] = []
+    placed = 0
+    while layer:
+        layers.append(frozenset(layer))
+        placed += len(layer)
+        nxt = []
+        for sid in layer:
+            for target in forward[sid]:
+                indegree[target] -= 1
+                if indegree[target] == 0:
+                    nxt.append(target)
+        layer = nxt
+    return layers if placed == len(ids) else None
+
+
+def _members(mask: int, order: list[str]) -> frozenset[str]:
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(order[low.bit_length() - 1])
+        mask ^= low
+    return frozenset(out)
 
 
 _CACHE: dict[int, _Analysis] = {}
@@ -251,12 +320,21 @@ def upstream(flow: Flow, step_id: str) -> frozenset[str]:
     analysis = _analysis(flow)
     cached = analysis._upstream.get(step_id)
     if cached is None:
-        cached = analysis._upstream[step_id] = frozenset(_reach(step_id, analysis.deps)) - {step_id}
+        if analysis.acyclic and step_id in analysis.deps:
+            _, up, _, order = analysis.bits()
+            cached = _members(up[step_id], order)
+        else:
+            cached = frozenset(_reach(step_id, analysis.deps)) - {step_id}
+        analysis._upstream[step_id] = cached
     return cached
 
 
 def depends_on(flow: Flow, step_id: str, other: str) -> bool:
     """Whether ``step_id`` transitively depends on ``other`` (so ``other`` finishes first)."""
+    analysis = _analysis(flow)
+    if analysis.acyclic and step_id in analysis.deps and other in analysis.deps:
+        bit, up, _, _ = analysis.bits()
+        return bool(up[step_id] & bit[other])
     return other in upstream(flow, step_id)
 
 
@@ -275,13 +353,22 @@ def reset_closure(flow: Flow, target: str) -> frozenset[str]:
         return frozenset()
     cached = analysis._closures.get(target)
     if cached is None:
-        cached = analysis._closures[target] = frozenset(_reach(target, analysis.forward))
+        if analysis.acyclic:
+            _, _, down, order = analysis.bits()
+            cached = _members(down[target], order)
+        else:
+            cached = frozenset(_reach(target, analysis.forward))
+        analysis._closures[target] = cached
     return cached
 
 
 def reaches(flow: Flow, source: str, target: str) -> bool:
     """Whether ``target`` is reachable from ``source`` in the routing graph of §1.5
     (dependency and route edges, never ``on_revise``)."""
+    analysis = _analysis(flow)
+    if analysis.acyclic and source in analysis.forward and target in analysis.forward:
+        bit, _, down, _ = analysis.bits()
+        return bool(down[source] & bit[target])
     return target in reset_closure(flow, source)
 
 

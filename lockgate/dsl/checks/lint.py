@@ -11,7 +11,16 @@ from collections.abc import Iterator
 from ..diagnostics import Finding, YamlPath
 from ...errors import ContractError, ExprError
 from ..expr import compile as compile_expr
-from ..graph import DEFAULT_AGENT, reset_closure, routing_targets, scanned_fields, step_agent, step_refs, upstream
+from ..graph import (
+    DEFAULT_AGENT,
+    depends_on,
+    reset_closure,
+    routing_targets,
+    scanned_fields,
+    step_agent,
+    step_refs,
+    topological_generations,
+)
 from ..ir import Flow, Spec, Step
 from ..types import ArrayOf, Named, OptionalOf, TypeExpr, parse_type
 from .context import Context
@@ -118,12 +127,16 @@ def unreachable_steps(flow: Flow) -> Iterator[Finding]:
     from ..graph import dependencies
 
     ids = list(flow.step_map)
+    # any order reaches the same fixpoint; a topological one gets there in a single pass
+    order = [sid for generation in topological_generations(flow) for sid in sorted(generation)]
+    placed = set(order)
+    order += [sid for sid in ids if sid not in placed]
     targets = routing_targets(flow)
     runnable: set[str] = set()
     changed = True
     while changed:
         changed = False
-        for sid in ids:
+        for sid in order:
             if sid in runnable:
                 continue
             deps = dependencies(flow, sid)
@@ -225,7 +238,6 @@ def unordered_reads(flow: Flow) -> Iterator[Finding]:
     for step in flow.steps:
         if step.id is None:
             continue
-        before = upstream(flow, step.id)
         for field in scanned_fields(step):
             if field.context not in ("when", "set", "stage_when"):
                 continue
@@ -238,7 +250,7 @@ def unordered_reads(flow: Flow) -> Iterator[Finding]:
                 if member.root != "result" or not member.path or not isinstance(member.path[0], str):
                     continue
                 read = member.path[0]
-                if read in reported or read == step.id or read in before or _no_output(flow, read):
+                if read in reported or read == step.id or _no_output(flow, read) or depends_on(flow, step.id, read):
                     continue
                 reported.add(read)
                 after = ", ".join([*step.after, read])
