@@ -1,4 +1,5 @@
-"""Fixtures for the engine tests: stores on every backend, and a real PostgreSQL server.
+"""Fixtures for the engine tests: an in-memory engine, stores on every backend, and a real
+PostgreSQL server.
 
 ``pg_dsn`` is ``LOCKGATE_PG_DSN`` when set, else a throwaway server started once per session
 (``initdb`` + ``postgres`` on a free port, as the ``postgres`` user under root) and stopped at
@@ -19,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from lockgate.engine import Engine
 from lockgate.engine.store import MemoryStore, Store, open_store
 from lockgate.errors import StoreError
 
@@ -138,3 +140,9 @@ def pg_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backe
 @pytest.fixture
 def store(backend: Backend) -> Store:
     return backend.open()
+
+
+@pytest.fixture
+def engine() -> Engine:
+    """A fresh engine over an in-memory store."""
+    return Engine()

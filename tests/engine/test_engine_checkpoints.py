@@ -31,11 +31,6 @@ flows:
 """
 
 
-@pytest.fixture
-def engine() -> Engine:
-    return Engine()
-
-
 def test_commit_reports_the_position_and_labels(engine: Engine) -> None:
     first = engine.plan(SPEC, {"topic": "t"})
     run = first["run_id"]

@@ -34,11 +34,6 @@ def flow(body: str, output: str = "${last.output}", contract: str = "Note", extr
 {body}"""
 
 
-@pytest.fixture
-def engine() -> Engine:
-    return Engine()
-
-
 def steps_of(engine: Engine, run: str) -> dict[str, dict]:
     return {t["step_id"]: t for t in engine.audit(run)["trace"]}
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from engine_support import Fail, Script, drive
 
 from lockgate.engine import Engine
@@ -14,11 +13,6 @@ EXAMPLES = Path(__file__).parent / "stratum_examples"
 
 def spec(name: str) -> str:
     return (EXAMPLES / f"{name}.yaml").read_text()
-
-
-@pytest.fixture
-def engine() -> Engine:
-    return Engine()
 
 
 def test_minimal_example_retries_a_low_confidence_answer(engine: Engine) -> None:

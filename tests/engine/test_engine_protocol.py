@@ -46,11 +46,6 @@ flows:
 """
 
 
-@pytest.fixture
-def engine() -> Engine:
-    return Engine()
-
-
 def test_plan_lists_every_step_that_can_run_at_once(engine: Engine) -> None:
     first = engine.plan(PARALLEL, {"topic": "tea"})
     assert first["status"] == "execute_step"
