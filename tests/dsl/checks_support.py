@@ -57,3 +57,21 @@ def flow(steps: str, *, contracts: str = "R: {v: string, items: 'string[]', n: i
         "    steps:\n"
         f"{body}\n"
     )
+
+
+def calling_sub(sub: str, *, with_: str = "{}") -> str:
+    """A spec whose entry flow ``main`` is one step ``c`` running flow ``sub`` with ``with_``
+    (contract R is ``{v: string}``); ``sub`` is the body of flow sub (YAML: input, output, steps, ...)."""
+    body = textwrap.indent(textwrap.dedent(sub).strip("\n"), " " * 4)
+    return (
+        "version: 1\n"
+        "contracts: {R: {v: string}}\n"
+        "flows:\n"
+        "  entry: main\n"
+        "  main:\n"
+        "    input: {}\n"
+        '    output: {from: "${c.output}", contract: R}\n'
+        f"    steps: [{{id: c, run: sub, with: {with_}}}]\n"
+        "  sub:\n"
+        f"{body}\n"
+    )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from checks_support import codes, errors, flow, only
+from checks_support import calling_sub, codes, errors, flow, only
 
 C = ("flows", "main", "carry")
 
@@ -27,21 +27,12 @@ def test_valid_step_sourced_carry_with_revise():
 
 
 def test_carry_only_on_the_entry_flow():
-    text = """
-    version: 1
-    contracts: {R: {v: string}}
-    flows:
-      entry: main
-      main:
-        input: {}
-        output: {from: "${c.output}", contract: R}
-        steps: [{id: c, run: sub, with: {}}]
-      sub:
+    text = calling_sub("""
         input: {}
         output: {from: "${d.output}", contract: R}
         carry: {w: {initial: "${nope.output}"}}
         steps: [{id: d, do: x, out: R}]
-    """
+    """)
     found = only(errors(text))
     assert (found.code, found.path, found.at) == ("LG711", ("flows", "sub", "carry"), "key")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from checks_support import P, codes, errors, flow, only
+from checks_support import P, calling_sub, codes, errors, flow, only
 
 
 def test_malformed_reference_points_inside_the_string():
@@ -209,20 +209,10 @@ def test_references_to_a_broken_contract_do_not_cascade():
 
 
 def test_with_values_are_scanned_recursively():
-    text = """
-    version: 1
-    contracts: {R: {v: string}}
-    flows:
-      entry: main
-      main:
-        input: {}
-        output: {from: "${c.output}", contract: R}
-        steps:
-          - {id: c, run: sub, with: {x: {deep: ["${nope.output}"]}}}
-      sub:
+    text = calling_sub("""
         input: {x: object}
         output: {from: "${s.output}", contract: R}
         steps: [{id: s, do: "${input.x.anything}", out: R}]
-    """
+    """, with_='{x: {deep: ["${nope.output}"]}}')
     found = only(errors(text))
     assert (found.code, found.path) == ("LG403", ("flows", "main", "steps", 0, "with", "x", "deep", 0))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from checks_support import codes, errors, only
+from checks_support import calling_sub, codes, errors, only
 
 BASE = """
 version: 1
@@ -88,16 +88,7 @@ def test_mutual_recursion_without_entry_restriction():
 
 
 def test_subflow_body_restricted():
-    text = """
-    version: 1
-    contracts: {R: {v: string}}
-    flows:
-      entry: main
-      main:
-        input: {}
-        output: {from: "${c.output}", contract: R}
-        steps: [{id: c, run: sub, with: {}}]
-      sub:
+    text = calling_sub("""
         input: {}
         output: {from: "${d.output}", contract: R}
         steps:
@@ -105,7 +96,7 @@ def test_subflow_body_restricted():
           - id: f
             fanout: {over: "${input.x}", concurrency: 1, isolation: none, require: all, merge: sequential,
                      steps: [{do: x}]}
-    """
+    """)
     found = [f for f in errors(text) if f.code == "LG705"]
     assert [(f.path, f.at) for f in found] == [
         (("flows", "sub", "steps", 0, "run"), "key"),
@@ -115,21 +106,12 @@ def test_subflow_body_restricted():
 
 
 def test_subflow_may_contain_gates():
-    text = """
-    version: 1
-    contracts: {R: {v: string}}
-    flows:
-      entry: main
-      main:
-        input: {}
-        output: {from: "${c.output}", contract: R}
-        steps: [{id: c, run: sub, with: {}}]
-      sub:
+    text = calling_sub("""
         input: {}
         output: {from: "${d.output}", contract: R}
         max_rounds: 2
         steps:
           - {id: d, do: x, out: R}
           - {id: g, after: [d], gate: {on_approve: null, on_revise: d, on_kill: null}}
-    """
+    """)
     assert errors(text) == []
