@@ -23,7 +23,9 @@ flows:
 """
 
 
-def flow(body: str, output: str = "${last.output}", contract: str = "Note", extra: str = "") -> str:
+def flow(body: str, output: str = "${last.output}", contract: str = "Note", extra: str = "",
+         others: str = "") -> str:
+    """Flow ``main`` (input ``topic``) with the steps ``body``; ``others``: more flows after it."""
     return HEAD + f"""  main:
     input:
       topic: string
@@ -31,7 +33,7 @@ def flow(body: str, output: str = "${last.output}", contract: str = "Note", extr
       from: "{output}"
       contract: {contract}
 {extra}    steps:
-{body}"""
+{body}{others}"""
 
 
 def steps_of(engine: Engine, run: str) -> dict[str, dict]:
@@ -361,14 +363,7 @@ def test_usage_within_budget_is_recorded_and_dispatches_are_engine_accounted(eng
 
 # -- subflows -------------------------------------------------------------------------------------------
 
-SUB = HEAD + """  main:
-    input:
-      topic: string
-    output:
-      from: "${last.output}"
-      contract: Note
-    steps:
-      - id: wrap
+SUB = flow("""      - id: wrap
         run: child
         with:
           subject: "${input.topic}"
@@ -381,7 +376,7 @@ SUB = HEAD + """  main:
         after: [wrap, rescue]
         do: "finish"
         out: Note
-  child:
+""", others="""  child:
     input:
       subject: string
       level: integer
@@ -393,7 +388,7 @@ SUB = HEAD + """  main:
         do: "Digest ${input.subject} at level ${input.level}"
         out: Note
         attempts: 1
-"""
+""")
 
 
 def test_subflow_children_are_scoped_and_feed_the_run_step(engine: Engine) -> None:
@@ -516,14 +511,7 @@ def test_carry_revise_value_that_cannot_resolve_keeps_the_gate_waiting(engine: E
     assert engine.gate_resolve(run, "decide", "approve", "", "human", gate["token"])["status"] == "complete"
 
 
-SUB_GATE = HEAD + """  main:
-    input:
-      topic: string
-    output:
-      from: "${last.output}"
-      contract: Note
-    steps:
-      - id: wrap
+SUB_GATE = flow("""      - id: wrap
         run: child
         with:
           subject: "${input.topic}"
@@ -533,7 +521,7 @@ SUB_GATE = HEAD + """  main:
         after: [wrap]
         do: "finish ${wrap.output.text}"
         out: Note
-  child:
+""", others="""  child:
     input:
       subject: string
     output:
@@ -550,7 +538,7 @@ SUB_GATE = HEAD + """  main:
           on_approve: null
           on_revise: draft
           on_kill: null
-"""
+""")
 
 
 def test_a_gate_inside_a_subflow_revises_within_the_child(engine: Engine) -> None:
