@@ -332,6 +332,7 @@ class ContractSet:
         self._at: dict[str, YamlPath] = {}
         self._broken: dict[str, str] = {}
         self._compiled: dict[str, Contract] = {}
+        self._paths: dict[tuple, TypeExpr | ContractError] = {}
         self.issues: list[Finding] = []
 
     # construction
@@ -508,7 +509,26 @@ class ContractSet:
     def type_at(self, root: TypeExpr | str | Mapping[str, Any], path: tuple[PathPart, ...]) -> TypeExpr:
         """The type a reference path leads to (Stratum v1 §3.3); raises PathError naming the
         first segment that does not exist. Paths stop being checked at ``object``, ``array``
-        and unknown types; typed arrays take an index, then continue in the element type."""
+        and unknown types; typed arrays take an index, then continue in the element type.
+
+        Answers are memoised by (root, path) content: a spec asks the same few paths of the
+        same few contracts thousands of times."""
+        key = _path_key(root, path)
+        if key is None:
+            return self._type_at(root, path)
+        found = self._paths.get(key)
+        if found is None:
+            if len(self._paths) >= _MAX_MEMO:
+                self._paths.clear()
+            try:
+                found = self._paths[key] = self._type_at(root, path)
+            except ContractError as exc:
+                found = self._paths[key] = exc
+        if isinstance(found, ContractError):
+            raise found.with_traceback(None)
+        return found
+
+    def _type_at(self, root: TypeExpr | str | Mapping[str, Any], path: tuple[PathPart, ...]) -> TypeExpr:
         if isinstance(root, str) and root not in self._types:
             raise UnknownContract(f'unknown contract "{root}"')
         current: TypeExpr | Mapping[str, Any] = Named(root) if isinstance(root, str) else root
@@ -584,6 +604,21 @@ class ContractSet:
 
 
 # -- helpers --------------------------------------------------------------------------------------
+
+_MAX_MEMO = 20_000
+
+
+def _path_key(root: Any, path: tuple[PathPart, ...]) -> tuple | None:
+    """A hashable content key for a :meth:`ContractSet.type_at` question, or None when the
+    root (an inline mapping with unhashable values) has none."""
+    if isinstance(root, Mapping):
+        root = ("inline", tuple(root.items()))
+    key = (root.__class__, root, tuple(path))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _named_nodes(expr: TypeExpr | None) -> Iterator[Named]:

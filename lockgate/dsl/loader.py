@@ -7,7 +7,9 @@ runs them in order and resolves each :class:`Finding`'s YAML path to a document 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+import gc
+from collections.abc import Collection, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,6 +62,11 @@ def load(
     diagnostics. ``agents`` lists agent names configured beyond the built-ins (for the lint
     about unknown agents); ``lint=False`` leaves out the advisory warnings.
     """
+    with _collector_paused():
+        return _load(text, path, agents, lint)
+
+
+def _load(text: str | bytes, path: str | None, agents: Collection[str] | None, lint: bool) -> LoadResult:
     from .checks import run_checks
     from .structure import check_structure
     from .yamlsrc import parse_yaml
@@ -75,6 +82,24 @@ def load(
     findings.extend(run_checks(ir, agents=agents, lint=lint))
     diagnostics.extend(to_diagnostic(f, source) for f in findings)
     return LoadResult(decoded, path, _ordered(diagnostics), ir, source)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Hold off the cyclic garbage collector while a document loads.
+
+    A load allocates hundreds of thousands of small objects that all stay alive until it
+    returns (and hold no cycles worth finding), so the collector's scans during a load are pure
+    overhead: about a third of the time on a 2,000-step spec. Collection resumes afterwards.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def load_file(path: str | Path, **options) -> LoadResult:

@@ -23,6 +23,7 @@ class Context:
     spec: Spec
     agents: frozenset[str] = field(default=BUILTIN_AGENTS)
     _complete: dict[str, bool] = field(default_factory=dict, repr=False)
+    _usable: dict[int, tuple[object, bool]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, spec: Spec, agents: Collection[str] | None) -> Context:
@@ -51,10 +52,17 @@ class Context:
         if isinstance(root, str):
             return self.contracts.get(root) is not None
         if isinstance(root, Mapping):
+            # inputs are few and live as long as this context: remember each one's answer
+            known = self._usable.get(id(root))
+            if known is not None and known[0] is root:
+                return known[1]
             try:
                 self.contracts.inline(root)
+                answer = True
             except ContractError:
-                return False
+                answer = False
+            self._usable[id(root)] = (root, answer)
+            return answer
         return True
 
     def graph_complete(self, flow: Flow) -> bool:
