@@ -205,16 +205,31 @@ class Header:
     finished_at: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The persisted header; ``inputs`` never change and live in the ``@spec`` record."""
-        out = {
-            "id": self.id, "flow": self.flow, "status": self.status, "workspace": self.workspace,
-            "digest": self.digest, "error_type": self.error_type, "failure": self.failure,
-            "rounds": self.rounds, "spent": self.spent, "carry": self.carry, "checkpoints": self.checkpoints,
-            "cancel_requested": self.cancel_requested, "created_at": self.created_at,
-            "updated_at": self.updated_at, "finished_at": self.finished_at,
-        }
+        """The persisted header: fields at their defaults are left out (``from_dict`` restores
+        them), since the header is encoded on every transition; ``inputs`` never change and live
+        in the ``@spec`` record."""
+        out: dict[str, Any] = {"id": self.id, "flow": self.flow, "status": self.status, "digest": self.digest,
+                               "created_at": self.created_at, "updated_at": self.updated_at}
+        if self.spent:
+            out["spent"] = self.spent
+        if self.workspace is not None:
+            out["workspace"] = self.workspace
+        if self.error_type is not None:
+            out["error_type"] = self.error_type
+        if self.failure is not None:
+            out["failure"] = self.failure
         if self.output is not UNDEFINED:
             out["output"] = self.output
+        if self.rounds:
+            out["rounds"] = self.rounds
+        if self.carry:
+            out["carry"] = self.carry
+        if self.checkpoints:
+            out["checkpoints"] = self.checkpoints
+        if self.cancel_requested:
+            out["cancel_requested"] = True
+        if self.finished_at is not None:
+            out["finished_at"] = self.finished_at
         return out
 
     @classmethod

@@ -75,6 +75,16 @@ def event_body(run_id: str, seq: int, at: str, type_: str, step_id: str | None, 
     )
 
 
+class Pending(NamedTuple):
+    """A validated event with its number and canonical detail, not yet linked into the chain."""
+
+    seq: int
+    at: str
+    type: str
+    step_id: str | None
+    detail_json: str
+
+
 def chain_events(
     run_id: str, events: Iterable[Any], prev_hash: str, next_seq: int, now: str
 ) -> list[Link]:
@@ -83,34 +93,53 @@ def chain_events(
     An input event is ``{"type": str, "step_id": str | None, "detail": dict, "at": ISO-8601}``;
     ``step_id`` and ``detail`` may be left out, and ``at`` defaults to ``now``.
     """
+    return link_events(run_id, prepare_events(events, next_seq, now), prev_hash)
+
+
+def prepare_events(events: Iterable[Any], next_seq: int, now: str) -> list[Pending]:
+    """Validate input events (see :func:`chain_events`) and number them from ``next_seq``: all a
+    store must check before it commits; linking them can then no longer fail."""
     if not isinstance(events, list):
         raise StoreError(f"events must be a list of dicts, not {type(events).__name__}")
-    links = []
-    sha256 = hashlib.sha256
-    # the parts of every body that do not vary within one transaction, encoded once
-    run_part, now_part = _string(run_id), _string(now)
+    out = []
     for offset, event in enumerate(events):
         type_, step_id, detail, at = _check_event(event, offset, now)
-        seq = next_seq + offset
         try:
             detail_json = _dumps(detail)
         except (TypeError, ValueError, RecursionError) as exc:
             raise StoreError(f"events[{offset}].detail is not JSON-serialisable: {exc}") from exc
         if NUL_ESCAPE in detail_json:
             refuse_nul(detail_json, f"events[{offset}].detail")
-        body = (f'{{"at":{now_part if at is now else _string(at)},"detail":{detail_json},"run_id":{run_part},'
+        for text in (detail_json, type_, step_id or "", at):
+            if not text.isascii():
+                _check_unicode(text)
+        out.append(Pending(next_seq + offset, at, type_, step_id, detail_json))
+    return out
+
+
+def link_events(run_id: str, pending: Iterable[Pending], prev_hash: str) -> list[Link]:
+    """Link prepared events after ``prev_hash`` (each hash covers the previous one)."""
+    links = []
+    sha256 = hashlib.sha256
+    run_part = _string(run_id)
+    for seq, at, type_, step_id, detail_json in pending:
+        body = (f'{{"at":{_string(at)},"detail":{detail_json},"run_id":{run_part},'
                 f'"seq":{seq},"step_id":{_string(step_id)},"type":{_string(type_)}}}')
-        try:
-            digest = sha256((prev_hash + body).encode("utf-8")).hexdigest()
-        except UnicodeEncodeError as exc:
-            raise StoreError(f"event text is not valid Unicode: {exc}") from exc
+        digest = sha256((prev_hash + body).encode("utf-8")).hexdigest()
         links.append(Link(seq, at, type_, step_id, detail_json, prev_hash, digest))
         prev_hash = digest
     return links
 
 
+def _check_unicode(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise StoreError(f"event text is not valid Unicode: {exc}") from exc
+
+
 def _check_event(event: Any, offset: int, now: str) -> tuple[str, str | None, dict[str, Any], str]:
-    """The event's parts; ``at`` is ``now`` itself (the same object) when the event has none."""
+    """The event's parts (``now``, already known good, when it has no ``at``)."""
     if isinstance(event, dict) and event.keys() <= _EVENT_KEYS:
         type_, step_id = event.get("type"), event.get("step_id")
         detail, at = event.get("detail", _NO_DETAIL), event.get("at", now)

@@ -2,7 +2,8 @@
 
 Same semantics as the durable stores: versions and conflicts, the hash chain and its
 verification, JSON validation. State is kept as JSON text, so nothing a caller passes in or gets
-back aliases stored state. Thread-safe; :meth:`MemoryStore.wait_for_change` wakes on a condition
+back aliases stored state. Events are validated and numbered when saved, and linked into the hash
+chain when first read (the chain depends only on what was committed, so it comes out the same). Thread-safe; :meth:`MemoryStore.wait_for_change` wakes on a condition
 variable instead of polling.
 """
 
@@ -15,12 +16,13 @@ from typing import Any
 
 from lockgate.engine.store import codec
 from lockgate.engine.store.base import Event, RunSummary, StoredRun, VerifyReport
-from lockgate.engine.store.chain import GENESIS_HASH, Link, chain_events, verify_chain
+from lockgate.engine.store.chain import GENESIS_HASH, Link, Pending, link_events, prepare_events, verify_chain
 from lockgate.errors import RunNotFound, StoreError
 
 
 @dataclass(slots=True)
 class _Run:
+    run_id: str
     header_json: str
     status: str
     flow: str
@@ -29,10 +31,21 @@ class _Run:
     updated_at: str
     steps: dict[str, str] = field(default_factory=dict)
     links: list[Link] = field(default_factory=list)
+    #: committed events not linked yet: hashing waits for the first reader (the hashes are a
+    #: pure function of the committed events, so they come out the same whenever computed)
+    pending: list[Pending] = field(default_factory=list)
 
     @property
-    def head(self) -> str:
-        return self.links[-1].hash if self.links else GENESIS_HASH
+    def count(self) -> int:
+        return len(self.links) + len(self.pending)
+
+    def linked(self) -> list[Link]:
+        """Every event, linked (call under the store's lock)."""
+        if self.pending:
+            head = self.links[-1].hash if self.links else GENESIS_HASH
+            self.links.extend(link_events(self.run_id, self.pending, head))
+            self.pending = []
+        return self.links
 
 
 class MemoryStore:
@@ -51,12 +64,13 @@ class MemoryStore:
         header_json, status, flow = codec.encode_header(header)
         encoded_steps = codec.encode_steps(steps)
         now = codec.utc_now()
-        links = chain_events(run_id, events, GENESIS_HASH, 1, now)
+        pending = prepare_events(events, 1, now)
         with self._changed:
             self._check_open()
             if run_id in self._runs:
                 raise StoreError(f"run {run_id!r} already exists")
-            self._runs[run_id] = _Run(header_json, status, flow, 1, now, now, dict(encoded_steps), links)
+            self._runs[run_id] = _Run(run_id, header_json, status, flow, 1, now, now, dict(encoded_steps), [],
+                                      pending)
             self._changed.notify_all()
         return 1
 
@@ -88,10 +102,10 @@ class MemoryStore:
             run = self._run(run_id)
             if run.version != expected_version:
                 raise codec.conflict(run_id, expected_version, run.version)
-            links = chain_events(run_id, events, run.head, len(run.links) + 1, now)
+            pending = prepare_events(events, run.count + 1, now)
             run.header_json, run.status, run.flow = header_json, status, flow
             run.steps.update(encoded_steps)
-            run.links.extend(links)
+            run.pending.extend(pending)
             run.version += 1
             run.updated_at = now
             if self._waiting:
@@ -116,14 +130,13 @@ class MemoryStore:
     def events(self, run_id: str, since_seq: int = 0) -> list[Event]:
         codec.check_seq(since_seq)
         with self._changed:
-            links = self._run(run_id).links[max(since_seq, 0):]
+            links = self._run(run_id).linked()[max(since_seq, 0):]
         return [_event(link) for link in links]
 
     def verify(self, run_id: str) -> VerifyReport:
         with self._changed:
-            run = self._run(run_id)
-            links, head, count = list(run.links), run.head, len(run.links)
-        return verify_chain(run_id, links, head, count)
+            links = list(self._run(run_id).linked())
+        return verify_chain(run_id, links, links[-1].hash if links else GENESIS_HASH, len(links))
 
     def wait_for_change(self, run_id: str, version: int, timeout: float) -> int:
         with self._changed:

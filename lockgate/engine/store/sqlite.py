@@ -19,7 +19,9 @@ so of two processes saving the same version exactly one wins and the other gets
 Cost. ``save_run`` is one transaction of at most four prepared statements. The chain head of a
 version is fixed once that version is committed, so the head read by the last load or save of
 the run is cached per (run, version) and the usual transition needs no read at all (the UPDATE
-also matches the cached head, so a database swapped underneath cannot fork the chain).
+also matches the cached head, so a database swapped underneath cannot fork the chain). The
+cached row also tells whether the status changed: when it did not, the UPDATE leaves the status
+column, and so its index, alone.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from lockgate.engine.store import codec
 from lockgate.engine.store.base import Event, RunSummary, StoredRun, VerifyReport
@@ -86,6 +88,12 @@ _UPDATE_RUN = (
     "UPDATE runs SET flow = ?, status = ?, header = ?, version = version + 1, updated_at = ?,"
     " event_count = ?, head_hash = ? WHERE run_id = ? AND version = ? AND head_hash = ?"
 )
+# The usual transition keeps status and flow: not naming them leaves the status index untouched
+# (one page less to write per commit).
+_UPDATE_RUN_BODY = (
+    "UPDATE runs SET header = ?, version = version + 1, updated_at = ?,"
+    " event_count = ?, head_hash = ? WHERE run_id = ? AND version = ? AND head_hash = ?"
+)
 _UPSERT_STEP = (
     "INSERT INTO steps (run_id, step_id, record) VALUES (?, ?, ?)"
     " ON CONFLICT (run_id, step_id) DO UPDATE SET record = excluded.record"
@@ -94,7 +102,7 @@ _INSERT_EVENT = (
     "INSERT INTO events (run_id, seq, at, type, step_id, detail, prev_hash, hash)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
-_SELECT_HEAD = "SELECT version, event_count, head_hash FROM runs WHERE run_id = ?"
+_SELECT_HEAD = "SELECT version, event_count, head_hash, status, flow FROM runs WHERE run_id = ?"
 _SELECT_EVENTS = (
     "SELECT seq, at, type, step_id, detail, prev_hash, hash FROM events WHERE run_id = ? AND seq > ?"
     " ORDER BY seq"
@@ -112,8 +120,8 @@ class SQLiteStore:
             raise StoreError(f"synchronous must be NORMAL or FULL, not {synchronous!r}")
         self.path = Path(path)
         self._lock = threading.RLock()
-        # run id -> (version, event count, head hash) as last seen committed by this store.
-        self._heads: dict[str, tuple[int, int, str]] = {}
+        # run id -> its row as last seen committed by this store.
+        self._heads: dict[str, _Head] = {}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(
@@ -152,7 +160,7 @@ class SQLiteStore:
             except sqlite3.IntegrityError as exc:
                 raise StoreError(f"run {run_id!r} already exists") from exc
             self._write_rows(db, run_id, encoded_steps, links)
-        self._heads[run_id] = (1, len(links), head)
+        self._heads[run_id] = _Head(1, len(links), head, status, flow)
         return 1
 
     def save_run(
@@ -169,38 +177,40 @@ class SQLiteStore:
         encoded_steps = codec.encode_steps(steps)
         now = codec.utc_now()
         with self._write() as db:
-            count, head = self._head_at(db, run_id, expected_version)
-            links = chain_events(run_id, events, head, count + 1, now)
-            new_count = count + len(links)
-            new_head = links[-1].hash if links else head
-            cursor = db.execute(
-                _UPDATE_RUN,
-                (flow, status, header_json, now, new_count, new_head, run_id, expected_version, head),
-            )
+            old = self._head_at(db, run_id, expected_version)
+            links = chain_events(run_id, events, old.hash, old.count + 1, now)
+            new_count = old.count + len(links)
+            new_head = links[-1].hash if links else old.hash
+            if status == old.status and flow == old.flow:
+                cursor = db.execute(_UPDATE_RUN_BODY, (header_json, now, new_count, new_head, run_id,
+                                                       expected_version, old.hash))
+            else:
+                cursor = db.execute(_UPDATE_RUN, (flow, status, header_json, now, new_count, new_head, run_id,
+                                                  expected_version, old.hash))
             if cursor.rowcount != 1:
                 raise self._conflict(db, run_id, expected_version)
             self._write_rows(db, run_id, encoded_steps, links)
-        self._heads[run_id] = (expected_version + 1, new_count, new_head)
+        self._heads[run_id] = _Head(expected_version + 1, new_count, new_head, status, flow)
         return expected_version + 1
 
-    def _head_at(self, db: sqlite3.Connection, run_id: str, version: int) -> tuple[int, str]:
-        """(event count, head hash) of ``run_id`` at ``version``, from the cache when it holds
-        that version (the UPDATE's version check then proves it current), else read."""
+    def _head_at(self, db: sqlite3.Connection, run_id: str, version: int) -> _Head:
+        """The row of ``run_id`` at ``version``, from the cache when it holds that version (the
+        UPDATE's version check then proves it current), else read."""
         cached = self._heads.get(run_id)
-        if cached is not None and cached[0] == version:
-            return cached[1], cached[2]
+        if cached is not None and cached.version == version:
+            return cached
         row = db.execute(_SELECT_HEAD, (run_id,)).fetchone()
         if row is None:
             raise RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
         if row[0] != version:
             raise codec.conflict(run_id, version, row[0])
-        return row[1], row[2]
+        return _Head(*row)
 
     def _conflict(self, db: sqlite3.Connection, run_id: str, expected: int) -> Exception:
         row = db.execute(_SELECT_HEAD, (run_id,)).fetchone()
         if row is None:
             return RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
-        self._heads[run_id] = (row[0], row[1], row[2])
+        self._heads[run_id] = _Head(*row)
         return codec.conflict(run_id, expected, row[0])
 
     @staticmethod
@@ -215,13 +225,13 @@ class SQLiteStore:
     def load_run(self, run_id: str) -> StoredRun:
         with self._read() as db:
             row = db.execute(
-                "SELECT header, version, event_count, head_hash FROM runs WHERE run_id = ?", (run_id,)
+                "SELECT header, version, event_count, head_hash, status, flow FROM runs WHERE run_id = ?", (run_id,)
             ).fetchone()
             if row is None:
                 raise RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
             steps = db.execute("SELECT step_id, record FROM steps WHERE run_id = ?", (run_id,)).fetchall()
-        header_json, version, count, head = row
-        self._heads[run_id] = (version, count, head)
+        header_json, version = row[0], row[1]
+        self._heads[run_id] = _Head(*row[1:])
         return StoredRun(
             run_id=run_id,
             header=codec.decode(header_json),
@@ -337,6 +347,16 @@ class SQLiteStore:
     def _require_run(db: sqlite3.Connection, run_id: str) -> None:
         if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
             raise RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
+
+
+class _Head(NamedTuple):
+    """A run's row as this store last saw it committed: the chain head of ``version`` is fixed."""
+
+    version: int
+    count: int
+    hash: str
+    status: str
+    flow: str
 
 
 def _event(row: tuple[Any, ...]) -> Event:
