@@ -41,36 +41,8 @@ flows:
         out: Note
 """
 
-REVIEWED = """
-version: 1
-contracts:
-  Work:
-    result: string
-    quality_score: number
-flows:
-  entry: reviewed_work
-  reviewed_work:
-    input:
-      text: string
-    output:
-      from: "${work.output}"
-      contract: Work
-    max_rounds: 3
-    steps:
-      - id: work
-        do: "Produce the deliverable requested in ${input.text}"
-        out: Work
-        ensure:
-          - expr: "result.quality_score >= 0.8"
-        attempts: 3
-      - id: review
-        after: [work]
-        gate:
-          on_approve: null
-          on_revise: work
-          on_kill: null
-          max_rounds: 2
-"""
+# the source document's full example: a human gate that can send the work back
+REVIEWED = (Path(__file__).resolve().parents[2] / "examples" / "reviewed-work.stratum.yaml").read_text()
 
 
 class Session:
