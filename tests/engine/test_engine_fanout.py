@@ -8,45 +8,9 @@ from pathlib import Path
 
 import pytest
 from engine_support import Fail, Script, drive
+from specs import fan_spec
 
 from lockgate.engine import Engine
-
-
-def fan_spec(*, require: str = "all", dispatch: str = "consumer", concurrency: int = 2,
-             isolation: str = "none", stages: str | None = None, pre_merge: str = "") -> str:
-    stages = stages or """            - do: "Shout ${item}"
-              out: Word
-              ensure:
-                - expr: "result.word == item"
-"""
-    return f"""
-version: 1
-contracts:
-  Word:
-    word: string
-  Words:
-    first: Word?
-flows:
-  entry: main
-  main:
-    input:
-      words: string[]
-    output:
-      from: "${{fan.output[0]}}"
-      contract: Word
-    steps:
-      - id: fan
-        attempts: 2
-        fanout:
-          over: "${{input.words}}"
-          concurrency: {concurrency}
-          isolation: {isolation}
-          require: {require}
-          merge: sequential
-          dispatch: {dispatch}
-{pre_merge}          steps:
-{stages}"""
-
 
 ECHO = Script({"fan/*": lambda e: {"word": e["item"]}})
 

@@ -10,6 +10,7 @@ import anyio
 import pytest
 from jsonschema import Draft202012Validator
 from mcp_support import CHECKED, REVIEWED, connect, lockgate_cli
+from specs import fan_spec
 
 from lockgate.engine import Engine
 from lockgate.engine.store import open_store
@@ -307,39 +308,9 @@ async def test_file_postconditions_check_the_agents_work_in_the_workspace(store,
         assert outside["status"] == "ensure_failed"
 
 
-FANOUT = """
-version: 1
-contracts:
-  Word:
-    word: string
-flows:
-  entry: main
-  main:
-    input:
-      words: string[]
-    output:
-      from: "${fan.output[0]}"
-      contract: Word
-    steps:
-      - id: fan
-        fanout:
-          over: "${input.words}"
-          concurrency: 2
-          isolation: none
-          require: all
-          merge: sequential
-          dispatch: consumer
-          steps:
-            - do: "Shout ${item}"
-              out: Word
-              ensure:
-                - expr: "result.word == item"
-"""
-
-
 async def test_an_agent_works_through_parallel_fanout_dispatches_by_their_ready_lists(store, tmp_path) -> None:
     async with connect(store, tmp_path) as s:
-        response = await s.ok("lockgate_plan", {"spec": FANOUT, "inputs": {"words": ["a", "b", "c"]}})
+        response = await s.ok("lockgate_plan", {"spec": fan_spec(), "inputs": {"words": ["a", "b", "c"]}})
         run = response["run_id"]
         assert [r["step_id"] for r in response["ready"]] == ["fan/0", "fan/1"]
         queue = list(response["ready"])

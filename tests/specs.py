@@ -1,0 +1,42 @@
+"""Spec texts that tests of several areas (engine, MCP, ...) share; import them by name
+(``from specs import fan_spec``): tests/conftest.py puts this folder on the import path."""
+
+from __future__ import annotations
+
+
+def fan_spec(*, require: str = "all", dispatch: str = "consumer", concurrency: int = 2,
+             isolation: str = "none", stages: str | None = None, pre_merge: str = "") -> str:
+    """A flow fanning out over ``input.words`` (contract Word); by default each item is one stage
+    that must echo its word (``stages`` replaces it, ``pre_merge`` adds that block)."""
+    stages = stages or """            - do: "Shout ${item}"
+              out: Word
+              ensure:
+                - expr: "result.word == item"
+"""
+    return f"""
+version: 1
+contracts:
+  Word:
+    word: string
+  Words:
+    first: Word?
+flows:
+  entry: main
+  main:
+    input:
+      words: string[]
+    output:
+      from: "${{fan.output[0]}}"
+      contract: Word
+    steps:
+      - id: fan
+        attempts: 2
+        fanout:
+          over: "${{input.words}}"
+          concurrency: {concurrency}
+          isolation: {isolation}
+          require: {require}
+          merge: sequential
+          dispatch: {dispatch}
+{pre_merge}          steps:
+{stages}"""
