@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from ...errors import ContractError
-from ..ir import CarryVar, Flow, Spec
+from ..diagnostics import Finding
+from ..ir import CarryVar, Flow, Spec, Step
 
 BUILTIN_AGENTS: frozenset[str] = frozenset({"claude", "codex"})
 
@@ -24,6 +27,7 @@ class Context:
     agents: frozenset[str] = field(default=BUILTIN_AGENTS)
     _complete: dict[str, bool] = field(default_factory=dict, repr=False)
     _usable: dict[int, tuple[object, bool]] = field(default_factory=dict, repr=False)
+    _env: dict[str, int | None] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, spec: Spec, agents: Collection[str] | None) -> Context:
@@ -76,6 +80,34 @@ class Context:
             cached = self._complete[flow.name] = _complete(flow, self.carry_vars(flow))
         return cached
 
+    def memoised(self, rule: str, flow: Flow, step: Step, field_key: Hashable,
+                 compute: Callable[[], Iterable[Finding]]) -> list[Finding]:
+        """``compute()`` as a list, remembered across runs by content.
+
+        For the per-field rules (references, expressions), whose findings depend only on the
+        field, a few facts of its step and the flow's typing environment (:meth:`env_id`):
+        step ids and what each one's output is typed against, the flow input, the carry names
+        and the contracts. A warm re-check of an edited spec recomputes only changed fields.
+        """
+        env = self.env_id(flow)
+        if env is None:
+            return list(compute())
+        key = (rule, env, field_key, _step_facts(step))
+        try:
+            found = _FIELD_MEMO.get(key)
+        except TypeError:  # an unhashable value in the step
+            return list(compute())
+        if found is None:
+            found = _FIELD_MEMO.put(key, tuple(compute()))
+        return list(found)
+
+    def env_id(self, flow: Flow) -> int | None:
+        """A small id for the typing environment of ``flow`` (equal content, equal id), or
+        None when part of it cannot be hashed."""
+        if flow.name not in self._env:
+            self._env[flow.name] = _ENVS.intern(_environment(self, flow))
+        return self._env[flow.name]
+
     @cached_property
     def contracts(self):
         """The spec's :class:`lockgate.dsl.contracts.ContractSet`."""
@@ -102,3 +134,94 @@ def _complete(flow: Flow, carry: Mapping[str, CarryVar]) -> bool:
                 if ref.kind == "carry" and ref.name not in carry:
                     return False
     return not cycles(flow)
+
+
+# -- memoisation --------------------------------------------------------------------------------
+
+
+class _Lru:
+    """A bounded mapping that forgets the least recently used entries."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.data: OrderedDict[Hashable, Any] = OrderedDict()
+
+    def get(self, key: Hashable) -> Any:
+        found = self.data.get(key)
+        if found is not None:
+            self.data.move_to_end(key)
+        return found
+
+    def put(self, key: Hashable, value: Any) -> Any:
+        self.data[key] = value
+        if len(self.data) > self.size:
+            self.data.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        self.data.clear()
+
+
+class _Interned:
+    """Equal environments get the same small id (bounded, like the memo it keys)."""
+
+    def __init__(self, size: int) -> None:
+        self.ids = _Lru(size)
+        self.next = 0
+
+    def intern(self, env: tuple | None) -> int | None:
+        if env is None:
+            return None
+        try:
+            found = self.ids.get(env)
+        except TypeError:
+            return None
+        if found is None:
+            self.next += 1
+            found = self.ids.put(env, self.next)
+        return found
+
+    def clear(self) -> None:
+        self.ids.clear()
+
+
+_FIELD_MEMO = _Lru(60_000)
+_ENVS = _Interned(64)
+
+
+def clear_memo() -> None:
+    """Forget every memoised finding (benchmarks measure cold checks with this)."""
+    _FIELD_MEMO.clear()
+    _ENVS.clear()
+
+
+def _step_facts(step: Step) -> tuple:
+    """What the per-field rules read of a field's own step besides the field itself."""
+    fan = step.fanout
+    stages = tuple((st.index, st.out, st.at) for st in fan.stages) if fan is not None else None
+    return (step.id, step.kind, step.out, step.at, fan.over if fan is not None else None, stages)
+
+
+def _environment(ctx: Context, flow: Flow) -> tuple | None:
+    """Everything the per-field rules read beyond their field and step, as content."""
+    steps = []
+    for step in flow.steps:
+        fan = step.fanout
+        last = fan.stages[-1] if fan is not None and fan.stages else None
+        callee = ctx.spec.flows.get(step.run) if isinstance(step.run, str) else None
+        called = None
+        if callee is not None:
+            called = (callee.name, callee.output.contract if callee.output is not None else None,
+                      callee.output is not None)
+        steps.append((step.id, step.kind, step.out, step.run, called,
+                      None if last is None else (last.index, last.out, last.at)))
+    contracts = tuple((name, decl.name, tuple(decl.fields.items()) if isinstance(decl.fields, Mapping) else None)
+                      for name, decl in ctx.spec.contracts.items())
+    entry = ctx.entry.name if ctx.entry is not None else None
+    env = (flow.name, flow.at, tuple(flow.input.items()), tuple(steps), tuple(ctx.carry_vars(flow)), contracts,
+           entry, ctx.spec.entry)
+    try:
+        hash(env)
+    except TypeError:
+        return None
+    return env

@@ -54,7 +54,8 @@ def check(ctx: Context) -> Iterator[Finding]:
         for step in flow.steps:
             for field in scanned_fields(step):
                 if field.is_expression:
-                    yield from field_expression(ctx, flow, step, field)
+                    yield from ctx.memoised("expressions", flow, step, (field.path, field.text, field.context, field.stage),
+                                            lambda: field_expression(ctx, flow, step, field))
 
 
 def field_expression(ctx: Context, flow: Flow, step: Step, field: ScannedField) -> Iterator[Finding]:

@@ -23,7 +23,12 @@ def check(ctx: Context) -> Iterator[Finding]:
     for flow in ctx.spec.flows.values():
         for step in flow.steps:
             for field in scanned_fields(step):
-                yield from field_findings(ctx, flow, step, field)
+                yield from ctx.memoised("references", flow, step, _field_key(field),
+                                        lambda: field_findings(ctx, flow, step, field))
+
+
+def _field_key(field: ScannedField) -> tuple:
+    return (field.path, field.text, field.context, field.stage)
 
 
 def field_findings(ctx: Context, flow: Flow, step: Step, field: ScannedField) -> Iterator[Finding]:
