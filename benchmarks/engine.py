@@ -4,16 +4,18 @@ pydantic-graph in the same process.
 Workloads: a 1,000-step linear flow and a 1,000-item fanout, the same work on every side: each
 step or item renders its task text from the previous output (or the item) and answers ``{"v": 1}``
 at once. Lockgate is driven through its consumer protocol (plan, then step_done for every
-dispatch, each call persisted before it answers) on three stores: none (a store that keeps
+dispatch, each call persisted before it answers) on these stores: none (a store that keeps
 nothing: the engine's own cost), the memory store (JSON copies and the hash chain included) and
 SQLite (WAL, the embedded default). LangGraph runs the same shapes as a StateGraph (a chain of
 1,000 nodes; a ``Send`` map-reduce over 1,000 items, results gathered by a reducer) without a
-checkpointer and with its SQLite checkpointer (``langgraph-checkpoint-sqlite``), both with its
-default ``durability="async"`` (a checkpoint written in the background while the next step runs)
-and with ``durability="sync"`` (written before the next step, as Lockgate persists every
-transition before it answers); pydantic-graph runs them with its builder API in memory. Also
-timed: a gate decision round trip (memory and SQLite) and ``import lockgate`` in a fresh
-interpreter.
+checkpointer and with its SQLite checkpointer (``langgraph-checkpoint-sqlite``: WAL, and SQLite's
+default synchronous=FULL, an fsync per commit), both with its default ``durability="async"`` (a
+checkpoint written in the background while the next step runs) and with ``durability="sync"``
+(written before the next step, as Lockgate persists every transition before it answers). Lockgate
+on SQLite runs with its default synchronous=NORMAL (safe against a process crash; the last commits
+may be lost to a power cut) and with synchronous=FULL (the checkpointer's durability).
+pydantic-graph runs them with its builder API in memory. Also timed: a gate decision round trip
+(memory and SQLite) and ``import lockgate`` in a fresh interpreter.
 
 Each figure is the median over ``--repeat`` runs of (run time / transitions), in wall time and in
 CPU time of the process (all threads); on a machine shared with other work the CPU column is the
@@ -21,8 +23,8 @@ steadier one. Ratios are peer / Lockgate on the same kind of store, from the wal
 
 Run: ``python benchmarks/engine.py [--n 1000] [--repeat 3] [--baseline DIR]``; ``--baseline``
 also measures the Lockgate rows with the ``lockgate`` package found in DIR (e.g. a ``git
-worktree`` of an older commit), interleaved in the same run, for a before/after column. This is a
-measurement script, not a test.
+worktree`` of an older commit), in a subprocess at the start of the same run, for a before/after
+column. This is a measurement script, not a test.
 """
 
 from __future__ import annotations
@@ -298,7 +300,8 @@ def pydantic_graph_fanout(n: int) -> Sample:
 
 # -- running ----------------------------------------------------------------------------------------
 
-LOCKGATE_ROWS = ("lockgate, engine only", "lockgate, memory store", "lockgate, SQLite")
+LOCKGATE_ROWS = ("lockgate, engine only", "lockgate, memory store", "lockgate, SQLite",
+                 "lockgate, SQLite, synchronous=FULL")
 
 
 def median_of(fn: Any, repeat: int) -> Sample | None:
@@ -338,10 +341,15 @@ class Bench:
         self.specs = {"linear": (load(linear_spec(n)).spec, {}),
                       "fanout": (load(fanout_spec(n)).spec, {"items": list(range(n))})}
 
-    def sqlite(self) -> Any:
+    def sqlite(self, synchronous: str = "NORMAL") -> Any:
         from lockgate.engine.store import open_store
 
-        return open_store(os.path.join(self.tmp, f"lg-{next(self.counter)}.db"))
+        return open_store(os.path.join(self.tmp, f"lg-{next(self.counter)}.db"), synchronous=synchronous)
+
+    def sqlite_full(self) -> Any:
+        """fsync at every commit, as LangGraph's SQLite checkpointer does (WAL, SQLite's default
+        synchronous=FULL): the same durability on both sides, power loss included."""
+        return self.sqlite("FULL")
 
     @staticmethod
     def memory() -> Any:
@@ -351,7 +359,7 @@ class Bench:
 
     def lockgate(self, shape: str, row: str, repeat: int) -> Sample | None:
         spec, inputs = self.specs[shape]
-        factory = {LOCKGATE_ROWS[0]: NullStore, LOCKGATE_ROWS[1]: self.memory, LOCKGATE_ROWS[2]: self.sqlite}[row]
+        factory = dict(zip(LOCKGATE_ROWS, (NullStore, self.memory, self.sqlite, self.sqlite_full)))[row]
         return median_of(lambda: lockgate_run(factory, spec, inputs), repeat)
 
     def others(self) -> dict[str, float]:
@@ -420,22 +428,23 @@ def main() -> None:
     if before:
         header = ("system", "wall", "CPU", "ratio", "before: wall", "CPU", "ratio")
     for shape in bench.specs:
-        mem = results.get((shape, LOCKGATE_ROWS[1]))
-        disk = results.get((shape, LOCKGATE_ROWS[2]))
-        old_mem, old_disk = before.get(f"{shape}|{LOCKGATE_ROWS[1]}"), before.get(f"{shape}|{LOCKGATE_ROWS[2]}")
+        mem, disk, full = (results.get((shape, row)) for row in LOCKGATE_ROWS[1:])
+        old_mem, old_disk, old_full = (before.get(f"{shape}|{row}") for row in LOCKGATE_ROWS[1:])
         rows = []
         for (s, name), value in results.items():
             if s != shape:
                 continue
             persisted = "SQLite" in name
-            base, old_base = (disk, old_disk) if persisted else (mem, old_mem)
             peer = not name.startswith("lockgate")
-            row = [name, *_fmt(value), _ratio(value, base) if peer else ""]
+            ratio = _ratio(value, disk, full) if persisted else _ratio(value, mem)
+            row = [name, *_fmt(value), ratio if peer else ""]
             if before:
-                row += ["", "", _ratio(value, old_base)] if peer else [*_fmt(before.get(f"{shape}|{name}")), ""]
+                old_ratio = _ratio(value, old_disk, old_full) if persisted else _ratio(value, old_mem)
+                row += ["", "", old_ratio] if peer else [*_fmt(before.get(f"{shape}|{name}")), ""]
             rows.append(tuple(row))
         print_table(f"{shape}, {n} transitions: median time per transition (ratio = peer / lockgate on the same "
-                    "kind of store: memory rows against the memory store, SQLite rows against SQLite)", rows, header)
+                    "kind of store: memory rows against the memory store, SQLite rows against SQLite, then "
+                    "against SQLite with synchronous=FULL)", rows, header)
 
     other = bench.others()
     other["import lockgate (fresh interpreter)"] = import_time("import lockgate")
@@ -444,10 +453,12 @@ def main() -> None:
     print_table("other", rows, ("measure", "median", "before" if before else ""))
 
 
-def _ratio(value: Sample | None, base: Sample | list[float] | None) -> str:
+def _ratio(value: Sample | None, base: Sample | list[float] | None,
+           full: Sample | list[float] | None = None) -> str:
     if not value or not base:
         return ""
-    return f"{value[0] / base[0]:6.1f}x"
+    text = f"{value[0] / base[0]:5.1f}x"
+    return f"{text} / {value[0] / full[0]:4.1f}x" if full else text
 
 
 if __name__ == "__main__":

@@ -128,8 +128,8 @@ def item_result(run: LiveRun, loc: Located, item: StepState, result: Any, failur
         _item_failed(run, fan_loc, fan_st, item, {"kind": "usage", "violations": [],
                                                    "reason": f"invalid usage (nothing recorded): {problem}"})
         return
-    spend = {k: v for k, v in (usage or {}).items() if k != "dispatches"}
-    over = budget.settle(run, budget.ledgers(run, run.root, fan_st, loc.cstep.budget), spend)
+    spend = {k: v for k, v in usage.items() if k != "dispatches"} if usage else None
+    over = budget.settle(run, budget.ledgers(run, run.root, fan_st, loc.cstep.budget), spend) if spend else None
     if over is not None and over.level == "flow":
         item.token = None
         run.fail_run("budget_exhausted", "flow budget exhausted", item.key, spent=dict(run.header.spent))

@@ -10,9 +10,10 @@ items. They are rebuilt in one pass when a run is loaded, and kept current incre
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..dsl.values import UNDEFINED
 from .compiled import CFlow, CompiledSpec, CStep
@@ -97,6 +98,7 @@ class LiveRun:
         self.extra_records: dict[str, dict[str, Any]] = {}
         self.checkpoint_records: dict[str, dict[str, Any]] = {}
         self._located: dict[str, Located] = {}
+        self._workspace: tuple[str | None, Path | None] = (None, None)
         self._rebuild_indexes()
 
     # -- transitions' bookkeeping ---------------------------------------------------------------
@@ -212,7 +214,11 @@ class LiveRun:
         return out
 
     def workspace(self) -> Path | None:
-        return Path(self.header.workspace) if self.header.workspace else None
+        """The run's workspace directory (fixed at plan time; the Path is made once)."""
+        text = self.header.workspace
+        if text != self._workspace[0]:
+            self._workspace = (text, Path(text) if text else None)
+        return self._workspace[1]
 
     # -- records ----------------------------------------------------------------------------------
 

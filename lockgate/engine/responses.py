@@ -41,10 +41,13 @@ def response(run: LiveRun, *, everything: bool = False) -> dict[str, Any]:
                 "rationale": failure.get("rationale"), "spent": dict(header.spent)}
     if header.status != RUN_RUNNING:
         return error_response(run)
+    issued = run.issued
     if everything:
         new = list(run.outstanding)
+    elif len(issued) == 1:  # the usual transition: one dispatch, nothing to order
+        new = issued if run.steps[issued[0]].status == READY else []
     else:
-        new = sorted({k: None for k in run.issued if run.steps[k].status == READY}, key=run.order_key)
+        new = sorted({k: None for k in issued if run.steps[k].status == READY}, key=run.order_key)
     out = _running(run, base, new)
     _add_failure(run, out)
     return out

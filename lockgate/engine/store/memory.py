@@ -16,7 +16,14 @@ from typing import Any
 
 from lockgate.engine.store import codec
 from lockgate.engine.store.base import Event, RunSummary, StoredRun, VerifyReport
-from lockgate.engine.store.chain import GENESIS_HASH, Link, Pending, link_events, prepare_events, verify_chain
+from lockgate.engine.store.chain import (
+    GENESIS_HASH,
+    Link,
+    Pending,
+    link_events,
+    prepare_events,
+    verify_chain,
+)
 from lockgate.errors import RunNotFound, StoreError
 
 
