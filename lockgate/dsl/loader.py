@@ -102,6 +102,21 @@ def _collector_paused() -> Iterator[None]:
         gc.enable()
 
 
+def clear_caches() -> None:
+    """Forget everything :func:`load` remembers between calls (cached chunk parses, memoised
+    findings, compiled expressions, scanned templates, parsed types), so the next load is cold."""
+    from .checks.context import clear_memo
+    from .expr.expression import _compile_cached
+    from .refs import _scan
+    from .types import _parse
+    from .yamlsrc import clear_chunk_cache
+
+    clear_chunk_cache()
+    clear_memo()
+    for cached in (_compile_cached, _scan, _parse):
+        cached.cache_clear()
+
+
 def load_file(path: str | Path, **options) -> LoadResult:
     """:func:`load` a file; unreadable files raise :class:`OSError` for the caller to report."""
     data = Path(path).read_bytes()
@@ -146,4 +161,4 @@ def _ordered(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
-__all__ = ["LoadResult", "load", "load_file", "to_diagnostic", "Severity"]
+__all__ = ["LoadResult", "clear_caches", "load", "load_file", "to_diagnostic", "Severity"]

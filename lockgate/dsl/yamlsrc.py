@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from functools import lru_cache
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -107,21 +108,28 @@ class Node:
 
 class Slot:
     """A node in its place: the key interval (mapping entries) and the interval of the value
-    *here*, which for an alias is the ``*name`` site while ``node`` is the anchored node."""
+    *here*, which for an alias is the ``*name`` site while ``node`` is the anchored node.
 
-    __slots__ = ("key", "key_start", "key_end", "node", "start", "end")
+    ``base`` is added to every position inside ``node``'s subtree to bring it into this slot's
+    coordinates: non-zero only for the steps of a document assembled from separately parsed
+    (and cached) chunks, whose subtrees keep chunk-relative positions.
+    """
 
-    def __init__(self, key: str | None, key_start: int, key_end: int, node: Node, start: int, end: int) -> None:
+    __slots__ = ("key", "key_start", "key_end", "node", "start", "end", "base")
+
+    def __init__(self, key: str | None, key_start: int, key_end: int, node: Node, start: int, end: int,
+                 base: int = 0) -> None:
         self.key = key
         self.key_start = key_start
         self.key_end = key_end
         self.node = node
         self.start = start
         self.end = end
+        self.base = base
 
     @property
     def is_alias(self) -> bool:
-        return self.start != self.node.start
+        return self.start != self.node.start + self.base
 
 
 class SourceMap:
@@ -134,10 +142,18 @@ class SourceMap:
 
     def __init__(self, text: str, root: Node | None = None, base: int = 0) -> None:
         self.text = text
-        self.lines = LineIndex(text)
         self.root = root
         self._base = base  # characters before what libyaml saw (a byte-order mark)
         self._parse_text = text[base:] if base else text
+        self._lines: LineIndex | None = None
+        self._shifted_chars: dict[int, tuple[Node, int, CharSources]] = {}
+
+    @property
+    def lines(self) -> LineIndex:
+        """The line index of the text, built on first use (a valid document needs none)."""
+        if self._lines is None:
+            self._lines = LineIndex(self.text)
+        return self._lines
 
     # lookups
 
@@ -146,21 +162,21 @@ class SourceMap:
 
     def value_range(self, path: YamlPath) -> Range:
         """The range of the value at ``path`` (or of its nearest existing ancestor)."""
-        slot, _ = self._walk(path)
+        slot, _, at = self._locate(path)
         if slot is None:
             return self._root_range()
-        return self._range(slot.start, slot.end)
+        return self._range(slot.start + at, slot.end + at)
 
     def key_range(self, path: YamlPath) -> Range:
         """The range of the key of ``path``'s entry. For a missing path, the key of the nearest
         existing ancestor (so "missing key" diagnostics point at the parent's key); for a
         sequence item, its first key (or its value when it is not a mapping)."""
-        slot, _ = self._walk(path)
+        slot, _, at = self._locate(path)
         if slot is None:
-            return self._first_key_range(self.root) or self._root_range()
+            return self._first_key_range(self.root, 0) or self._root_range()
         if slot.key is not None:
-            return self._range(slot.key_start, slot.key_end)
-        return self._first_key_range(slot.node) or self._range(slot.start, slot.end)
+            return self._range(slot.key_start + at, slot.key_end + at)
+        return self._first_key_range(slot.node, at + slot.base) or self._range(slot.start + at, slot.end + at)
 
     def span_range(self, path: YamlPath, start: int, end: int) -> Range:
         """The document range of characters ``[start, end)`` of the string value at ``path``.
@@ -169,29 +185,30 @@ class SourceMap:
         indentation are applied). Falls back to the value's range when the path is not a
         string scalar; offsets are clamped to the value.
         """
-        slot, depth = self._walk(path)
+        slot, depth, at = self._locate(path)
         if slot is None or depth != len(path) or slot.node.kind != "scalar" or slot.node.text is None:
             return self.value_range(path)
-        chars = self._chars(slot.node)
+        chars = self._chars(slot.node, at + slot.base)
         n = len(chars.starts)
         start = max(0, min(start, n))
         end = max(start, min(end, n))
         if start == end:
-            at = chars.starts[start] if start < n else (chars.ends[-1] if n else chars.content_start)
-            return self._range(at, at)
+            point = chars.starts[start] if start < n else (chars.ends[-1] if n else chars.content_start)
+            return self._range(point, point)
         return self._range(chars.starts[start], chars.ends[end - 1])
 
     def offset_in_value(self, path: YamlPath, position: Position) -> int | None:
         """The decoded-string offset at ``position`` inside the string value at ``path``
         (inverse of :meth:`span_range`); None when the position is outside that value."""
-        slot, depth = self._walk(path)
+        slot, depth, at = self._locate(path)
         if slot is None or depth != len(path) or slot.node.kind != "scalar" or slot.node.text is None:
             return None
         node = slot.node
+        shift = at + slot.base
         idx = self.lines.index(position) - self._base
-        if idx < node.start or idx > node.end:
+        if idx < node.start + shift or idx > node.end + shift:
             return None
-        chars = self._chars(node)
+        chars = self._chars(node, shift)
         i = bisect.bisect_right(chars.starts, idx) - 1
         if i < 0:
             return 0
@@ -206,8 +223,9 @@ class SourceMap:
         idx = self.lines.index(position) - self._base
         path: YamlPath = ()
         node = self.root
+        shift = 0  # idx is in the coordinates of ``node``'s children: document index - shift
         while node.kind != "scalar":
-            hit = _child_at(node, idx, self._parse_text)
+            hit = _child_at(node, idx, self._parse_text, shift)
             if hit is None:
                 break
             part, slot, on_key = hit
@@ -217,6 +235,8 @@ class SourceMap:
             if slot.is_alias:
                 break
             node = slot.node
+            idx -= slot.base
+            shift += slot.base
         return path, "value"
 
     def paths(self) -> Iterator[YamlPath]:
@@ -253,11 +273,18 @@ class SourceMap:
     def _walk(self, path: YamlPath) -> tuple[Slot | None, int]:
         """The slot at ``path`` or at its deepest existing ancestor, and how many parts matched
         (None and 0 for the root, which has no slot)."""
+        slot, depth, _ = self._locate(path)
+        return slot, depth
+
+    def _locate(self, path: YamlPath) -> tuple[Slot | None, int, int]:
+        """:meth:`_walk`, plus the offset to add to the slot's positions (non-zero below a
+        chunk-relative subtree)."""
         if self.root is None:
-            return None, 0
+            return None, 0, 0
         slot: Slot | None = None
         node = self.root
         depth = 0
+        at = inner = 0
         for part in path:
             children = node.children
             if children is None:
@@ -271,14 +298,16 @@ class SourceMap:
             if nxt is None:
                 break
             slot, node, depth = nxt, nxt.node, depth + 1
+            at = inner
+            inner += nxt.base
         if slot is None:
             slot = Slot(None, -1, -1, self.root, self.root.start, self.root.end)
-        return slot, depth
+        return slot, depth, at
 
-    def _first_key_range(self, node: Node | None) -> Range | None:
+    def _first_key_range(self, node: Node | None, shift: int) -> Range | None:
         if node is not None and isinstance(node.children, dict) and node.children:
             first = next(iter(node.children.values()))
-            return self._range(first.key_start, first.key_end)
+            return self._range(first.key_start + shift, first.key_end + shift)
         return None
 
     def _root_range(self) -> Range:
@@ -289,13 +318,23 @@ class SourceMap:
     def _range(self, start: int, end: int) -> Range:
         return self.lines.range(start + self._base, end + self._base)
 
-    def _chars(self, node: Node) -> CharSources:
-        if node._chars is None:
-            node._chars = char_sources(self._parse_text, node.start, node.extent, node.style, node.text or "")
-        return node._chars
+    def _chars(self, node: Node, shift: int = 0) -> CharSources:
+        """Where each decoded character of a scalar came from, as document indices."""
+        if shift == 0:
+            if node._chars is None:
+                node._chars = char_sources(self._parse_text, node.start, node.extent, node.style, node.text or "")
+            return node._chars
+        # a shared, chunk-relative node: remember the answer in this map only
+        found = self._shifted_chars.get(id(node))
+        if found is None or found[0] is not node or found[1] != shift:
+            chars = char_sources(self._parse_text, node.start + shift, node.extent + shift, node.style, node.text or "")
+            found = self._shifted_chars[id(node)] = (node, shift, chars)
+        return found[2]
 
 
-def _child_at(node: Node, idx: int, src: str) -> tuple[str | int, Slot, bool] | None:
+def _child_at(node: Node, idx: int, src: str, shift: int = 0) -> tuple[str | int, Slot, bool] | None:
+    """The entry of ``node`` at ``idx`` (in the coordinates of ``node``'s children, which are
+    document indices minus ``shift``)."""
     items = node.children.items() if isinstance(node.children, dict) else enumerate(node.children)
     for part, slot in items:
         if slot.key is not None and slot.key_start <= idx <= slot.key_end:
@@ -304,11 +343,11 @@ def _child_at(node: Node, idx: int, src: str) -> tuple[str | int, Slot, bool] | 
         if slot.is_alias or child.kind == "scalar":
             end = slot.end
             if end == slot.start and not slot.is_alias:  # an empty value: the blanks after `key:`
-                while end < len(src) and src[end] in " \t":
+                while end + shift < len(src) and src[end + shift] in " \t":
                     end += 1
             if slot.start <= idx <= end:
                 return part, slot, False
-        elif child.start <= idx < max(child.extent, child.end + 1):
+        elif child.start + slot.base <= idx < max(child.extent, child.end + 1) + slot.base:
             return part, slot, False
     return None
 
@@ -361,7 +400,7 @@ def parse_yaml(text: str | bytes) -> ParsedYaml:
         return _refused(text, _diag("LG102", f"the document contains {what}; a spec must be plain text",
                                     lines.range(bad.start(), bad.start() + 1)))
     try:
-        return _Composer(text).run()
+        return _parse_in_chunks(text) or _Composer(text).run()
     except Exception as exc:  # a last line of defence: report, never raise
         return _refused(text, _diag("LG103", f"the YAML could not be read: {exc}", Range.of(0, 0, 0, 0)))
 
@@ -428,6 +467,10 @@ class _Composer:
         self.plain: dict[str, Any] = {}  # plain scalar text -> resolved value
         self.nodes = 0
         self.documents = 0
+        self.stop: str | None = None  # chunk mode: "item" or "sequence" (see _parse_chunk)
+        self.chunk_root: tuple[Node, Any] | None = None
+        self.deepest = 0
+        self.item_end = -1
 
     def run(self) -> ParsedYaml:
         parser = _Parser(self.src)
@@ -451,6 +494,8 @@ class _Composer:
             dispose = getattr(parser, "dispose", None)
             if dispose is not None:
                 dispose()
+        if self.stop is not None and not fatal:
+            return ParsedYaml(None, self.map, self.diags, self.text)
         if fatal or self.root is None:
             if not fatal:
                 self.diags.append(self._at("LG108", "the document is empty; a spec starts with `version: 1`", 0, 0))
@@ -466,6 +511,8 @@ class _Composer:
     # events
 
     def _events(self, parser: Any) -> None:
+        if self.stop is not None:
+            return self._chunk_events(parser)
         get = parser.get_event
         scalar, alias = yaml.ScalarEvent, yaml.AliasEvent
         map_start, seq_start = yaml.MappingStartEvent, yaml.SequenceStartEvent
@@ -486,6 +533,38 @@ class _Composer:
                 if self.documents > 1:
                     self._second_document(ev)
             elif kind is yaml.StreamEndEvent:
+                return
+
+    def _chunk_events(self, parser: Any) -> None:
+        """Events of a chunk: its root sequence's first item, then (``stop == "sequence"``)
+        the sequence's end; what follows is the next piece's lookahead and is not read."""
+        get = parser.get_event
+        scalar, alias = yaml.ScalarEvent, yaml.AliasEvent
+        map_start, seq_start = yaml.MappingStartEvent, yaml.SequenceStartEvent
+        map_end, seq_end = yaml.MappingEndEvent, yaml.SequenceEndEvent
+        self.chunk_root = None
+        while True:
+            ev = get()
+            kind = type(ev)
+            if kind is scalar:
+                self._scalar(ev)
+            elif kind is map_start or kind is seq_start:
+                self.deepest = max(self.deepest, len(self.stack))
+                self._open(ev, "map" if kind is map_start else "seq")
+            elif kind is map_end or kind is seq_end:
+                self._close(ev)
+            elif kind is alias:
+                self._alias(ev)
+            elif kind is yaml.StreamEndEvent or kind is yaml.DocumentEndEvent:
+                return
+            if len(self.stack) == 1 and self.stack[0].node.kind == "seq" and len(self.stack[0].data) == 1:
+                if self.item_end < 0:
+                    self.item_end = self.stack[0].node.children[0].end
+                if self.stop == "item":
+                    self.chunk_root = (self.stack[0].node, self.stack[0].data)
+                    return
+            if not self.stack and self.root is not None:
+                self.chunk_root = self.root
                 return
 
     def _second_document(self, ev: Any) -> None:
@@ -730,3 +809,291 @@ def _tight_end(src: str, start: int, end: int) -> int:
     while end > start and src[end - 1] in " \t\r\n":
         end -= 1
     return end
+
+
+# -- parsing in chunks ------------------------------------------------------------------------
+#
+# An editor re-validates the whole document on every keystroke, and almost all of a long spec
+# is the block sequences under `steps:`. So the document is split at the top-level items of each
+# such sequence (by indentation), every item is parsed on its own and cached by its text, and
+# the rest (the "skeleton", the document with those sequences cut out) is parsed once more. The
+# pieces are assembled into the same data and source map a full parse gives, with the cached
+# subtrees kept in chunk-relative positions (Slot.base). Whenever the split is not clearly
+# valid (anchors or aliases, tags of directives, a second document, CRLF or exotic line breaks,
+# tabs, any diagnostic in a piece, a piece that does not parse as exactly one item, limits that
+# would be near), the document is parsed whole instead.
+
+CHUNKED_MIN_ITEMS = 48  # below this many items, or
+CHUNKED_MIN_CHARS = 4096  # this many characters, a whole parse is as fast
+_CHUNK_CACHE_SIZE = 20_000
+_STEPS_KEY = re.compile(r"^( *)steps:[ ]*(?:#[^\n]*)?$", re.MULTILINE)
+_MARKERS = re.compile(r"^(?:---|\.\.\.|%)|^ *\t", re.MULTILINE)
+
+
+def _risky(text: str) -> bool:
+    """Whether ``text`` has what the split does not model: other line breaks than LF, a BOM,
+    document markers or directives, tab indentation."""
+    if any(ch in text for ch in ("\r", "\x85", "\u2028", "\u2029", "\ufeff")):
+        return True
+    return ("---" in text or "..." in text or "%" in text or "\t" in text) and _MARKERS.search(text) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    """One sequence item parsed alone, positions relative to its chunk's start."""
+
+    node: Node
+    data: Any
+    start: int
+    end: int
+    seq_start: int
+    seq_extent: int  # where the sequence closes (only for the last item of a block)
+    nodes: int
+    deepest: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Block:
+    """A `steps:` block sequence: the key's line, the indent of its items and their chunks."""
+
+    key_at: int  # index of the `s` of `steps:`
+    start: int
+    end: int
+    indent: int
+    chunks: tuple[tuple[int, int], ...]
+    after: str  # the first content line after the block ("" at the end of the text)
+
+
+class _Lru:
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.data: dict[Any, Any] = {}
+
+    def get(self, key: Any) -> Any:
+        found = self.data.pop(key, None)
+        if found is not None:
+            self.data[key] = found
+        return found
+
+    def put(self, key: Any, value: Any) -> Any:
+        self.data[key] = value
+        if len(self.data) > self.size:
+            del self.data[next(iter(self.data))]
+        return value
+
+    def clear(self) -> None:
+        self.data.clear()
+
+
+_CHUNKS = _Lru(_CHUNK_CACHE_SIZE)
+_SKELETONS = _Lru(64)
+_INVALID = object()
+
+
+def clear_chunk_cache() -> None:
+    """Forget every cached chunk and skeleton parse."""
+    _CHUNKS.clear()
+    _SKELETONS.clear()
+
+
+def _parse_in_chunks(text: str) -> ParsedYaml | None:
+    """The document parsed piecewise (see above), or None to parse it whole."""
+    if len(text) < CHUNKED_MIN_CHARS or _risky(text):
+        return None
+    blocks = _blocks(text)
+    if sum(len(b.chunks) for b in blocks) < CHUNKED_MIN_ITEMS:
+        return None
+    items = [[_chunk(text, b, i) for i in range(len(b.chunks))] for b in blocks]
+    if any(item is None for block in items for item in block):
+        return None
+    skeleton, pieces = _skeleton(text, blocks)
+    parsed = _SKELETONS.get(skeleton)
+    if parsed is None:
+        parsed = _SKELETONS.put(skeleton, _parse_skeleton(skeleton))
+    if parsed is _INVALID:
+        return None
+    return _assemble(text, parsed, pieces, blocks, items)  # type: ignore[arg-type]
+
+
+def _blocks(text: str) -> list[_Block]:
+    """The `steps:` block sequences of ``text`` that are not inside another one."""
+    blocks: list[_Block] = []
+    for match in _STEPS_KEY.finditer(text):
+        if blocks and match.start() < blocks[-1].end:
+            continue  # inside the previous block (a fanout's stages, a block scalar's text)
+        block = _block(text, match.end() + 1, len(match.group(1)), match.start() + len(match.group(1)))
+        if block is not None:
+            blocks.append(block)
+    return blocks
+
+
+def _block(text: str, start: int, key_indent: int, key_at: int) -> _Block | None:
+    """The block sequence whose lines begin at ``start`` (just after a `steps:` line)."""
+    if start > len(text):
+        return None
+    first = _FIRST_CONTENT.search(text, start)
+    if first is None:
+        return None
+    indent = len(first.group(1))
+    dash = first.end(1)
+    if indent <= key_indent or not (text.startswith(("- ", "-\n"), dash) or text[dash:] == "-"):
+        return None
+    ends, items = _patterns(indent)
+    stop = ends.search(text, first.end())
+    end = stop.start() if stop is not None else len(text)
+    starts = [start, *(m.start() for m in items.finditer(text, first.end(), end))]
+    bounds = tuple(zip(starts, [*starts[1:], end]))
+    after = ""
+    if stop is not None:
+        newline = text.find("\n", end)
+        after = text[end: newline + 1] if newline >= 0 else text[end:]
+    return _Block(key_at, start, end, indent, bounds, after)
+
+
+_FIRST_CONTENT = re.compile(r"^( *)[^ #\n]", re.MULTILINE)
+
+
+@lru_cache(maxsize=64)
+def _patterns(indent: int) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(the first line that ends a block of items at ``indent``, each item's first line)."""
+    ends = re.compile(rf"^(?: {{0,{indent - 1}}}[^ #\n]| {{{indent}}}(?:[^ #\n-]|-[^ \n]))", re.MULTILINE)
+    items = re.compile(rf"^ {{{indent}}}-(?: |$)", re.MULTILINE)
+    return ends, items
+
+
+def _chunk(text: str, block: _Block, index: int) -> _Item | None:
+    start, end = block.chunks[index]
+    last = index == len(block.chunks) - 1
+    if last:
+        lookahead = block.after
+    else:
+        nxt_start, nxt_end = block.chunks[index + 1]
+        newline = text.find("\n", nxt_start, nxt_end)
+        lookahead = text[nxt_start: newline + 1 if newline >= 0 else nxt_end]
+    source = text[start:end] + lookahead
+    key = (source, last)
+    found = _CHUNKS.get(key)
+    if found is None:
+        found = _CHUNKS.put(key, _parse_chunk(source, last, end - start))
+    return None if found is _INVALID else found
+
+
+def _parse_chunk(source: str, last: bool, length: int) -> _Item | object:
+    """One item (and the lookahead line after it) parsed as a root block sequence."""
+    composer = _Composer(source)
+    composer.stop = "sequence" if last else "item"
+    result = composer.run()
+    if result.diagnostics or composer.anchors or composer.aliases or composer.chunk_root is None:
+        return _INVALID
+    seq_node, seq_data = composer.chunk_root
+    if len(seq_data) != 1 or seq_node.style != "block":
+        return _INVALID
+    slot = seq_node.children[0]
+    if slot.end > length or not _only_filler(source[slot.end:length]):
+        return _INVALID  # the item ran into the lookahead, or text after it was never read
+    extent = seq_node.extent if last else -1
+    return _Item(slot.node, seq_data[0], slot.start, slot.end, seq_node.start, extent, composer.nodes, composer.deepest)
+
+
+def _only_filler(text: str) -> bool:
+    """Whether ``text`` (the rest of a line, then whole lines) holds only blanks and comments."""
+    return all(not line.strip(" ") or line.lstrip(" ").startswith("#") for line in text.split("\n"))
+
+
+def _skeleton(text: str, blocks: list[_Block]) -> tuple[str, list[tuple[int, int]]]:
+    """The text without the blocks, and (skeleton index, text index) where each piece starts."""
+    parts, pieces, at, skel = [], [], 0, 0
+    for block in blocks:
+        parts.append(text[at: block.start])
+        pieces.append((skel, at))
+        skel += block.start - at
+        at = block.end
+    parts.append(text[at:])
+    pieces.append((skel, at))
+    return "".join(parts), pieces
+
+
+def _parse_skeleton(skeleton: str) -> ParsedYaml | object:
+    composer = _Composer(skeleton)
+    result = composer.run()
+    if result.diagnostics or result.data is None or composer.anchors or composer.aliases:
+        return _INVALID
+    return result
+
+
+def _assemble(text: str, skeleton: ParsedYaml, pieces: list[tuple[int, int]], blocks: list[_Block],
+              items: list[list[_Item]]) -> ParsedYaml | None:
+    """Skeleton and items put together as a full parse of ``text`` would have them."""
+    skel_starts = [p[0] for p in pieces]
+
+    def to_text(index: int) -> int:
+        k = bisect.bisect_right(skel_starts, index) - 1
+        return index - pieces[k][0] + pieces[k][1]
+
+    keys = {block.key_at: (block, block_items) for block, block_items in zip(blocks, items)}
+    total = [0]
+    root, data = _rebuild(skeleton.source_map.root, skeleton.data, to_text, keys, total, 0)  # type: ignore[arg-type]
+    if root is None or keys or 2 * total[0] > MAX_NODES:
+        return None
+    return ParsedYaml(data, SourceMap(text, root, 0), [], text)
+
+
+def _rebuild(node: Node, data: Any, to_text, keys: dict, total: list[int], depth: int) -> tuple[Node | None, Any]:
+    """A copy of a skeleton subtree in text positions, with each cut-out block put back (and
+    removed from ``keys``). None when a block's key is not where the split expected it."""
+    copy = Node(node.kind, to_text(node.start), to_text(node.end), node.style, node.text)
+    copy.extent = to_text(node.extent)
+    total[0] += 1
+    if node.kind == "scalar":
+        return copy, data
+    if node.kind == "seq":
+        out_list = []
+        for slot, value in zip(node.children, data):
+            child, value = _rebuild(slot.node, value, to_text, keys, total, depth + 1)
+            if child is None:
+                return None, None
+            copy.children.append(Slot(None, -1, -1, child, child.start, child.end))  # no aliases here
+            out_list.append(value)
+        copy.end = max((s.end for s in copy.children), default=copy.start) if copy.style == "block" else copy.end
+        return copy, out_list
+    out: dict[str, Any] = {}
+    for name, slot in node.children.items():
+        key_at = to_text(slot.key_start)
+        found = keys.pop(key_at, None) if name == "steps" else None
+        if found is not None:
+            new_slot = _block_slot(found, slot, key_at, to_text, node, depth + 1, total)
+            if new_slot is None:
+                return None, None
+            copy.children[name] = new_slot[0]
+            out[name] = new_slot[1]
+            continue
+        child, value = _rebuild(slot.node, data[name], to_text, keys, total, depth + 1)
+        if child is None:
+            return None, None
+        copy.children[name] = Slot(name, key_at, to_text(slot.key_end), child, child.start, child.end)
+        out[name] = value
+    if copy.style == "block":
+        copy.end = max((s.end for s in copy.children.values()), default=copy.start)
+        copy.extent = max(copy.extent, copy.end)
+    return copy, out
+
+
+def _block_slot(found, old: Slot, key_at: int, to_text, parent: Node, depth: int, total: list[int]):
+    block, block_items = found
+    value = old.node
+    if parent.style != "block" or value.kind != "scalar" or value.style or value.text != "":
+        return None
+    seq = Node("seq", block.chunks[0][0] + block_items[0].seq_start)
+    seq.style = "block"
+    values = []
+    for (start, _), item in zip(block.chunks, block_items):
+        if depth + item.deepest >= MAX_DEPTH:
+            return None
+        seq.children.append(Slot(None, -1, -1, item.node, start + item.start, start + item.end, start))
+        values.append(item.data)
+        total[0] += item.nodes
+    last_start = block.chunks[-1][0]
+    seq.end = seq.children[-1].end
+    seq.extent = max(last_start + block_items[-1].seq_extent, seq.end)
+    total[0] += 1
+    return Slot("steps", key_at, to_text(old.key_end), seq, seq.start, seq.end), values
