@@ -110,8 +110,9 @@ def prepare_events(events: Iterable[Any], next_seq: int, now: str) -> list[Pendi
             raise StoreError(f"events[{offset}].detail is not JSON-serialisable: {exc}") from exc
         if NUL_ESCAPE in detail_json:
             refuse_nul(detail_json, f"events[{offset}].detail")
-        for text in (detail_json, type_, step_id or "", at):
-            if not text.isascii():
+        if not (detail_json.isascii() and type_.isascii() and (step_id is None or step_id.isascii())
+                and at.isascii()):
+            for text in (detail_json, type_, step_id or "", at):
                 _check_unicode(text)
         out.append(Pending(next_seq + offset, at, type_, step_id, detail_json))
     return out

@@ -1,5 +1,6 @@
-"""U+0000 in stored JSON: PostgreSQL cannot keep it, so every backend refuses it the same way
-(found by the backend-equivalence property test), while the text ``\\u0000`` stays legal."""
+"""Text a store cannot keep, refused alike by every backend before anything is written: U+0000
+(PostgreSQL cannot store it; found by the backend-equivalence property test; the text
+``\\u0000`` stays legal) and strings that are not Unicode (lone surrogates)."""
 
 from __future__ import annotations
 
@@ -31,3 +32,12 @@ def test_a_literal_backslash_u0000_is_ordinary_text(store: Store) -> None:
     stored = store.load_run("r")
     assert stored.header["note"] == text and stored.steps["s1"]["v"] == text
     assert store.events("r")[0].detail == {"v": text} and store.verify("r").ok
+
+
+@pytest.mark.parametrize("event", [{"type": "t", "detail": {"x": "\ud800"}}, {"type": "t\udfff"},
+                                   {"type": "t", "step_id": "s\ud800"}])
+def test_text_that_is_not_unicode_is_refused_when_saved(store: Store, event) -> None:
+    store.create_run("r", HEADER, {}, [])
+    with pytest.raises(StoreError, match="not valid Unicode"):
+        store.save_run("r", expected_version=1, header=HEADER, steps={}, events=[event])
+    assert store.current_version("r") == 1 and store.events("r") == [] and store.verify("r").ok
