@@ -10,7 +10,6 @@ racing independent result is applied, never lost.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import uuid
 from collections.abc import Callable, Mapping
@@ -383,6 +382,8 @@ def _run_batch(dispatcher: Any, run_id: str, entries: list[dict[str, Any]]) -> l
             usage = {k: v for k, v in (usage or {}).items() if v}
             return value.output, value.failure, usage or None
         return value, None, None
+
+    import asyncio  # here, not at import: ``from lockgate import Engine`` stays light
 
     async def batch() -> list[tuple[Any, Any, Any]]:
         return list(await asyncio.gather(*(one(e) for e in entries)))

@@ -8,7 +8,6 @@ configured judge, an agent callable ``judge(statement, stakes, result, input) ->
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import threading
 from collections.abc import Callable, Mapping
@@ -84,6 +83,8 @@ def call_sync(fn: Callable[..., Any], *args: Any) -> Any:
     result = fn(*args)
     if not inspect.isawaitable(result):
         return result
+    import asyncio  # only for async callables: most processes never need the event loop machinery
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:
