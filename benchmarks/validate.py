@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _util import print_table  # noqa: E402
+from _util import print_table
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS_MS = {("cold", 2000): 500.0, ("warm", 2000): 50.0}
@@ -294,7 +294,7 @@ def in_process(steps: int, repeat: int) -> dict[str, list[float]]:
     for k in range(repeat):
         new = edited(text, steps, k)
         load(previous)
-        warm.append(_timed(lambda: load(new)))
+        warm.append(_timed(lambda new=new: load(new)))
         previous = new
     return {"cold": cold, "warm": warm, **_schema_only(text, repeat)}
 

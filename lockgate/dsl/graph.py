@@ -114,11 +114,20 @@ def _with_leaves(value: Any, at: YamlPath) -> Iterator[ScannedField]:
             yield from _with_leaves(item, (*at, i))
 
 
-def step_refs(step: Step) -> Iterator[tuple[ScannedField, Ref]]:
-    """Every well-formed ``${...}`` reference in ``step``'s scanned fields, with its field."""
-    for field in scanned_fields(step):
+def step_refs(step: Step, flow: Flow | None = None) -> Iterator[tuple[ScannedField, Ref]]:
+    """Every well-formed ``${...}`` reference in ``step``'s scanned fields, with its field.
+    Pass the step's ``flow`` to reuse its fields from the flow's analysis."""
+    for field in scanned_fields(step) if flow is None else step_fields(flow, step):
         for ref in scan(field.text).refs:
             yield field, ref
+
+
+def step_fields(flow: Flow, step: Step) -> tuple[ScannedField, ...]:
+    """:func:`scanned_fields` of a step of ``flow``, computed once per flow."""
+    fields = _analysis(flow).fields
+    if 0 <= step.index < len(fields) and flow.steps[step.index] is step:
+        return fields[step.index]
+    return tuple(scanned_fields(step))
 
 
 # -- edges -----------------------------------------------------------------------------------
@@ -147,7 +156,7 @@ def flow_edges(flow: Flow) -> tuple[Edge, ...]:
     return _analysis(flow).edges
 
 
-def _collect_edges(flow: Flow) -> tuple[Edge, ...]:
+def _collect_edges(flow: Flow, fields: list[tuple[ScannedField, ...]]) -> tuple[Edge, ...]:
     known = flow.step_map
     owners = [s for s in flow.steps if s.id is not None and known.get(s.id) is s]
     edges: list[Edge] = []
@@ -156,9 +165,10 @@ def _collect_edges(flow: Flow) -> tuple[Edge, ...]:
         for i, dep in enumerate(step.after):
             if dep in known:
                 edges.append(Edge(dep, sid, "after", (*step.at, "after", i)))
-        for field, ref in step_refs(step):
-            if ref.kind == "step" and ref.name in known:
-                edges.append(Edge(ref.name, sid, "data", field.path, ref.span))
+        for field in fields[step.index] if flow.steps[step.index] is step else scanned_fields(step):
+            for ref in scan(field.text).refs:
+                if ref.kind == "step" and ref.name in known:
+                    edges.append(Edge(ref.name, sid, "data", field.path, ref.span))
     for step in owners:
         sid = step.id
         if step.on_fail in known:
@@ -193,7 +203,8 @@ class _Analysis:
     """
 
     def __init__(self, flow: Flow) -> None:
-        self.edges = _collect_edges(flow)
+        self.fields = [tuple(scanned_fields(step)) for step in flow.steps]
+        self.edges = _collect_edges(flow, self.fields)
         ids = list(flow.step_map)
         self.cycle_edges: list[tuple[Edge, list[str]]] = []
         self.deps: dict[str, set[str]] = {sid: set() for sid in ids}

@@ -8,7 +8,7 @@ node records ``at``, its YAML path, which the source map turns into ranges.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -201,8 +201,14 @@ class Spec:
 # -- building -----------------------------------------------------------------------------------
 
 
-def build_spec(data: Any) -> Spec:
-    """Build the IR from parsed YAML data, tolerating any shape."""
+StepMemo = Callable[[int, Any, YamlPath, Callable[[], "Step"]], "Step"]
+
+
+def build_spec(data: Any, *, step_memo: StepMemo | None = None) -> Spec:
+    """Build the IR from parsed YAML data, tolerating any shape.
+
+    ``step_memo(index, data, at, build)`` may return a Step remembered for the same content
+    instead of calling ``build()`` (the loader reuses unchanged steps across edits)."""
     root = _map(data)
     contracts = {
         name: ContractDecl(name, _map(fields), ("contracts", name))
@@ -212,14 +218,14 @@ def build_spec(data: Any) -> Spec:
     flows_data = _map(root.get("flows"))
     entry = flows_data.get("entry")
     flows = {
-        name: _flow(name, body)
+        name: _flow(name, body, step_memo)
         for name, body in flows_data.items()
         if isinstance(name, str) and name != "entry"
     }
     return Spec(root.get("version"), entry if isinstance(entry, str) else None, contracts, flows)
 
 
-def _flow(name: str, data: Any) -> Flow:
+def _flow(name: str, data: Any, step_memo: StepMemo | None = None) -> Flow:
     at: YamlPath = ("flows", name)
     body = _map(data)
     out = body.get("output")
@@ -227,9 +233,11 @@ def _flow(name: str, data: Any) -> Flow:
     if isinstance(out, Mapping):
         output = FlowOutput(_str(out.get("from")), _str(out.get("contract")), (*at, "output"))
     steps_data = body.get("steps")
-    steps = tuple(
-        _step(i, s, (*at, "steps", i)) for i, s in enumerate(steps_data if isinstance(steps_data, list) else [])
-    )
+    items = steps_data if isinstance(steps_data, list) else []
+    if step_memo is None:
+        steps = tuple(_step(i, s, (*at, "steps", i)) for i, s in enumerate(items))
+    else:
+        steps = tuple(_memo_step(step_memo, i, s, (*at, "steps", i)) for i, s in enumerate(items))
     carry = {
         cname: CarryVar(
             cname,
@@ -250,6 +258,10 @@ def _flow(name: str, data: Any) -> Flow:
         budget=_budget(body.get("budget"), (*at, "budget")),
         carry=carry,
     )
+
+
+def _memo_step(step_memo: StepMemo, index: int, data: Any, at: YamlPath) -> Step:
+    return step_memo(index, data, at, lambda: _step(index, data, at))
 
 
 def _step(index: int, data: Any, at: YamlPath) -> Step:

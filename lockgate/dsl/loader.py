@@ -8,14 +8,16 @@ runs them in order and resolves each :class:`Finding`'s YAML path to a document 
 from __future__ import annotations
 
 import gc
-from collections.abc import Collection, Iterable, Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import codes
 from .diagnostics import Diagnostic, Finding, Fix, Related, Severity, TextEdit
-from .ir import Spec, build_spec
+from .ir import Spec, Step, build_spec
 
 
 @dataclass(frozen=True)
@@ -78,10 +80,35 @@ def _load(text: str | bytes, path: str | None, agents: Collection[str] | None, l
     if parsed.data is None or source is None:
         return LoadResult(decoded, path, _ordered(diagnostics), None, source)
     findings = list(check_structure(parsed.data))
-    ir = build_spec(parsed.data)
+    ir = build_spec(parsed.data, step_memo=_step_memo(parsed.item_sources) if parsed.item_sources else None)
     findings.extend(run_checks(ir, agents=agents, lint=lint))
     diagnostics.extend(to_diagnostic(f, source) for f in findings)
     return LoadResult(decoded, path, _ordered(diagnostics), ir, source)
+
+
+_STEPS: OrderedDict[tuple, Step] = OrderedDict()
+_STEPS_SIZE = 20_000
+
+
+def _step_memo(sources: dict[int, str]):
+    """IR steps remembered by the text of the chunk their data was parsed from (and their
+    place): an unchanged step of an edited document is not rebuilt."""
+
+    def memo(index: int, data: Any, at: tuple, build: Callable[[], Step]) -> Step:
+        source = sources.get(id(data))
+        if source is None:
+            return build()
+        key = (source, index, at)
+        found = _STEPS.get(key)
+        if found is None:
+            found = _STEPS[key] = build()
+            if len(_STEPS) > _STEPS_SIZE:
+                _STEPS.popitem(last=False)
+        else:
+            _STEPS.move_to_end(key)
+        return found
+
+    return memo
 
 
 @contextmanager
@@ -113,6 +140,7 @@ def clear_caches() -> None:
 
     clear_chunk_cache()
     clear_memo()
+    _STEPS.clear()
     for cached in (_compile_cached, _scan, _parse):
         cached.cache_clear()
 

@@ -364,6 +364,9 @@ class ParsedYaml:
     source_map: SourceMap
     diagnostics: list[Diagnostic] = field(default_factory=list)
     text: str = ""
+    # for a document parsed in chunks: id() of each item mapping -> the text it was parsed
+    # from (content that determines it), so later passes can reuse their work per item
+    item_sources: dict[int, str] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -850,6 +853,7 @@ class _Item:
     seq_extent: int  # where the sequence closes (only for the last item of a block)
     nodes: int
     deepest: int
+    source: str  # the chunk text and lookahead it was parsed from (its cache key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -992,7 +996,8 @@ def _parse_chunk(source: str, last: bool, length: int) -> _Item | object:
     if slot.end > length or not _only_filler(source[slot.end:length]):
         return _INVALID  # the item ran into the lookahead, or text after it was never read
     extent = seq_node.extent if last else -1
-    return _Item(slot.node, seq_data[0], slot.start, slot.end, seq_node.start, extent, composer.nodes, composer.deepest)
+    return _Item(slot.node, seq_data[0], slot.start, slot.end, seq_node.start, extent, composer.nodes,
+                 composer.deepest, source + ("\x00last" if last else ""))
 
 
 def _only_filler(text: str) -> bool:
@@ -1035,7 +1040,9 @@ def _assemble(text: str, skeleton: ParsedYaml, pieces: list[tuple[int, int]], bl
     root, data = _rebuild(skeleton.source_map.root, skeleton.data, to_text, keys, total, 0)  # type: ignore[arg-type]
     if root is None or keys or 2 * total[0] > MAX_NODES:
         return None
-    return ParsedYaml(data, SourceMap(text, root, 0), [], text)
+    sources = {id(item.data): item.source for block_items in items for item in block_items
+               if item.data.__class__ is dict}
+    return ParsedYaml(data, SourceMap(text, root, 0), [], text, sources)
 
 
 def _rebuild(node: Node, data: Any, to_text, keys: dict, total: list[int], depth: int) -> tuple[Node | None, Any]:

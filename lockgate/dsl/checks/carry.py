@@ -51,7 +51,7 @@ def _readers(flow: Flow) -> dict[str, dict[str, tuple[YamlPath, Ref]]]:
     for step in flow.steps:
         if step.id is None:
             continue
-        for field, ref in step_refs(step):
+        for field, ref in step_refs(step, flow):
             if ref.kind == "carry" and not field.is_expression and ref.name in flow.carry:
                 out.setdefault(ref.name, {}).setdefault(step.id, (field.path, ref))
     return out

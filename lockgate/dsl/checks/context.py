@@ -81,8 +81,8 @@ class Context:
         return cached
 
     def memoised(self, rule: str, flow: Flow, step: Step, field_key: Hashable,
-                 compute: Callable[[], Iterable[Finding]]) -> list[Finding]:
-        """``compute()`` as a list, remembered across runs by content.
+                 compute: Callable[..., Iterable[Finding]], *args: Any) -> list[Finding]:
+        """``compute(*args)`` as a list, remembered across runs by content.
 
         For the per-field rules (references, expressions), whose findings depend only on the
         field, a few facts of its step and the flow's typing environment (:meth:`env_id`):
@@ -91,14 +91,14 @@ class Context:
         """
         env = self.env_id(flow)
         if env is None:
-            return list(compute())
+            return list(compute(*args))
         key = (rule, env, field_key, _step_facts(step))
         try:
             found = _FIELD_MEMO.get(key)
         except TypeError:  # an unhashable value in the step
-            return list(compute())
+            return list(compute(*args))
         if found is None:
-            found = _FIELD_MEMO.put(key, tuple(compute()))
+            found = _FIELD_MEMO.put(key, tuple(compute(*args)))
         return list(found)
 
     def env_id(self, flow: Flow) -> int | None:
@@ -117,14 +117,14 @@ class Context:
 
 
 def _complete(flow: Flow, carry: Mapping[str, CarryVar]) -> bool:
-    from ..graph import cycles, scanned_fields
+    from ..graph import cycles, step_fields
     from ..refs import scan
 
     known = flow.step_map
     for step in flow.steps:
         if any(dep not in known or dep == step.id for dep in step.after):
             return False
-        for field_ in scanned_fields(step):
+        for field_ in step_fields(flow, step):
             template = scan(field_.text)
             if template.errors:
                 return False

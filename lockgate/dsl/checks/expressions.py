@@ -20,7 +20,7 @@ from ..diagnostics import Finding, YamlPath
 from ...errors import ContractError, ExprError
 from ..expr import compile as compile_expr
 from ..expr.builtins import BUILTINS
-from ..graph import ScannedField, scanned_fields
+from ..graph import ScannedField, step_fields
 from ..ir import Flow, Step
 from ..refs import scan
 from ..types import ArrayOf, Named, TypeExpr, strip_optional
@@ -52,10 +52,10 @@ _STEP_MAP_CONTEXTS = frozenset({"when", "set", "stage_when"})
 def check(ctx: Context) -> Iterator[Finding]:
     for flow in ctx.spec.flows.values():
         for step in flow.steps:
-            for field in scanned_fields(step):
+            for field in step_fields(flow, step):
                 if field.is_expression:
-                    yield from ctx.memoised("expressions", flow, step, (field.path, field.text, field.context, field.stage),
-                                            lambda: field_expression(ctx, flow, step, field))
+                    key = (field.path, field.text, field.context, field.stage)
+                    yield from ctx.memoised("expressions", flow, step, key, field_expression, ctx, flow, step, field)
 
 
 def field_expression(ctx: Context, flow: Flow, step: Step, field: ScannedField) -> Iterator[Finding]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 
 from ..diagnostics import Finding, YamlPath
 from ...errors import ContractError, ExprError
@@ -16,7 +17,7 @@ from ..graph import (
     depends_on,
     reset_closure,
     routing_targets,
-    scanned_fields,
+    step_fields,
     step_agent,
     step_refs,
     topological_generations,
@@ -32,6 +33,12 @@ REVIEW_WORDS = re.compile(
     r"double-check|verify)\w*",
     re.IGNORECASE,
 )
+
+
+@lru_cache(maxsize=8192)
+def _reviews(text: str) -> bool:
+    """Whether a ``do`` text asks for a review (cached by text)."""
+    return REVIEW_WORDS.search(text) is not None
 
 
 def check(ctx: Context) -> Iterator[Finding]:
@@ -201,11 +208,11 @@ def split_gate_routes(flow: Flow) -> Iterator[Finding]:
 def same_agent_reviews(flow: Flow) -> Iterator[Finding]:
     """A ``do`` step that reviews another agent step's output with the same agent."""
     for step in flow.steps:
-        if step.kind != "do" or step.do is None or not REVIEW_WORDS.search(step.do):
+        if step.kind != "do" or step.do is None or not _reviews(step.do):
             continue
         reviewer = step_agent(step)
         seen: set[str] = set()
-        for field, ref in step_refs(step):
+        for field, ref in step_refs(step, flow):
             if field.context != "do" or ref.kind != "step" or ref.name in seen or ref.name == step.id:
                 continue
             seen.add(ref.name or "")
@@ -238,7 +245,7 @@ def unordered_reads(flow: Flow) -> Iterator[Finding]:
     for step in flow.steps:
         if step.id is None:
             continue
-        for field in scanned_fields(step):
+        for field in step_fields(flow, step):
             if field.context not in ("when", "set", "stage_when"):
                 continue
             try:

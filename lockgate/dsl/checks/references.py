@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..diagnostics import Finding
-from ..graph import ScannedField, scanned_fields
+from ..graph import ScannedField, step_fields
 from ..ir import Flow, Step
 from ..refs import Ref, format_path, scan
 from .context import Context
@@ -22,9 +22,9 @@ from .suggest import did_you_mean, suffix
 def check(ctx: Context) -> Iterator[Finding]:
     for flow in ctx.spec.flows.values():
         for step in flow.steps:
-            for field in scanned_fields(step):
+            for field in step_fields(flow, step):
                 yield from ctx.memoised("references", flow, step, _field_key(field),
-                                        lambda: field_findings(ctx, flow, step, field))
+                                        field_findings, ctx, flow, step, field)
 
 
 def _field_key(field: ScannedField) -> tuple:
