@@ -1,13 +1,22 @@
 """Language server latency: a real client over stdio against ``lockgate lsp`` and, when it is
 installed, the Red Hat YAML language server with the same document and our JSON Schema.
 
-Measures, on generated 200- and 2,000-line specs: diagnostics after a one-character edit,
-completion and hover (medians and p95, milliseconds). For Lockgate, diagnostics are pulled
-(``textDocument/diagnostic``), so the round trip is the server's analysis with no debounce; the
-in-process analysis time is printed too. yaml-language-server only pushes diagnostics, after a
-fixed 200 ms debounce, which is subtracted from its edit -> publish time.
+Measures, on generated 200- and 2,000-line specs, after one-character edits (medians and p95,
+milliseconds):
 
-    python benchmarks/lsp.py [--yls PATH/TO/yaml-language-server] [--edits 30]
+- ``diagnostics``: edit -> diagnostics. Lockgate's are pulled (``textDocument/diagnostic``), so
+  the round trip is the server's analysis with no debounce; the in-process analysis (plus the
+  conversion to LSP) is printed too, as the server-side time. yaml-language-server only pushes
+  diagnostics, after a fixed 200 ms debounce, which is subtracted from its edit -> publish time.
+- ``completion``/``hover``: once the edit's diagnostics are in (the document is analysed).
+- ``completion (typing)``/``hover (typing)``: sent right after the edit, as an editor does
+  while the user types; a server that analyses before answering pays for it here.
+
+``--baseline REF`` also runs the language server as of git commit ``REF`` (its
+``lockgate/lsp`` package, everything else from the working tree) in the same run, and prints
+the ratios of the two.
+
+    python benchmarks/lsp.py [--yls PATH/TO/yaml-language-server] [--edits 30] [--baseline REF]
 
 Install the peer into a temporary folder: ``cd /tmp/yls && npm i yaml-language-server``.
 """
@@ -16,9 +25,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import os
+import shutil
 import statistics
+import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -67,9 +80,13 @@ class Client(LanguageClient):
             return [settings_.get(item.section or "", None) for item in params.items]
 
 
-async def session(command: list[str], text: str, uri: str, *, pull: bool, settings: dict, edits: int) -> dict[str, list[float]]:
+REQUESTS = ("diagnostics", "completion", "hover", "completion (typing)", "hover (typing)")
+
+
+async def session(command: list[str], text: str, uri: str, *, pull: bool, settings: dict, edits: int,
+                  env: dict | None = None) -> dict[str, list[float]]:
     client = Client(settings)
-    await client.start_io(*command)
+    await client.start_io(*command, env=env)
     caps = lsp.ClientCapabilities(
         workspace=lsp.WorkspaceClientCapabilities(configuration=True),
         text_document=lsp.TextDocumentClientCapabilities(
@@ -87,34 +104,45 @@ async def session(command: list[str], text: str, uri: str, *, pull: bool, settin
     doc = lsp.TextDocumentIdentifier(uri=uri)
     lines = text.splitlines()
     target = next(i for i in range(len(lines) - 1, 0, -1) if "len(result.summary)" in lines[i])
-    results: dict[str, list[float]] = {"diagnostics": [], "completion": [], "hover": []}
-    if pull:
-        await client.text_document_diagnostic_async(lsp.DocumentDiagnosticParams(text_document=doc))
-    else:
-        await asyncio.wait_for(client.published.get(), 30)
-    for n in range(edits):
-        col = lines[target].index("0.5") + 2
-        new = str(n % 10)
+    col = lines[target].index("0.5") + 2
+    comp_at = lsp.Position(line=target, character=lines[target].index("result.summary") + len("result."))
+    hover_at = lsp.Position(line=target - 2, character=lines[target - 2].index("out:") + 1)
+    results: dict[str, list[float]] = {name: [] for name in REQUESTS}
+
+    async def diagnostics() -> float:
+        start = time.perf_counter()
+        if pull:
+            await client.text_document_diagnostic_async(lsp.DocumentDiagnosticParams(text_document=doc))
+            return time.perf_counter() - start
+        stamp, _ = await asyncio.wait_for(client.published.get(), 30)
+        return max(0.0, stamp - start - YLS_DEBOUNCE_S)
+
+    async def timed(request) -> float:
+        start = time.perf_counter()
+        await request
+        return time.perf_counter() - start
+
+    def complete():
+        return client.text_document_completion_async(lsp.CompletionParams(text_document=doc, position=comp_at))
+
+    def hover():
+        return client.text_document_hover_async(lsp.HoverParams(text_document=doc, position=hover_at))
+
+    await diagnostics()
+    for n in range(2 * edits):
         client.text_document_did_change(lsp.DidChangeTextDocumentParams(
             text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=n + 2),
             content_changes=[lsp.TextDocumentContentChangePartial(
                 range=lsp.Range(start=lsp.Position(line=target, character=col), end=lsp.Position(line=target, character=col + 1)),
-                text=new)]))
-        start = time.perf_counter()
-        if pull:
-            await client.text_document_diagnostic_async(lsp.DocumentDiagnosticParams(text_document=doc))
-            results["diagnostics"].append(time.perf_counter() - start)
-        else:
-            stamp, _ = await asyncio.wait_for(client.published.get(), 30)
-            results["diagnostics"].append(max(0.0, stamp - start - YLS_DEBOUNCE_S))
-        comp_at = lsp.Position(line=target, character=lines[target].index("result.summary") + len("result."))
-        start = time.perf_counter()
-        await client.text_document_completion_async(lsp.CompletionParams(text_document=doc, position=comp_at))
-        results["completion"].append(time.perf_counter() - start)
-        hover_at = lsp.Position(line=target - 2, character=lines[target - 2].index("out:") + 1)
-        start = time.perf_counter()
-        await client.text_document_hover_async(lsp.HoverParams(text_document=doc, position=hover_at))
-        results["hover"].append(time.perf_counter() - start)
+                text=str(n % 10))]))
+        if n % 2 == 0:  # the editor waits for the diagnostics, then asks
+            results["diagnostics"].append(await diagnostics())
+            results["completion"].append(await timed(complete()))
+            results["hover"].append(await timed(hover()))
+        else:  # the editor asks while the user types
+            results["completion (typing)"].append(await timed(complete()))
+            results["hover (typing)"].append(await timed(hover()))
+            await diagnostics()
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
@@ -122,35 +150,60 @@ async def session(command: list[str], text: str, uri: str, *, pull: bool, settin
 
 
 def in_process(text: str, runs: int) -> list[float]:
+    """Server-side diagnostics: the analysis the server runs after an edit, and its conversion."""
+    from lockgate.lsp import diagnostics as diag
     from lockgate.lsp.documents import analyze
 
     samples = []
     for n in range(runs):
         start = time.perf_counter()
-        analyze("file:///bench.stratum.yaml", text.replace("0.5", f"0.{n % 9 + 1}", 1), n)
+        analysis = analyze("file:///bench.stratum.yaml", text.replace("0.5", f"0.{n % 9 + 1}", 1), n)
+        diag.to_lsp(analysis)
         samples.append(time.perf_counter() - start)
     return samples
+
+
+def baseline_tree(ref: str, into: Path) -> Path:
+    """A copy of the working tree's ``lockgate`` package with ``lockgate/lsp`` as of ``ref``."""
+    root = Path(__file__).resolve().parents[1]
+    shutil.copytree(root / "lockgate", into / "lockgate", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.rmtree(into / "lockgate" / "lsp")
+    archive = subprocess.run(["git", "-C", str(root), "archive", ref, "lockgate/lsp"], check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return into
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--yls", default="/tmp/yls/node_modules/.bin/yaml-language-server")
     parser.add_argument("--edits", type=int, default=30)
+    parser.add_argument("--baseline", help="also run lockgate/lsp as of this git commit")
+    parser.add_argument("--sizes", default="200,2000")
     args = parser.parse_args()
     from lockgate.dsl.schema import schema_path
 
     ours = [sys.executable, "-m", "lockgate", "lsp"]
     yls = [args.yls, "--stdio"] if os.path.exists(args.yls) else None
     rows = []
+    summary: dict[tuple[str, str, str], tuple[float, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for size in (200, 2000):
+        servers: list[tuple[str, list[str], dict | None]] = [("lockgate", ours, None)]
+        if args.baseline:
+            base = baseline_tree(args.baseline, Path(tmp) / "baseline")
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(base), os.environ.get("PYTHONPATH")]))}
+            servers.insert(0, (f"lockgate@{args.baseline[:7]}", ours, env))
+        for size in (int(s) for s in args.sizes.split(",")):
             text = spec(size)
             path = Path(tmp) / f"bench{size}.stratum.yaml"
             path.write_text(text, encoding="utf-8")
             uri = path.as_uri()
             analysis = in_process(text, args.edits)
             rows.append((f"{size}", "lockgate (in-process analysis)", "diagnostics", *_stats(analysis)))
-            runs = {"lockgate": asyncio.run(session(ours, text, uri, pull=True, settings={"lockgate": {"debounceMs": 0}}, edits=args.edits))}
+            runs = {}
+            for name, command, env in servers:
+                runs[name] = asyncio.run(session(command, text, uri, pull=True, settings={"lockgate": {"debounceMs": 0}},
+                                                 edits=args.edits, env=env))
             if yls:
                 yaml_settings = {"yaml": {"schemas": {schema_path(): "*.stratum.yaml"}, "validate": True,
                                           "completion": True, "hover": True}}
@@ -159,10 +212,28 @@ def main() -> None:
             for server, result in runs.items():
                 for what, samples in result.items():
                     rows.append((f"{size}", server, what, *_stats(samples)))
+                    summary[(str(size), server, what)] = (statistics.median(samples), percentile(samples, 0.95))
     print_table("LSP latency over stdio (ms; yaml-language-server diagnostics minus its 200 ms debounce)",
                 rows, ("lines", "server", "request", "median", "p95"))
+    _print_ratios(summary, [name for name, _, _ in servers], yls is not None)
     if not yls:
         print(f"\nyaml-language-server not found at {args.yls}; install it with npm to compare.")
+
+
+def _print_ratios(summary: dict, servers: list[str], yls: bool) -> None:
+    """How many times faster the current server is than the baseline and than the peer."""
+    others = [s for s in servers if s != "lockgate"] + (["yaml-language-server"] if yls else [])
+    rows = []
+    for (size, server, what), (median, p95) in summary.items():
+        if server != "lockgate":
+            continue
+        for other in others:
+            theirs = summary.get((size, other, what))
+            if theirs is not None:
+                rows.append((size, what, f"{other} / lockgate", f"{theirs[0] / median:.1f}x", f"{theirs[1] / p95:.1f}x"))
+    if rows:
+        print_table("Ratios (other server's time / current lockgate's time; above 1 = lockgate faster)",
+                    rows, ("lines", "request", "ratio", "median", "p95"))
 
 
 def _stats(samples: list[float]) -> tuple[str, str]:

@@ -77,18 +77,31 @@ def index_of(analysis: Analysis) -> SymbolIndex:
 
 
 def occurrence_at(analysis: Analysis, pos: Position) -> Occurrence | None:
-    """The occurrence under the cursor, looking only at the step on the cursor's line and at
-    the definitions (what hover needs, without indexing the whole document)."""
+    """The occurrence under the cursor, looking only at the step under the cursor and at the
+    definitions (what hover needs, without indexing the whole document)."""
     if not analysis.parsed:
         return None
     built = analysis._memo.get("index")
     if built is not None:
         return built.at(pos)
     candidates = list(_header(analysis))
-    for flow, step, first, last in _step_spans(analysis):
-        if first <= pos.line <= last:
-            candidates.extend(_step_entries(analysis, flow, step, first, last))
+    source = analysis.source_map
+    for flow, step in _steps_at(analysis, pos):
+        rng = source.value_range(step.at)
+        candidates.extend(_step_entries(analysis, flow, step, rng.start.line, rng.end.line))
     return SymbolIndex(candidates).at(pos)
+
+
+def _steps_at(analysis: Analysis, pos: Position) -> list[tuple[Flow, Step]]:
+    """The step holding ``pos`` (or the character before it: occurrences include their end)."""
+    found: list[tuple[Flow, Step]] = []
+    probes = [pos, Position(pos.line, pos.character - 1)] if pos.character > 0 else [pos]
+    for probe in probes:
+        located = analysis.source_map.path_at(probe)
+        hit = F.step_at(analysis.ir, located[0]) if located is not None else None
+        if hit is not None and all(hit[1] is not step for _, step in found):
+            found.append(hit)
+    return found
 
 
 def _build(analysis: Analysis) -> SymbolIndex:

@@ -1,43 +1,95 @@
 """pytest-lsp harness: the real server over stdio, driven with the capabilities of VS Code and
-of Neovim (0.11: pull diagnostics, UTF-8 positions; 0.6: push, no snippets)."""
+of Neovim (0.11: pull diagnostics, UTF-8 positions).
+
+Starting a server costs about two seconds, so ``client`` (one server per editor) and
+``vscode`` are shared by the whole session: tests do not depend on a fresh server, and every
+document a test opened is closed after it (for push clients, waiting for the empty publish that
+closing sends, so no diagnostics of one test reach the next). Tests that change the server's
+settings use ``fresh_vscode``, a server of their own.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 import pytest_lsp
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from lockgate.lsp.positions import encoding_of
+from lsp_harness import uses_pull
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "lockgate", "lsp"])
 EDITORS = ["visual-studio-code", "neovim@v0.11.0"]
+_LIVE: list[LanguageClient] = []
 
 
-@pytest_lsp.fixture(config=SERVER, params=EDITORS)
+async def _start(client: LanguageClient, editor: str, root: Path | None = None) -> None:
+    result = await client.initialize_session(
+        lsp.InitializeParams(capabilities=client_capabilities(editor), root_uri=root.as_uri() if root else None)
+    )
+    client.editor = editor
+    client.encoding = encoding_of(result.capabilities.position_encoding)
+    client.opened = set()
+    _LIVE.append(client)
+
+
+async def _stop(client: LanguageClient) -> None:
+    _LIVE.remove(client)
+    await client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=SERVER, params=EDITORS, scope="session")
 async def client(lsp_client: LanguageClient, request):
-    result = await lsp_client.initialize_session(
-        lsp.InitializeParams(capabilities=client_capabilities(request.param), root_uri=EXAMPLES.as_uri())
-    )
-    lsp_client.editor = request.param
-    lsp_client.encoding = encoding_of(result.capabilities.position_encoding)
+    await _start(lsp_client, request.param, EXAMPLES)
     yield
-    await lsp_client.shutdown_session()
+    await _stop(lsp_client)
 
 
-@pytest_lsp.fixture(config=SERVER)
+@pytest_lsp.fixture(config=SERVER, scope="session")
 async def vscode(lsp_client: LanguageClient):
-    result = await lsp_client.initialize_session(
-        lsp.InitializeParams(capabilities=client_capabilities("visual-studio-code"))
-    )
-    lsp_client.editor = "visual-studio-code"
-    lsp_client.encoding = encoding_of(result.capabilities.position_encoding)
+    await _start(lsp_client, "visual-studio-code")
     yield
-    await lsp_client.shutdown_session()
+    await _stop(lsp_client)
+
+
+@pytest_lsp.fixture(config=SERVER, loop_scope="session")
+async def fresh_vscode(lsp_client: LanguageClient):
+    """A server of the test's own (for tests that change its settings)."""
+    await _start(lsp_client, "visual-studio-code")
+    yield
+    await _stop(lsp_client)
+
+
+@pytest_asyncio.fixture(autouse=True, loop_scope="session")
+async def close_documents():
+    """After each test, close what it opened on the shared servers."""
+    yield
+    for client in list(_LIVE):
+        for uri in sorted(client.opened):
+            await close_doc(client, uri)
+
+
+async def close_doc(client: LanguageClient, uri: str) -> None:
+    """Close ``uri``; for push clients, wait for the empty diagnostics closing publishes (every
+    earlier publish of the document arrives before it)."""
+    client.opened.discard(uri)
+    pending = None if uses_pull(client) else asyncio.ensure_future(_cleared(client, uri))
+    client.text_document_did_close(lsp.DidCloseTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
+    if pending is not None:
+        await asyncio.wait_for(pending, 10)
+
+
+async def _cleared(client: LanguageClient, uri: str) -> None:
+    while True:  # the server's publishes carry the analysed version; the one on close has none
+        params = await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        if params.uri == uri and not params.diagnostics and params.version is None:
+            return
 
 
 @pytest.fixture

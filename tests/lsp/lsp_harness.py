@@ -32,7 +32,8 @@ async def diagnostics(client: LanguageClient, uri: str) -> list[lsp.Diagnostic]:
 
 
 async def open_doc(client: LanguageClient, uri: str, text: str) -> list[lsp.Diagnostic]:
-    """Open a document and return its first diagnostics."""
+    """Open a document and return its first diagnostics (the session's cleanup closes it)."""
+    client.opened.add(uri)
     pending = None if uses_pull(client) else client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     client.text_document_did_open(
         lsp.DidOpenTextDocumentParams(text_document=lsp.TextDocumentItem(uri=uri, language_id="yaml", version=1, text=text))

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 from lsprotocol import types as lsp
 
 from lockgate.dsl.loader import load
 from lsp_harness import open_doc
 from test_rename import apply
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 URI = "file:///tmp/actions.stratum.yaml"
 

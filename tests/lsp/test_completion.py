@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from lsprotocol import types as lsp
 
 from lsp_harness import at, find, open_doc
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 URI = "file:///tmp/complete.stratum.yaml"
 

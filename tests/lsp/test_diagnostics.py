@@ -9,6 +9,8 @@ from lsprotocol import types as lsp
 
 from lsp_harness import covered, diagnostics, next_publish, open_doc, uses_pull
 
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
 URI = "file:///tmp/spec.stratum.yaml"
 BAD_REF = """version: 1
 contracts:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from lsprotocol import types as lsp
 
 from lsp_harness import at, covered, find, open_doc
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 URI = "file:///tmp/nav.stratum.yaml"
 

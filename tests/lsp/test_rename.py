@@ -8,6 +8,8 @@ from pygls.exceptions import JsonRpcException
 
 from lsp_harness import at, find, open_doc
 
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
 URI = "file:///tmp/rename.stratum.yaml"
 
 

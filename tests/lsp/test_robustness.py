@@ -3,6 +3,7 @@ document; golden ranges inside plain, quoted and block scalars."""
 
 from __future__ import annotations
 
+import pytest
 import asyncio
 
 from hypothesis import HealthCheck, given, settings
@@ -12,6 +13,8 @@ from lsprotocol import types as lsp
 from lockgate.dsl.diagnostics import Position
 from lockgate.lsp.positions import LineIndex
 from lsp_harness import covered, next_publish, open_doc
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 URI = "file:///tmp/fuzz.stratum.yaml"
 EDIT = st.tuples(st.floats(0, 1), st.sampled_from(["insert", "delete"]),

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from lsprotocol import types as lsp
 
 from lockgate.lsp.semantic_tokens import TOKEN_TYPES
 from lsp_harness import covered, open_doc
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 URI = "file:///tmp/tokens.stratum.yaml"
 
@@ -29,7 +32,8 @@ async def test_tokens(vscode, review_spec):
             ("==", "operator"), ("ticket", "property"), ("Patch", "type")} <= found
 
 
-async def test_inlay_hints_follow_settings(vscode, review_spec):
+async def test_inlay_hints_follow_settings(fresh_vscode, review_spec):
+    vscode = fresh_vscode  # settings change: a server of its own
     await open_doc(vscode, URI, review_spec)
     params = lsp.InlayHintParams(text_document=lsp.TextDocumentIdentifier(uri=URI),
                                  range=lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=60, character=0)))
@@ -41,7 +45,8 @@ async def test_inlay_hints_follow_settings(vscode, review_spec):
     assert list(await vscode.text_document_inlay_hint_async(params)) == []
 
 
-async def test_lint_setting_drops_warnings(vscode, review_spec):
+async def test_lint_setting_drops_warnings(fresh_vscode, review_spec):
+    vscode = fresh_vscode  # settings change: a server of its own
     text = review_spec.replace("agent: codex", "agent: gemini")
     assert any(d.code == "LG905" for d in await open_doc(vscode, URI, text))
     vscode.set_configuration({"agents": ["gemini"], "lint": False}, section="lockgate")
