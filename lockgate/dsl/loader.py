@@ -134,14 +134,14 @@ def clear_caches() -> None:
     findings, compiled expressions, scanned templates, parsed types), so the next load is cold."""
     from .checks.context import clear_memo
     from .expr.expression import _compile_cached
-    from .refs import _scan
+    from .refs import _parse_inner, _scan
     from .types import _parse
     from .yamlsrc import clear_chunk_cache
 
     clear_chunk_cache()
     clear_memo()
     _STEPS.clear()
-    for cached in (_compile_cached, _scan, _parse):
+    for cached in (_compile_cached, _scan, _parse_inner, _parse):
         cached.cache_clear()
 
 

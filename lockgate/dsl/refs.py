@@ -192,11 +192,61 @@ def _parse_ref(text: str, match: re.Match[str]) -> Ref | RefError:
     if inner.startswith("{") and text.startswith("}", end):
         end += 1  # ${{input.x}}: the mustache slip owns its second closing brace too
     span = (match.start(), end)
+    full = span == (0, len(text))
+    fast = _simple_ref(inner, base, span, full, match.group(0))
+    if fast is not None:
+        return fast
+    tree = _parse_inner(inner)
+    if isinstance(tree, UnexpectedInput):
+        return _syntax_error(inner, tree, span)
+    return _build_ref(tree, base, span, full=full, raw=match.group(0))
+
+
+_SIMPLE = re.compile(r"([a-z][a-z0-9_-]*)((?:\.[a-zA-Z_][a-zA-Z0-9_]*|\[[0-9]+\])*)")
+_SEGMENTS = re.compile(r"\.[a-zA-Z_][a-zA-Z0-9_]*|\[[0-9]+\]")
+
+
+def _simple_ref(inner: str, base: int, span: Span, full: bool, raw: str) -> Ref | None:
+    """The Ref the grammar builds for a reference in the common shape (a lowercase name, then
+    ``.field`` and ``[n]`` segments), without running the parser; None for anything else.
+
+    It follows the grammar's lexing: ``item``, ``prev`` and ``input`` are keywords, and
+    ``.output`` is the output marker only when no longer field name matches there.
+    """
+    match = _SIMPLE.fullmatch(inner)
+    if match is None:
+        return None
+    head = match.group(1)
+    tokens = [(m.group(), m.start(), m.end()) for m in _SEGMENTS.finditer(inner, match.end(1))]
+    first = tokens[0][0] if tokens else None
+    if head in ("item", "prev") and first is None:
+        kind: RefKind = head  # type: ignore[assignment]
+    elif head == "input" and first is not None and first.startswith("."):
+        kind = "input"
+    elif head != "input" and first == ".output":
+        kind = "step"
+    else:
+        kind = "carry"
+    rest = tokens[1:] if kind == "step" else tokens
+    name = head if kind in ("step", "carry") else None
+    path = tuple(int(t[1:-1]) if t.startswith("[") else t[1:] for t, _, _ in rest)
+    path_start = base + len(head) + (len(".output") if kind == "step" else 0)
+    return Ref(
+        kind, name, path, span, full, raw,
+        name_span=(base, base + len(head)) if name is not None else None,
+        path_span=(path_start, span[1] - 1),
+        segment_spans=tuple((base + a, base + b) for _, a, b in rest),
+    )
+
+
+@lru_cache(maxsize=8192)
+def _parse_inner(inner: str) -> Tree[Token] | UnexpectedInput:
+    """The parse of one reference's inner text, or the parse error; cached by text, since a
+    spec repeats the same few references in many strings (positions are relative to ``inner``)."""
     try:
-        tree = _parser().parse(inner)
+        return _parser().parse(inner)
     except UnexpectedInput as exc:
-        return _syntax_error(inner, exc, span)
-    return _build_ref(tree, base, span, full=span == (0, len(text)), raw=match.group(0))
+        return exc
 
 
 def _build_ref(tree: Tree[Token], base: int, span: Span, *, full: bool, raw: str) -> Ref:

@@ -239,3 +239,30 @@ def test_large_inputs_scan_in_linear_time(text: str, refs: int, errors: int) -> 
     template = scan(text)
     assert (len(template.refs), len(template.errors)) == (refs, errors)
     assert all(len(e.message) < 250 for e in template.errors)
+
+
+# -- the parser-free path for common references ---------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from lockgate.dsl import refs as _refs  # noqa: E402
+
+_PARTS = st.sampled_from(["item", "prev", "input", "output", "outputs", "a", "b-c", "x_1", "Wave", "_z", "9"])
+_SEPARATORS = st.sampled_from([".", "", "[0]", "[12]", ".", "[", "-", " "])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(_SEPARATORS, _PARTS), min_size=1, max_size=5), st.text("x ", max_size=2))
+def test_simple_references_are_read_as_the_grammar_reads_them(parts, prefix):
+    inner = "".join(sep + part for sep, part in parts).lstrip(".")
+    text = prefix + "${" + inner + "}"
+    match = _refs._REF.search(text)
+    fast = _refs._simple_ref(inner, match.start(1), (match.start(), match.end()), match.start() == 0, match.group(0))
+    if fast is None:
+        return
+    tree = _refs._parse_inner(inner)
+    assert not isinstance(tree, Exception), inner
+    slow = _refs._build_ref(tree, match.start(1), (match.start(), match.end()), full=match.start() == 0,
+                            raw=match.group(0))
+    assert fast == slow, inner
