@@ -189,4 +189,4 @@ def _ordered(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
-__all__ = ["LoadResult", "clear_caches", "load", "load_file", "to_diagnostic", "Severity"]
+__all__ = ["LoadResult", "Severity", "clear_caches", "load", "load_file", "to_diagnostic"]

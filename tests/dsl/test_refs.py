@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lockgate.dsl import refs as _refs
 from lockgate.dsl.refs import _KINDS, Ref, scan
 
 CLASSIFIED = [
@@ -242,11 +243,6 @@ def test_large_inputs_scan_in_linear_time(text: str, refs: int, errors: int) -> 
 
 
 # -- the parser-free path for common references ---------------------------------------------------
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from lockgate.dsl import refs as _refs  # noqa: E402
 
 _PARTS = st.sampled_from(["item", "prev", "input", "output", "outputs", "a", "b-c", "x_1", "Wave", "_z", "9"])
 _SEPARATORS = st.sampled_from([".", "", "[0]", "[12]", ".", "[", "-", " "])
