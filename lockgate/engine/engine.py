@@ -94,7 +94,7 @@ class Engine:
     def step_done(self, run_id: str, step_id: str, result: Any, token: str | None, failure: Any = None,
                   usage: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Report the result (or ``failure``) of a dispatched step or fanout item stage."""
-        spend = dict(usage) if isinstance(usage, Mapping) else usage
+        spend = dict(usage) if usage is not None and isinstance(usage, Mapping) else usage
         out = self._transact(run_id, lambda run: _settled(_step_done, run, step_id, result, token, failure, spend))
         return self._drive(run_id, out)
 

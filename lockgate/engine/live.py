@@ -223,10 +223,12 @@ class LiveRun:
     # -- records ----------------------------------------------------------------------------------
 
     def record_dicts(self, keys: set[str] | None = None) -> dict[str, dict[str, Any]]:
-        chosen = self.steps if keys is None else {k: self.steps[k] for k in keys}
-        out = {k: st.to_dict() for k, st in chosen.items()}
-        if keys is not None:
-            out.update(self.extra_records)
+        """Records of ``keys`` (plus the transition's engine records), or of every step."""
+        steps = self.steps
+        if keys is None:
+            return {k: st.to_dict() for k, st in steps.items()}
+        out = {k: steps[k].to_dict() for k in keys}
+        out.update(self.extra_records)
         return out
 
     def children(self, prefix: str) -> list[StepState]:

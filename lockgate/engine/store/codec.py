@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from json.encoder import (  # type: ignore[attr-defined]
@@ -45,9 +46,20 @@ def json_encoder(*, sort_keys: bool, ensure_ascii: bool) -> Callable[[Any], str]
 _encode = json_encoder(sort_keys=False, ensure_ascii=True)
 
 
+_second: tuple[int, str] = (-1, "")
+
+
 def utc_now() -> str:
-    """The current time as an ISO-8601 UTC string with microseconds."""
-    return datetime.now(UTC).isoformat()
+    """The current time as an ISO-8601 UTC string with microseconds.
+
+    Every save stamps one; the date and time of day are formatted once per second.
+    """
+    global _second
+    second, micro = divmod(time.time_ns() // 1000, 1_000_000)
+    cached = _second
+    if cached[0] != second:
+        cached = _second = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
+    return f"{cached[1]}.{micro:06d}+00:00"
 
 
 def check_run_id(run_id: Any) -> str:
