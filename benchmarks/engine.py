@@ -163,7 +163,8 @@ def lockgate_run(store_factory: Any, spec: Any, inputs: dict) -> Sample:
 
 
 def gate_round_trip(store_factory: Any, rounds: int) -> float:
-    """Seconds per gate decision (gate_resolve -> next dispatch), persisted."""
+    """Median seconds per gate decision (gate_resolve -> next dispatch), persisted, over ``rounds``
+    revise rounds of one run (the gate's record keeps every decision, so later rounds write more)."""
     from lockgate.engine import Engine
 
     engine = Engine(store=store_factory())
