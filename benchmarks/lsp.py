@@ -40,7 +40,7 @@ from lsprotocol import types as lsp
 from pygls.lsp.client import LanguageClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _util import percentile, print_table  # noqa: E402
+from _util import percentile, print_table
 
 YLS_DEBOUNCE_S = 0.2
 STEP = '''      - id: s{i}

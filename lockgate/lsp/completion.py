@@ -10,6 +10,7 @@ the current text.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,11 +18,10 @@ from lsprotocol import types as lsp
 
 from lockgate.dsl.diagnostics import Position, Range
 from lockgate.dsl.ir import Flow, Spec, Step
-from lockgate.dsl.types import SCALARS, Named, TypeExpr, strip_optional
+from lockgate.dsl.types import SCALARS, Named, TypeExpr
 
-from . import builtins
+from . import builtins, shapes
 from . import schema as S
-from . import shapes
 from .context import CursorContext
 from .documents import Analysis
 from .positions import Encoding
@@ -233,6 +233,8 @@ def _references(spec: Spec, ctx: CursorContext) -> list[Candidate]:
         return _field_candidates(spec, fields, replace)
     if head in ("item", "prev") and ctx.stage_index is not None:
         step = _current_step(flow, ctx)
+        if step is None:  # a step the last good analysis does not have yet
+            return []
         base = shapes.fanout_item(spec, flow, step) if head == "item" else shapes.stage_output(step, ctx.stage_index - 1)
         return _field_candidates(spec, shapes.fields_of(spec, shapes.type_at(spec, base, rest)), replace)
     step = flow.step(str(head))
@@ -267,7 +269,7 @@ def _ref_roots(spec: Spec, flow: Flow, ctx: CursorContext, replace: Range) -> li
     return out
 
 
-def _field_candidates(spec: Spec, fields: dict[str, TypeExpr | None] | None, replace: Range) -> list[Candidate]:
+def _field_candidates(spec: Spec, fields: Mapping[str, TypeExpr | None] | None, replace: Range) -> list[Candidate]:
     if not fields:
         return []
     return [Candidate(name, "field", name, replace, _describe(spec, t), sort="1") for name, t in fields.items()]

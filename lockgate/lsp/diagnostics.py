@@ -119,7 +119,7 @@ class Debouncer:
             await job()
         except asyncio.CancelledError:
             raise
-        except Exception:  # noqa: BLE001 - a failed publish is logged, the server goes on
+        except Exception:  # a failed publish is logged, the server goes on
             log.exception("debounced job for %s failed", key)
         finally:
             if self._tasks.get(key) is asyncio.current_task():

@@ -43,7 +43,7 @@ class Text:
     """One version of a document's text; its line index, lines and outline are built once, on
     first use, and shared by everything that reads this version."""
 
-    __slots__ = ("text", "version", "_lines", "_raw", "_outline")
+    __slots__ = ("_lines", "_outline", "_raw", "text", "version")
 
     def __init__(self, text: str, version: int | None = None) -> None:
         self.text = text
@@ -151,7 +151,7 @@ def analyze(
     try:
         result = load(doc.text, _path_of(uri), agents=tuple(agents) or None, lint=lint)
         failure = None
-    except Exception as exc:  # noqa: BLE001 - a loader bug must not take the server down
+    except Exception as exc:  # a loader bug must not take the server down
         log.exception("analysis of %s failed", uri)
         result, failure = None, f"{type(exc).__name__}: {exc}"
     elapsed = (time.perf_counter() - started) * 1000
@@ -246,17 +246,6 @@ class DocumentStore:
         if entry.current is not None:
             return entry.current
         return await asyncio.shield(self._start(uri, entry))
-
-    def analysis(self, uri: str) -> Analysis | None:
-        """The analysis of the current text, computed now on the calling thread if needed (for
-        callers outside the event loop; the server awaits :meth:`current` instead)."""
-        entry = self._entries.get(uri)
-        if entry is None:
-            return None
-        if entry.current is None:
-            done = analyze(uri, entry.doc, agents=self.agents, lint=self.lint)
-            self._finished(uri, entry.doc, self._generation, done)
-        return entry.current
 
     def latest(self, uri: str) -> Analysis | None:
         """The newest finished analysis, of whatever version (never waits)."""

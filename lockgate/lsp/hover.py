@@ -14,10 +14,9 @@ from lockgate.dsl.ir import Flow, Spec, Step
 from lockgate.dsl.refs import scan
 from lockgate.dsl.types import Named
 
-from . import builtins
+from . import builtins, shapes
 from . import fields as F
 from . import schema as S
-from . import shapes
 from .context import is_expression_path
 from .documents import Analysis
 from .index import occurrence_at, parse_expression
@@ -174,10 +173,10 @@ def _chain_type(spec: Spec, flow: Flow, path, chain: str):
         return shapes.input_type_at(spec, flow, tuple(rest))
     if root == "result":
         if path[-1] == "when" or (len(path) > 1 and path[-2] == "set"):
-            return shapes.type_at(spec, shapes.step_output(spec, flow, flow.step(str(rest[0]))) if rest else None, rest[1:])
+            return shapes.type_at(spec, shapes.step_output(spec, flow, flow.step(str(rest[0]))) if rest else None, tuple(rest[1:]))
         stage = path[6] if len(path) > 6 and path[4] == "fanout" else None
         out = shapes.stage_output(step, stage) if stage is not None and step else shapes.step_output(spec, flow, step)
-        return shapes.type_at(spec, out, rest)
+        return shapes.type_at(spec, out, tuple(rest))
     return None
 
 

@@ -94,11 +94,13 @@ def occurrence_at(analysis: Analysis, pos: Position) -> Occurrence | None:
 
 def _steps_at(analysis: Analysis, pos: Position) -> list[tuple[Flow, Step]]:
     """The step holding ``pos`` (or the character before it: occurrences include their end)."""
+    spec = analysis.ir
+    assert spec is not None  # callers check ``parsed``
     found: list[tuple[Flow, Step]] = []
     probes = [pos, Position(pos.line, pos.character - 1)] if pos.character > 0 else [pos]
     for probe in probes:
         located = analysis.source_map.path_at(probe)
-        hit = F.step_at(analysis.ir, located[0]) if located is not None else None
+        hit = F.step_at(spec, located[0]) if located is not None else None
         if hit is not None and all(hit[1] is not step for _, step in found):
             found.append(hit)
     return found
@@ -120,6 +122,7 @@ def _header(analysis: Analysis) -> list[Occurrence]:
 
 def _build_header(analysis: Analysis) -> list[Occurrence]:
     spec, source = analysis.ir, analysis.source_map
+    assert spec is not None  # callers check ``parsed``
     out: list[Occurrence] = []
     for name in spec.contracts:
         out.append(Occurrence(("contract", name), source.key_range(("contracts", name)), ("contracts", name), True, at="key"))
@@ -141,9 +144,10 @@ def _step_spans(analysis: Analysis) -> list[tuple[Flow, Step, int, int]]:
 
 
 def _build_step_spans(analysis: Analysis) -> list[tuple[Flow, Step, int, int]]:
-    source = analysis.source_map
+    source, spec = analysis.source_map, analysis.ir
+    assert spec is not None  # callers check ``parsed``
     out = []
-    for flow in analysis.ir.flows.values():
+    for flow in spec.flows.values():
         for step in flow.steps:
             rng = source.value_range(step.at)
             out.append((flow, step, rng.start.line, rng.end.line))

@@ -43,7 +43,7 @@ def _unit_width(ch: str, encoding: Encoding) -> int:
 class LineIndex:
     """Line starts of one text, for offset <-> position conversions in O(log n)."""
 
-    __slots__ = ("text", "_starts", "_ends")
+    __slots__ = ("_ends", "_starts", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -163,7 +163,7 @@ class LineMap:
     Lets requests answer from an analysis of the older text for a cursor on an unchanged line.
     """
 
-    __slots__ = ("prefix", "old_suffix", "new_suffix", "shift")
+    __slots__ = ("new_suffix", "old_suffix", "prefix", "shift")
 
     def __init__(self, old: list[str], new: list[str]) -> None:
         limit = min(len(old), len(new))

@@ -72,7 +72,15 @@ def _ref_spans(text: str) -> list[tuple[int, int, str, tuple[str, ...]]]:
 
 
 def _expr_spans(field: F.Field) -> list[tuple[int, int, str, tuple[str, ...]]]:
-    from lockgate.dsl.expr.nodes import Binary, FunctionCall, Identifier, Literal, Member, Unary, walk
+    from lockgate.dsl.expr.nodes import (
+        Binary,
+        FunctionCall,
+        Identifier,
+        Literal,
+        Member,
+        Unary,
+        walk,
+    )
 
     tree = parse_expression(field.value)
     if tree is None:

@@ -106,7 +106,7 @@ def _report(ls: LockgateServer, name: str, exc: Exception) -> None:
         ls.window_log_message(
             lsp.LogMessageParams(type=lsp.MessageType.Error, message=f"lockgate: {name} failed: {exc!r}")
         )
-    except Exception:  # noqa: BLE001 - not even logging may crash the server
+    except Exception:  # not even logging may crash the server
         log.debug("could not forward the error to the client", exc_info=True)
 
 
@@ -215,7 +215,7 @@ async def _pull_settings(ls: LockgateServer) -> bool:
         [raw] = await ls.workspace_configuration_async(
             lsp.ConfigurationParams(items=[lsp.ConfigurationItem(section=SECTION)])
         )
-    except Exception:  # noqa: BLE001 - a client that fails this request keeps the defaults
+    except Exception:  # a client that fails this request keeps the defaults
         log.warning("workspace/configuration failed; keeping the current settings", exc_info=True)
         return False
     ls.apply_settings(Settings.from_client(raw, root=ls.settings.workspace_root))
@@ -263,7 +263,17 @@ def _register_diagnostics(ls: LockgateServer) -> None:
 
 
 def _register_features(ls: LockgateServer) -> None:
-    from . import code_actions, completion, folding, hover, inlay_hints, navigation, rename, semantic_tokens, symbols
+    from . import (
+        code_actions,
+        completion,
+        folding,
+        hover,
+        inlay_hints,
+        navigation,
+        rename,
+        semantic_tokens,
+        symbols,
+    )
     from .context import context_at
 
     async def at(params) -> tuple[Analysis, Any] | None:

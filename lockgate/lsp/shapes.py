@@ -9,13 +9,20 @@ editors only need a best guess.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lockgate.dsl.contracts import ContractSet
 from lockgate.dsl.ir import Flow, Spec, Step
 from lockgate.dsl.refs import Ref, scan
-from lockgate.dsl.types import AnyArray, ArrayOf, Named, TypeExpr, Unknown, strip_optional
+from lockgate.dsl.types import (
+    AnyArray,
+    ArrayOf,
+    Named,
+    TypeExpr,
+    Unknown,
+    strip_optional,
+)
 from lockgate.errors import ContractError
 
 PathPart = str | int
@@ -51,7 +58,7 @@ def input_fields(spec: Spec, flow: Flow) -> dict[str, TypeExpr]:
     return contracts(spec).fields_of(_input(flow))
 
 
-def type_at(spec: Spec, root: TypeExpr | Mapping[str, Any] | None, path: tuple[PathPart, ...]) -> TypeExpr | None:
+def type_at(spec: Spec, root: TypeExpr | Mapping[str, Any] | None, path: Sequence[PathPart]) -> TypeExpr | None:
     """The type reached by following ``path`` from ``root`` (a type or an inline field
     mapping); None when the path does not exist."""
     if root is None:
@@ -62,7 +69,7 @@ def type_at(spec: Spec, root: TypeExpr | Mapping[str, Any] | None, path: tuple[P
         return None
 
 
-def input_type_at(spec: Spec, flow: Flow, path: tuple[PathPart, ...]) -> TypeExpr | None:
+def input_type_at(spec: Spec, flow: Flow, path: Sequence[PathPart]) -> TypeExpr | None:
     """The type of ``input.<path>`` in ``flow``; None when the path does not exist."""
     return type_at(spec, _input(flow), path) if path else None
 

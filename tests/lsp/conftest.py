@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 import pytest_lsp
+from lsp_harness import uses_pull
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from lockgate.lsp.positions import encoding_of
-from lsp_harness import uses_pull
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "lockgate", "lsp"])
@@ -70,7 +70,7 @@ async def fresh_vscode(lsp_client: LanguageClient):
 async def close_documents():
     """After each test, close what it opened on the shared servers."""
     yield
-    for client in list(_LIVE):
+    for client in _LIVE:
         for uri in sorted(client.opened):
             await close_doc(client, uri)
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from lsp_harness import open_doc
 from lsprotocol import types as lsp
+from test_rename import apply
 
 from lockgate.dsl.loader import load
-from lsp_harness import open_doc
-from test_rename import apply
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

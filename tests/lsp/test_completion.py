@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from lsprotocol import types as lsp
-
 from lsp_harness import at, find, open_doc
+from lsprotocol import types as lsp
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -73,3 +72,16 @@ async def test_enum_values_and_half_typed_document(client, review_spec):
     result = await client.text_document_completion_async(
         lsp.CompletionParams(text_document=lsp.TextDocumentIdentifier(uri=URI), position=at(client, broken, line, col)))
     assert {"implement", "review"} <= {i.label for i in result.items}
+
+
+async def test_completion_while_typing_uses_the_current_text(client, review_spec):
+    # the reference is typed after the analysis: the cursor context comes from the new text
+    await open_doc(client, URI, review_spec)
+    typed = review_spec.replace("risk: ${implement.output}", "risk: ${implement.output.")
+    client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+        text_document=lsp.VersionedTextDocumentIdentifier(uri=URI, version=2),
+        content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=typed)]))
+    line, col = find(typed, "${implement.output.", offset=len("${implement.output."))
+    result = await client.text_document_completion_async(
+        lsp.CompletionParams(text_document=lsp.TextDocumentIdentifier(uri=URI), position=at(client, typed, line, col)))
+    assert {i.label for i in result.items} == {"summary", "files", "tests_passed"}

@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from lsprotocol import types as lsp
-
 from lsp_harness import covered, diagnostics, next_publish, open_doc, uses_pull
+from lsprotocol import types as lsp
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

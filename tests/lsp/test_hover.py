@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from lsprotocol import types as lsp
-
 from lsp_harness import at, covered, find, open_doc
+from lsprotocol import types as lsp
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -33,3 +32,18 @@ async def test_hovers(client, review_spec):
     assert "agent" in key.contents.value and "default claude" in key.contents.value
     contract = await hover(client, review_spec, "Finding[]")
     assert "severity: low|medium|high" in contract.contents.value
+
+
+async def test_hover_right_after_an_edit(client, review_spec):
+    # sent before the edit's analysis is awaited: answered from the last good analysis (or the
+    # new one, if it is already done); either way the range is in the edited text
+    await open_doc(client, URI, review_spec)
+    client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+        text_document=lsp.VersionedTextDocumentIdentifier(uri=URI, version=2),
+        content_changes=[lsp.TextDocumentContentChangePartial(
+            range=lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=0, character=0)),
+            text="# one\n# two\n")]))
+    edited = "# one\n# two\n" + review_spec
+    step = await hover(client, edited, "on_revise: implement", offset=12)
+    assert "**step** `implement`" in step.contents.value
+    assert covered(client, edited, step.range) == "implement"

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from lsprotocol import types as lsp
-
 from lsp_harness import at, covered, find, open_doc
+from lsprotocol import types as lsp
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from lsp_harness import at, find, open_doc
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
-
-from lsp_harness import at, find, open_doc
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

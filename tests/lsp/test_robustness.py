@@ -3,16 +3,15 @@ document; golden ranges inside plain, quoted and block scalars."""
 
 from __future__ import annotations
 
-import pytest
 import asyncio
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from lsp_harness import covered, next_publish, open_doc
 from lsprotocol import types as lsp
 
-from lockgate.dsl.diagnostics import Position
 from lockgate.lsp.positions import LineIndex
-from lsp_harness import covered, next_publish, open_doc
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from lsp_harness import open_doc
 from lsprotocol import types as lsp
 
 from lockgate.lsp.semantic_tokens import TOKEN_TYPES
-from lsp_harness import covered, open_doc
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
