@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 
@@ -17,7 +18,8 @@ SPEC_GLOBS = ("*.stratum.yaml", "*.stratum.yml")
     help="text: excerpts with carets; json: the diagnostics as data; github: workflow annotations.",
 )
 @click.option("--no-lint", is_flag=True, help="Leave out advisory warnings (LG9xx).")
-@click.option("--agent", "agents", multiple=True, metavar="NAME", help="An agent name configured for this project.")
+@click.option("--agent", "agents", multiple=True, metavar="NAME",
+              help="An agent name to accept besides those of the nearest lockgate.toml.")
 def validate(paths: tuple[str, ...], fmt: str, no_lint: bool, agents: tuple[str, ...]) -> None:
     """Check spec files and report every problem with its exact location.
 
@@ -41,7 +43,8 @@ def validate(paths: tuple[str, ...], fmt: str, no_lint: bool, agents: tuple[str,
             click.echo(f"{name}: cannot read: {exc.strerror or exc}", err=True)
             unreadable = True
             continue
-        result = load(data, name, agents=agents or None, lint=not no_lint)
+        configured = _configured_agents(name)
+        result = load(data, name, agents=[*agents, *configured] or None, lint=not no_lint)
         results.append((name, result))
     errors = sum(len(r.errors) for _, r in results)
     warnings = sum(len(r.warnings) for _, r in results)
@@ -78,6 +81,24 @@ def schema(output: str | None, show_path: bool) -> None:
         Path(output).write_text(text, encoding="utf-8")
     else:
         click.echo(text, nl=False)
+
+
+@functools.cache
+def _configured_agents_in(directory: str) -> tuple[str, ...]:
+    from ..engine.agents.config import load_config
+    from ..errors import ConfigError
+
+    try:
+        return tuple(load_config(start=directory).agents)
+    except ConfigError as exc:
+        click.echo(f"lockgate validate: ignoring the project configuration: {exc}", err=True)
+        return ()
+
+
+def _configured_agents(name: str) -> tuple[str, ...]:
+    """Agent names the nearest lockgate.toml / [tool.lockgate] declares for this spec."""
+    directory = Path.cwd() if name == "<stdin>" else Path(name).resolve().parent
+    return _configured_agents_in(str(directory))
 
 
 def _collect(paths: tuple[str, ...]):

@@ -142,3 +142,21 @@ def test_schema_command_prints_the_schema_that_validates_the_examples():
 def test_python_dash_m_and_help():
     out = subprocess.run([sys.executable, "-m", "lockgate", "validate", "--help"], capture_output=True, text=True)
     assert out.returncode == 0 and "Exit status: 0 valid, 1 errors found" in out.stdout
+
+
+def test_agents_named_in_the_nearest_lockgate_toml_are_known(tmp_path):
+    spec = (EXAMPLES / "sentiment.stratum.yaml").read_text().replace("agent: claude", "agent: tagger")
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "s.stratum.yaml").write_text(spec)
+    unknown = invoke("validate", str(tmp_path))
+    assert "LG905" in unknown.output and "'tagger'" in unknown.output
+    (tmp_path / "lockgate.toml").write_text('[agents.tagger]\ntype = "command"\ncommand = ["tagger"]\n')
+    _configured_cache_clear()
+    known = invoke("validate", str(tmp_path))
+    assert known.exit_code == 0 and "LG905" not in known.output
+
+
+def _configured_cache_clear():
+    from lockgate.cli import validate as module
+
+    module._configured_agents_in.cache_clear()

@@ -249,3 +249,14 @@ async def test_scripted_agent_queues_per_step_and_records_calls():
     assert agent.remaining() == {}
     fallback = ScriptedAgent(default={"ok": True})
     assert (await fallback.execute(task("any"))).output == {"ok": True}
+
+
+def test_python_callable_is_imported_from_the_config_folder(tmp_path, monkeypatch):
+    (tmp_path / "team_agents.py").write_text("def tag(task):\n    return {'tag': task.prompt}\n")
+    (tmp_path / "lockgate.toml").write_text('[agents.tag]\ntype = "python"\ncallable = "team_agents:tag"\n')
+    monkeypatch.chdir(tmp_path.parent)  # not the config folder: plain import would fail
+    monkeypatch.setattr("sys.path", [p for p in __import__("sys").path if p not in ("", str(tmp_path))])
+    from lockgate.engine.agents.config import load_config
+
+    agent = load_config(start=tmp_path).agent("tag")
+    assert agent.fn.__module__ == "team_agents"

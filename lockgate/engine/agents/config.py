@@ -31,6 +31,7 @@ import difflib
 import importlib
 import re
 import shlex
+import sys
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -186,8 +187,8 @@ class AgentSpec:
         factory = ADAPTERS[self.type][0]
         options = dict(self.options)
         if self.type == "python":
-            return PythonAgent(self.name, _import_callable(options["callable"],
-                                                           f"{self.where}.callable"))
+            return PythonAgent(self.name, _import_callable(options["callable"], f"{self.where}.callable",
+                                                           options.get("search_path")))
         if self.type == "command":
             return factory(self.name, options.pop("command"), **options)
         return factory(self.name, **options)
@@ -288,7 +289,10 @@ def _runner(table: Any, where: str) -> RunnerSettings:
 
 
 def _resolve_paths(spec: AgentSpec, base: Path | None) -> AgentSpec:
-    """A command agent's ``cwd`` is relative to the configuration file's directory."""
+    """Paths are relative to the configuration file's directory: a command agent's ``cwd``,
+    and the module of a python agent's ``callable`` when it is not importable as it is."""
+    if base is not None and spec.type == "python":
+        return AgentSpec(spec.name, spec.type, {**spec.options, "search_path": str(base.resolve())}, spec.where)
     if base is None or spec.type != "command" or "cwd" not in spec.options:
         return spec
     cwd = str((base / spec.options["cwd"]).resolve())
@@ -324,12 +328,17 @@ def _has_tool_table(pyproject: Path) -> bool:
         return False
 
 
-def _import_callable(target: str, where: str) -> Callable[..., Any]:
+def _import_callable(target: str, where: str, search_path: str | None = None) -> Callable[..., Any]:
     module_name, _, attr = target.partition(":")
     if not module_name or not attr:
         raise ConfigError(f"{where}: expected 'module:function', got {target!r}")
     try:
         module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if search_path is None or exc.name != module_name.partition(".")[0] or search_path in sys.path:
+            raise ConfigError(f"{where}: cannot import {module_name!r}: {exc}") from exc
+        sys.path.insert(0, search_path)  # the configuration file's folder, like a project root
+        return _import_callable(target, where)
     except ImportError as exc:
         raise ConfigError(f"{where}: cannot import {module_name!r}: {exc}") from exc
     fn = getattr(module, attr, None)
