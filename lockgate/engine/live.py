@@ -99,6 +99,8 @@ class LiveRun:
         self.checkpoint_records: dict[str, dict[str, Any]] = {}
         self._located: dict[str, Located] = {}
         self._workspace: tuple[str | None, Path | None] = (None, None)
+        #: (record, token, entry) of the last standing dispatch answered (see responses)
+        self.standing: tuple[StepState, str | None, dict[str, Any]] | None = None
         self._rebuild_indexes()
 
     # -- transitions' bookkeeping ---------------------------------------------------------------

@@ -61,8 +61,9 @@ def _running(run: LiveRun, base: dict[str, Any], new: list[str]) -> dict[str, An
         out = {"status": "execute_step", **base, **primary, "ready": ready, "outstanding": len(run.outstanding)}
     elif run.outstanding:
         first = next(iter(run.outstanding))
-        out = {"status": "execute_step", **base, **dispatch_entry(run, first), "ready": [],
+        out = {"status": "execute_step", **base, **_standing_entry(run, first), "ready": [],
                "outstanding": len(run.outstanding)}
+        _own_lists(out)
     else:
         out = {"status": "await_gate", **base, **gates[0]}
     out["gates"] = gates
@@ -115,6 +116,7 @@ def dispatch_entry(run: LiveRun, key: str) -> dict[str, Any]:
         "retries_remaining": max(static.limit - attempt, 0),
         "token": st.token,
     }
+    _own_lists(entry)
     if st.failure is not None:
         entry["previous_failure"] = st.failure
     elif st.routed is not None and st.routed.get("failure") is not None:
@@ -138,6 +140,25 @@ def dispatch_entry(run: LiveRun, key: str) -> dict[str, Any]:
         entry["iteration"] = st.iterations + 1
         entry["iterate_max"] = cstep.step.iterate.max
     return entry
+
+
+def _own_lists(entry: dict[str, Any]) -> None:
+    """Give a response its own copies of the spec-fixed containers it shares with the cache."""
+    entry["ensure"] = list(entry["ensure"])
+    fields = entry["output_fields"]
+    if fields is not None:
+        entry["output_fields"] = dict(fields)
+
+
+def _standing_entry(run: LiveRun, key: str) -> dict[str, Any]:
+    """The dispatch of an issuance still outstanding, which a call that issued nothing answers
+    with (a fanout result answers with the same first item until that one is reported). An
+    issuance is fixed by its token, so its entry is built once; callers get copies of it."""
+    st = run.steps[key]
+    cached = run.standing
+    if cached is None or cached[0] is not st or cached[1] != st.token:
+        cached = run.standing = (st, st.token, dispatch_entry(run, key))
+    return cached[2]
 
 
 class _Static:
