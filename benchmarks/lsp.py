@@ -84,9 +84,9 @@ REQUESTS = ("diagnostics", "completion", "hover", "completion (typing)", "hover 
 
 
 async def session(command: list[str], text: str, uri: str, *, pull: bool, settings: dict, edits: int,
-                  env: dict | None = None) -> dict[str, list[float]]:
+                  env: dict | None = None, cwd: str | None = None) -> dict[str, list[float]]:
     client = Client(settings)
-    await client.start_io(*command, env=env)
+    await client.start_io(*command, env=env, cwd=cwd)
     caps = lsp.ClientCapabilities(
         workspace=lsp.WorkspaceClientCapabilities(configuration=True),
         text_document=lsp.TextDocumentClientCapabilities(
@@ -190,6 +190,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         servers: list[tuple[str, list[str], dict | None]] = [("lockgate", ours, None)]
         if args.baseline:
+            # ``python -m`` puts the working directory first on sys.path: run it in the copy
             base = baseline_tree(args.baseline, Path(tmp) / "baseline")
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(base), os.environ.get("PYTHONPATH")]))}
             servers.insert(0, (f"lockgate@{args.baseline[:7]}", ours, env))
@@ -202,8 +203,9 @@ def main() -> None:
             rows.append((f"{size}", "lockgate (in-process analysis)", "diagnostics", *_stats(analysis)))
             runs = {}
             for name, command, env in servers:
+                cwd = env["PYTHONPATH"].split(os.pathsep)[0] if env else None
                 runs[name] = asyncio.run(session(command, text, uri, pull=True, settings={"lockgate": {"debounceMs": 0}},
-                                                 edits=args.edits, env=env))
+                                                 edits=args.edits, env=env, cwd=cwd))
             if yls:
                 yaml_settings = {"yaml": {"schemas": {schema_path(): "*.stratum.yaml"}, "validate": True,
                                           "completion": True, "hover": True}}

@@ -247,11 +247,6 @@ class DocumentStore:
             return entry.current
         return await asyncio.shield(self._start(uri, entry))
 
-    def latest(self, uri: str) -> Analysis | None:
-        """The newest finished analysis, of whatever version (never waits)."""
-        entry = self._entries.get(uri)
-        return entry.latest if entry else None
-
     async def usable(self, uri: str) -> Analysis | None:
         """What completion and hover answer from, without waiting for a pending analysis: the
         current analysis if it is done and its YAML parsed; otherwise a ``stale`` view of the
