@@ -42,6 +42,7 @@ async def _start(client: LanguageClient, editor: str, root: Path | None = None) 
 async def _stop(client: LanguageClient) -> None:
     _LIVE.remove(client)
     await client.shutdown_session()
+    assert_no_handler_errors(client)
 
 
 @pytest_lsp.fixture(config=SERVER, params=EDITORS, scope="session")
@@ -68,11 +69,19 @@ async def fresh_vscode(lsp_client: LanguageClient):
 
 @pytest_asyncio.fixture(autouse=True, loop_scope="session")
 async def close_documents():
-    """After each test, close what it opened on the shared servers."""
+    """After each test, close what it opened on the shared servers, and fail it if a handler
+    failed meanwhile (handlers answer empty on a bug; the server logs it to the client)."""
+    seen = {id(client): len(client.log_messages) for client in _LIVE}
     yield
-    for client in _LIVE:
+    for client in list(_LIVE):
         for uri in sorted(client.opened):
             await close_doc(client, uri)
+        assert_no_handler_errors(client, since=seen.get(id(client), 0))
+
+
+def assert_no_handler_errors(client: LanguageClient, since: int = 0) -> None:
+    errors = [m.message for m in client.log_messages[since:] if m.type == lsp.MessageType.Error]
+    assert not errors, errors
 
 
 async def close_doc(client: LanguageClient, uri: str) -> None:
