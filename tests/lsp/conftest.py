@@ -73,7 +73,7 @@ async def close_documents():
     failed meanwhile (handlers answer empty on a bug; the server logs it to the client)."""
     seen = {id(client): len(client.log_messages) for client in _LIVE}
     yield
-    for client in list(_LIVE):
+    for client in _LIVE:
         for uri in sorted(client.opened):
             await close_doc(client, uri)
         assert_no_handler_errors(client, since=seen.get(id(client), 0))
