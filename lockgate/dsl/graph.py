@@ -228,7 +228,9 @@ class _Analysis:
         if generations is None:
             generations = self._grow_dag(ids, drawn)
         self.generations = generations
-        self._bits: tuple[dict[str, int], dict[str, int], dict[str, int], list[str]] | None = None
+        self._order: tuple[dict[str, int], list[str]] | None = None
+        self._up: dict[str, int] | None = None
+        self._down: dict[str, int] | None = None
         self._closures: dict[str, frozenset[str]] = {}
         self._upstream: dict[str, frozenset[str]] = {}
 
@@ -246,26 +248,38 @@ class _Analysis:
             dag.add_edge(edge.source, edge.target)
         return [frozenset(g) for g in nx.topological_generations(dag)]
 
-    def bits(self) -> tuple[dict[str, int], dict[str, int], dict[str, int], list[str]]:
-        """(bit of each step, upstream bitset by dependencies, downstream bitset by
-        dependencies and routes, step at each bit); only for acyclic flows."""
-        if self._bits is None:
+    def order(self) -> tuple[dict[str, int], list[str]]:
+        """(bit of each step, step at each bit): a topological order (acyclic flows only)."""
+        if self._order is None:
             order = [sid for generation in self.generations for sid in sorted(generation)]
-            bit = {sid: 1 << i for i, sid in enumerate(order)}
+            self._order = ({sid: 1 << i for i, sid in enumerate(order)}, order)
+        return self._order
+
+    def up(self) -> dict[str, int]:
+        """Each step's transitive dependencies as a bitset (acyclic flows only)."""
+        if self._up is None:
+            bit, order = self.order()
             up: dict[str, int] = {}
             for sid in order:
                 mask = 0
                 for dep in self.deps[sid]:
                     mask |= up[dep] | bit[dep]
                 up[sid] = mask
+            self._up = up
+        return self._up
+
+    def down(self) -> dict[str, int]:
+        """What each step reaches by dependencies and routes, itself included, as a bitset."""
+        if self._down is None:
+            bit, order = self.order()
             down: dict[str, int] = {}
             for sid in reversed(order):
                 mask = bit[sid]
                 for nxt in self.forward[sid]:
                     mask |= down[nxt]
                 down[sid] = mask
-            self._bits = (bit, up, down, order)
-        return self._bits
+            self._down = down
+        return self._down
 
 
 def _generations(ids: list[str], forward: Mapping[str, set[str]]) -> list[frozenset[str]] | None:
@@ -332,8 +346,7 @@ def upstream(flow: Flow, step_id: str) -> frozenset[str]:
     cached = analysis._upstream.get(step_id)
     if cached is None:
         if analysis.acyclic and step_id in analysis.deps:
-            _, up, _, order = analysis.bits()
-            cached = _members(up[step_id], order)
+            cached = _members(analysis.up()[step_id], analysis.order()[1])
         else:
             cached = frozenset(_reach(step_id, analysis.deps)) - {step_id}
         analysis._upstream[step_id] = cached
@@ -344,8 +357,7 @@ def depends_on(flow: Flow, step_id: str, other: str) -> bool:
     """Whether ``step_id`` transitively depends on ``other`` (so ``other`` finishes first)."""
     analysis = _analysis(flow)
     if analysis.acyclic and step_id in analysis.deps and other in analysis.deps:
-        bit, up, _, _ = analysis.bits()
-        return bool(up[step_id] & bit[other])
+        return bool(analysis.up()[step_id] & analysis.order()[0][other])
     return other in upstream(flow, step_id)
 
 
@@ -365,8 +377,7 @@ def reset_closure(flow: Flow, target: str) -> frozenset[str]:
     cached = analysis._closures.get(target)
     if cached is None:
         if analysis.acyclic:
-            _, _, down, order = analysis.bits()
-            cached = _members(down[target], order)
+            cached = _members(analysis.down()[target], analysis.order()[1])
         else:
             cached = frozenset(_reach(target, analysis.forward))
         analysis._closures[target] = cached
@@ -378,8 +389,7 @@ def reaches(flow: Flow, source: str, target: str) -> bool:
     (dependency and route edges, never ``on_revise``)."""
     analysis = _analysis(flow)
     if analysis.acyclic and source in analysis.forward and target in analysis.forward:
-        bit, _, down, _ = analysis.bits()
-        return bool(down[source] & bit[target])
+        return bool(analysis.down()[source] & analysis.order()[0][target])
     return target in reset_closure(flow, source)
 
 

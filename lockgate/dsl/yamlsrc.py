@@ -829,7 +829,8 @@ def _tight_end(src: str, start: int, end: int) -> int:
 CHUNKED_MIN_ITEMS = 48  # below this many items, or
 CHUNKED_MIN_CHARS = 4096  # this many characters, a whole parse is as fast
 _CHUNK_CACHE_SIZE = 20_000
-_STEPS_KEY = re.compile(r"^( *)steps:[ ]*(?:#[^\n]*)?$", re.MULTILINE)
+# patterns start with a literal newline so that the regex engine can skip ahead quickly
+_STEPS_KEY = re.compile(r"\n( *)steps:[ ]*(?:#[^\n]*)?(?=\n|$)")
 _MARKERS = re.compile(r"^(?:---|\.\.\.|%)|^ *\t", re.MULTILINE)
 
 
@@ -923,9 +924,9 @@ def _blocks(text: str) -> list[_Block]:
     """The `steps:` block sequences of ``text`` that are not inside another one."""
     blocks: list[_Block] = []
     for match in _STEPS_KEY.finditer(text):
-        if blocks and match.start() < blocks[-1].end:
+        if blocks and match.start() + 1 < blocks[-1].end:
             continue  # inside the previous block (a fanout's stages, a block scalar's text)
-        block = _block(text, match.end() + 1, len(match.group(1)), match.start() + len(match.group(1)))
+        block = _block(text, match.end() + 1, len(match.group(1)), match.start(1) + len(match.group(1)))
         if block is not None:
             blocks.append(block)
     return blocks
@@ -944,8 +945,8 @@ def _block(text: str, start: int, key_indent: int, key_at: int) -> _Block | None
         return None
     ends, items = _patterns(indent)
     stop = ends.search(text, first.end())
-    end = stop.start() if stop is not None else len(text)
-    starts = [start, *(m.start() for m in items.finditer(text, first.end(), end))]
+    end = stop.start() + 1 if stop is not None else len(text)
+    starts = [start, *(m.start() + 1 for m in items.finditer(text, first.end(), end))]
     bounds = tuple(zip(starts, [*starts[1:], end]))
     after = ""
     if stop is not None:
@@ -960,8 +961,8 @@ _FIRST_CONTENT = re.compile(r"^( *)[^ #\n]", re.MULTILINE)
 @lru_cache(maxsize=64)
 def _patterns(indent: int) -> tuple[re.Pattern[str], re.Pattern[str]]:
     """(the first line that ends a block of items at ``indent``, each item's first line)."""
-    ends = re.compile(rf"^(?: {{0,{indent - 1}}}[^ #\n]| {{{indent}}}(?:[^ #\n-]|-[^ \n]))", re.MULTILINE)
-    items = re.compile(rf"^ {{{indent}}}-(?: |$)", re.MULTILINE)
+    ends = re.compile(rf"\n(?: {{0,{indent - 1}}}[^ #\n]| {{{indent}}}(?:[^ #\n-]|-[^ \n]))")
+    items = re.compile(rf"\n {{{indent}}}-(?: |\n|$)")
     return ends, items
 
 
