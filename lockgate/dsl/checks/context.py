@@ -28,6 +28,7 @@ class Context:
     _complete: dict[str, bool] = field(default_factory=dict, repr=False)
     _usable: dict[int, tuple[object, bool]] = field(default_factory=dict, repr=False)
     _env: dict[str, int | None] = field(default_factory=dict, repr=False)
+    _facts: dict[int, tuple[Step, tuple]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, spec: Spec, agents: Collection[str] | None) -> Context:
@@ -92,7 +93,10 @@ class Context:
         env = self.env_id(flow)
         if env is None:
             return list(compute(*args))
-        key = (rule, env, field_key, _step_facts(step))
+        facts = self._facts.get(id(step))
+        if facts is None or facts[0] is not step:  # per run: the spec holds its steps alive
+            facts = self._facts[id(step)] = (step, _step_facts(step))
+        key = (rule, env, field_key, facts[1])
         try:
             found = _FIELD_MEMO.get(key)
         except TypeError:  # an unhashable value in the step
