@@ -156,31 +156,56 @@ def flow_edges(flow: Flow) -> tuple[Edge, ...]:
     return _analysis(flow).edges
 
 
-def _collect_edges(flow: Flow, fields: list[tuple[ScannedField, ...]]) -> tuple[Edge, ...]:
+RawEdge = tuple[str, str, EdgeKind, YamlPath, "tuple[int, int] | None"]
+
+
+def _collect_edges(flow: Flow, fields: list[tuple[ScannedField, ...]]) -> list[RawEdge]:
+    """The edges of :func:`flow_edges` as plain tuples (Edge objects are made on demand)."""
     known = flow.step_map
     owners = [s for s in flow.steps if s.id is not None and known.get(s.id) is s]
-    edges: list[Edge] = []
+    edges: list[RawEdge] = []
+    add = edges.append
     for step in owners:
         sid = step.id
         for i, dep in enumerate(step.after):
             if dep in known:
-                edges.append(Edge(dep, sid, "after", (*step.at, "after", i)))
+                add((dep, sid, "after", (*step.at, "after", i), None))
         for field in fields[step.index] if flow.steps[step.index] is step else scanned_fields(step):
             for ref in scan(field.text).refs:
                 if ref.kind == "step" and ref.name in known:
-                    edges.append(Edge(ref.name, sid, "data", field.path, ref.span))
+                    add((ref.name, sid, "data", field.path, ref.span))
     for step in owners:
         sid = step.id
         if step.on_fail in known:
-            edges.append(Edge(sid, step.on_fail, "on_fail", (*step.at, "on_fail")))
+            add((sid, step.on_fail, "on_fail", (*step.at, "on_fail"), None))
         if step.gate is not None:
             gate = step.gate
             for kind, target in (("approve", gate.on_approve), ("kill", gate.on_kill)):
                 if target in known:
-                    edges.append(Edge(sid, target, kind, (*gate.at, f"on_{kind}")))
+                    add((sid, target, kind, (*gate.at, f"on_{kind}"), None))
             if gate.on_revise in known:
-                edges.append(Edge(sid, gate.on_revise, "revise", (*gate.at, "on_revise")))
-    return tuple(edges)
+                add((sid, gate.on_revise, "revise", (*gate.at, "on_revise"), None))
+    return edges
+
+
+def _complete(flow: Flow, fields: list[tuple[ScannedField, ...]]) -> tuple[bool, frozenset[str]]:
+    """Whether every ``after`` entry and reference of ``flow`` parses and names a step other
+    than its own, and the carry names its references read."""
+    known = flow.step_map
+    carry: set[str] = set()
+    for step in flow.steps:
+        if any(dep not in known or dep == step.id for dep in step.after):
+            return False, frozenset()
+        for field in fields[step.index] if flow.steps[step.index] is step else scanned_fields(step):
+            template = scan(field.text)
+            if template.errors:
+                return False, frozenset()
+            for ref in template.refs:
+                if ref.kind == "step" and (ref.name not in known or ref.name == step.id):
+                    return False, frozenset()
+                if ref.kind == "carry":
+                    carry.add(ref.name or "")
+    return True, frozenset(carry)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,28 +229,29 @@ class _Analysis:
 
     def __init__(self, flow: Flow) -> None:
         self.fields = [tuple(scanned_fields(step)) for step in flow.steps]
-        self.edges = _collect_edges(flow, self.fields)
+        self.raw_edges = _collect_edges(flow, self.fields)
+        self._edges: tuple[Edge, ...] | None = None
+        self._complete: tuple[bool, frozenset[str]] | None = None
         ids = list(flow.step_map)
         self.cycle_edges: list[tuple[Edge, list[str]]] = []
         self.deps: dict[str, set[str]] = {sid: set() for sid in ids}
         self.dependents: dict[str, set[str]] = {sid: set() for sid in ids}
         self.forward: dict[str, set[str]] = {sid: set() for sid in ids}
         routes: dict[str, list[Route]] = {}
-        drawn: list[Edge] = []
-        for edge in self.edges:
-            if edge.kind == "revise" or edge.source == edge.target:
+        for source, target, kind, _, _ in self.raw_edges:
+            if kind == "revise" or source == target:
                 continue
-            self.forward[edge.source].add(edge.target)
-            if edge.kind in DEPENDENCY_KINDS:
-                self.deps[edge.target].add(edge.source)
-                self.dependents[edge.source].add(edge.target)
+            self.forward[source].add(target)
+            if kind == "data" or kind == "after":
+                self.deps[target].add(source)
+                self.dependents[source].add(target)
             else:
-                routes.setdefault(edge.target, []).append(Route(edge.source, edge.kind, edge.target))
-            drawn.append(edge)
+                routes.setdefault(target, []).append(Route(source, kind, target))
         self.routes = {target: tuple(rs) for target, rs in routes.items()}
         generations = _generations(ids, self.forward)
         self.acyclic = generations is not None
         if generations is None:
+            drawn = [e for e in self.edges if e.kind != "revise" and e.source != e.target]
             generations = self._grow_dag(ids, drawn)
         self.generations = generations
         self._order: tuple[dict[str, int], list[str]] | None = None
@@ -233,6 +259,17 @@ class _Analysis:
         self._down: dict[str, int] | None = None
         self._closures: dict[str, frozenset[str]] = {}
         self._upstream: dict[str, frozenset[str]] = {}
+
+    @property
+    def edges(self) -> tuple[Edge, ...]:
+        if self._edges is None:
+            self._edges = tuple(Edge(*raw) for raw in self.raw_edges)
+        return self._edges
+
+    def complete(self, flow: Flow) -> tuple[bool, frozenset[str]]:
+        if self._complete is None:
+            self._complete = _complete(flow, self.fields)
+        return self._complete
 
     def _grow_dag(self, ids: list[str], edges: list[Edge]) -> list[frozenset[str]]:
         """The DAG of the edges taken in order, leaving out each edge that closes a cycle."""
@@ -326,6 +363,18 @@ def _analysis(flow: Flow) -> _Analysis:
 
 
 # -- queries ---------------------------------------------------------------------------------
+
+
+def self_edges(flow: Flow) -> list[Edge]:
+    """The edges of :func:`flow_edges` whose source is their target, in the same order."""
+    return [Edge(*raw) for raw in _analysis(flow).raw_edges if raw[0] == raw[1]]
+
+
+def references_complete(flow: Flow) -> tuple[bool, frozenset[str]]:
+    """(whether every ``after`` entry and ``${...}`` in ``flow``'s steps parses and names a
+    step other than its own, the carry names those references read); for the validator's
+    question of whether the flow's graph is the one its author meant."""
+    return _analysis(flow).complete(flow)
 
 
 def dependencies(flow: Flow, step_id: str) -> frozenset[str]:

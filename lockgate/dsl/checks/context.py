@@ -121,23 +121,10 @@ class Context:
 
 
 def _complete(flow: Flow, carry: Mapping[str, CarryVar]) -> bool:
-    from ..graph import cycles, step_fields
-    from ..refs import scan
+    from ..graph import cycles, references_complete
 
-    known = flow.step_map
-    for step in flow.steps:
-        if any(dep not in known or dep == step.id for dep in step.after):
-            return False
-        for field_ in step_fields(flow, step):
-            template = scan(field_.text)
-            if template.errors:
-                return False
-            for ref in template.refs:
-                if ref.kind == "step" and (ref.name not in known or ref.name == step.id):
-                    return False
-                if ref.kind == "carry" and ref.name not in carry:
-                    return False
-    return not cycles(flow)
+    complete, carry_read = references_complete(flow)
+    return complete and all(name in carry for name in carry_read) and not cycles(flow)
 
 
 # -- memoisation --------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..diagnostics import Finding, YamlPath
-from ..graph import Edge, cycles, flow_edges
+from ..graph import Edge, cycles, flow_edges, self_edges
 from ..ir import Flow, Step
 from .context import Context
 from .suggest import did_you_mean, suffix
@@ -62,9 +62,7 @@ def _unknown_targets(flow: Flow) -> Iterator[Finding]:
 
 
 def _self_edges(flow: Flow) -> Iterator[Finding]:
-    for edge in flow_edges(flow):
-        if edge.source != edge.target:
-            continue
+    for edge in self_edges(flow):
         sid = edge.source
         if edge.kind == "data":
             message = f"step '{sid}' references its own output; a step cannot read itself"
@@ -78,10 +76,11 @@ def _self_edges(flow: Flow) -> Iterator[Finding]:
 
 
 def _cycles(flow: Flow) -> Iterator[Finding]:
+    found = cycles(flow)
     by_pair: dict[tuple[str, str], Edge] = {}
-    for edge in flow_edges(flow):
+    for edge in flow_edges(flow) if found else ():
         by_pair.setdefault((edge.source, edge.target), edge)
-    for edge, cycle in cycles(flow):
+    for edge, cycle in found:
         named = " -> ".join(cycle)
         related = tuple(
             (by_pair[pair].path, f"{_EDGE_WORDS[by_pair[pair].kind]} {pair[0]} -> {pair[1]}")
