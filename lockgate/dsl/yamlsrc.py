@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections import OrderedDict
 from functools import lru_cache
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -870,20 +871,29 @@ class _Block:
 
 
 class _Lru:
+    """A bounded mapping that forgets the least recently used entries (each operation is one
+    OrderedDict call, so concurrent loads in threads cannot corrupt it)."""
+
     def __init__(self, size: int) -> None:
         self.size = size
-        self.data: dict[Any, Any] = {}
+        self.data: OrderedDict[Any, Any] = OrderedDict()
 
     def get(self, key: Any) -> Any:
-        found = self.data.pop(key, None)
+        found = self.data.get(key)
         if found is not None:
-            self.data[key] = found
+            try:
+                self.data.move_to_end(key)
+            except KeyError:  # dropped by another thread meanwhile
+                pass
         return found
 
     def put(self, key: Any, value: Any) -> Any:
         self.data[key] = value
-        if len(self.data) > self.size:
-            del self.data[next(iter(self.data))]
+        while len(self.data) > self.size:
+            try:
+                self.data.popitem(last=False)
+            except KeyError:
+                break
         return value
 
     def clear(self) -> None:
