@@ -86,7 +86,8 @@ class Context:
         """``compute(*args)`` as a list, remembered across runs by content.
 
         For the per-field rules (references, expressions), whose findings depend only on the
-        field, a few facts of its step and the flow's typing environment (:meth:`env_id`):
+        fields (``field_key``: a step's scanned fields), a few facts of their step and the
+        flow's typing environment (:meth:`env_id`):
         step ids and what each one's output is typed against, the flow input, the carry names
         and the contracts. A warm re-check of an edited spec recomputes only changed fields.
         """

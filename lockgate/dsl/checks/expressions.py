@@ -52,10 +52,14 @@ _STEP_MAP_CONTEXTS = frozenset({"when", "set", "stage_when"})
 def check(ctx: Context) -> Iterator[Finding]:
     for flow in ctx.spec.flows.values():
         for step in flow.steps:
-            for field in step_fields(flow, step):
-                if field.is_expression:
-                    key = (field.path, field.text, field.context, field.stage)
-                    yield from ctx.memoised("expressions", flow, step, key, field_expression, ctx, flow, step, field)
+            fields = tuple(f for f in step_fields(flow, step) if f.is_expression)
+            if fields:
+                yield from ctx.memoised("expressions", flow, step, fields, _step_expressions, ctx, flow, step, fields)
+
+
+def _step_expressions(ctx: Context, flow: Flow, step: Step, fields: tuple[ScannedField, ...]) -> Iterator[Finding]:
+    for field in fields:
+        yield from field_expression(ctx, flow, step, field)
 
 
 def field_expression(ctx: Context, flow: Flow, step: Step, field: ScannedField) -> Iterator[Finding]:

@@ -22,13 +22,14 @@ from .suggest import did_you_mean, suffix
 def check(ctx: Context) -> Iterator[Finding]:
     for flow in ctx.spec.flows.values():
         for step in flow.steps:
-            for field in step_fields(flow, step):
-                yield from ctx.memoised("references", flow, step, _field_key(field),
-                                        field_findings, ctx, flow, step, field)
+            fields = step_fields(flow, step)
+            if fields:
+                yield from ctx.memoised("references", flow, step, fields, _step_findings, ctx, flow, step, fields)
 
 
-def _field_key(field: ScannedField) -> tuple:
-    return (field.path, field.text, field.context, field.stage)
+def _step_findings(ctx: Context, flow: Flow, step: Step, fields: tuple[ScannedField, ...]) -> Iterator[Finding]:
+    for field in fields:
+        yield from field_findings(ctx, flow, step, field)
 
 
 def field_findings(ctx: Context, flow: Flow, step: Step, field: ScannedField) -> Iterator[Finding]:
