@@ -87,7 +87,7 @@ def _load(text: str | bytes, path: str | None, agents: Collection[str] | None, l
 
 
 _STEPS: OrderedDict[tuple, Step] = OrderedDict()
-_STEPS_SIZE = 20_000
+_STEPS_SIZE = 8_192
 
 
 def _step_memo(sources: dict[int, str]):

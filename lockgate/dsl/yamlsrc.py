@@ -829,7 +829,7 @@ def _tight_end(src: str, start: int, end: int) -> int:
 
 CHUNKED_MIN_ITEMS = 48  # below this many items, or
 CHUNKED_MIN_CHARS = 4096  # this many characters, a whole parse is as fast
-_CHUNK_CACHE_SIZE = 20_000
+_CHUNK_CACHE_SIZE = 8_192  # a 2,000-step spec holds 2,000; a few documents and edits fit
 # patterns start with a literal newline so that the regex engine can skip ahead quickly
 _STEPS_KEY = re.compile(r"\n( *)steps:[ ]*(?:#[^\n]*)?(?=\n|$)")
 _MARKERS = re.compile(r"^(?:---|\.\.\.|%)|^ *\t", re.MULTILINE)
