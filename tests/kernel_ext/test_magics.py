@@ -108,3 +108,19 @@ def test_resume_after_a_kernel_restart(shell, reviewed_work, tmp_path):
     assert resumed.status == "complete"
     assert resumed.result() == {"result": "done", "quality_score": 0.9}
     assert calls == [1]  # nothing completed was redone
+
+
+def test_graph_line_magic_for_a_spec_and_a_run(shell, reviewed_work):
+    from IPython.display import SVG, Image, Markdown
+
+    shell.run_cell_magic("flow", "rw", reviewed_work)
+    assert isinstance(shell.run_line_magic("flow", "graph rw"), Image)
+    assert isinstance(shell.run_line_magic("flow", "graph rw --format svg"), SVG)
+    shell.user_ns["agents"] = {"codex": lambda task: {"result": "done", "quality_score": 0.9}}
+    shell.run_line_magic("flow", "run rw --input text=hi --agents agents --as r")
+    mermaid = shell.run_line_magic("flow", "graph r --format mermaid")
+    assert isinstance(mermaid, Markdown)
+    assert "class n0_work succeeded" in mermaid.data and "class n1_review waiting" in mermaid.data
+    with pytest.raises(UsageError, match="neither a bound spec"):
+        shell.user_ns["x"] = 3
+        shell.run_line_magic("flow", "graph x")
