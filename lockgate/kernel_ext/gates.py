@@ -69,6 +69,7 @@ class GateCard:
     def show_decision(self, decision: Decision, *, elsewhere: bool = False) -> None:
         self.disable()
         self.title.value = f"<b>Gate <code>{html.escape(self.request.step_id)}</code></b> decided"
+        self.note.layout.display = "none"
         self.widget.layout.border = "1px solid #d0d7de"
         where = " (decided elsewhere)" if elsewhere else ""
         note = f": {html.escape(decision.rationale)}" if decision.rationale else ""

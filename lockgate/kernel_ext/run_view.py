@@ -329,9 +329,18 @@ def html_table(run: NotebookRun) -> str:
         violations = "<br>".join(html.escape(str(v.get("message", v))) for v in row.violations[-3:])
         cells.append(
             f"<tr><td><code>{html.escape(node)}</code></td><td>{html.escape(row.status)}</td>"
-            f"<td>{row.attempts or ''}</td><td>{html.escape(row.agent)}</td><td>{violations}</td></tr>"
+            f"<td style='text-align:right'>{row.attempts or ''}</td><td>{html.escape(row.agent)}</td>"
+            f"<td style='color:#a40e26'>{violations}</td></tr>"
         )
     return (
-        "<table><thead><tr><th>step</th><th>status</th><th>attempts</th><th>agent</th>"
-        "<th>latest violations</th></tr></thead><tbody>" + "".join(cells) + "</tbody></table>"
+        f"<style>{TABLE_CSS}</style><table class='lockgate-steps'><thead><tr><th>step</th><th>status</th>"
+        "<th>attempts</th><th>agent</th><th>latest violations</th></tr></thead><tbody>"
+        + "".join(cells) + "</tbody></table>"
     )
+
+
+TABLE_CSS = (
+    ".lockgate-steps{border-collapse:collapse;margin:4px 0}"
+    ".lockgate-steps th,.lockgate-steps td{padding:2px 12px 2px 0;text-align:left;vertical-align:top}"
+    ".lockgate-steps th{border-bottom:1px solid #d0d7de;font-weight:600}"
+)
