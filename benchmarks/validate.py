@@ -12,7 +12,10 @@ For context, the same document's data goes through the JSON Schema pass alone wi
 ``jsonschema`` and with ``jsonschema_rs``. Targets (issue 2): 2,000 steps cold <= 500 ms, warm
 <= 50 ms. Prints medians and the ratio to each target (< 1.00 meets it).
 
-    python benchmarks/validate.py [--repeat 7] [--processes 5] [--sizes 200,2000]
+    python benchmarks/validate.py [--repeat 9] [--processes 5] [--sizes 200,2000] [--baseline REV]
+
+``--baseline REV`` also measures the ``lockgate`` package as of a git revision (exported to a
+temporary folder), taking turns with this tree, so before/after figures come from one run.
 """
 
 from __future__ import annotations
