@@ -17,7 +17,7 @@ from json.encoder import (  # type: ignore[attr-defined]
     encode_basestring,
     encode_basestring_ascii,
 )
-from typing import Any
+from typing import Any, NamedTuple
 
 from lockgate.errors import ConcurrencyConflict, StoreError
 
@@ -130,6 +130,23 @@ def encode_steps(steps: Any) -> list[tuple[str, str]]:
             refuse_nul(text, f"steps[{step_id!r}]")
         encoded.append((step_id, text))
     return encoded
+
+
+class EncodedWrite(NamedTuple):
+    """What ``create_run`` and ``save_run`` write besides events, validated and encoded once."""
+
+    header: str  #: the header's JSON text
+    status: str
+    flow: str
+    steps: list[tuple[str, str]]  #: (step id, JSON text of its record)
+    now: str  #: the write's timestamp
+
+
+def encode_write(header: Any, steps: Any) -> EncodedWrite:
+    """Validate and encode a write's header and changed step records, and stamp it: every backend
+    refuses the same bad input with the same error, header first."""
+    header_json, status, flow = encode_header(header)
+    return EncodedWrite(header_json, status, flow, encode_steps(steps), utc_now())
 
 
 #: How U+0000 appears in encoded JSON: a cheap ``in`` test before the exact one.

@@ -68,9 +68,7 @@ class MemoryStore:
         self, run_id: str, header: dict[str, Any], steps: dict[str, dict[str, Any]], events: list[dict[str, Any]]
     ) -> int:
         codec.check_run_id(run_id)
-        header_json, status, flow = codec.encode_header(header)
-        encoded_steps = codec.encode_steps(steps)
-        now = codec.utc_now()
+        header_json, status, flow, encoded_steps, now = codec.encode_write(header, steps)
         pending = prepare_events(events, 1, now)
         with self._changed:
             self._check_open()
@@ -102,9 +100,7 @@ class MemoryStore:
         events: list[dict[str, Any]],
     ) -> int:
         codec.check_version(expected_version)
-        header_json, status, flow = codec.encode_header(header)
-        encoded_steps = codec.encode_steps(steps)
-        now = codec.utc_now()
+        header_json, status, flow, encoded_steps, now = codec.encode_write(header, steps)
         with self._changed:
             run = self._run(run_id)
             if run.version != expected_version:

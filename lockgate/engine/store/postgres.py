@@ -347,11 +347,10 @@ class PostgresStore:
 
 
 def _params(run_id: str, header: Any, steps: Any) -> dict[str, Any]:
-    header_json, status, flow = codec.encode_header(header)
-    encoded_steps = codec.encode_steps(steps)
-    steps_json = ",".join(f"{encode_basestring_ascii(step_id)}:{record}" for step_id, record in encoded_steps)
+    write = codec.encode_write(header, steps)
+    steps_json = ",".join(f"{encode_basestring_ascii(step_id)}:{record}" for step_id, record in write.steps)
     return {
-        "run_id": run_id, "header": header_json, "status": status, "flow": flow, "now": codec.utc_now(),
+        "run_id": run_id, "header": write.header, "status": write.status, "flow": write.flow, "now": write.now,
         "steps": f"{{{steps_json}}}",
     }
 

@@ -149,9 +149,7 @@ class SQLiteStore:
         self, run_id: str, header: dict[str, Any], steps: dict[str, dict[str, Any]], events: list[dict[str, Any]]
     ) -> int:
         codec.check_run_id(run_id)
-        header_json, status, flow = codec.encode_header(header)
-        encoded_steps = codec.encode_steps(steps)
-        now = codec.utc_now()
+        header_json, status, flow, encoded_steps, now = codec.encode_write(header, steps)
         links = chain_events(run_id, events, GENESIS_HASH, 1, now)
         head = links[-1].hash if links else GENESIS_HASH
         with self._write() as db:
@@ -173,9 +171,7 @@ class SQLiteStore:
         events: list[dict[str, Any]],
     ) -> int:
         codec.check_version(expected_version)
-        header_json, status, flow = codec.encode_header(header)
-        encoded_steps = codec.encode_steps(steps)
-        now = codec.utc_now()
+        header_json, status, flow, encoded_steps, now = codec.encode_write(header, steps)
         with self._write() as db:
             old = self._head_at(db, run_id, expected_version)
             links = chain_events(run_id, events, old.hash, old.count + 1, now)
