@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lockgate.dsl import yamlsrc
+from lockgate.dsl import yamlchunks, yamlsrc
 from lockgate.dsl.diagnostics import Position
 from lockgate.dsl.loader import clear_caches, load
 
@@ -91,8 +91,8 @@ def edits(draw):
 
 @pytest.fixture(autouse=True)
 def chunk_small_documents(monkeypatch):
-    monkeypatch.setattr(yamlsrc, "CHUNKED_MIN_ITEMS", 2)
-    monkeypatch.setattr(yamlsrc, "CHUNKED_MIN_CHARS", 0)
+    monkeypatch.setattr(yamlchunks, "CHUNKED_MIN_ITEMS", 2)
+    monkeypatch.setattr(yamlchunks, "CHUNKED_MIN_CHARS", 0)
 
 
 def assert_same_map(a, b, text: str) -> None:
