@@ -132,6 +132,11 @@ def link_events(run_id: str, pending: Iterable[Pending], prev_hash: str) -> list
     return links
 
 
+def head_hash(links: Sequence[Link], prev_hash: str = GENESIS_HASH) -> str:
+    """The hash a chain ends on: its last link's, or ``prev_hash`` when ``links`` is empty."""
+    return links[-1].hash if links else prev_hash
+
+
 def _check_unicode(text: str) -> None:
     try:
         text.encode("utf-8")

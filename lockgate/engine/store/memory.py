@@ -17,9 +17,9 @@ from typing import Any
 from lockgate.engine.store import codec
 from lockgate.engine.store.base import Event, RunSummary, StoredRun, VerifyReport
 from lockgate.engine.store.chain import (
-    GENESIS_HASH,
     Link,
     Pending,
+    head_hash,
     link_events,
     prepare_events,
     verify_chain,
@@ -49,8 +49,7 @@ class _Run:
     def linked(self) -> list[Link]:
         """Every event, linked (call under the store's lock)."""
         if self.pending:
-            head = self.links[-1].hash if self.links else GENESIS_HASH
-            self.links.extend(link_events(self.run_id, self.pending, head))
+            self.links.extend(link_events(self.run_id, self.pending, head_hash(self.links)))
             self.pending = []
         return self.links
 
@@ -139,7 +138,7 @@ class MemoryStore:
     def verify(self, run_id: str) -> VerifyReport:
         with self._changed:
             links = list(self._run(run_id).linked())
-        return verify_chain(run_id, links, links[-1].hash if links else GENESIS_HASH, len(links))
+        return verify_chain(run_id, links, head_hash(links), len(links))
 
     def wait_for_change(self, run_id: str, version: int, timeout: float) -> int:
         with self._changed:

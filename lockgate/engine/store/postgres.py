@@ -30,7 +30,13 @@ from typing import Any
 
 from lockgate.engine.store import codec
 from lockgate.engine.store.base import Event, RunSummary, StoredRun, VerifyReport
-from lockgate.engine.store.chain import GENESIS_HASH, Link, chain_events, verify_chain
+from lockgate.engine.store.chain import (
+    GENESIS_HASH,
+    Link,
+    chain_events,
+    head_hash,
+    verify_chain,
+)
 from lockgate.errors import RunNotFound, StoreError
 
 try:
@@ -364,7 +370,7 @@ def _link_params(links: list[Link], count: int, head: str) -> dict[str, Any]:
         f'"prev_hash":"{link.prev_hash}","hash":"{link.hash}"}}'
         for link in links
     )
-    return {"count": count + len(links), "head": links[-1].hash if links else head, "events": f"[{rows}]"}
+    return {"count": count + len(links), "head": head_hash(links, head), "events": f"[{rows}]"}
 
 
 def _string(value: str | None) -> str:

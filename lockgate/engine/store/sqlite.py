@@ -37,7 +37,13 @@ from typing import Any, NamedTuple
 
 from lockgate.engine.store import codec
 from lockgate.engine.store.base import Event, RunSummary, StoredRun, VerifyReport
-from lockgate.engine.store.chain import GENESIS_HASH, Link, chain_events, verify_chain
+from lockgate.engine.store.chain import (
+    GENESIS_HASH,
+    Link,
+    chain_events,
+    head_hash,
+    verify_chain,
+)
 from lockgate.errors import RunNotFound, StoreError
 
 SCHEMA_VERSION = 1
@@ -151,7 +157,7 @@ class SQLiteStore:
         codec.check_run_id(run_id)
         header_json, status, flow, encoded_steps, now = codec.encode_write(header, steps)
         links = chain_events(run_id, events, GENESIS_HASH, 1, now)
-        head = links[-1].hash if links else GENESIS_HASH
+        head = head_hash(links)
         with self._write() as db:
             try:
                 db.execute(_INSERT_RUN, (run_id, flow, status, header_json, now, now, len(links), head))
@@ -176,7 +182,7 @@ class SQLiteStore:
             old = self._head_at(db, run_id, expected_version)
             links = chain_events(run_id, events, old.hash, old.count + 1, now)
             new_count = old.count + len(links)
-            new_head = links[-1].hash if links else old.hash
+            new_head = head_hash(links, old.hash)
             if status == old.status and flow == old.flow:
                 cursor = db.execute(_UPDATE_RUN_BODY, (header_json, now, new_count, new_head, run_id,
                                                        expected_version, old.hash))
