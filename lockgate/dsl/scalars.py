@@ -81,9 +81,9 @@ def char_sources(text: str, start: int, end: int, style: str | None, value: str)
     end = min(end, len(text))
     try:
         if style == "":
-            result = _plain(text, start, end), start, end
+            result = _flow(text, start, end, ""), start, end
         elif style in "'\"":
-            result = _quoted(text, start + 1, max(start + 1, end - 1), style), start + 1, end - 1
+            result = _flow(text, start + 1, max(start + 1, end - 1), style), start + 1, end - 1
         else:
             result = _block(text, start, end, style, value)
     except IndexError:
@@ -143,27 +143,9 @@ class _Folder:
         self.spaces.clear()
 
 
-def _plain(text: str, start: int, end: int) -> _Out:
-    out = _Out()
-    fold = _Folder(out)
-    i = start
-    while i < end:
-        c = text[i]
-        if c in _BLANKS:
-            fold.blank(text, i)
-            i += 1
-        elif c in _BREAKS:
-            ch, n = _break_at(text, i, end)
-            fold.line_break((ch, i, i + n))
-            i += n
-        else:
-            fold.flush(text)
-            out.emit(c, i, i + 1)
-            i += 1
-    return out
-
-
-def _quoted(text: str, start: int, end: int, quote: str) -> _Out:
+def _flow(text: str, start: int, end: int, quote: str) -> _Out:
+    """A plain (``quote == ""``), single- or double-quoted scalar's content ``[start, end)``:
+    lines fold alike; only quoted scalars have escapes and keep blanks before the closing quote."""
     out = _Out()
     fold = _Folder(out)
     i = start
@@ -187,7 +169,8 @@ def _quoted(text: str, start: int, end: int, quote: str) -> _Out:
             fold.flush(text)
             out.emit(c, i, i + 1)
             i += 1
-    fold.flush(text)
+    if quote:
+        fold.flush(text)
     return out
 
 
