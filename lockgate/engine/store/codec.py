@@ -19,7 +19,7 @@ from json.encoder import (  # type: ignore[attr-defined]
 )
 from typing import Any, NamedTuple
 
-from lockgate.errors import ConcurrencyConflict, StoreError
+from lockgate.errors import ConcurrencyConflict, RunNotFound, StoreError
 
 MAX_RUN_ID = 200
 
@@ -165,6 +165,11 @@ def refuse_nul(text: str, what: str) -> None:
 
 def decode(text: str | bytes) -> Any:
     return json.loads(text)
+
+
+def not_found(run_id: str) -> RunNotFound:
+    """The error every backend raises for a run id it does not hold."""
+    return RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
 
 
 def conflict(run_id: str, expected: int, actual: int) -> ConcurrencyConflict:

@@ -24,7 +24,7 @@ from lockgate.engine.store.chain import (
     prepare_events,
     verify_chain,
 )
-from lockgate.errors import RunNotFound, StoreError
+from lockgate.errors import StoreError
 
 
 @dataclass(slots=True)
@@ -158,7 +158,7 @@ class MemoryStore:
         self._check_open()
         run = self._runs.get(run_id)
         if run is None:
-            raise RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
+            raise codec.not_found(run_id)
         return run
 
     def _check_open(self) -> None:

@@ -37,7 +37,7 @@ from lockgate.engine.store.chain import (
     head_hash,
     verify_chain,
 )
-from lockgate.errors import RunNotFound, StoreError
+from lockgate.errors import StoreError
 
 try:
     import psycopg
@@ -188,7 +188,7 @@ class PostgresStore:
     def _head_row(self, run_id: str) -> tuple[int, int, str]:
         row = self._one(f"SELECT version, event_count, head_hash FROM {self.schema}.runs WHERE run_id = %s", (run_id,))
         if row is None:
-            raise RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
+            raise codec.not_found(run_id)
         return row
 
     def _run_statement(self, sql: str, params: dict[str, Any]) -> int:
@@ -209,7 +209,7 @@ class PostgresStore:
             (run_id,),
         )
         if row is None:
-            raise RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
+            raise codec.not_found(run_id)
         header, version, count, head, steps = row
         self._heads[run_id] = (version, count, head)
         return StoredRun(run_id=run_id, header=header, steps=steps, version=version)
@@ -217,7 +217,7 @@ class PostgresStore:
     def current_version(self, run_id: str) -> int:
         row = self._one(f"SELECT version FROM {self.schema}.runs WHERE run_id = %s", (run_id,))
         if row is None:
-            raise RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
+            raise codec.not_found(run_id)
         return row[0]
 
     def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunSummary]:
@@ -245,7 +245,7 @@ class PostgresStore:
             cur.execute(f"SELECT event_count, head_hash FROM {self.schema}.runs WHERE run_id = %s", (run_id,))
             row = cur.fetchone()
             if row is None:
-                raise RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
+                raise codec.not_found(run_id)
             cur.execute(self._select_events(), (run_id, 0))
             links = [Link(*link) for link in cur.fetchall()]
         return verify_chain(run_id, links, row[1], row[0])
@@ -349,7 +349,7 @@ class PostgresStore:
     def _require_run(self, cur: psycopg.Cursor[Any], run_id: str) -> None:
         cur.execute(f"SELECT 1 FROM {self.schema}.runs WHERE run_id = %s", (run_id,))
         if cur.fetchone() is None:
-            raise RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
+            raise codec.not_found(run_id)
 
 
 def _params(run_id: str, header: Any, steps: Any) -> dict[str, Any]:

@@ -44,7 +44,7 @@ from lockgate.engine.store.chain import (
     head_hash,
     verify_chain,
 )
-from lockgate.errors import RunNotFound, StoreError
+from lockgate.errors import StoreError
 
 SCHEMA_VERSION = 1
 
@@ -203,7 +203,7 @@ class SQLiteStore:
             return cached
         row = db.execute(_SELECT_HEAD, (run_id,)).fetchone()
         if row is None:
-            raise RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
+            raise codec.not_found(run_id)
         if row[0] != version:
             raise codec.conflict(run_id, version, row[0])
         return _Head(*row)
@@ -211,7 +211,7 @@ class SQLiteStore:
     def _conflict(self, db: sqlite3.Connection, run_id: str, expected: int) -> Exception:
         row = db.execute(_SELECT_HEAD, (run_id,)).fetchone()
         if row is None:
-            return RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
+            return codec.not_found(run_id)
         self._heads[run_id] = _Head(*row)
         return codec.conflict(run_id, expected, row[0])
 
@@ -230,7 +230,7 @@ class SQLiteStore:
                 "SELECT header, version, event_count, head_hash, status, flow FROM runs WHERE run_id = ?", (run_id,)
             ).fetchone()
             if row is None:
-                raise RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
+                raise codec.not_found(run_id)
             steps = db.execute("SELECT step_id, record FROM steps WHERE run_id = ?", (run_id,)).fetchall()
         header_json, version = row[0], row[1]
         self._heads[run_id] = _Head(*row[1:])
@@ -245,7 +245,7 @@ class SQLiteStore:
         with self._lock:
             row = self._execute("SELECT version FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if row is None:
-            raise RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
+            raise codec.not_found(run_id)
         return row[0]
 
     def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunSummary]:
@@ -271,7 +271,7 @@ class SQLiteStore:
         with self._read() as db:
             row = db.execute("SELECT event_count, head_hash FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             if row is None:
-                raise RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
+                raise codec.not_found(run_id)
             links = [Link(*link) for link in db.execute(_SELECT_EVENTS, (run_id, 0))]
         return verify_chain(run_id, links, row[1], row[0])
 
@@ -348,7 +348,7 @@ class SQLiteStore:
     @staticmethod
     def _require_run(db: sqlite3.Connection, run_id: str) -> None:
         if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
-            raise RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
+            raise codec.not_found(run_id)
 
 
 class _Head(NamedTuple):
