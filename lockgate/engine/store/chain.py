@@ -21,8 +21,8 @@ from datetime import datetime
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any, NamedTuple
 
-from lockgate.engine.store.base import VerifyReport
-from lockgate.engine.store.codec import NUL_ESCAPE, json_encoder, refuse_nul
+from lockgate.engine.store.base import Event, VerifyReport
+from lockgate.engine.store.codec import NUL_ESCAPE, decode, json_encoder, refuse_nul
 from lockgate.errors import StoreError
 
 GENESIS_HASH = "0" * 64
@@ -48,6 +48,13 @@ class Link(NamedTuple):
     detail_json: str
     prev_hash: str
     hash: str
+
+
+def stored_event(row: Sequence[Any]) -> Event:
+    """The :class:`Event` of a stored ``(seq, at, type, step_id, detail_json, prev_hash, hash)``
+    row: a :class:`Link` or a database row in the same column order."""
+    seq, at, type_, step_id, detail_json, prev_hash, digest = row
+    return Event(seq, at, type_, step_id, decode(detail_json), prev_hash, digest)
 
 
 def canonical_json(value: Any, what: str = "value") -> str:

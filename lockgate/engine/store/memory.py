@@ -22,6 +22,7 @@ from lockgate.engine.store.chain import (
     head_hash,
     link_events,
     prepare_events,
+    stored_event,
     verify_chain,
 )
 from lockgate.errors import StoreError
@@ -133,7 +134,7 @@ class MemoryStore:
         codec.check_seq(since_seq)
         with self._changed:
             links = self._run(run_id).linked()[max(since_seq, 0):]
-        return [_event(link) for link in links]
+        return [stored_event(link) for link in links]
 
     def verify(self, run_id: str) -> VerifyReport:
         with self._changed:
@@ -164,10 +165,3 @@ class MemoryStore:
     def _check_open(self) -> None:
         if self._closed:
             raise StoreError("the store is closed")
-
-
-def _event(link: Link) -> Event:
-    return Event(
-        seq=link.seq, at=link.at, type=link.type, step_id=link.step_id,
-        detail=codec.decode(link.detail_json), prev_hash=link.prev_hash, hash=link.hash,
-    )

@@ -35,6 +35,7 @@ from lockgate.engine.store.chain import (
     Link,
     chain_events,
     head_hash,
+    stored_event,
     verify_chain,
 )
 from lockgate.errors import StoreError
@@ -238,7 +239,7 @@ class PostgresStore:
             self._require_run(cur, run_id)
             cur.execute(self._select_events(), (run_id, since_seq))
             rows = cur.fetchall()
-        return [Event(seq, at, t, step, codec.decode(detail), prev, h) for seq, at, t, step, detail, prev, h in rows]
+        return [stored_event(row) for row in rows]
 
     def verify(self, run_id: str) -> VerifyReport:
         with self._snapshot() as cur:

@@ -42,6 +42,7 @@ from lockgate.engine.store.chain import (
     Link,
     chain_events,
     head_hash,
+    stored_event,
     verify_chain,
 )
 from lockgate.errors import StoreError
@@ -265,7 +266,7 @@ class SQLiteStore:
         with self._read() as db:
             self._require_run(db, run_id)
             rows = db.execute(_SELECT_EVENTS, (run_id, since_seq)).fetchall()
-        return [_event(row) for row in rows]
+        return [stored_event(row) for row in rows]
 
     def verify(self, run_id: str) -> VerifyReport:
         with self._read() as db:
@@ -359,8 +360,3 @@ class _Head(NamedTuple):
     hash: str
     status: str
     flow: str
-
-
-def _event(row: tuple[Any, ...]) -> Event:
-    seq, at, type_, step_id, detail, prev_hash, digest = row
-    return Event(seq, at, type_, step_id, codec.decode(detail), prev_hash, digest)
