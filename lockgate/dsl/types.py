@@ -67,7 +67,8 @@ class TypeExpr:
     span: Span = field(default=(0, 0), compare=False, repr=False, kw_only=True)
 
     def describe(self) -> str:
-        raise NotImplementedError
+        """The type written back in the contract language (``string[]?``)."""
+        raise TypeError(f"{type(self).__name__} does not describe itself")
 
     @property
     def optional(self) -> bool:

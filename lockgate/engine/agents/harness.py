@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,7 +22,7 @@ from .command import preview
 from .process import ProcessGroup, ProcessResult
 
 
-class HarnessAgent:
+class HarnessAgent(ABC):
     """Base of CLI harness adapters; subclasses define ``harness``, ``_argv`` and ``_parse``."""
 
     harness = "harness"
@@ -52,8 +53,9 @@ class HarnessAgent:
             if problem:
                 raise AgentUnavailable(f"agent {self.name!r}: {problem}")
 
+    @abstractmethod
     def _credentials_problem(self, env: Mapping[str, str]) -> str | None:
-        raise NotImplementedError
+        """What is missing for the CLI to authenticate, or None."""
 
     def _environ(self) -> dict[str, str]:
         return {**os.environ, **self.env}
@@ -72,12 +74,13 @@ class HarnessAgent:
         parsed = self._parse(result)
         return parsed.with_duration(elapsed)
 
+    @abstractmethod
     def _prepared(self, task: Task) -> Any:
         """A context manager yielding ``(argv, stdin bytes)`` and cleaning up temp files."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _parse(self, result: ProcessResult) -> AgentResult:
-        raise NotImplementedError
+        """The CLI's JSON output as an AgentResult (never prose parsing)."""
 
     async def cancel(self) -> None:
         await self._processes.kill_all()
