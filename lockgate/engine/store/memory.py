@@ -1,8 +1,10 @@
 """An in-memory :class:`~lockgate.engine.store.base.Store` for tests and notebooks.
 
 Same semantics as the durable stores: versions and conflicts, the hash chain and its
-verification, JSON validation. State is kept as JSON text, so nothing a caller passes in or gets
-back aliases stored state. Events are validated and numbered when saved, and linked into the hash
+verification, JSON validation. State is kept as deep copies made as JSON would give them back
+(:func:`~lockgate.engine.store.codec.copy_write`; the stored values are never mutated, a save
+replaces them), and loads copy again, so nothing a caller passes in or gets back aliases stored
+state. Events are validated and numbered when saved, and linked into the hash
 chain when first read (the chain depends only on what was committed, so it comes out the same). Thread-safe; :meth:`MemoryStore.wait_for_change` wakes on a condition
 variable instead of polling.
 """
@@ -31,13 +33,13 @@ from lockgate.errors import StoreError
 @dataclass(slots=True)
 class _Run:
     run_id: str
-    header_json: str
+    header: dict[str, Any]
     status: str
     flow: str
     version: int
     created_at: str
     updated_at: str
-    steps: dict[str, str] = field(default_factory=dict)
+    steps: dict[str, dict[str, Any]] = field(default_factory=dict)
     links: list[Link] = field(default_factory=list)
     #: committed events not linked yet: hashing waits for the first reader (the hashes are a
     #: pure function of the committed events, so they come out the same whenever computed)
@@ -68,13 +70,13 @@ class MemoryStore:
         self, run_id: str, header: dict[str, Any], steps: dict[str, dict[str, Any]], events: list[dict[str, Any]]
     ) -> int:
         codec.check_run_id(run_id)
-        header_json, status, flow, encoded_steps, now = codec.encode_write(header, steps)
+        header_copy, status, flow, copied_steps, now = codec.copy_write(header, steps)
         pending = prepare_events(events, 1, now)
         with self._changed:
             self._check_open()
             if run_id in self._runs:
                 raise StoreError(f"run {run_id!r} already exists")
-            self._runs[run_id] = _Run(run_id, header_json, status, flow, 1, now, now, dict(encoded_steps), [],
+            self._runs[run_id] = _Run(run_id, header_copy, status, flow, 1, now, now, dict(copied_steps), [],
                                       pending)
             self._changed.notify_all()
         return 1
@@ -82,11 +84,11 @@ class MemoryStore:
     def load_run(self, run_id: str) -> StoredRun:
         with self._changed:
             run = self._run(run_id)
-            header_json, version, steps = run.header_json, run.version, dict(run.steps)
+            header, version, steps = run.header, run.version, dict(run.steps)
         return StoredRun(
             run_id=run_id,
-            header=codec.decode(header_json),
-            steps={step_id: codec.decode(text) for step_id, text in steps.items()},
+            header=codec.copy_json(header, "header"),
+            steps={step_id: codec.copy_json(record, step_id) for step_id, record in steps.items()},
             version=version,
         )
 
@@ -100,14 +102,14 @@ class MemoryStore:
         events: list[dict[str, Any]],
     ) -> int:
         codec.check_version(expected_version)
-        header_json, status, flow, encoded_steps, now = codec.encode_write(header, steps)
+        header_copy, status, flow, copied_steps, now = codec.copy_write(header, steps)
         with self._changed:
             run = self._run(run_id)
             if run.version != expected_version:
                 raise codec.conflict(run_id, expected_version, run.version)
             pending = prepare_events(events, run.count + 1, now)
-            run.header_json, run.status, run.flow = header_json, status, flow
-            run.steps.update(encoded_steps)
+            run.header, run.status, run.flow = header_copy, status, flow
+            run.steps.update(copied_steps)
             run.pending.extend(pending)
             run.version += 1
             run.updated_at = now
