@@ -564,13 +564,20 @@ def _interpolate(template: Template, resolve: Resolve) -> str:
     return "".join(parts)
 
 
+#: ``json.dumps`` with these options builds a new encoder on every call; one built once encodes the
+#: same (``encode`` keeps no state between calls, so it is safe to share between threads)
+_compact_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+
+
 def _as_text(value: Any, ref: Ref) -> str:
     if isinstance(value, str):
         return value
     if value is None:
         return ""
     try:
-        return json.dumps(_js_numbers(value), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        if type(value) is int:
+            return int.__repr__(value)  # what the encoder writes for an int, without building it
+        return _compact_json(_js_numbers(value))
     except (TypeError, ValueError) as exc:
         raise RefError(f"{ref.raw} is not a JSON value ({exc})", ref.span) from exc
 
