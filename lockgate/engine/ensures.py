@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..dsl.expr import Bindings
 from ..errors import ExprError, LockgateError
 from .compiled import CEnsure, CExpr
 
@@ -30,11 +31,14 @@ def first_failed_ensure(
     judge: Callable[..., Any] | None,
 ) -> dict[str, Any] | None:
     """The first ensure that does not hold, as a violation dict, or None when all hold."""
+    shared: Bindings | None = None  # validated once for all the predicates, on first read of each name
     for ensure in ensures:
         if ensure.kind == "judged":
             holds, reason = _judged(ensure, bindings, judge)
         else:
-            holds, reason = _holds(ensure.expression, bindings, workspace)
+            if shared is None:
+                shared = Bindings(bindings, workspace)
+            holds, reason = _holds(ensure.expression, shared, None)
         if not holds:
             label = ensure.source if ensure.kind != "judged" else f"judged: {ensure.statement}"
             message = f'ensure "{label}" failed: {reason}'

@@ -8,6 +8,7 @@ every backend: a :class:`StoreError` naming the offending part.
 from __future__ import annotations
 
 import json
+import marshal
 import re
 import time
 from collections.abc import Callable
@@ -165,85 +166,81 @@ def encode_write(header: Any, steps: Any) -> EncodedWrite:
 
 
 class _NotPlain(Exception):
-    """A value the fast copy leaves to the JSON round trip (which reports or normalises it)."""
+    """A value the fast check leaves to the JSON round trip (which reports or normalises it)."""
 
 
-def _copy_plain(value: Any) -> Any:
-    """A deep copy of a dict or list made only of plain JSON values: exact ``dict`` with
-    ``str`` keys, ``list``, ``str`` without U+0000, ``int``, ``bool``, finite ``float``,
-    ``None``. Raises :class:`_NotPlain` at anything else (tuples, subclasses, NaN, ...)."""
+def _check_plain(value: Any) -> None:
+    """Return when ``value`` is a dict or list made only of plain JSON values: exact ``dict``
+    with ``str`` keys, ``list``, ``str`` without U+0000, ``int``, ``bool``, finite ``float``,
+    ``None``; raise :class:`_NotPlain` at anything else (tuples, subclasses, NaN, ...)."""
     if type(value) is dict:
-        out = {}
-        for key, item in value.items():
+        for key in value:
             if type(key) is not str or "\0" in key:
                 raise _NotPlain
-            kind = type(item)
-            if kind is str:
-                if "\0" in item:
-                    raise _NotPlain
-            elif kind is dict or kind is list:
-                item = _copy_plain(item)
-            elif kind is float:
-                if item - item != 0.0:  # NaN and the infinities
-                    raise _NotPlain
-            elif not (kind is int or kind is bool or item is None):
+        items: Any = value.values()
+    elif type(value) is list:
+        items = value
+    else:
+        raise _NotPlain
+    for item in items:
+        kind = type(item)
+        if kind is str:
+            if "\0" in item:
                 raise _NotPlain
-            out[key] = item
-        return out
-    if type(value) is list:
-        out_list = []
-        for item in value:
-            kind = type(item)
-            if kind is str:
-                if "\0" in item:
-                    raise _NotPlain
-            elif kind is dict or kind is list:
-                item = _copy_plain(item)
-            elif kind is float:
-                if item - item != 0.0:
-                    raise _NotPlain
-            elif not (kind is int or kind is bool or item is None):
+        elif kind is dict or kind is list:
+            _check_plain(item)
+        elif kind is float:
+            if item - item != 0.0:  # NaN and the infinities
                 raise _NotPlain
-            out_list.append(item)
-        return out_list
-    raise _NotPlain
+        elif not (kind is int or kind is bool or item is None):
+            raise _NotPlain
 
 
-def copy_json(value: Any, what: str) -> Any:
-    """A deep copy of ``value`` as JSON would give it back (``decode(encode_json(value))``),
-    refusing what a store refuses (not JSON, NaN or infinity, U+0000) with the same
-    StoreError. Plain values are copied in one walk without formatting any text: a third of
-    the cost of the JSON round trip on a typical record; anything else takes the round trip."""
+def pack_json(value: Any, what: str) -> bytes:
+    """``value`` as JSON would give it back (``decode(encode_json(value))``), packed with
+    :mod:`marshal` for :func:`unpack`; refuses what a store refuses (not JSON, NaN or infinity,
+    U+0000) with the same StoreError. Plain values are checked in one walk and packed in C
+    without formatting any text (floats are the dear part of JSON encoding); anything else takes
+    the JSON round trip first. Bytes, unlike nested dicts, cost the garbage collector nothing."""
     try:
-        return _copy_plain(value)
+        _check_plain(value)
     except (_NotPlain, RecursionError):
         text = encode_json(value, what)
         if NUL_ESCAPE in text:
             refuse_nul(text, what)
-        return decode(text)
+        value = decode(text)
+    try:
+        return marshal.dumps(value)
+    except ValueError as exc:  # nested deeper than marshal goes (JSON went deeper)
+        raise StoreError(f"{what} is nested too deeply to store: {exc}") from exc
 
 
-class CopiedWrite(NamedTuple):
-    """What ``create_run`` and ``save_run`` write besides events, validated and deep-copied once
-    (the memory store keeps the copies instead of JSON text)."""
+def unpack(packed: bytes) -> Any:
+    """A fresh copy of the value :func:`pack_json` packed."""
+    return marshal.loads(packed)
 
-    header: dict[str, Any]
+
+class PackedWrite(NamedTuple):
+    """What ``create_run`` and ``save_run`` write besides events, validated and packed once (the
+    memory store keeps these instead of JSON text)."""
+
+    header: bytes
     status: str
     flow: str
-    steps: list[tuple[str, dict[str, Any]]]  #: (step id, copy of its record)
+    steps: list[tuple[str, bytes]]  #: (step id, its packed record)
     now: str  #: the write's timestamp
 
 
-def copy_write(header: Any, steps: Any) -> CopiedWrite:
-    """:func:`encode_write` for a store that keeps Python values: the same checks and errors,
-    in the same order, with deep copies (as JSON would give them back) instead of text."""
+def pack_write(header: Any, steps: Any) -> PackedWrite:
+    """:func:`encode_write` for a store that keeps packed values: the same checks and errors, in
+    the same order."""
     status, flow = check_header(header)
-    header_copy = copy_json(header, "header")
-    copied = []
+    packed_header = pack_json(header, "header")
+    packed = []
     for step_id, record in check_steps(steps).items():
         check_step(step_id, record)
-        copied.append((step_id, copy_json(record, f"steps[{step_id!r}]")))
-    return CopiedWrite(header_copy, status, flow, copied, utc_now())
+        packed.append((step_id, pack_json(record, f"steps[{step_id!r}]")))
+    return PackedWrite(packed_header, status, flow, packed, utc_now())
 
 
 #: How U+0000 appears in encoded JSON: a cheap ``in`` test before the exact one.

@@ -1,10 +1,9 @@
 """An in-memory :class:`~lockgate.engine.store.base.Store` for tests and notebooks.
 
 Same semantics as the durable stores: versions and conflicts, the hash chain and its
-verification, JSON validation. State is kept as deep copies made as JSON would give them back
-(:func:`~lockgate.engine.store.codec.copy_write`; the stored values are never mutated, a save
-replaces them), and loads copy again, so nothing a caller passes in or gets back aliases stored
-state. Events are validated and numbered when saved, and linked into the hash
+verification, JSON validation. State is kept packed (:func:`~lockgate.engine.store.codec.pack_write`:
+validated as JSON, stored as :mod:`marshal` bytes) and unpacked into fresh objects on load, so
+nothing a caller passes in or gets back aliases stored state. Events are validated and numbered when saved, and linked into the hash
 chain when first read (the chain depends only on what was committed, so it comes out the same). Thread-safe; :meth:`MemoryStore.wait_for_change` wakes on a condition
 variable instead of polling.
 """
@@ -33,13 +32,13 @@ from lockgate.errors import StoreError
 @dataclass(slots=True)
 class _Run:
     run_id: str
-    header: dict[str, Any]
+    header: bytes
     status: str
     flow: str
     version: int
     created_at: str
     updated_at: str
-    steps: dict[str, dict[str, Any]] = field(default_factory=dict)
+    steps: dict[str, bytes] = field(default_factory=dict)
     links: list[Link] = field(default_factory=list)
     #: committed events not linked yet: hashing waits for the first reader (the hashes are a
     #: pure function of the committed events, so they come out the same whenever computed)
@@ -70,13 +69,13 @@ class MemoryStore:
         self, run_id: str, header: dict[str, Any], steps: dict[str, dict[str, Any]], events: list[dict[str, Any]]
     ) -> int:
         codec.check_run_id(run_id)
-        header_copy, status, flow, copied_steps, now = codec.copy_write(header, steps)
+        packed_header, status, flow, packed_steps, now = codec.pack_write(header, steps)
         pending = prepare_events(events, 1, now)
         with self._changed:
             self._check_open()
             if run_id in self._runs:
                 raise StoreError(f"run {run_id!r} already exists")
-            self._runs[run_id] = _Run(run_id, header_copy, status, flow, 1, now, now, dict(copied_steps), [],
+            self._runs[run_id] = _Run(run_id, packed_header, status, flow, 1, now, now, dict(packed_steps), [],
                                       pending)
             self._changed.notify_all()
         return 1
@@ -87,8 +86,8 @@ class MemoryStore:
             header, version, steps = run.header, run.version, dict(run.steps)
         return StoredRun(
             run_id=run_id,
-            header=codec.copy_json(header, "header"),
-            steps={step_id: codec.copy_json(record, step_id) for step_id, record in steps.items()},
+            header=codec.unpack(header),
+            steps={step_id: codec.unpack(packed) for step_id, packed in steps.items()},
             version=version,
         )
 
@@ -102,14 +101,14 @@ class MemoryStore:
         events: list[dict[str, Any]],
     ) -> int:
         codec.check_version(expected_version)
-        header_copy, status, flow, copied_steps, now = codec.copy_write(header, steps)
+        packed_header, status, flow, packed_steps, now = codec.pack_write(header, steps)
         with self._changed:
             run = self._run(run_id)
             if run.version != expected_version:
                 raise codec.conflict(run_id, expected_version, run.version)
             pending = prepare_events(events, run.count + 1, now)
-            run.header, run.status, run.flow = header_copy, status, flow
-            run.steps.update(copied_steps)
+            run.header, run.status, run.flow = packed_header, status, flow
+            run.steps.update(packed_steps)
             run.pending.extend(pending)
             run.version += 1
             run.updated_at = now

@@ -1,5 +1,5 @@
-"""codec.copy_json: the memory store's deep copy must give back exactly what the JSON round trip
-gives, and refuse exactly what it refuses, with the same error."""
+"""codec.pack_json/unpack: what the memory store keeps must come back exactly as the JSON round
+trip gives it, and be refused exactly when that refuses it, with the same error."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def _round_trip(value: Any) -> tuple[str, Any]:
 
 def _copied(value: Any) -> tuple[str, Any]:
     try:
-        return "ok", codec.copy_json(value, "value")
+        return "ok", codec.unpack(codec.pack_json(value, "value"))
     except StoreError as exc:
         return "error", str(exc)
 
@@ -67,7 +67,7 @@ def test_non_plain_values_behave_as_json(value: dict[str, Any]) -> None:
 
 def test_the_copy_shares_nothing_with_the_original() -> None:
     original = {"a": [{"b": [1]}], "c": {"d": "e"}}
-    copy = codec.copy_json(original, "value")
+    copy = codec.unpack(codec.pack_json(original, "value"))
     assert copy == original
     copy["a"][0]["b"].append(2)
     copy["c"]["d"] = "changed"
@@ -78,10 +78,10 @@ def test_a_cycle_is_refused_like_json_refuses_it() -> None:
     cyclic: dict[str, Any] = {}
     cyclic["self"] = [cyclic]
     with pytest.raises(StoreError, match="not JSON-serialisable"):
-        codec.copy_json(cyclic, "value")
+        codec.pack_json(cyclic, "value")
 
 
-def test_copy_write_refuses_in_the_same_order_as_encode_write() -> None:
+def test_pack_write_refuses_in_the_same_order_as_encode_write() -> None:
     bad = [({"status": 1, "flow": "f"}, {}), ({"status": "s", "flow": "f", "x": math.nan}, {}),
            ({"status": "s", "flow": "f"}, {"": {}}), ({"status": "s", "flow": "f"}, {"a": {"x": {1, 2}}}),
            ({"status": "s", "flow": "f"}, []), ([], {})]
@@ -89,5 +89,12 @@ def test_copy_write_refuses_in_the_same_order_as_encode_write() -> None:
         with pytest.raises(StoreError) as encoded:
             codec.encode_write(header, steps)
         with pytest.raises(StoreError) as copied:
-            codec.copy_write(header, steps)
+            codec.pack_write(header, steps)
         assert str(copied.value) == str(encoded.value)
+
+
+def test_each_unpack_is_a_fresh_copy() -> None:
+    packed = codec.pack_json({"a": [1, {"b": 2.5}]}, "value")
+    first = codec.unpack(packed)
+    first["a"].append(3)
+    assert codec.unpack(packed) == {"a": [1, {"b": 2.5}]}
