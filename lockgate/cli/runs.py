@@ -186,14 +186,7 @@ def _gate_command(decision: str, summary: str) -> click.Command:
     @format_option
     def command(run_id: str, step_id: str, note: str, resolved_by: str, store: str | None, fmt: str) -> None:
         engine = _engine(store)
-        gates = {g["step_id"]: g for g in _call(lambda: engine.status(run_id)).get("gates", [])}
-        if step_id not in gates:
-            waiting = ", ".join(gates) or "none"
-            click.echo(f"error (not_awaiting): step {step_id} of run {run_id} is not a waiting gate "
-                       f"(waiting gates: {waiting})", err=True)
-            sys.exit(1)
-        result = _call(lambda: engine.gate_resolve(run_id, step_id, decision, note, resolved_by,
-                                                   gates[step_id]["token"]))
+        result = _call(lambda: engine.resolve_waiting_gate(run_id, step_id, decision, note, resolved_by))
         _print_response(result, fmt)
 
     return command

@@ -105,6 +105,21 @@ class Engine:
                                                           resolved_by, token))
         return self._drive(run_id, out)
 
+    def resolve_waiting_gate(self, run_id: str, step_id: str, outcome: str, rationale: str = "",
+                             resolved_by: str = "human") -> dict[str, Any]:
+        """Decide a gate that waits now, using its current token.
+
+        For people deciding from the CLI or a notebook, who hold no token: the decision applies
+        to the round that is waiting at this moment. Refused (``not_awaiting``) when the step is
+        not a waiting gate.
+        """
+        gates = {g["step_id"]: g for g in self.status(run_id).get("gates", [])}
+        if step_id not in gates:
+            waiting = ", ".join(gates) or "none"
+            raise EngineError(f"step {step_id} of run {run_id} is not a waiting gate (waiting gates: {waiting})",
+                              error_type="not_awaiting")
+        return self.gate_resolve(run_id, step_id, outcome, rationale, resolved_by, gates[step_id]["token"])
+
     def cancel(self, run_id: str) -> dict[str, Any]:
         """Cancel a running run, burning every outstanding token; other statuses are reported."""
         def apply(run: LiveRun) -> None:

@@ -8,6 +8,8 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
+from ..errors import EngineError
+
 
 def dispatch(shell: Any, args: argparse.Namespace) -> Any:
     handler = _HANDLERS[args.command]
@@ -34,11 +36,10 @@ def _gate(shell, args):
     run = _run_object(shell, args.run)
     if run is not None:
         return run.decide(args.step, args.command, args.note)
-    engine = _engine()
-    pending = [g for g in engine.pending_gates() if g["run_id"] == args.run and g["step_id"] == args.step]
-    if not pending:
-        raise UsageError(f"gate {args.step!r} of run {args.run} is not waiting for a decision")
-    return engine.gate_resolve(args.run, args.step, args.command, args.note, "human", pending[0]["token"])
+    try:
+        return _engine().resolve_waiting_gate(args.run, args.step, args.command, args.note, "human")
+    except EngineError as exc:
+        raise UsageError(f"%flow {args.command}: {exc.message}") from None
 
 
 def _runs(shell, args):

@@ -168,10 +168,7 @@ class NotebookRun:
         if self.gates.settle(step, outcome, note, resolved_by="human"):
             return None
         self._need_id()
-        pending = [g for g in self.engine.pending_gates() if g["run_id"] == self.run_id and g["step_id"] == step]
-        if not pending:
-            raise ValueError(f"gate {step!r} of run {self.run_id} is not waiting for a decision")
-        response = self.engine.gate_resolve(self.run_id, step, outcome, note, "human", pending[0]["token"])
+        response = self.engine.resolve_waiting_gate(self.run_id, step, outcome, note, "human")
         self.rows.setdefault(step, StepRow()).status = "killed" if outcome == "kill" else "succeeded"
         if response.get("status") not in FINAL and (self._task is None or self._task.done()):
             self._launch(self.runner.resume(self.run_id))

@@ -199,3 +199,23 @@ def test_complete_response_has_output_trace_and_duration(engine: Engine) -> None
     assert audit["steps_completed"] == 4 and audit["events"][0]["type"] == "planned"
     assert engine.verify(run)["ok"] is True
     assert engine.why(run)["summary"].endswith("is complete; nothing to unblock")
+
+
+def test_resolve_waiting_gate_uses_the_current_token_and_refuses_other_steps():
+    from pathlib import Path
+
+    from lockgate.dsl.loader import load
+    from lockgate.engine import Engine
+    from lockgate.errors import EngineError
+
+    text = (Path(__file__).resolve().parents[2] / "examples" / "reviewed-work.stratum.yaml").read_text()
+    engine = Engine()
+    first = engine.plan(load(text).spec, {"text": "x"})
+    run_id = first["run_id"]
+    with pytest.raises(EngineError) as refused:
+        engine.resolve_waiting_gate(run_id, "review", "approve")
+    assert refused.value.error_type == "not_awaiting" and "waiting gates: none" in refused.value.message
+    engine.step_done(run_id, "work", {"result": "r", "quality_score": 0.9}, first["token"])
+    done = engine.resolve_waiting_gate(run_id, "review", "approve", "fine", "cli")
+    assert done["status"] == "complete"
+    assert engine.audit(run_id)["trace"][1]["decisions"][0]["resolved_by"] == "cli"
