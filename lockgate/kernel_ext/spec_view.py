@@ -25,6 +25,7 @@ class FlowSpec:
         self.spec = result.spec
         self.text = result.text
         self.flow = flow or self.spec.entry
+        self._graph = None
 
     @property
     def warnings(self):
@@ -32,10 +33,12 @@ class FlowSpec:
         return [w for w in self.result.warnings if w.code != "LG905"]
 
     def graph(self):
-        """The flow as a networkx DiGraph (edges labelled by kind)."""
-        from ..dsl.graph import flow_graph
+        """The flow as a networkx DiGraph (edges labelled by kind), built once; do not mutate."""
+        if self._graph is None:
+            from ..dsl.graph import flow_graph
 
-        return flow_graph(self.spec, self.flow)
+            self._graph = flow_graph(self.spec, self.flow)
+        return self._graph
 
     def mermaid(self) -> str:
         from ..dsl.graphtext import to_mermaid
