@@ -123,7 +123,7 @@ def item_result(run: LiveRun, loc: Located, item: StepState, result: Any, failur
     """Settle one stage result of a fanout item (consumer- or engine-executed)."""
     fan_st = run.steps[loc.cstep.id]
     fan_loc = run.locate(loc.cstep.id)
-    problem = budget.usage_problem(usage)
+    problem = budget.usage_problem(usage) if usage is not None else None
     if problem is not None:
         _item_failed(run, fan_loc, fan_st, item, {"kind": "usage", "violations": [],
                                                    "reason": f"invalid usage (nothing recorded): {problem}"})
@@ -144,7 +144,7 @@ def item_result(run: LiveRun, loc: Located, item: StepState, result: Any, failur
         return
     cst = loc.cstep.stages[item.stage]
     bindings = {"input": run.header.inputs, "item": item.item, "prev": item.prev}
-    cwd = worktrees.path(item.worktree) or run.workspace()
+    cwd = worktrees.path(item.worktree) if item.worktree else run.workspace()
     verdict = check_result(run, run.root, cst.out, cst.ensures, result, bindings, workspace=cwd)
     if verdict is not None:
         _item_failed(run, fan_loc, fan_st, item, verdict, output=result)

@@ -298,4 +298,8 @@ def is_engine_record(key: str) -> bool:
 
 
 def _jsonable(detail: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in detail.items() if v is not UNDEFINED}
+    """``detail`` without UNDEFINED values (rare: the usual detail is returned as it is)."""
+    for value in detail.values():
+        if value is UNDEFINED:
+            return {k: v for k, v in detail.items() if v is not UNDEFINED}
+    return detail

@@ -44,8 +44,8 @@ def new_token() -> str:
     return os.urandom(10).hex()
 
 
-def now() -> float:
-    return time.time()
+#: The wall clock (seconds since the epoch) every record and header is stamped with.
+now = time.time
 
 
 @dataclass(slots=True)

@@ -44,6 +44,8 @@ def response(run: LiveRun, *, everything: bool = False) -> dict[str, Any]:
     issued = run.issued
     if everything:
         new = list(run.outstanding)
+    elif not issued:
+        new = []
     elif len(issued) == 1:  # the usual transition: one dispatch, nothing to order
         new = issued if run.steps[issued[0]].status == READY else []
     else:

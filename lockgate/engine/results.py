@@ -59,7 +59,7 @@ def step_done(run: LiveRun, key: str, result: Any, token: Any, failure: Any = No
     if loc.index is not None:
         fanout.item_result(run, loc, st, result, failure, usage)
         return
-    if not _settle_usage(run, loc, st, usage):
+    if usage is not None and not _settle_usage(run, loc, st, usage):
         return
     if failure is not None:
         fail_attempt(run, loc, st, {"kind": "reported", "reason": f"agent reported failure: {failure}",
