@@ -18,6 +18,7 @@ cycle is kept out of the DAG (the validator reports it as ``LG504``).
 from __future__ import annotations
 
 import weakref
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -27,6 +28,7 @@ import networkx as nx
 from .diagnostics import YamlPath
 from .ir import Flow, Spec, Step
 from .refs import Ref, scan
+from .stepfacts import StepFacts, facts
 
 EdgeKind = Literal["data", "after", "on_fail", "approve", "kill", "revise"]
 DEPENDENCY_KINDS: frozenset[str] = frozenset({"data", "after"})
@@ -116,18 +118,15 @@ def _with_leaves(value: Any, at: YamlPath) -> Iterator[ScannedField]:
 
 def step_refs(step: Step, flow: Flow | None = None) -> Iterator[tuple[ScannedField, Ref]]:
     """Every well-formed ``${...}`` reference in ``step``'s scanned fields, with its field.
-    Pass the step's ``flow`` to reuse its fields from the flow's analysis."""
+    Pass the step's ``flow`` to reuse its remembered fields (:func:`step_fields`)."""
     for field in scanned_fields(step) if flow is None else step_fields(flow, step):
         for ref in scan(field.text).refs:
             yield field, ref
 
 
 def step_fields(flow: Flow, step: Step) -> tuple[ScannedField, ...]:
-    """:func:`scanned_fields` of a step of ``flow``, computed once per flow."""
-    fields = _analysis(flow).fields
-    if 0 <= step.index < len(fields) and flow.steps[step.index] is step:
-        return fields[step.index]
-    return tuple(scanned_fields(step))
+    """:func:`scanned_fields` of a step (of ``flow``), computed once per Step object."""
+    return facts(step).fields
 
 
 # -- edges -----------------------------------------------------------------------------------
@@ -159,22 +158,21 @@ def flow_edges(flow: Flow) -> tuple[Edge, ...]:
 RawEdge = tuple[str, str, EdgeKind, YamlPath, "tuple[int, int] | None"]
 
 
-def _collect_edges(flow: Flow, fields: list[tuple[ScannedField, ...]]) -> list[RawEdge]:
+def _collect_edges(flow: Flow, known_facts: list[StepFacts]) -> list[RawEdge]:
     """The edges of :func:`flow_edges` as plain tuples (Edge objects are made on demand)."""
     known = flow.step_map
-    owners = [s for s in flow.steps if s.id is not None and known.get(s.id) is s]
+    owners = [(s, f) for s, f in zip(flow.steps, known_facts) if s.id is not None and known.get(s.id) is s]
     edges: list[RawEdge] = []
     add = edges.append
-    for step in owners:
+    for step, found in owners:
         sid = step.id
-        for i, dep in enumerate(step.after):
+        for dep, path in found.after_edges:
             if dep in known:
-                add((dep, sid, "after", (*step.at, "after", i), None))
-        for field in fields[step.index] if flow.steps[step.index] is step else scanned_fields(step):
-            for ref in scan(field.text).refs:
-                if ref.kind == "step" and ref.name in known:
-                    add((ref.name, sid, "data", field.path, ref.span))
-    for step in owners:
+                add((dep, sid, "after", path, None))
+        for name, path, span in found.data_refs:
+            if name in known:
+                add((name, sid, "data", path, span))
+    for step, _ in owners:
         sid = step.id
         if step.on_fail in known:
             add((sid, step.on_fail, "on_fail", (*step.at, "on_fail"), None))
@@ -188,23 +186,17 @@ def _collect_edges(flow: Flow, fields: list[tuple[ScannedField, ...]]) -> list[R
     return edges
 
 
-def _complete(flow: Flow, fields: list[tuple[ScannedField, ...]]) -> tuple[bool, frozenset[str]]:
+def _complete(flow: Flow, known_facts: list[StepFacts]) -> tuple[bool, frozenset[str]]:
     """Whether every ``after`` entry and reference of ``flow`` parses and names a step other
     than its own, and the carry names its references read."""
     known = flow.step_map
     carry: set[str] = set()
-    for step in flow.steps:
-        if any(dep not in known or dep == step.id for dep in step.after):
+    for step, found in zip(flow.steps, known_facts):
+        if any(dep not in known or dep == step.id for dep in step.after) or found.ref_errors:
             return False, frozenset()
-        for field in fields[step.index] if flow.steps[step.index] is step else scanned_fields(step):
-            template = scan(field.text)
-            if template.errors:
-                return False, frozenset()
-            for ref in template.refs:
-                if ref.kind == "step" and (ref.name not in known or ref.name == step.id):
-                    return False, frozenset()
-                if ref.kind == "carry":
-                    carry.add(ref.name or "")
+        if any(name not in known or name == step.id for name, _, _ in found.data_refs):
+            return False, frozenset()
+        carry |= found.carry_reads
     return True, frozenset(carry)
 
 
@@ -218,7 +210,11 @@ class Route:
 
 
 class _Analysis:
-    """Everything derived from one flow's edges; built once per Flow object.
+    """Everything derived from one flow's edges.
+
+    Built from the :mod:`~lockgate.dsl.stepfacts` of the flow's steps and shared by every Flow
+    object whose steps have the same graph content (see :func:`_analysis`), so re-validating
+    a flow after an edit that left its graph alone (an expression's text, an agent) reuses it.
 
     In the usual, acyclic case the DAG is every non-revise edge, layered by Kahn's algorithm,
     and transitive questions are answered from bitsets (one Python int per step, bit ``i`` for
@@ -227,11 +223,10 @@ class _Analysis:
     edge is found and named (:func:`cycles`).
     """
 
-    def __init__(self, flow: Flow) -> None:
-        self.fields = [tuple(scanned_fields(step)) for step in flow.steps]
-        self.raw_edges = _collect_edges(flow, self.fields)
+    def __init__(self, flow: Flow, known_facts: list[StepFacts]) -> None:
+        self.raw_edges = _collect_edges(flow, known_facts)
         self._edges: tuple[Edge, ...] | None = None
-        self._complete: tuple[bool, frozenset[str]] | None = None
+        self.complete = _complete(flow, known_facts)
         ids = list(flow.step_map)
         self.cycle_edges: list[tuple[Edge, list[str]]] = []
         self.deps: dict[str, set[str]] = {sid: set() for sid in ids}
@@ -265,11 +260,6 @@ class _Analysis:
         if self._edges is None:
             self._edges = tuple(Edge(*raw) for raw in self.raw_edges)
         return self._edges
-
-    def complete(self, flow: Flow) -> tuple[bool, frozenset[str]]:
-        if self._complete is None:
-            self._complete = _complete(flow, self.fields)
-        return self._complete
 
     def _grow_dag(self, ids: list[str], edges: list[Edge]) -> list[frozenset[str]]:
         """The DAG of the edges taken in order, leaving out each edge that closes a cycle."""
@@ -351,15 +341,39 @@ def _members(mask: int, order: list[str]) -> frozenset[str]:
 
 
 _CACHE: dict[int, _Analysis] = {}
+_SHARED: OrderedDict[tuple[int, ...], _Analysis] = OrderedDict()
+_SHARED_SIZE = 32
 
 
 def _analysis(flow: Flow) -> _Analysis:
+    """The analysis of ``flow``: remembered per Flow object (the engine asks on every
+    advance), and shared by flows whose steps have equal graph content (their signatures)."""
     key = id(flow)
     found = _CACHE.get(key)
     if found is None:
-        found = _CACHE[key] = _Analysis(flow)
+        found = _CACHE[key] = _shared(flow)
         weakref.finalize(flow, _CACHE.pop, key, None)
     return found
+
+
+def _shared(flow: Flow) -> _Analysis:
+    known_facts = [facts(step) for step in flow.steps]
+    key = tuple(found.signature for found in known_facts)
+    shared = _SHARED.get(key)
+    if shared is None:
+        shared = _SHARED[key] = _Analysis(flow, known_facts)
+        while len(_SHARED) > _SHARED_SIZE:
+            try:
+                _SHARED.popitem(last=False)
+            except KeyError:  # emptied by another thread
+                break
+    return shared
+
+
+def clear_cache() -> None:
+    """Forget the shared analyses (the loader's ``clear_caches``); per-flow ones live as long
+    as their flow."""
+    _SHARED.clear()
 
 
 # -- queries ---------------------------------------------------------------------------------
@@ -374,7 +388,7 @@ def references_complete(flow: Flow) -> tuple[bool, frozenset[str]]:
     """(whether every ``after`` entry and ``${...}`` in ``flow``'s steps parses and names a
     step other than its own, the carry names those references read); for the validator's
     question of whether the flow's graph is the one its author meant."""
-    return _analysis(flow).complete(flow)
+    return _analysis(flow).complete
 
 
 def dependencies(flow: Flow, step_id: str) -> frozenset[str]:

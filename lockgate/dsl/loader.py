@@ -131,7 +131,9 @@ def _collector_paused() -> Iterator[None]:
 
 def clear_caches() -> None:
     """Forget everything :func:`load` remembers between calls (cached chunk parses, memoised
-    findings, compiled expressions, scanned templates, parsed types), so the next load is cold."""
+    findings, per-step facts, shared flow graphs, compiled expressions, scanned templates,
+    parsed types), so the next load is cold."""
+    from . import graph, stepfacts
     from .checks.context import clear_memo
     from .expr.expression import _compile_cached
     from .refs import _parse_inner, _scan
@@ -140,6 +142,8 @@ def clear_caches() -> None:
 
     clear_chunk_cache()
     clear_memo()
+    stepfacts.clear()
+    graph.clear_cache()
     _STEPS.clear()
     for cached in (_compile_cached, _scan, _parse_inner, _parse):
         cached.cache_clear()

@@ -11,6 +11,7 @@ from typing import Any
 from ...errors import ContractError
 from ..diagnostics import Finding
 from ..ir import CarryVar, Flow, Spec, Step
+from ..stepfacts import facts
 
 BUILTIN_AGENTS: frozenset[str] = frozenset({"claude", "codex"})
 
@@ -86,25 +87,42 @@ class Context:
         """``compute(*args)`` as a list, remembered across runs by content.
 
         For the per-field rules (references, expressions), whose findings depend only on the
-        fields (``field_key``: a step's scanned fields), a few facts of their step and the
-        flow's typing environment (:meth:`env_id`):
+        fields (``field_key``: some of the step's scanned fields, chosen by ``rule`` alone), a
+        few facts of their step and the flow's typing environment (:meth:`env_id`):
         step ids and what each one's output is typed against, the flow input, the carry names
         and the contracts. A warm re-check of an edited spec recomputes only changed fields.
+        The answer is kept with the step's :mod:`~lockgate.dsl.stepfacts` too, so an unchanged
+        Step object (the loader reuses them) finds it without hashing its fields again.
         """
         env = self.env_id(flow)
         if env is None:
             return list(compute(*args))
-        facts = self._facts.get(id(step))
-        if facts is None or facts[0] is not step:  # per run: the spec holds its steps alive
-            facts = self._facts[id(step)] = (step, _step_facts(step))
-        key = (rule, env, field_key, facts[1])
+        remembered = facts(step).found
+        found = remembered.get((rule, env))
+        if found is None:
+            found = self._by_content(rule, env, step, field_key, compute, args)
+            if found is None:
+                return list(compute(*args))
+            if len(remembered) >= _PER_STEP:
+                remembered.clear()
+            remembered[(rule, env)] = found
+        return list(found)
+
+    def _by_content(self, rule: str, env: int, step: Step, field_key: Hashable,
+                    compute: Callable[..., Iterable[Finding]], args: tuple) -> tuple[Finding, ...] | None:
+        """The findings from the content-keyed memo, computed on a miss; None when the step
+        holds an unhashable value."""
+        known = self._facts.get(id(step))
+        if known is None or known[0] is not step:  # per run: the spec holds its steps alive
+            known = self._facts[id(step)] = (step, _step_facts(step))
+        key = (rule, env, field_key, known[1])
         try:
             found = _FIELD_MEMO.get(key)
         except TypeError:  # an unhashable value in the step
-            return list(compute(*args))
+            return None
         if found is None:
             found = _FIELD_MEMO.put(key, tuple(compute(*args)))
-        return list(found)
+        return found
 
     def env_id(self, flow: Flow) -> int | None:
         """A small id for the typing environment of ``flow`` (equal content, equal id), or
@@ -178,6 +196,7 @@ class _Interned:
 
 
 _FIELD_MEMO = _Lru(60_000)
+_PER_STEP = 8  # (rule, environment) answers kept with one step's facts
 _ENVS = _Interned(64)
 
 

@@ -1,0 +1,103 @@
+"""What the graph and the checks derive from one step alone, remembered per Step object.
+
+The loader hands back the very same :class:`~lockgate.dsl.ir.Step` object for a step whose YAML
+did not change (its step memo), and steps are immutable, so whatever is computed from a step
+alone can be kept with it: a warm load after an edit recomputes it only for the edited step.
+
+The memo is keyed by object identity and holds the step itself, so an id is never reused while
+its entry exists; it is bounded (least recently used entries go first) and cleared by
+:func:`lockgate.dsl.loader.clear_caches`. Entries only ever go from absent to complete, so two
+threads loading at once at worst compute the same facts twice.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict
+from collections.abc import Hashable
+
+from .ir import Step
+from .refs import scan
+
+_SIZE = 16_384
+_MEMO: OrderedDict[int, StepFacts] = OrderedDict()
+_SIGNATURES: dict[Hashable, int] = {}
+_SIGNATURES_SIZE = 65_536
+_NEXT = itertools.count(1)
+
+
+class StepFacts:
+    """The scanned fields of one step and the graph facts read from them.
+
+    ``signature`` is a small int naming the step's graph content (id, place, ``after``,
+    references, routes): equal ints mean equal content, so a flow's graph can be looked up by
+    the signatures of its steps. ``found`` holds findings of per-step rules, keyed by rule and
+    typing environment (see :meth:`lockgate.dsl.checks.context.Context.memoised`).
+    """
+
+    __slots__ = ("step", "fields", "after_edges", "data_refs", "ref_errors", "carry_reads", "signature", "found")
+
+    def __init__(self, step: Step) -> None:
+        from .graph import scanned_fields
+
+        self.step = step
+        self.fields = tuple(scanned_fields(step))
+        self.after_edges = tuple((dep, (*step.at, "after", i)) for i, dep in enumerate(step.after))
+        data_refs = []
+        carry_reads = []
+        errors = False
+        for field in self.fields:
+            template = scan(field.text)
+            errors = errors or bool(template.errors)
+            for ref in template.refs:
+                if ref.kind == "step":
+                    data_refs.append((ref.name, field.path, ref.span))
+                elif ref.kind == "carry":
+                    carry_reads.append(ref.name or "")
+        self.data_refs = tuple(data_refs)
+        self.ref_errors = errors
+        self.carry_reads = frozenset(carry_reads)
+        self.signature = _signature(step, self)
+        self.found: dict[Hashable, tuple] = {}
+
+
+def facts(step: Step) -> StepFacts:
+    """The :class:`StepFacts` of ``step``, computed once per Step object while remembered."""
+    key = id(step)
+    found = _MEMO.get(key)
+    if found is not None and found.step is step:
+        try:
+            _MEMO.move_to_end(key)
+        except KeyError:  # another thread evicted it meanwhile; it is still valid here
+            pass
+        return found
+    found = _MEMO[key] = StepFacts(step)
+    while len(_MEMO) > _SIZE:
+        try:
+            _MEMO.popitem(last=False)
+        except KeyError:
+            break
+    return found
+
+
+def clear() -> None:
+    """Forget every step's facts (the loader's ``clear_caches``)."""
+    _MEMO.clear()
+    _SIGNATURES.clear()
+
+
+def _signature(step: Step, facts: StepFacts) -> int:
+    """An int shared by steps with equal graph content (a fresh one when it cannot be hashed).
+    Ints are never reused, so forgetting the table only costs misses."""
+    gate = step.gate
+    content = (step.id, step.at, step.after, step.on_fail, step.kind, facts.data_refs, facts.ref_errors,
+               facts.carry_reads, None if gate is None else (gate.on_approve, gate.on_kill, gate.on_revise, gate.at))
+    try:
+        found = _SIGNATURES.get(content)
+    except TypeError:
+        return next(_NEXT)
+    if found is None:
+        if len(_SIGNATURES) >= _SIGNATURES_SIZE:
+            _SIGNATURES.clear()
+        found = _SIGNATURES[content] = next(_NEXT)
+    return found
