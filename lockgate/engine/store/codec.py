@@ -210,7 +210,9 @@ def pack_json(value: Any, what: str) -> bytes:
             refuse_nul(text, what)
         value = decode(text)
     try:
-        return marshal.dumps(value)
+        # Format 2: no table of shared objects. Formats 3+ hash every object referenced more
+        # than once, and a record shares most of its values with the engine's live state.
+        return marshal.dumps(value, 2)
     except ValueError as exc:  # nested deeper than marshal goes (JSON went deeper)
         raise StoreError(f"{what} is nested too deeply to store: {exc}") from exc
 
