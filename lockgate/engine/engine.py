@@ -35,7 +35,7 @@ from .model import (
 )
 from .responses import dispatch_entry, gate_entry, response, trace
 from .results import step_done as _step_done
-from .specdata import digest, spec_to_data
+from .specdata import digest, spec_data
 
 MAX_REPLAYS = 8
 
@@ -67,8 +67,8 @@ class Engine:
         """Validate ``inputs`` strictly, create a run of ``flow`` (default the entry flow) and
         return its first dispatches. Nothing is stored when the spec or the inputs are invalid."""
         spec_obj = _coerce_spec(spec)
-        data = spec_to_data(spec_obj)
-        cspec = compiled(spec_obj, data, digest(data))
+        data, text = spec_data(spec_obj)
+        cspec = compiled(spec_obj, data, text)
         name = flow or spec_obj.entry
         if name not in cspec.flows:
             raise EngineError(f"the spec has no flow {name!r}", error_type="unknown_flow",

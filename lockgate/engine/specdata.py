@@ -9,9 +9,31 @@ from __future__ import annotations
 
 import hashlib
 import json
+import weakref
 from typing import Any
 
 from ..dsl.ir import Budget, Ensure, Flow, Spec, Step
+
+#: id(spec) -> (weak reference to it, its data, their digest): ``plan`` of the same Spec object
+#: again (a notebook cell or runner re-planning it) skips encoding and hashing the whole spec.
+_MEMO: dict[int, tuple[weakref.ref[Spec], dict[str, Any], str]] = {}
+_MEMO_SIZE = 64
+
+
+def spec_data(spec: Spec) -> tuple[dict[str, Any], str]:
+    """``(spec_to_data(spec), digest(...))``, remembered per Spec object (a Spec is immutable).
+
+    The data is shared by every run planned from ``spec``: callers must not mutate it.
+    """
+    found = _MEMO.get(id(spec))
+    if found is not None and found[0]() is spec:
+        return found[1], found[2]
+    data = spec_to_data(spec)
+    text = digest(data)
+    if len(_MEMO) >= _MEMO_SIZE:
+        _MEMO.clear()
+    _MEMO[id(spec)] = (weakref.ref(spec), data, text)
+    return data, text
 
 
 def spec_to_data(spec: Spec) -> dict[str, Any]:
