@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import networkx as nx
 
@@ -30,6 +30,7 @@ from .ir import Flow, Spec, Step
 from .refs import Ref, scan
 from .stepfacts import StepFacts, facts
 
+T = TypeVar("T")
 EdgeKind = Literal["data", "after", "on_fail", "approve", "kill", "revise"]
 DEPENDENCY_KINDS: frozenset[str] = frozenset({"data", "after"})
 ROUTE_KINDS: frozenset[str] = frozenset({"on_fail", "approve", "kill"})
@@ -158,7 +159,7 @@ def flow_edges(flow: Flow) -> tuple[Edge, ...]:
 RawEdge = tuple[str, str, EdgeKind, YamlPath, "tuple[int, int] | None"]
 
 
-def _collect_edges(flow: Flow, known_facts: list[StepFacts]) -> list[RawEdge]:
+def _collect_edges(flow: Flow, known_facts: tuple[StepFacts, ...]) -> list[RawEdge]:
     """The edges of :func:`flow_edges` as plain tuples (Edge objects are made on demand)."""
     known = flow.step_map
     owners = [(s, f) for s, f in zip(flow.steps, known_facts) if s.id is not None and known.get(s.id) is s]
@@ -186,7 +187,7 @@ def _collect_edges(flow: Flow, known_facts: list[StepFacts]) -> list[RawEdge]:
     return edges
 
 
-def _complete(flow: Flow, known_facts: list[StepFacts]) -> tuple[bool, frozenset[str]]:
+def _complete(flow: Flow, known_facts: tuple[StepFacts, ...]) -> tuple[bool, frozenset[str]]:
     """Whether every ``after`` entry and reference of ``flow`` parses and names a step other
     than its own, and the carry names its references read."""
     known = flow.step_map
@@ -223,8 +224,9 @@ class _Analysis:
     edge is found and named (:func:`cycles`).
     """
 
-    def __init__(self, flow: Flow, known_facts: list[StepFacts]) -> None:
+    def __init__(self, flow: Flow, known_facts: tuple[StepFacts, ...]) -> None:
         self.raw_edges = _collect_edges(flow, known_facts)
+        self.derived: dict[str, Any] = {}  # graph_memo's answers
         self._edges: tuple[Edge, ...] | None = None
         self.complete = _complete(flow, known_facts)
         ids = list(flow.step_map)
@@ -340,14 +342,24 @@ def _members(mask: int, order: list[str]) -> frozenset[str]:
     return frozenset(out)
 
 
-_CACHE: dict[int, _Analysis] = {}
-_SHARED: OrderedDict[tuple[int, ...], _Analysis] = OrderedDict()
+_CACHE: dict[int, tuple[_Analysis, tuple[StepFacts, ...]]] = {}
+_SHARED: OrderedDict[tuple, _Analysis] = OrderedDict()
 _SHARED_SIZE = 32
 
 
 def _analysis(flow: Flow) -> _Analysis:
     """The analysis of ``flow``: remembered per Flow object (the engine asks on every
     advance), and shared by flows whose steps have equal graph content (their signatures)."""
+    return _of(flow)[0]
+
+
+def flow_facts(flow: Flow) -> tuple[StepFacts, ...]:
+    """The :class:`~lockgate.dsl.stepfacts.StepFacts` of each step of ``flow``, in order
+    (looked up once per Flow object)."""
+    return _of(flow)[1]
+
+
+def _of(flow: Flow) -> tuple[_Analysis, tuple[StepFacts, ...]]:
     key = id(flow)
     found = _CACHE.get(key)
     if found is None:
@@ -356,9 +368,9 @@ def _analysis(flow: Flow) -> _Analysis:
     return found
 
 
-def _shared(flow: Flow) -> _Analysis:
-    known_facts = [facts(step) for step in flow.steps]
-    key = tuple(found.signature for found in known_facts)
+def _shared(flow: Flow) -> tuple[_Analysis, tuple[StepFacts, ...]]:
+    known_facts = tuple(facts(step) for step in flow.steps)
+    key = (flow.name, *(found.signature for found in known_facts))
     shared = _SHARED.get(key)
     if shared is None:
         shared = _SHARED[key] = _Analysis(flow, known_facts)
@@ -367,7 +379,21 @@ def _shared(flow: Flow) -> _Analysis:
                 _SHARED.popitem(last=False)
             except KeyError:  # emptied by another thread
                 break
-    return shared
+    return shared, known_facts
+
+
+def graph_memo(flow: Flow, name: str, compute: Callable[[Flow], T]) -> T:
+    """``compute(flow)``, remembered with the analysis ``flow`` shares: only for answers that
+    read nothing of the flow but its name, its graph and what step signatures hold (step ids,
+    places, kinds, ``after`` lists, references, ``on_fail`` and gate routes)."""
+    derived = _analysis(flow).derived
+    found = derived.get(name, _MISSING)
+    if found is _MISSING:
+        found = derived[name] = compute(flow)
+    return found
+
+
+_MISSING = object()
 
 
 def clear_cache() -> None:

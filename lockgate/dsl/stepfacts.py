@@ -27,7 +27,8 @@ _NEXT = itertools.count(1)
 
 
 class StepFacts:
-    """The scanned fields of one step and the graph facts read from them.
+    """The scanned fields of one step (all, the expressions among them, and those of them
+    reading ``result.<step>``) and the graph facts read from them.
 
     ``signature`` is a small int naming the step's graph content (id, place, ``after``,
     references, routes): equal ints mean equal content, so a flow's graph can be looked up by
@@ -35,13 +36,17 @@ class StepFacts:
     typing environment (see :meth:`lockgate.dsl.checks.context.Context.memoised`).
     """
 
-    __slots__ = ("step", "fields", "after_edges", "data_refs", "ref_errors", "carry_reads", "signature", "found")
+    __slots__ = ("step", "fields", "expressions", "step_map_reads", "after_edges", "data_refs", "ref_errors",
+                 "carry_reads", "signature", "found")
 
     def __init__(self, step: Step) -> None:
         from .graph import scanned_fields
 
         self.step = step
         self.fields = tuple(scanned_fields(step))
+        self.expressions = tuple(f for f in self.fields if f.is_expression)
+        # the expression fields where ``result`` maps step ids to their outputs
+        self.step_map_reads = tuple(f for f in self.expressions if f.context in ("when", "set", "stage_when"))
         self.after_edges = tuple((dep, (*step.at, "after", i)) for i, dep in enumerate(step.after))
         data_refs = []
         carry_reads = []

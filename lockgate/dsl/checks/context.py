@@ -11,7 +11,7 @@ from typing import Any
 from ...errors import ContractError
 from ..diagnostics import Finding
 from ..ir import CarryVar, Flow, Spec, Step
-from ..stepfacts import facts
+from ..stepfacts import StepFacts
 
 BUILTIN_AGENTS: frozenset[str] = frozenset({"claude", "codex"})
 
@@ -82,7 +82,7 @@ class Context:
             cached = self._complete[flow.name] = _complete(flow, self.carry_vars(flow))
         return cached
 
-    def memoised(self, rule: str, flow: Flow, step: Step, field_key: Hashable,
+    def memoised(self, rule: str, flow: Flow, known: StepFacts, field_key: Hashable,
                  compute: Callable[..., Iterable[Finding]], *args: Any) -> list[Finding]:
         """``compute(*args)`` as a list, remembered across runs by content.
 
@@ -91,16 +91,16 @@ class Context:
         few facts of their step and the flow's typing environment (:meth:`env_id`):
         step ids and what each one's output is typed against, the flow input, the carry names
         and the contracts. A warm re-check of an edited spec recomputes only changed fields.
-        The answer is kept with the step's :mod:`~lockgate.dsl.stepfacts` too, so an unchanged
-        Step object (the loader reuses them) finds it without hashing its fields again.
+        The answer is kept with the step's facts (``known``) too, so an unchanged Step object
+        (the loader reuses them) finds it without hashing its fields again.
         """
         env = self.env_id(flow)
         if env is None:
             return list(compute(*args))
-        remembered = facts(step).found
+        remembered = known.found
         found = remembered.get((rule, env))
         if found is None:
-            found = self._by_content(rule, env, step, field_key, compute, args)
+            found = self._by_content(rule, env, known.step, field_key, compute, args)
             if found is None:
                 return list(compute(*args))
             if len(remembered) >= _PER_STEP:

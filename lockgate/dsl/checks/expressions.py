@@ -20,7 +20,7 @@ from ..diagnostics import Finding, YamlPath
 from ...errors import ContractError, ExprError
 from ..expr import compile as compile_expr
 from ..expr.builtins import BUILTINS
-from ..graph import ScannedField, step_fields
+from ..graph import ScannedField, flow_facts
 from ..ir import Flow, Step
 from ..refs import scan
 from ..types import ArrayOf, Named, TypeExpr, strip_optional
@@ -51,10 +51,10 @@ _STEP_MAP_CONTEXTS = frozenset({"when", "set", "stage_when"})
 
 def check(ctx: Context) -> Iterator[Finding]:
     for flow in ctx.spec.flows.values():
-        for step in flow.steps:
-            fields = tuple(f for f in step_fields(flow, step) if f.is_expression)
-            if fields:
-                yield from ctx.memoised("expressions", flow, step, fields, _step_expressions, ctx, flow, step, fields)
+        for step, known in zip(flow.steps, flow_facts(flow)):
+            if known.expressions:
+                yield from ctx.memoised("expressions", flow, known, known.expressions, _step_expressions, ctx, flow,
+                                        step, known.expressions)
 
 
 def _step_expressions(ctx: Context, flow: Flow, step: Step, fields: tuple[ScannedField, ...]) -> Iterator[Finding]:

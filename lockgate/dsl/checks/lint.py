@@ -15,9 +15,10 @@ from ..expr import compile as compile_expr
 from ..graph import (
     DEFAULT_AGENT,
     depends_on,
+    flow_facts,
+    graph_memo,
     reset_closure,
     routing_targets,
-    step_fields,
     step_agent,
     step_refs,
     topological_generations,
@@ -45,8 +46,8 @@ def check(ctx: Context) -> Iterator[Finding]:
     yield from unused_contracts(ctx.spec)
     for flow in ctx.spec.flows.values():
         if ctx.graph_complete(flow):
-            yield from unreachable_steps(flow)
-            yield from split_gate_routes(flow)
+            # both read only the graph and what step signatures hold: one answer per graph
+            yield from graph_memo(flow, "LG902", lambda f: (*unreachable_steps(f), *split_gate_routes(f)))
             yield from unordered_reads(flow)
         yield from same_agent_reviews(flow)
         yield from unknown_agents(ctx, flow)
@@ -242,12 +243,10 @@ def _author_agent(step: Step) -> str | None:
 
 def unordered_reads(flow: Flow) -> Iterator[Finding]:
     """``when``/``set`` reading ``result.<id>`` of a step that is not guaranteed to have run."""
-    for step in flow.steps:
+    for step, known in zip(flow.steps, flow_facts(flow)):
         if step.id is None:
             continue
-        for field in step_fields(flow, step):
-            if field.context not in ("when", "set", "stage_when"):
-                continue
+        for field in known.step_map_reads:
             try:
                 paths = compile_expr(field.text).member_paths
             except ExprError:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..diagnostics import Finding
-from ..graph import ScannedField, step_fields
+from ..graph import ScannedField, flow_facts
 from ..ir import Flow, Step
 from ..refs import Ref, format_path, scan
 from .context import Context
@@ -21,10 +21,10 @@ from .suggest import did_you_mean, suffix
 
 def check(ctx: Context) -> Iterator[Finding]:
     for flow in ctx.spec.flows.values():
-        for step in flow.steps:
-            fields = step_fields(flow, step)
-            if fields:
-                yield from ctx.memoised("references", flow, step, fields, _step_findings, ctx, flow, step, fields)
+        for step, known in zip(flow.steps, flow_facts(flow)):
+            if known.fields:
+                yield from ctx.memoised("references", flow, known, known.fields, _step_findings, ctx, flow, step,
+                                        known.fields)
 
 
 def _step_findings(ctx: Context, flow: Flow, step: Step, fields: tuple[ScannedField, ...]) -> Iterator[Finding]:

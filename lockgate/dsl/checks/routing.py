@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..diagnostics import Finding, YamlPath
-from ..graph import Edge, cycles, flow_edges, self_edges
+from ..graph import Edge, cycles, flow_edges, graph_memo, self_edges
 from ..ir import Flow, Step
 from .context import Context
 from .suggest import did_you_mean, suffix
@@ -27,9 +27,12 @@ _EDGE_WORDS = {
 
 def check(ctx: Context) -> Iterator[Finding]:
     for flow in ctx.spec.flows.values():
-        yield from _unknown_targets(flow)
-        yield from _self_edges(flow)
-        yield from _cycles(flow)
+        # every rule here reads only the flow's name, graph and step targets: one answer per graph
+        yield from graph_memo(flow, "routing", _findings)
+
+
+def _findings(flow: Flow) -> tuple[Finding, ...]:
+    return (*_unknown_targets(flow), *_self_edges(flow), *_cycles(flow))
 
 
 def targets(step: Step) -> Iterator[tuple[YamlPath, str, str]]:
