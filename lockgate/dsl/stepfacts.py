@@ -33,11 +33,21 @@ class StepFacts:
     ``signature`` is a small int naming the step's graph content (id, place, ``after``,
     references, routes): equal ints mean equal content, so a flow's graph can be looked up by
     the signatures of its steps. ``found`` holds findings of per-step rules, keyed by rule and
-    typing environment (see :meth:`lockgate.dsl.checks.context.Context.memoised`).
+    typing environment (see :meth:`lockgate.dsl.checks.context.Context.per_step`).
     """
 
-    __slots__ = ("step", "fields", "expressions", "step_map_reads", "after_edges", "data_refs", "ref_errors",
-                 "carry_reads", "signature", "found")
+    __slots__ = (
+        "after_edges",
+        "carry_reads",
+        "data_refs",
+        "expressions",
+        "fields",
+        "found",
+        "ref_errors",
+        "signature",
+        "step",
+        "step_map_reads",
+    )
 
     def __init__(self, step: Step) -> None:
         from .graph import scanned_fields

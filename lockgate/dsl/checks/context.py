@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from ...errors import ContractError
 from ..diagnostics import Finding
+from ..graph import ScannedField, flow_facts
 from ..ir import CarryVar, Flow, Spec, Step
 from ..stepfacts import StepFacts
 
@@ -82,31 +83,43 @@ class Context:
             cached = self._complete[flow.name] = _complete(flow, self.carry_vars(flow))
         return cached
 
-    def memoised(self, rule: str, flow: Flow, known: StepFacts, field_key: Hashable,
-                 compute: Callable[..., Iterable[Finding]], *args: Any) -> list[Finding]:
-        """``compute(*args)`` as a list, remembered across runs by content.
+    def per_step(self, rule: str, flow: Flow, fields_of: Callable[[StepFacts], tuple[ScannedField, ...]],
+                 compute: Callable[[Context, Flow, Step, tuple[ScannedField, ...]], Iterable[Finding]],
+                 ) -> Iterator[Finding]:
+        """``compute(ctx, flow, step, fields)`` for each step of ``flow`` with ``fields``
+        (``fields_of`` its facts, some of its scanned fields), remembered across runs by content.
 
         For the per-field rules (references, expressions), whose findings depend only on the
-        fields (``field_key``: some of the step's scanned fields, chosen by ``rule`` alone), a
-        few facts of their step and the flow's typing environment (:meth:`env_id`):
+        fields, a few facts of their step and the flow's typing environment (:meth:`env_id`):
         step ids and what each one's output is typed against, the flow input, the carry names
         and the contracts. A warm re-check of an edited spec recomputes only changed fields.
-        The answer is kept with the step's facts (``known``) too, so an unchanged Step object
-        (the loader reuses them) finds it without hashing its fields again.
+        The answer is kept with the step's facts too, so an unchanged Step object (the loader
+        reuses them) finds it without hashing its fields again.
         """
         env = self.env_id(flow)
-        if env is None:
-            return list(compute(*args))
-        remembered = known.found
-        found = remembered.get((rule, env))
-        if found is None:
-            found = self._by_content(rule, env, known.step, field_key, compute, args)
+        key = (rule, env)
+        for step, known in zip(flow.steps, flow_facts(flow)):
+            fields = fields_of(known)
+            if not fields:
+                continue
+            found = known.found.get(key) if env is not None else None
             if found is None:
-                return list(compute(*args))
-            if len(remembered) >= _PER_STEP:
-                remembered.clear()
-            remembered[(rule, env)] = found
-        return list(found)
+                found = self._remembered(rule, env, flow, known, fields, compute)
+            yield from found
+
+    def _remembered(self, rule: str, env: int | None, flow: Flow, known: StepFacts,
+                    fields: tuple[ScannedField, ...], compute: Callable[..., Iterable[Finding]]) -> tuple[Finding, ...]:
+        """One step's findings from the content-keyed memo (computed on a miss), then kept with
+        its facts; computed afresh when part of the content cannot be hashed."""
+        args = (self, flow, known.step, fields)
+        found = None if env is None else self._by_content(rule, env, known.step, fields, compute, args)
+        if found is None:
+            return tuple(compute(*args))
+        remembered = known.found
+        if len(remembered) >= _PER_STEP:
+            remembered.clear()
+        remembered[(rule, env)] = found
+        return found
 
     def _by_content(self, rule: str, env: int, step: Step, field_key: Hashable,
                     compute: Callable[..., Iterable[Finding]], args: tuple) -> tuple[Finding, ...] | None:

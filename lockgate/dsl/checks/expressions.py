@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from operator import attrgetter
 from typing import Any
 
 from ..contracts import PathError
@@ -20,7 +21,7 @@ from ..diagnostics import Finding, YamlPath
 from ...errors import ContractError, ExprError
 from ..expr import compile as compile_expr
 from ..expr.builtins import BUILTINS
-from ..graph import ScannedField, flow_facts
+from ..graph import ScannedField
 from ..ir import Flow, Step
 from ..refs import scan
 from ..types import ArrayOf, Named, TypeExpr, strip_optional
@@ -51,10 +52,10 @@ _STEP_MAP_CONTEXTS = frozenset({"when", "set", "stage_when"})
 
 def check(ctx: Context) -> Iterator[Finding]:
     for flow in ctx.spec.flows.values():
-        for step, known in zip(flow.steps, flow_facts(flow)):
-            if known.expressions:
-                yield from ctx.memoised("expressions", flow, known, known.expressions, _step_expressions, ctx, flow,
-                                        step, known.expressions)
+        yield from ctx.per_step("expressions", flow, _EXPRESSIONS, _step_expressions)
+
+
+_EXPRESSIONS = attrgetter("expressions")
 
 
 def _step_expressions(ctx: Context, flow: Flow, step: Step, fields: tuple[ScannedField, ...]) -> Iterator[Finding]:

@@ -9,9 +9,10 @@ input references (:mod:`.reftypes`). A step's reference to itself is routing's `
 from __future__ import annotations
 
 from collections.abc import Iterator
+from operator import attrgetter
 
 from ..diagnostics import Finding
-from ..graph import ScannedField, flow_facts
+from ..graph import ScannedField
 from ..ir import Flow, Step
 from ..refs import Ref, format_path, scan
 from .context import Context
@@ -21,10 +22,10 @@ from .suggest import did_you_mean, suffix
 
 def check(ctx: Context) -> Iterator[Finding]:
     for flow in ctx.spec.flows.values():
-        for step, known in zip(flow.steps, flow_facts(flow)):
-            if known.fields:
-                yield from ctx.memoised("references", flow, known, known.fields, _step_findings, ctx, flow, step,
-                                        known.fields)
+        yield from ctx.per_step("references", flow, _FIELDS, _step_findings)
+
+
+_FIELDS = attrgetter("fields")
 
 
 def _step_findings(ctx: Context, flow: Flow, step: Step, fields: tuple[ScannedField, ...]) -> Iterator[Finding]:
