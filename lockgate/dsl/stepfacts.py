@@ -19,7 +19,7 @@ from collections.abc import Hashable
 from .ir import Step
 from .refs import scan
 
-_SIZE = 16_384
+_SIZE = 8_192  # as many steps as the loader's step memo keeps
 _MEMO: OrderedDict[int, StepFacts] = OrderedDict()
 _SIGNATURES: dict[Hashable, int] = {}
 _SIGNATURES_SIZE = 65_536
