@@ -21,14 +21,17 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import networkx as nx
 
+from . import stepfacts  # a module object: stepfacts imports this module too
 from .diagnostics import YamlPath
 from .ir import Flow, Spec, Step
 from .refs import Ref, scan
-from .stepfacts import StepFacts, facts
+
+if TYPE_CHECKING:
+    from .stepfacts import StepFacts
 
 T = TypeVar("T")
 EdgeKind = Literal["data", "after", "on_fail", "approve", "kill", "revise"]
@@ -127,7 +130,7 @@ def step_refs(step: Step, flow: Flow | None = None) -> Iterator[tuple[ScannedFie
 
 def step_fields(flow: Flow, step: Step) -> tuple[ScannedField, ...]:
     """:func:`scanned_fields` of a step (of ``flow``), computed once per Step object."""
-    return facts(step).fields
+    return stepfacts.facts(step).fields
 
 
 # -- edges -----------------------------------------------------------------------------------
@@ -369,7 +372,7 @@ def _of(flow: Flow) -> tuple[_Analysis, tuple[StepFacts, ...]]:
 
 
 def _shared(flow: Flow) -> tuple[_Analysis, tuple[StepFacts, ...]]:
-    known_facts = tuple(facts(step) for step in flow.steps)
+    known_facts = tuple(stepfacts.facts(step) for step in flow.steps)
     key = (flow.name, *(found.signature for found in known_facts))
     shared = _SHARED.get(key)
     if shared is None:

@@ -16,6 +16,7 @@ import itertools
 from collections import OrderedDict
 from collections.abc import Hashable
 
+from . import graph  # a module object: graph imports this module too
 from .ir import Step
 from .refs import scan
 
@@ -50,10 +51,8 @@ class StepFacts:
     )
 
     def __init__(self, step: Step) -> None:
-        from .graph import scanned_fields
-
         self.step = step
-        self.fields = tuple(scanned_fields(step))
+        self.fields = tuple(graph.scanned_fields(step))
         self.expressions = tuple(f for f in self.fields if f.is_expression)
         # the expression fields where ``result`` maps step ids to their outputs
         self.step_map_reads = tuple(f for f in self.expressions if f.context in ("when", "set", "stage_when"))
