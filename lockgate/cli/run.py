@@ -30,13 +30,16 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WAITING = 0, 1, 2, 3
 @click.option("--store", metavar="URL",
               help="Run store: a SQLite path, sqlite://, postgresql://... or memory "
                    "(default: $LOCKGATE_STORE or .lockgate/lockgate.db).")
+@click.option("--judge", metavar="AGENT",
+              help="The agent that answers `judged` ensures (overrides `judge` in lockgate.toml); "
+                   "without a judge they fail closed.")
 @click.option("--no-prompt", is_flag=True,
               help="Do not prompt at gates: leave them waiting for `lockgate gate ...`.")
 @click.option("--resume", "resume_id", metavar="RUN",
               help="Continue an existing run (after a crash or a gate decision) instead of SPEC.")
 def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None,
-                flow: str | None, agents_module: str | None, store: str | None, no_prompt: bool,
-                resume_id: str | None) -> None:
+                flow: str | None, agents_module: str | None, store: str | None, judge: str | None,
+                no_prompt: bool, resume_id: str | None) -> None:
     """Run SPEC's flow with agents, checking every step.
 
     Steps run concurrently where the flow allows; failed checks are retried with the violations
@@ -49,7 +52,7 @@ def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | Non
     if (spec is None) == (resume_id is None):
         _usage("give a SPEC to run, or --resume RUN to continue one (not both)")
     try:
-        code = _run(spec, pairs, inputs_file, flow, agents_module, store, no_prompt, resume_id)
+        code = _run(spec, pairs, inputs_file, flow, agents_module, store, judge, no_prompt, resume_id)
     except SpecError as exc:
         _report_spec_error(spec, exc)
         code = EXIT_USAGE
@@ -72,7 +75,7 @@ def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | Non
 
 
 def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow: str | None,
-         agents_module: str | None, store_url: str | None, no_prompt: bool,
+         agents_module: str | None, store_url: str | None, judge: str | None, no_prompt: bool,
          resume_id: str | None) -> int:
     import asyncio
 
@@ -90,7 +93,7 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     gates = None if no_prompt else TerminalGates(
         ask=_ask, say=lambda text: click.echo(text, err=True), pause=display.paused)
     runner = make_runner(engine=engine, config=config, agents=agents, gates=gates,
-                         on_event=display.update)
+                         on_event=display.update, judge=judge)
 
     async def main() -> Any:
         with display:

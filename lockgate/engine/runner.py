@@ -13,22 +13,29 @@ enforced by the engine, which issues no more items than that at once.
 
 Cancelling the task running :func:`run` cancels every agent call (their processes are killed),
 records the run as cancelled and re-raises.
+
+``judged`` ensures are answered by the judge: ``judge=`` (an agent name, an agent or a callable
+``judge(statement, stakes, result, input)``), else the engine's own ``judge``, else ``judge`` in
+lockgate.toml. A judge is asked on the runner's loop while other agents keep running (see
+:meth:`lockgate.engine.judge.JudgeBridge.settle`); it counts as a running agent call.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConcurrencyConflict, EngineError, RunnerError, SpecError, StaleToken
+from ..errors import ConcurrencyConflict, ConfigError, EngineError, RunnerError, SpecError, StaleToken
 from .agents import Agent, AgentResult, Task, preflight
 from .agents.config import ProjectConfig, RunnerSettings, load_config
 from .agents.registry import AgentLike, AgentRegistry, resolve_agent
+from .agents.registry import known_agents
 from .gatechannel import Decision, GateChannel, GateRequest
+from .judge import AgentJudge, JudgeBridge, JudgeLike, Question, as_judge, ask_judge
 from .progress import Emitter, Observer, ProgressEvent
 
 TERMINAL = ("complete", "error", "killed", "cancelled")
@@ -101,7 +108,7 @@ class Runner:
                  registry: AgentRegistry | None = None, config: ProjectConfig | None = None,
                  gates: GateChannel | None = None, on_event: Observer | None = None,
                  settings: RunnerSettings | None = None, workspace: str | os.PathLike | None = None,
-                 ) -> None:
+                 judge: JudgeLike | None = None) -> None:
         self.engine = engine
         self.config = config if config is not None else load_config(start=workspace)
         self.settings = settings or self.config.runner
@@ -111,6 +118,9 @@ class Runner:
         self._registry = registry
         self._agents: dict[str, Agent] = {}
         self.on_event = on_event
+        self._judge_choice = judge
+        self._bridge: JudgeBridge | None = None
+        self._judge_ready = False
 
     def agent(self, name: str) -> Agent:
         """The adapter for ``name`` (resolved once per runner, by precedence)."""
@@ -127,14 +137,80 @@ class Runner:
     async def start(self, spec: Any, inputs: Mapping[str, Any] | None = None, *,
                     flow: str | None = None) -> RunResult:
         spec = _as_spec(spec)
+        bridge = self.install_judge()
         await self.preflight(agent_names(spec, flow))
-        response = self.engine.plan(spec, dict(inputs or {}), flow=flow)
+        if bridge is not None and isinstance(bridge.judge, AgentJudge) and uses_judged(spec, flow):
+            await preflight(bridge.judge.agent)
+        response = await self.transition(lambda: self.engine.plan(spec, dict(inputs or {}), flow=flow))
         return await _Drive(self, response).drive()
 
     async def resume(self, run_id: str) -> RunResult:
         """Continue a run from its durable state (after a crash, or after a gate decision)."""
-        response = self.engine.resume(run_id)
+        self.install_judge()
+        response = await self.transition(lambda: self.engine.resume(run_id), run_id=run_id)
         return await _Drive(self, response).drive()
+
+    # --- the judge ---------------------------------------------------------------------------------
+
+    def install_judge(self) -> JudgeBridge | None:
+        """Resolve the judge once and install it on the engine behind a :class:`JudgeBridge`.
+
+        Precedence: ``judge=`` given to this runner, then the engine's own ``judge``, then
+        ``judge`` in the project configuration. None when there is none (judged ensures then
+        fail closed). An unknown agent name is a ConfigError listing the agents there are.
+        """
+        if self._judge_ready:
+            return self._bridge
+        judge: Any = None
+        if self._judge_choice is not None:
+            judge = as_judge(self._judge_choice, lambda name: self._judge_agent(name, ""))
+        elif getattr(self.engine, "judge", None) is not None:
+            judge = self.engine.judge
+        elif self.config.judge is not None:
+            where = f"{self.config.path}: judge: " if self.config.path else "judge: "
+            judge = as_judge(self.config.judge, lambda name: self._judge_agent(name, where))
+        if judge is not None:
+            self._bridge = judge if isinstance(judge, JudgeBridge) else JudgeBridge(judge)
+            self.engine.judge = self._bridge
+        self._judge_ready = True
+        return self._bridge
+
+    def _judge_agent(self, name: str, where: str) -> Agent:
+        names = known_agents(explicit=self._explicit, registry=self._registry, config=self.config)
+        if name not in names:
+            raise ConfigError(
+                f"{where}no agent named {name!r} to be the judge; the agents are: "
+                f"{', '.join(names)} (add [agents.{name}] to the project configuration, register "
+                f"a Python callable, or pass it in agents=)")
+        return self.agent(name)
+
+    async def transition(self, call: Callable[[], Any], *, run_id: str = "",
+                         step_id: str | None = None, cwd: str | None = None,
+                         admission: Admission | None = None) -> Any:
+        """Run the engine ``call`` on this loop; judged ensures it reaches are asked of the judge
+        here, without blocking the loop (see :meth:`JudgeBridge.settle`)."""
+        bridge = self._bridge
+        # an engine with a dispatcher settles more transactions after the first is saved, so
+        # abandoning one for a verdict is not safe: it asks the judge blocking, as without a runner
+        if bridge is None or getattr(self.engine, "dispatcher", None) is not None:
+            return call()
+        where = cwd or self.workspace or os.getcwd()
+
+        async def ask(question: Question) -> Any:
+            if admission is None:
+                return await ask_judge(bridge.judge, question, run_id=run_id, step_id=step_id, cwd=where)
+            async with admission:
+                return await ask_judge(bridge.judge, question, run_id=run_id, step_id=step_id, cwd=where)
+
+        return await bridge.settle(call, ask)
+
+    def cancellable(self) -> list[Any]:
+        """Every agent with calls this runner may have in flight: step agents and the judge's."""
+        agents: list[Any] = list(self._agents.values())
+        judge = self._bridge.judge if self._bridge is not None else None
+        if isinstance(judge, AgentJudge) and all(judge.agent is not a for a in agents):
+            agents.append(judge.agent)
+        return agents
 
 
 class _Drive:
@@ -222,7 +298,7 @@ class _Drive:
         try:
             async with self.admission:
                 result = await self._execute(entry)
-            response = self._report(entry, result)
+            response = await self._report(entry, result)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:
@@ -260,14 +336,15 @@ class _Drive:
                     schema=entry.get("output_schema"), cwd=str(cwd),
                     inputs=dict(entry.get("inputs") or {}))
 
-    def _report(self, entry: dict[str, Any], result: AgentResult) -> dict[str, Any] | None:
+    async def _report(self, entry: dict[str, Any], result: AgentResult) -> dict[str, Any] | None:
         """``step_done`` for one result; None when the dispatch went stale meanwhile."""
         step_id, token = entry["step_id"], entry["token"]
         try:
-            response = self._engine_call(
+            response = await self._engine_call(
                 self.engine.step_done, self.run_id, step_id,
                 result.output if result.ok else None, token,
-                failure=None if result.ok else result.failure, usage=_usage(result))
+                failure=None if result.ok else result.failure, usage=_usage(result),
+                judging=step_id, cwd=entry.get("cwd"))
         except StaleToken:
             return None
         self._emit_outcome(entry, result, response)
@@ -324,7 +401,7 @@ class _Drive:
                 self.unanswered[request.token] = gate
                 self.inbox.put_nowait(_WAKE)
                 return
-            response = self._resolve(request, decision)
+            response = await self._resolve(request, decision)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:
@@ -334,16 +411,17 @@ class _Drive:
             self.asks.pop(request.token, None)
         self.inbox.put_nowait(response)
 
-    def _resolve(self, request: GateRequest, decision: Decision) -> dict[str, Any]:
+    async def _resolve(self, request: GateRequest, decision: Decision) -> dict[str, Any]:
         if decision.applied:
-            response = self._engine_call(self.engine.status, self.run_id)
+            response = await self._engine_call(self.engine.status, self.run_id)
         else:
             try:
-                response = self._engine_call(
+                response = await self._engine_call(
                     self.engine.gate_resolve, self.run_id, request.step_id, decision.outcome,
-                    decision.rationale, decision.resolved_by, request.token)
+                    decision.rationale, decision.resolved_by, request.token,
+                    judging=request.step_id)
             except StaleToken:  # decided elsewhere first: continue from the durable state
-                return self._engine_call(self.engine.status, self.run_id)
+                return await self._engine_call(self.engine.status, self.run_id)
         self.emit("gate_resolved", self.run_id, step_id=request.step_id,
                   message=decision.rationale or None,
                   data={"decision": decision.outcome, "resolved_by": decision.resolved_by,
@@ -352,15 +430,25 @@ class _Drive:
 
     # --- engine, store, shutdown ---------------------------------------------------------------
 
-    def _engine_call(self, method: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    async def _engine_call(self, method: Any, *args: Any, judging: str | None = None,
+                           cwd: str | None = None, **kwargs: Any) -> dict[str, Any]:
+        """``method(*args, **kwargs)`` of the engine, replayed on a concurrency conflict; a judge
+        it needs is asked on the loop, as a running agent call about step ``judging``."""
+        async def attempt() -> Any:
+            return await self.runner.transition(lambda: method(*args, **kwargs), run_id=self.run_id,
+                                                step_id=judging, cwd=cwd, admission=self.admission)
+
         for _ in range(CONFLICT_RETRIES):
             try:
-                response = method(*args, **kwargs)
+                response = await attempt()
                 break
             except ConcurrencyConflict:
                 continue
         else:
-            response = method(*args, **kwargs)
+            response = await attempt()
+        return self._note(response)
+
+    def _note(self, response: Any) -> Any:
         if isinstance(response, dict) and response.get("status"):
             self.newest = response
         return response
@@ -395,7 +483,7 @@ class _Drive:
         pending = [*self.calls.values(), *self.asks.values()]
         for task in pending:
             task.cancel()
-        await asyncio.gather(*(a.cancel() for a in self.runner._agents.values()),
+        await asyncio.gather(*(a.cancel() for a in self.runner.cancellable()),
                              return_exceptions=True)
         await asyncio.gather(*pending, return_exceptions=True)
         self.calls.clear()
@@ -404,8 +492,8 @@ class _Drive:
     def _cancel_run(self) -> None:
         if not self.run_id:
             return
-        try:
-            response = self._engine_call(self.engine.cancel, self.run_id)
+        try:  # a cancel evaluates no ensure: no judge, so no need to await anything
+            response = self._note(_retry_conflicts(lambda: self.engine.cancel(self.run_id)))
         except EngineError:
             return
         self._finish(response if isinstance(response, dict) else {"status": "cancelled"})
@@ -426,18 +514,21 @@ async def run(spec: Any, inputs: Mapping[str, Any] | None = None, *, flow: str |
               gates: GateChannel | None = None, workspace: str | os.PathLike | None = None,
               on_event: Observer | None = None, engine: Any = None,
               registry: AgentRegistry | None = None, config: ProjectConfig | None = None,
-              max_running: int | None = None, max_outstanding: int | None = None) -> RunResult:
+              max_running: int | None = None, max_outstanding: int | None = None,
+              judge: JudgeLike | None = None) -> RunResult:
     """Run ``spec`` (a Spec, a LoadResult, a path or YAML text) to completion with agents.
 
     ``agents`` maps agent names to adapters or Python callables (highest precedence, then the
     registry, then lockgate.toml, then the built-ins). ``store`` is a Store or a store URL
     (default: the SQLite store under ``.lockgate/``). ``workspace`` (default: the current
     directory) is where agents work and file predicates look. ``gates=None`` leaves gates waiting
-    and returns with status ``await_gate``.
+    and returns with status ``await_gate``. ``judge`` answers ``judged`` ensures: an agent name
+    (resolved like a step's agent), an agent, or a callable ``judge(statement, stakes, result,
+    input) -> {holds, reason}``; default: the engine's judge, else ``judge`` in lockgate.toml.
     """
     runner = make_runner(engine=engine, store=store, workspace=workspace, agents=agents,
                          registry=registry, config=config, gates=gates, on_event=on_event,
-                         max_running=max_running, max_outstanding=max_outstanding)
+                         max_running=max_running, max_outstanding=max_outstanding, judge=judge)
     return await runner.start(spec, inputs, flow=flow)
 
 
@@ -456,7 +547,8 @@ def make_runner(*, engine: Any = None, store: Any = None,
                 workspace: str | os.PathLike | None = None, max_running: int | None = None,
                 max_outstanding: int | None = None, config: ProjectConfig | None = None,
                 **options: Any) -> Runner:
-    """A Runner over ``engine`` (or a new Engine on ``store``) with limits applied."""
+    """A Runner over ``engine`` (or a new Engine on ``store``) with limits applied; the other
+    options (``agents``, ``registry``, ``gates``, ``on_event``, ``judge``) go to :class:`Runner`."""
     config = config if config is not None else load_config(start=workspace)
     if engine is None:
         engine = _engine(store, workspace)
@@ -498,24 +590,47 @@ def _as_spec(spec: Any) -> Any:
 
 def agent_names(spec: Any, flow: str | None = None) -> list[str]:
     """Every agent name the flow (and the subflows it runs) may dispatch to, in order."""
-    start = flow or spec.entry or next(iter(spec.flows), None)
     names: dict[str, None] = {}
+    for step in _flow_steps(spec, flow):
+        if step.do is not None:
+            names[step.agent or "claude"] = None
+        if step.fanout is not None:
+            for stage in step.fanout.stages:
+                names[stage.agent or step.agent or "claude"] = None
+    return list(names)
+
+
+def uses_judged(spec: Any, flow: str | None = None) -> bool:
+    """Whether the flow (or a subflow it runs) has a ``judged`` ensure anywhere."""
+    for step in _flow_steps(spec, flow):
+        ensures = [*step.ensure, *(e for st in (step.fanout.stages if step.fanout else ()) for e in st.ensure)]
+        if any(e.kind == "judged" for e in ensures):
+            return True
+    return False
+
+
+def _flow_steps(spec: Any, flow: str | None) -> Iterator[Any]:
+    """The steps of the flow, then of each subflow it runs (each flow once)."""
+    start = flow or spec.entry or next(iter(spec.flows), None)
     todo, seen = [start], set()
     while todo:
         name = todo.pop()
         if name in seen or spec.flows.get(name) is None:
             continue
         seen.add(name)
-        current = spec.flows[name]
-        for step in current.steps:
-            if step.do is not None:
-                names[step.agent or "claude"] = None
-            if step.fanout is not None:
-                for stage in step.fanout.stages:
-                    names[stage.agent or step.agent or "claude"] = None
+        for step in spec.flows[name].steps:
+            yield step
             if step.run:
                 todo.append(step.run)
-    return list(names)
+
+
+def _retry_conflicts(call: Callable[[], Any]) -> Any:
+    for _ in range(CONFLICT_RETRIES):
+        try:
+            return call()
+        except ConcurrencyConflict:
+            continue
+    return call()
 
 
 def _usage(result: AgentResult) -> dict[str, float] | None:

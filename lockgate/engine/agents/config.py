@@ -3,6 +3,8 @@
 Read from ``lockgate.toml`` or the ``[tool.lockgate]`` table of ``pyproject.toml``, whichever is
 found first walking up from the working directory::
 
+    judge = "reviewer"       # the agent that answers `judged` ensures (none: they fail closed)
+
     [agents.reviewer]
     type = "openai"
     base_url = "http://127.0.0.1:11434/v1"
@@ -20,6 +22,11 @@ found first walking up from the working directory::
     [runner]
     max_running = 10
     max_outstanding = 100
+
+``judge`` names the agent asked whether a ``judged`` ensure holds: any agent a run can resolve
+(an ``[agents.NAME]`` table here, a registered Python callable, ``--agents``, or a built-in).
+``lockgate run --judge NAME`` and ``lockgate.run(..., judge=...)`` override it. A top-level key,
+so it goes before the first table.
 
 Every problem is a ConfigError naming the file and the key (``lockgate.toml: agents.lint.timeout:
 ...``). Unknown keys are errors (with a did-you-mean), so a typo never silently does nothing.
@@ -201,6 +208,7 @@ class ProjectConfig:
     path: Path | None = None
     agents: Mapping[str, AgentSpec] = field(default_factory=dict)
     runner: RunnerSettings = RunnerSettings()
+    judge: str | None = None
 
     def agent(self, name: str) -> Agent | None:
         """A fresh adapter for ``name`` from the file or the built-ins; None if neither has it."""
@@ -244,16 +252,26 @@ def parse_config(data: Mapping[str, Any], *, path: Path | None = None,
                  prefix: str = "") -> ProjectConfig:
     """Check an already parsed configuration table."""
     label = str(path) if path is not None else "configuration"
-    _no_unknown(data, ("agents", "runner"), f"{label}: {prefix or '(top level)'}")
+    _no_unknown(data, ("agents", "judge", "runner"), f"{label}: {prefix or '(top level)'}")
     agents_table = data.get("agents", {})
     if not isinstance(agents_table, dict):
         raise ConfigError(f"{label}: {prefix}agents: expected a table of agent tables")
     agents = {name: _agent_spec(name, table, f"{label}: {prefix}agents.{name}")
               for name, table in agents_table.items()}
     runner = _runner(data.get("runner", {}), f"{label}: {prefix}runner")
+    judge = _judge(data["judge"], f"{label}: {prefix}judge") if "judge" in data else None
     base = path.parent if path is not None else None
     agents = {name: _resolve_paths(spec, base) for name, spec in agents.items()}
-    return ProjectConfig(path=path, agents=agents, runner=runner)
+    return ProjectConfig(path=path, agents=agents, runner=runner, judge=judge)
+
+
+def _judge(value: Any, where: str) -> str:
+    """An agent name; whether an agent answers to it is known only when a run resolves it
+    (it may be a registered Python callable or come from ``--agents``)."""
+    name = _str(value, where)
+    if not AGENT_NAME.match(name):
+        raise _fail(where, f"expected an agent name matching ^[a-z][a-z0-9_-]*$, got {value!r}")
+    return name
 
 
 def _agent_spec(name: str, table: Any, where: str) -> AgentSpec:

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...errors import ConfigError
 from .base import Agent
-from .config import AGENT_NAME, ProjectConfig, load_config
+from .config import AGENT_NAME, BUILTIN_AGENTS, ProjectConfig, load_config
 from .python import PythonAgent
 
 AgentLike = Agent | Callable[..., Any]
@@ -85,6 +85,15 @@ def resolve_agent(name: str, *, explicit: Mapping[str, AgentLike] | None = None,
         f"no agent named {name!r}: pass it in agents=, register a Python callable with "
         f"lockgate.engine.agents.register({name!r}, fn), or add [agents.{name}] to the "
         f"project configuration{where}")
+
+
+def known_agents(*, explicit: Mapping[str, AgentLike] | None = None,
+                 registry: AgentRegistry | None = None,
+                 config: ProjectConfig | None = None) -> list[str]:
+    """Every agent name that resolves from these sources (the built-ins included), sorted."""
+    config = config if config is not None else load_config()
+    names = {*(explicit or {}), *(registry or DEFAULT_REGISTRY).names(), *config.agents, *BUILTIN_AGENTS}
+    return sorted(names)
 
 
 def resolve_agents(names: Iterable[str], **sources: Any) -> dict[str, Agent]:

@@ -1,0 +1,247 @@
+"""Judges for ``judged`` ensures: a judge is an agent.
+
+A judge is what :class:`~lockgate.engine.engine.Engine` takes as ``judge=``: a callable
+``judge(statement, stakes, result, input) -> {"holds": bool, "reason": str}``, sync or async.
+:class:`AgentJudge` makes one of any agent (an adapter with ``async execute(task)``): it sends one
+:class:`~lockgate.engine.agents.base.Task` stating the statement, the stakes and the step's result
+and input as JSON, whose output contract is :data:`VERDICT_SCHEMA`, so structured-output agents
+(OpenAI-compatible servers, Claude Code, Codex) answer in that shape.
+
+Failing closed has one home, the engine's ensure check (:mod:`lockgate.engine.ensures`): a judge
+that raises, or answers anything but ``{holds: bool, reason}``, fails the ensure with a reason
+saying why. So :class:`AgentJudge` raises :class:`JudgeError` when its agent fails (the message
+carries the agent's own failure) and hands the agent's answer over unchanged.
+
+:class:`JudgeBridge` lets the asyncio runner ask the judge without blocking its event loop; see
+:meth:`JudgeBridge.settle` for how and why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError, LockgateError, RunnerError
+from .agents.base import Task
+from .ensures import call_sync
+
+Judge = Callable[..., Any]
+#: An agent name, an agent (anything with ``async execute(task)``) or a judge callable.
+JudgeLike = str | Any
+
+VERDICT_CONTRACT = "JudgeVerdict"
+VERDICT_SCHEMA: Mapping[str, Any] = {
+    "type": "object",
+    "properties": {"holds": {"type": "boolean"}, "reason": {"type": "string"}},
+    "required": ["holds", "reason"],
+    "additionalProperties": False,
+}
+STAKES_GUIDANCE = {
+    "cheap": "A quick judgement is enough.",
+    "default": "Judge carefully; if the evidence does not establish the statement, it does not hold.",
+    "paranoid": "Be strict: the statement holds only if the result clearly and fully establishes "
+                "it; any doubt, gap or ambiguity means it does not hold.",
+}
+#: Distinct judge questions one engine call may raise before the runner gives up (see settle).
+MAX_QUESTIONS = 256
+
+
+class JudgeError(LockgateError):
+    """The judge's agent could not give a verdict (the ensure then fails closed)."""
+
+
+class AgentJudge:
+    """The judge callable over ``agent``: one task per question, the answer passed on as is."""
+
+    def __init__(self, agent: Any, name: str | None = None) -> None:
+        if not callable(getattr(agent, "execute", None)):
+            raise ConfigError(f"a judge agent needs an execute(task) method; got {type(agent).__name__}")
+        self.agent = agent
+        self.name = name or str(getattr(agent, "name", "judge"))
+
+    async def __call__(self, statement: str, stakes: str, result: Any, input: Any) -> Any:
+        return await self.ask(statement, stakes, result, input)
+
+    async def ask(self, statement: str, stakes: str, result: Any, input: Any, *, run_id: str = "",
+                  step_id: str | None = None, cwd: str | None = None) -> Any:
+        """The agent's verdict on ``statement``; ``step_id`` names the step being judged."""
+        task = judge_task(statement, stakes, result, input, agent=self.name, run_id=run_id,
+                          step_id=step_id, cwd=cwd)
+        outcome = await self.agent.execute(task)
+        if not outcome.ok:
+            raise JudgeError(f"judge agent {self.name!r}: {outcome.failure}")
+        return outcome.output
+
+    def __repr__(self) -> str:
+        return f"AgentJudge({self.name!r}, {self.agent!r})"
+
+
+def judge_task(statement: str, stakes: str, result: Any, input: Any, *, agent: str,
+               run_id: str = "", step_id: str | None = None, cwd: str | None = None) -> Task:
+    """The task asking ``agent`` to judge: the prompt, the verdict contract, and the question's
+    parts in ``inputs`` (so a Python agent can judge without parsing the prompt)."""
+    return Task(run_id=run_id, step_id=step_id or "judge", prompt=judge_prompt(statement, stakes, result, input),
+                agent=agent, contract=VERDICT_CONTRACT, schema=VERDICT_SCHEMA, cwd=cwd,
+                inputs={"statement": statement, "stakes": stakes, "result": result, "input": input})
+
+
+def judge_prompt(statement: str, stakes: str, result: Any, input: Any) -> str:
+    guidance = STAKES_GUIDANCE.get(stakes, STAKES_GUIDANCE["default"])
+    return "\n\n".join([
+        "You are the judge of a `judged` check in a Lockgate workflow: decide whether the "
+        "statement below holds for the result a step produced.",
+        f"Statement: {statement}",
+        f"Stakes: {stakes}. {guidance}",
+        f"The step's result (JSON):\n{_json(result)}",
+        f"The flow's input (JSON):\n{_json(input)}",
+        'Answer with a JSON object {"holds": true or false, "reason": "..."}: "holds" is true '
+        'only if the statement is true of the result; "reason" says why in one or two '
+        "sentences, citing the evidence. A reason for false is handed back to the step's agent "
+        "as the problem to fix.",
+    ])
+
+
+def as_judge(target: Any, resolve_agent: Callable[[str], Any] | None = None) -> Judge:
+    """A judge callable from an agent name (through ``resolve_agent``), an agent, or a callable."""
+    if isinstance(target, str):
+        if resolve_agent is None:
+            raise ConfigError(f"judge {target!r}: an agent name needs a runner to resolve it")
+        return AgentJudge(resolve_agent(target), target)
+    if isinstance(target, (AgentJudge, JudgeBridge)):
+        return target
+    if callable(getattr(target, "execute", None)):
+        return AgentJudge(target)
+    if callable(target):
+        return target
+    raise ConfigError(f"a judge is an agent name, an agent or a callable "
+                      f"judge(statement, stakes, result, input); got {type(target).__name__}")
+
+
+async def ask_judge(judge: Judge, question: Question, *, run_id: str = "",
+                    step_id: str | None = None, cwd: str | None = None) -> Any:
+    """Ask ``judge`` on the running loop: an agent judge gets the run's context; a coroutine
+    function is awaited; a plain function runs in a worker thread (a slow one never blocks)."""
+    args = (question.statement, question.stakes, question.result, question.input)
+    if isinstance(judge, JudgeBridge):
+        judge = judge.judge
+    if isinstance(judge, AgentJudge):
+        return await judge.ask(*args, run_id=run_id, step_id=step_id, cwd=cwd)
+    if _is_async(judge):
+        return await judge(*args)
+    value = await asyncio.to_thread(judge, *args)
+    return await value if inspect.isawaitable(value) else value
+
+
+@dataclass(frozen=True)
+class Question:
+    """One call of the judge by the engine; ``key`` identifies it across replays."""
+
+    statement: str
+    stakes: str
+    result: Any
+    input: Any
+    key: str
+
+    @classmethod
+    def of(cls, statement: str, stakes: str, result: Any, input: Any) -> Question:
+        key = json.dumps([statement, stakes, result, input], sort_keys=True, default=repr)
+        return cls(statement, stakes, result, input, key)
+
+
+class VerdictNeeded(BaseException):
+    """Raised through an engine transition for a question not answered yet.
+
+    A BaseException on purpose: the ensure check turns every Exception of a judge into a
+    fail-closed verdict, and this is no verdict; the transition is abandoned unsaved (the engine
+    drops its cached run on any BaseException) and replayed once the judge has answered.
+    """
+
+    def __init__(self, question: Question) -> None:
+        super().__init__(question.statement)
+        self.question = question
+
+
+@dataclass(frozen=True)
+class _Raised:
+    error: BaseException
+
+
+class JudgeBridge:
+    """The judge as the engine sees it while a runner drives it.
+
+    Called by the engine inside :meth:`settle`, it answers from the verdicts gathered so far or
+    raises :class:`VerdictNeeded`; called anywhere else (another thread, a sync caller of the
+    engine) it asks the judge directly, blocking, exactly as a plain ``Engine(judge=...)`` would.
+    """
+
+    def __init__(self, judge: Judge) -> None:
+        self.judge = judge
+        self._local = threading.local()
+
+    def __call__(self, statement: str, stakes: str, result: Any, input: Any) -> Any:
+        memo = getattr(self._local, "memo", None)
+        if memo is None:
+            return call_sync(self.judge, statement, stakes, result, input)
+        question = Question.of(statement, stakes, result, input)
+        if question.key not in memo:
+            raise VerdictNeeded(question)
+        answer = memo[question.key]
+        if isinstance(answer, _Raised):
+            raise answer.error
+        return answer
+
+    async def settle(self, transition: Callable[[], Any],
+                     ask: Callable[[Question], Awaitable[Any]]) -> Any:
+        """Run the synchronous engine ``transition``, asking the judge on this loop as needed.
+
+        Why not run the transition in a worker thread (``asyncio.to_thread``)? The engine is not
+        thread-safe (its ``_live`` cache and each live run are mutated without locks), so every
+        engine call would have to be serialised behind the judge anyway, results of other agents
+        would queue for the whole judgement, and a cancelled run could not stop a judge running
+        on another thread's loop. Instead the transition runs here, on the loop; when it reaches
+        a ``judged`` ensure not answered yet, :class:`VerdictNeeded` abandons it unsaved, the
+        judge is awaited like any agent call (other agents and their results carry on meanwhile,
+        and cancelling the run cancels the judge), and the transition is replayed on the current
+        state with the verdicts so far. Each question is asked once per call, in the order the
+        engine asks them, so a replay reaches the next ``judged`` ensure or completes.
+        """
+        memo: dict[str, Any] = {}
+        while True:
+            previous = getattr(self._local, "memo", None)
+            self._local.memo = memo
+            try:
+                return transition()
+            except VerdictNeeded as need:
+                question = need.question
+            finally:
+                self._local.memo = previous
+            if len(memo) >= MAX_QUESTIONS:
+                raise RunnerError(f"one engine call asked the judge more than {MAX_QUESTIONS} "
+                                  "distinct questions; giving up")
+            memo[question.key] = await _answer(ask, question)
+
+    def __repr__(self) -> str:
+        return f"JudgeBridge({self.judge!r})"
+
+
+async def _answer(ask: Callable[[Question], Awaitable[Any]], question: Question) -> Any:
+    """The verdict, or the judge's exception to re-raise inside the engine (which fails closed)."""
+    try:
+        return await ask(question)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # a judge is foreign code: its failure is the ensure's failure
+        return _Raised(exc)
+
+
+def _is_async(fn: Any) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=repr)
