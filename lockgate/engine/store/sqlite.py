@@ -21,7 +21,10 @@ version is fixed once that version is committed, so the head read by the last lo
 the run is cached per (run, version) and the usual transition needs no read at all (the UPDATE
 also matches the cached head, so a database swapped underneath cannot fork the chain). The
 cached row also tells whether the status changed: when it did not, the UPDATE leaves the status
-column, and so its index, alone.
+column, and so its index, alone. Most of a transition's time is the commit, which writes every
+page the transaction touched to the log; the layout (:mod:`~lockgate.engine.store.sqlite_schema`)
+keeps that to the run's row, the step record's page and the page the events append to. The
+cached head also holds the run's step slots (step id -> row id), valid for the cached version.
 """
 
 from __future__ import annotations
@@ -45,47 +48,21 @@ from lockgate.engine.store.chain import (
     stored_event,
     verify_chain,
 )
+from lockgate.engine.store.sqlite_schema import (
+    LOW_MASK,
+    SCHEMA_VERSION,
+    SLACK,
+    STRAY,
+    prepare,
+    run_key,
+)
 from lockgate.errors import StoreError
 
-SCHEMA_VERSION = 1
+__all__ = ["DEFAULT_PATH", "SCHEMA_VERSION", "SQLiteStore"]
 
 #: ``wait_for_change`` polls ``current_version``: first after this many seconds, doubling up to
 #: ``_POLL_MAX``. SQLite has no cross-process notification; a version read costs a few µs.
 _POLL_MIN, _POLL_MAX = 0.0005, 0.05
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY,
-    run_id TEXT NOT NULL UNIQUE,
-    flow TEXT NOT NULL,
-    status TEXT NOT NULL,
-    header TEXT NOT NULL,
-    version INTEGER NOT NULL,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    event_count INTEGER NOT NULL,
-    head_hash TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS runs_status ON runs (status, id);
-CREATE TABLE IF NOT EXISTS steps (
-    run_id TEXT NOT NULL,
-    step_id TEXT NOT NULL,
-    record TEXT NOT NULL,
-    PRIMARY KEY (run_id, step_id)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS events (
-    run_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    at TEXT NOT NULL,
-    type TEXT NOT NULL,
-    step_id TEXT,
-    detail TEXT NOT NULL,
-    prev_hash TEXT NOT NULL,
-    hash TEXT NOT NULL,
-    PRIMARY KEY (run_id, seq)
-) WITHOUT ROWID;
-"""
 
 _INSERT_RUN = (
     "INSERT INTO runs (run_id, flow, status, header, version, created_at, updated_at, event_count, head_hash)"
@@ -102,16 +79,21 @@ _UPDATE_RUN_BODY = (
     " event_count = ?, head_hash = ? WHERE run_id = ? AND version = ? AND head_hash = ?"
 )
 _UPSERT_STEP = (
-    "INSERT INTO steps (run_id, step_id, record) VALUES (?, ?, ?)"
-    " ON CONFLICT (run_id, step_id) DO UPDATE SET record = excluded.record"
+    f"INSERT INTO steps (id, run_id, step_id, record, slack) VALUES (?1, ?2, ?3, ?4, {SLACK.format(record='?4')})"
+    " ON CONFLICT (id) DO UPDATE SET record = excluded.record, slack = excluded.slack"
 )
 _INSERT_EVENT = (
-    "INSERT INTO events (run_id, seq, at, type, step_id, detail, prev_hash, hash)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO events (id, run_id, seq, at, type, step_id, detail, prev_hash, hash, owner)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-_SELECT_HEAD = "SELECT version, event_count, head_hash, status, flow FROM runs WHERE run_id = ?"
+_SELECT_HEAD = "SELECT version, event_count, head_hash, status, flow, id FROM runs WHERE run_id = ?"
+_SELECT_SLOTS = "SELECT step_id, id FROM steps WHERE id > ? AND id <= ?"
+_EVENT_COLUMNS = "seq, at, type, step_id, detail, prev_hash, hash"
+# A run's events as the store wrote them (its key range), then any stray rows naming it (see
+# sqlite_schema): parameters run_id, first id, last id, since_seq.
 _SELECT_EVENTS = (
-    "SELECT seq, at, type, step_id, detail, prev_hash, hash FROM events WHERE run_id = ? AND seq > ?"
+    f"SELECT {_EVENT_COLUMNS} FROM events WHERE id > ?2 AND id <= ?3 AND run_id = ?1 AND NOT {STRAY}"
+    f" UNION ALL SELECT {_EVENT_COLUMNS} FROM events WHERE run_id = ?1 AND seq > ?4 AND {STRAY}"
     " ORDER BY seq"
 )
 
@@ -161,11 +143,12 @@ class SQLiteStore:
         head = head_hash(links)
         with self._write() as db:
             try:
-                db.execute(_INSERT_RUN, (run_id, flow, status, header_json, now, now, len(links), head))
+                cursor = db.execute(_INSERT_RUN, (run_id, flow, status, header_json, now, now, len(links), head))
             except sqlite3.IntegrityError as exc:
                 raise StoreError(f"run {run_id!r} already exists") from exc
-            self._write_rows(db, run_id, encoded_steps, links)
-        self._heads[run_id] = _Head(1, len(links), head, status, flow)
+            key = run_key(cursor.lastrowid)
+            slots = self._write_rows(db, run_id, key, {}, key, encoded_steps, links)
+        self._heads[run_id] = _Head(1, len(links), head, status, flow, key, slots, max(slots.values(), default=key))
         return 1
 
     def save_run(
@@ -192,13 +175,17 @@ class SQLiteStore:
                                                   expected_version, old.hash))
             if cursor.rowcount != 1:
                 raise self._conflict(db, run_id, expected_version)
-            self._write_rows(db, run_id, encoded_steps, links)
-        self._heads[run_id] = _Head(expected_version + 1, new_count, new_head, status, flow)
+            new = self._write_rows(db, run_id, old.key, old.slots, old.top, encoded_steps, links)
+        top = old.top
+        if new:
+            old.slots.update(new)
+            top = max(new.values())
+        self._heads[run_id] = _Head(expected_version + 1, new_count, new_head, status, flow, old.key, old.slots, top)
         return expected_version + 1
 
     def _head_at(self, db: sqlite3.Connection, run_id: str, version: int) -> _Head:
         """The row of ``run_id`` at ``version``, from the cache when it holds that version (the
-        UPDATE's version check then proves it current), else read."""
+        UPDATE's version check then proves it current), else read with its step slots."""
         cached = self._heads.get(run_id)
         if cached is not None and cached.version == version:
             return cached
@@ -207,38 +194,64 @@ class SQLiteStore:
             raise codec.not_found(run_id)
         if row[0] != version:
             raise codec.conflict(run_id, version, row[0])
-        return _Head(*row)
+        key = run_key(row[5])
+        slots = dict(db.execute(_SELECT_SLOTS, (key, key | LOW_MASK)).fetchall())
+        return _Head(*row[:5], key, slots, max(slots.values(), default=key))
 
     def _conflict(self, db: sqlite3.Connection, run_id: str, expected: int) -> Exception:
+        self._heads.pop(run_id, None)
         row = db.execute(_SELECT_HEAD, (run_id,)).fetchone()
         if row is None:
             return codec.not_found(run_id)
-        self._heads[run_id] = _Head(*row)
         return codec.conflict(run_id, expected, row[0])
 
     @staticmethod
-    def _write_rows(db: sqlite3.Connection, run_id: str, steps: list[tuple[str, str]], links: list[Link]) -> None:
+    def _write_rows(
+        db: sqlite3.Connection, run_id: str, key: int, slots: dict[str, int], top: int,
+        steps: list[tuple[str, str]], links: list[Link],
+    ) -> dict[str, int]:
+        """Upsert the step records and append the events; return the steps new to the run with
+        the ids they took (the run's next slots, above ``top``), for the caller to add to its
+        ``slots`` once the transaction has committed."""
+        new: dict[str, int] = {}
         if steps:
-            db.executemany(_UPSERT_STEP, [(run_id, step_id, record) for step_id, record in steps])
+            rows = []
+            for step_id, record in steps:
+                slot = slots.get(step_id)
+                if slot is None:
+                    slot = new[step_id] = top = top + 1
+                rows.append((slot, run_id, step_id, record))
+            if len(rows) == 1:
+                db.execute(_UPSERT_STEP, rows[0])
+            else:
+                # Updates before appends: a record that grows while it is not the last one on
+                # its page makes SQLite redistribute cells over three pages.
+                rows.sort()
+                db.executemany(_UPSERT_STEP, rows)
         if links:
-            db.executemany(_INSERT_EVENT, [(run_id, *link) for link in links])
+            db.executemany(_INSERT_EVENT, [(key + link[0], run_id, *link, run_id) for link in links])
+        return new
 
     # -- reads ----------------------------------------------------------------------------------
 
     def load_run(self, run_id: str) -> StoredRun:
         with self._read() as db:
             row = db.execute(
-                "SELECT header, version, event_count, head_hash, status, flow FROM runs WHERE run_id = ?", (run_id,)
+                "SELECT header, version, event_count, head_hash, status, flow, id FROM runs WHERE run_id = ?",
+                (run_id,),
             ).fetchone()
             if row is None:
                 raise codec.not_found(run_id)
-            steps = db.execute("SELECT step_id, record FROM steps WHERE run_id = ?", (run_id,)).fetchall()
+            key = run_key(row[6])
+            steps = db.execute("SELECT step_id, record, id FROM steps WHERE id > ? AND id <= ?",
+                               (key, key | LOW_MASK)).fetchall()
         header_json, version = row[0], row[1]
-        self._heads[run_id] = _Head(*row[1:])
+        slots = {step_id: slot for step_id, _, slot in steps}
+        self._heads[run_id] = _Head(*row[1:6], key, slots, max(slots.values(), default=key))
         return StoredRun(
             run_id=run_id,
             header=codec.decode(header_json),
-            steps={step_id: codec.decode(record) for step_id, record in steps},
+            steps={step_id: codec.decode(record) for step_id, record, _ in steps},
             version=version,
         )
 
@@ -264,16 +277,18 @@ class SQLiteStore:
     def events(self, run_id: str, since_seq: int = 0) -> list[Event]:
         codec.check_seq(since_seq)
         with self._read() as db:
-            self._require_run(db, run_id)
-            rows = db.execute(_SELECT_EVENTS, (run_id, since_seq)).fetchall()
+            key = self._run_key(db, run_id)
+            rows = db.execute(_SELECT_EVENTS, (run_id, key + min(since_seq, LOW_MASK), key | LOW_MASK,
+                                               since_seq)).fetchall()
         return [stored_event(row) for row in rows]
 
     def verify(self, run_id: str) -> VerifyReport:
         with self._read() as db:
-            row = db.execute("SELECT event_count, head_hash FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            row = db.execute("SELECT event_count, head_hash, id FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             if row is None:
                 raise codec.not_found(run_id)
-            links = [Link(*link) for link in db.execute(_SELECT_EVENTS, (run_id, 0))]
+            key = run_key(row[2])
+            links = [Link(*link) for link in db.execute(_SELECT_EVENTS, (run_id, key, key | LOW_MASK, 0))]
         return verify_chain(run_id, links, row[1], row[0])
 
     def wait_for_change(self, run_id: str, version: int, timeout: float) -> int:
@@ -297,16 +312,7 @@ class SQLiteStore:
 
     def _create_schema(self) -> None:
         with self._write() as db:
-            for statement in filter(str.strip, _SCHEMA.split(";")):
-                db.execute(statement)
-            row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            if row is None:
-                db.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-            elif int(row[0]) > SCHEMA_VERSION:
-                raise StoreError(
-                    f"{self.path} has schema version {row[0]}, newer than this Lockgate "
-                    f"understands ({SCHEMA_VERSION}); upgrade Lockgate"
-                )
+            prepare(db, self.path)
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -347,9 +353,11 @@ class SQLiteStore:
             raise StoreError(f"SQLite error on {self.path}: {exc}") from exc
 
     @staticmethod
-    def _require_run(db: sqlite3.Connection, run_id: str) -> None:
-        if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
+    def _run_key(db: sqlite3.Connection, run_id: str) -> int:
+        row = db.execute("SELECT id FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
             raise codec.not_found(run_id)
+        return run_key(row[0])
 
 
 class _Head(NamedTuple):
@@ -360,3 +368,10 @@ class _Head(NamedTuple):
     hash: str
     status: str
     flow: str
+    #: ``runs.id`` as a key base (see sqlite_schema)
+    key: int
+    #: step id -> the id of its record row; shared by successive heads of the run and extended
+    #: only after a commit that wrote new steps
+    slots: dict[str, int]
+    #: the highest record id in ``slots`` (``key`` when there is none)
+    top: int
