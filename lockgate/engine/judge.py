@@ -44,8 +44,8 @@ VERDICT_SCHEMA: Mapping[str, Any] = {
 STAKES_GUIDANCE = {
     "cheap": "A quick judgement is enough.",
     "default": "Judge carefully; if the evidence does not establish the statement, it does not hold.",
-    "paranoid": "Be strict: the statement holds only if the result clearly and fully establishes "
-                "it; any doubt, gap or ambiguity means it does not hold.",
+    "paranoid": ("Be strict: the statement holds only if the result clearly and fully establishes "
+                 "it; any doubt, gap or ambiguity means it does not hold."),
 }
 #: Distinct judge questions one engine call may raise before the runner gives up (see settle).
 MAX_QUESTIONS = 256
@@ -93,16 +93,16 @@ def judge_task(statement: str, stakes: str, result: Any, input: Any, *, agent: s
 def judge_prompt(statement: str, stakes: str, result: Any, input: Any) -> str:
     guidance = STAKES_GUIDANCE.get(stakes, STAKES_GUIDANCE["default"])
     return "\n\n".join([
-        "You are the judge of a `judged` check in a Lockgate workflow: decide whether the "
-        "statement below holds for the result a step produced.",
+        ("You are the judge of a `judged` check in a Lockgate workflow: decide whether the "
+         "statement below holds for the result a step produced."),
         f"Statement: {statement}",
         f"Stakes: {stakes}. {guidance}",
         f"The step's result (JSON):\n{_json(result)}",
         f"The flow's input (JSON):\n{_json(input)}",
-        'Answer with a JSON object {"holds": true or false, "reason": "..."}: "holds" is true '
-        'only if the statement is true of the result; "reason" says why in one or two '
-        "sentences, citing the evidence. A reason for false is handed back to the step's agent "
-        "as the problem to fix.",
+        ('Answer with a JSON object {"holds": true or false, "reason": "..."}: "holds" is true '
+         'only if the statement is true of the result; "reason" says why in one or two '
+         "sentences, citing the evidence. A reason for false is handed back to the step's agent "
+         "as the problem to fix."),
     ])
 
 
@@ -240,7 +240,8 @@ async def _answer(ask: Callable[[Question], Awaitable[Any]], question: Question)
 
 
 def _is_async(fn: Any) -> bool:
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+    """A coroutine function, or an object whose ``__call__`` is one."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
 
 
 def _json(value: Any) -> str:

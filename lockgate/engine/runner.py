@@ -29,11 +29,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConcurrencyConflict, ConfigError, EngineError, RunnerError, SpecError, StaleToken
+from ..errors import (
+    ConcurrencyConflict,
+    ConfigError,
+    EngineError,
+    RunnerError,
+    SpecError,
+    StaleToken,
+)
 from .agents import Agent, AgentResult, Task, preflight
 from .agents.config import ProjectConfig, RunnerSettings, load_config
-from .agents.registry import AgentLike, AgentRegistry, resolve_agent
-from .agents.registry import known_agents
+from .agents.registry import AgentLike, AgentRegistry, known_agents, resolve_agent
 from .gatechannel import Decision, GateChannel, GateRequest
 from .judge import AgentJudge, JudgeBridge, JudgeLike, Question, as_judge, ask_judge
 from .progress import Emitter, Observer, ProgressEvent

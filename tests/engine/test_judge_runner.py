@@ -11,8 +11,8 @@ import pytest
 from lockgate.engine.agents import AgentResult, Fail, ScriptedAgent, Task
 from lockgate.engine.engine import Engine
 from lockgate.engine.judge import VERDICT_CONTRACT, VERDICT_SCHEMA
-from lockgate.engine.runner import run, uses_judged
 from lockgate.engine.runner import _as_spec as as_spec
+from lockgate.engine.runner import run, uses_judged
 from lockgate.errors import ConfigError
 
 STATEMENT = "the title is about the topic"
@@ -269,3 +269,107 @@ def test_uses_judged_finds_judged_ensures():
     assert judged in JUDGED
     plain = JUDGED.replace(judged, "          - expr: \"result.title != ''\"\n")
     assert not uses_judged(as_spec(plain))
+
+
+SET_JUDGED = textwrap.dedent("""
+    version: 1
+    contracts:
+      Note:
+        text: string
+    flows:
+      entry: main
+      main:
+        input:
+          topic: string
+        output:
+          from: "${last.output}"
+          contract: Note
+        steps:
+          - id: first
+            set:
+              text: "input.topic"
+            out: Note
+            ensure:
+              - judged:
+                  statement: "the note names the topic"
+          - id: middle
+            do: "Write about ${first.output.text}"
+            agent: writer
+            out: Note
+          - id: last
+            after: [middle]
+            set:
+              text: "result.middle.text"
+            out: Note
+            ensure:
+              - judged:
+                  statement: "the note is short"
+                  stakes: cheap
+    """).lstrip()
+
+
+async def test_judged_set_steps_are_judged_inside_plan_and_inside_another_steps_result():
+    """``first`` is settled by plan itself, ``last`` by the transition reporting ``middle``."""
+    asked = []
+
+    async def judge(statement, stakes, result, input):
+        asked.append((statement, stakes, result))
+        return {"holds": True, "reason": "fine"}
+
+    result = await run(SET_JUDGED, {"topic": "rain"}, agents={"writer": lambda t: {"text": "drops"}},
+                       store="memory", judge=judge)
+    assert result.ok and result.output == {"text": "drops"}
+    assert asked == [("the note names the topic", "default", {"text": "rain"}),
+                     ("the note is short", "cheap", {"text": "drops"})]
+
+
+FAN_JUDGED = textwrap.dedent("""
+    version: 1
+    contracts:
+      Item:
+        name: string
+    flows:
+      entry: main
+      main:
+        input:
+          items: string[]
+        output:
+          from: "${each.output[0]}"
+          contract: Item
+        steps:
+          - id: each
+            fanout:
+              over: "${input.items}"
+              concurrency: 3
+              isolation: none
+              require: all
+              merge: sequential
+              steps:
+                - do: "Handle ${item}"
+                  agent: worker
+                  out: Item
+                  ensure:
+                    - judged:
+                        statement: "the name is upper case"
+                  attempts: 2
+    """).lstrip()
+
+
+async def test_fanout_items_are_judged_concurrently():
+    """Every item's judgement is pending at once: the judge releases them only when all three
+    are waiting, which a runner judging one item at a time would never reach."""
+    waiting = []
+    all_waiting = asyncio.Event()
+
+    async def judge(statement, stakes, result, input):
+        waiting.append(result["name"])
+        if len(waiting) == 3:
+            all_waiting.set()
+        await asyncio.wait_for(all_waiting.wait(), 10)
+        return {"holds": result["name"].isupper(), "reason": "shout it"}
+
+    worker = ScriptedAgent(default=lambda task: {"name": task.prompt.split()[-1].upper()})
+    result = await run(FAN_JUDGED, {"items": ["a", "b", "c"]}, agents={"worker": worker},
+                       store="memory", judge=judge)
+    assert result.ok and result.output == {"name": "A"}
+    assert sorted(waiting) == ["A", "B", "C"]
