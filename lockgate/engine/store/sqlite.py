@@ -34,7 +34,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -63,6 +63,13 @@ __all__ = ["DEFAULT_PATH", "SCHEMA_VERSION", "SQLiteStore"]
 #: ``wait_for_change`` polls ``current_version``: first after this many seconds, doubling up to
 #: ``_POLL_MAX``. SQLite has no cross-process notification; a version read costs a few µs.
 _POLL_MIN, _POLL_MAX = 0.0005, 0.05
+
+#: ``wal_autocheckpoint``: the log is copied into the database file (and both fsynced) by the
+#: commit that takes it past this many pages. SQLite's default, 1,000, costs ~3 ms every ~300
+#: transitions; at 10,000 the copy writes each page once for more of its updates (the run's row
+#: is rewritten by every commit) and the fsyncs come a tenth as often: ~4 µs less per transition,
+#: for a log of up to ~40 MB beside the database while it is open.
+_CHECKPOINT_PAGES = 10_000
 
 _INSERT_RUN = (
     "INSERT INTO runs (run_id, flow, status, header, version, created_at, updated_at, event_count, head_hash)"
@@ -122,6 +129,7 @@ class SQLiteStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
             self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
+            self._db.execute(f"PRAGMA wal_autocheckpoint={_CHECKPOINT_PAGES}")
             self._create_schema()
         except BaseException as exc:
             self._db.close()
@@ -314,15 +322,11 @@ class SQLiteStore:
         with self._write() as db:
             prepare(db, self.path)
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._transaction("BEGIN IMMEDIATE") as db:
-            yield db
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
+        return self._transaction("BEGIN IMMEDIATE")
 
-    @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
-        with self._transaction("BEGIN") as db:
-            yield db
+    def _read(self) -> AbstractContextManager[sqlite3.Connection]:
+        return self._transaction("BEGIN")
 
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
