@@ -108,17 +108,23 @@ def dispatch_entry(run: LiveRun, key: str) -> dict[str, Any]:
     item = loc.index is not None
     static = _static_parts(run, loc, st.stage if item else None)
     attempt = (st.stage_attempts if item else len(st.attempts)) + 1
-    entry: dict[str, Any] = {
-        "step_id": key,
-        **static.head,
-        "task": st.task,
-        "inputs": st.inputs or {},
-        **static.contract,
-        "attempt": attempt,
-        "retries_remaining": max(static.limit - attempt, 0),
-        "token": st.token,
-    }
+    entry = static.template.copy()  # every key in protocol order; the issuance's values follow
+    entry["step_id"] = key
+    entry["task"] = st.task
+    entry["inputs"] = st.inputs or {}
     _own_lists(entry)
+    entry["attempt"] = attempt
+    entry["retries_remaining"] = max(static.limit - attempt, 0)
+    entry["token"] = st.token
+    if item:
+        assert st.fan is None
+        entry["item_index"] = loc.index
+        entry["item_count"] = (run.steps[cstep.id].fan or {}).get("count")
+        entry["item"] = st.item
+        entry["prev"] = None if st.prev is UNDEFINED else st.prev
+        entry["cwd"] = st.worktree or run.header.workspace
+    elif static.iterate:
+        entry["iteration"] = st.iterations + 1
     if st.failure is not None:
         entry["previous_failure"] = st.failure
     elif st.routed is not None and st.routed.get("failure") is not None:
@@ -131,16 +137,6 @@ def dispatch_entry(run: LiveRun, key: str) -> dict[str, Any]:
         entry["revision"] = revision
     if scope.parent is not None:
         entry["subflow"] = {"parent": scope.parent, "flow": scope.flow.name}
-    if item:
-        assert st.fan is None
-        parent = run.steps[cstep.id]
-        entry.update({"fanout": cstep.id, "item_index": loc.index, "item_count": (parent.fan or {}).get("count"),
-                      "stage": st.stage, **static.fanout, "item": st.item,
-                      "prev": None if st.prev is UNDEFINED else st.prev,
-                      "cwd": st.worktree or run.header.workspace})
-    elif cstep.step.iterate is not None:
-        entry["iteration"] = st.iterations + 1
-        entry["iterate_max"] = cstep.step.iterate.max
     return entry
 
 
@@ -164,13 +160,14 @@ def _standing_entry(run: LiveRun, key: str) -> dict[str, Any]:
 
 
 class _Static:
-    """The parts of a dispatch entry fixed by the spec for one step or fanout stage."""
+    """What a dispatch entry of one step or fanout stage takes from the spec: ``template`` has
+    every key of the entry in order (the spec's values set, the issuance's left None), so a
+    dispatch copies it and fills in the rest."""
 
-    __slots__ = ("contract", "fanout", "head", "limit")
+    __slots__ = ("iterate", "limit", "template")
 
-    def __init__(self, head: dict[str, Any], contract: dict[str, Any], limit: int,
-                 fanout: dict[str, Any]) -> None:
-        self.head, self.contract, self.limit, self.fanout = head, contract, limit, fanout
+    def __init__(self, template: dict[str, Any], limit: int, iterate: bool) -> None:
+        self.template, self.limit, self.iterate = template, limit, iterate
 
 
 def _static_parts(run: LiveRun, loc: Any, stage_index: int | None) -> _Static:
@@ -181,28 +178,32 @@ def _static_parts(run: LiveRun, loc: Any, stage_index: int | None) -> _Static:
     found = cache.get(key)
     if found is not None:
         return found
-    fanout: dict[str, Any] = {}
     if stage_index is not None:
         stage = cstep.stages[stage_index]
         out_name, ensures, agent = stage.out, stage.ensures, stage.agent
         limit = stage.attempts or cstep.step.attempts or 2
-        fan = cstep.step.fanout
-        fanout = {"stage_count": len(cstep.stages), "is_final_stage": stage_index == len(cstep.stages) - 1,
-                  "dispatch": fan.dispatch, "isolation": fan.isolation or "none"}
     else:
         out_name, ensures, agent = cstep.step.out, cstep.ensures, cstep.agent
         limit = cstep.max_attempts
     cspec = run.cspec
-    head = {"kind": "fanout_item" if stage_index is not None else "do", "step_number": cstep.index + 1,
-            "total_steps": loc.scope.flow.total}
-    contract = {
-        "agent": agent,
-        "output_contract": out_name,
-        "output_schema": cspec.schema(out_name),
+    template: dict[str, Any] = {
+        "step_id": None, "kind": "fanout_item" if stage_index is not None else "do",
+        "step_number": cstep.index + 1, "total_steps": loc.scope.flow.total, "task": None, "inputs": None,
+        "agent": agent, "output_contract": out_name, "output_schema": cspec.schema(out_name),
         "output_fields": cspec.fields(out_name),
         "ensure": [e.source if e.kind != "judged" else f"judged: {e.statement}" for e in ensures],
+        "attempt": None, "retries_remaining": None, "token": None,
     }
-    found = cache[key] = _Static(head, contract, limit, fanout)
+    iterate = cstep.step.iterate
+    if stage_index is not None:
+        fan = cstep.step.fanout
+        template.update({"fanout": cstep.id, "item_index": None, "item_count": None, "stage": stage_index,
+                         "stage_count": len(cstep.stages), "is_final_stage": stage_index == len(cstep.stages) - 1,
+                         "dispatch": fan.dispatch, "isolation": fan.isolation or "none", "item": None,
+                         "prev": None, "cwd": None})
+    elif iterate is not None:
+        template.update({"iteration": None, "iterate_max": iterate.max})
+    found = cache[key] = _Static(template, limit, stage_index is None and iterate is not None)
     return found
 
 
