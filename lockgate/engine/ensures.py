@@ -72,7 +72,10 @@ def _judged(ensure: CEnsure, bindings: Mapping[str, Any], judge: Callable[..., A
         return False, "no judge is configured (judged predicates fail closed)"
     try:
         verdict = call_sync(judge, ensure.statement, ensure.stakes, bindings.get("result"), bindings.get("input"))
-    except (LockgateError, Exception) as exc:  # a judge is foreign code: any failure fails closed
+    # A judge is foreign code: any failure fails closed. Exception only, never BaseException:
+    # the runner's judge bridge raises a BaseException (VerdictNeeded) through here to await
+    # the verdict outside the transition (see lockgate.engine.judge).
+    except (LockgateError, Exception) as exc:
         return False, f"the judge failed: {exc}"
     if not isinstance(verdict, Mapping) or not isinstance(verdict.get("holds"), bool):
         return False, f"the judge answered malformed {verdict!r} (expected {{holds: bool, reason}})"
