@@ -510,18 +510,19 @@ def resolver(
     return Resolver(inputs, outputs, carry, item, prev)
 
 
-def render_text(text: str, resolve: Resolve) -> str:
+def render_text(text: str, resolve: Resolve, values: dict[str, Any] | None = None) -> str:
     """Render a ``do`` template: a full-value reference must resolve to a string; embedded
     references interpolate. Raises RefError for a malformed template, an unavailable value,
-    or a full-value non-string."""
+    or a full-value non-string. ``values``, when given, receives each reference's value under
+    its source text (what the task was rendered from)."""
     template = _checked(text)
     full = template.full
     if full is not None:
-        value = _resolved(full, resolve)
+        value = _resolved(full, resolve, values)
         if not isinstance(value, str):
             raise RefError(f"do task must render to a string; {full.raw} is {_kind_of(value)}", full.span)
         return value
-    return _interpolate(template, resolve)
+    return _interpolate(template, resolve, values)
 
 
 def render_value(value: Any, resolve: Resolve) -> Any:
@@ -546,19 +547,21 @@ def _checked(text: str) -> Template:
     return template
 
 
-def _resolved(ref: Ref, resolve: Resolve) -> Any:
+def _resolved(ref: Ref, resolve: Resolve, values: dict[str, Any] | None = None) -> Any:
     value = resolve(ref)
     if value is UNDEFINED:
         raise RefError(UNAVAILABLE, ref.span)
+    if values is not None:
+        values[ref.raw or ref.text] = value
     return value
 
 
-def _interpolate(template: Template, resolve: Resolve) -> str:
+def _interpolate(template: Template, resolve: Resolve, values: dict[str, Any] | None = None) -> str:
     parts: list[str] = []
     at = 0
     for ref in template.refs:
         parts.append(template.text[at:ref.span[0]])
-        parts.append(_as_text(_resolved(ref, resolve), ref))
+        parts.append(_as_text(_resolved(ref, resolve, values), ref))
         at = ref.span[1]
     parts.append(template.text[at:])
     return "".join(parts)

@@ -117,8 +117,7 @@ def issue_task(run: LiveRun, loc: Located, st: StepState) -> None:
         fail_attempt(run, loc, st, {"kind": "render", "reason": f"task render failed: {exc.message}",
                                     "violations": []})
         return
-    books = budget.ledgers(run, scope, st, cstep.budget)
-    over = budget.reserve_dispatch(run, books)
+    over = budget.reserve(run, scope, st, cstep.budget)
     if over is not None and not _reserve_failed(run, loc, st, over):
         return
     st.task = task
@@ -141,16 +140,8 @@ def _reserve_failed(run: LiveRun, loc: Located, st: StepState, over: budget.Ledg
 def render_task(run: LiveRun, scope: Scope, text: str, item: Any = UNDEFINED,
                 prev: Any = UNDEFINED) -> tuple[str, dict[str, Any]]:
     """The rendered ``do`` text and the resolved value of each reference in it."""
-    resolve = resolver(run, scope, item, prev)
     inputs: dict[str, Any] = {}
-
-    def remember(ref: Ref) -> Any:
-        # a successful render resolves every reference of ``text`` in order: what it
-        # resolved are the inputs, without resolving them a second time
-        value = inputs[ref.raw or ref.text] = resolve(ref)
-        return value
-
-    return render_text(text, remember), inputs
+    return render_text(text, resolver(run, scope, item, prev), inputs), inputs
 
 
 def resolver(run: LiveRun, scope: Scope, item: Any = UNDEFINED, prev: Any = UNDEFINED) -> Any:

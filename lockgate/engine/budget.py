@@ -40,6 +40,17 @@ def ledgers(run: LiveRun, scope: Scope, task: StepState | None, limits: Mapping[
     return out
 
 
+def reserve(run: LiveRun, scope: Scope, task: StepState, limits: Mapping[str, float]) -> Ledger | None:
+    """Reserve one dispatch for ``task`` in ``scope`` (see :func:`reserve_dispatch`)."""
+    if scope.parent is None and not limits and not run.root.flow.budget:
+        # no ledger has a limit to check: count the dispatch in the flow's and the task's
+        for spent in (run.header.spent, task.spent):
+            spent["dispatches"] = spent.get("dispatches", 0) + 1
+        run.touch(task)
+        return None
+    return reserve_dispatch(run, ledgers(run, scope, task, limits))
+
+
 def reserve_dispatch(run: LiveRun, books: list[Ledger]) -> Ledger | None:
     """Debit one dispatch from every ledger, or nothing and return the first that would overflow."""
     for book in books:

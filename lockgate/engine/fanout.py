@@ -94,8 +94,7 @@ def _ready_item(run: LiveRun, loc: Located, fan_st: StepState, item: StepState) 
         _item_failed(run, loc, fan_st, item, {"kind": "render", "reason": f"task render failed: {exc.message}",
                                                "violations": []})
         return
-    books = budget.ledgers(run, run.root, fan_st, loc.cstep.budget)
-    over = budget.reserve_dispatch(run, books)
+    over = budget.reserve(run, run.root, fan_st, loc.cstep.budget)
     if over is not None:
         reason = f"{over.level} budget exhausted: dispatches limit {over.limits['dispatches']:g}"
         if over.level == "flow":
