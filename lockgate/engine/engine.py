@@ -83,7 +83,8 @@ class Engine:
         run.begin()
         run.event("planned", None, flow=name, inputs=inputs, digest=cspec.digest)
         materialise(run, "")
-        run.work.extend(steps)
+        # a step with dependencies cannot start before one of them settles, which queues it then
+        run.work.extend(sid for sid, cstep in cspec.flows[name].steps.items() if not cstep.deps)
         advance(run)
         records = run.record_dicts()
         records[SPEC_KEY] = {"key": SPEC_KEY, "data": data, "inputs": inputs}
