@@ -175,7 +175,10 @@ def _run_set(run: LiveRun, loc: Located, st: StepState) -> None:
         name: value_or_false(cexpr, {"result": run.result_map(scope, cexpr.needs), "input": inputs}, workspace)
         for name, cexpr in cstep.set_exprs
     }
-    failure = check_result(run, scope, cstep.step.out, cstep.ensures, value, {"input": inputs})
+    judged: list[dict[str, Any]] = []
+    failure = check_result(run, scope, cstep.step.out, cstep.ensures, value, {"input": inputs}, judged=judged)
+    if judged and not _set_spend(run, loc, st, record_judged(run, st.key, judged)):
+        return
     if failure is None:
         failure = output_source_failure(run, scope, cstep, value)
     st.attempts.append({"attempt": 1, "at": now(), "result": value, **({"failure": failure} if failure else {})})
@@ -193,9 +196,26 @@ def _run_set(run: LiveRun, loc: Located, st: StepState) -> None:
     succeed(run, loc, st, value)
 
 
+def _set_spend(run: LiveRun, loc: Located, st: StepState, spend: dict[str, float]) -> bool:
+    """Settle what judging a set step spent (a set step has no budget of its own); False when
+    the flow's or the subflow's budget ran out (the run or the parent step then failed)."""
+    over = budget.settle(run, budget.ledgers(run, loc.scope, None, {}), spend) if spend else None
+    if over is None:
+        return True
+    run.set_status(st, FAILED)
+    reason = f"{over.level} budget exhausted"
+    if over.level == "flow":
+        run.fail_run("budget_exhausted", reason, st.key, spent=dict(run.header.spent), budget=dict(run.root.flow.budget))
+    else:
+        fail_parent(run, loc.scope, {"kind": "budget", "reason": reason, "violations": []})
+    return False
+
+
 def check_result(run: LiveRun, scope: Scope, out: str | None, ensures: tuple, output: Any,
-                 bindings: dict[str, Any], workspace: Any = None) -> dict[str, Any] | None:
-    """Contract then ensures: the first failure as a failure dict (kind schema or ensure)."""
+                 bindings: dict[str, Any], workspace: Any = None,
+                 judged: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
+    """Contract then ensures: the first failure as a failure dict (kind schema or ensure).
+    ``judged`` collects the judged ensures asked (see :func:`first_failed_ensure`)."""
     if out is not None:
         violations = contract_violations(run.cspec.contract(out), output)
         if violations:
@@ -204,10 +224,22 @@ def check_result(run: LiveRun, scope: Scope, out: str | None, ensures: tuple, ou
                     "violations": violations}
     if ensures:
         violation = first_failed_ensure(ensures, {"result": output, **bindings},
-                                        workspace if workspace is not None else run.workspace(), run.env.judge)
+                                        workspace if workspace is not None else run.workspace(), run.env.judge,
+                                        judged)
         if violation is not None:
             return {"kind": "ensure", "reason": violation["reason"], "violations": [violation]}
     return None
+
+
+def record_judged(run: LiveRun, key: str, judged: list[dict[str, Any]]) -> dict[str, float]:
+    """A ``judged`` event for every judged ensure asked, holding or not; what the judges spent
+    (for the caller to settle like the step's own usage)."""
+    spend: dict[str, float] = {}
+    for record in judged:
+        run.event("judged", key, **record)
+        for name, amount in record.get("usage", {}).items():
+            spend[name] = spend.get(name, 0) + amount
+    return spend
 
 
 def output_source_failure(run: LiveRun, scope: Scope, cstep: CStep, output: Any) -> dict[str, Any] | None:

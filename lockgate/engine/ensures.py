@@ -9,6 +9,7 @@ configured judge, an agent callable ``judge(statement, stakes, result, input) ->
 from __future__ import annotations
 
 import inspect
+import math
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -29,12 +30,21 @@ def first_failed_ensure(
     bindings: Mapping[str, Any],
     workspace: Path | None,
     judge: Callable[..., Any] | None,
+    judged: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any] | None:
-    """The first ensure that does not hold, as a violation dict, or None when all hold."""
+    """The first ensure that does not hold, as a violation dict, or None when all hold.
+
+    ``judged``, when given, receives one record per ``judged`` ensure asked (``statement``,
+    ``stakes``, ``holds``, ``reason`` and the judge's reported ``usage`` if any), for the
+    caller's ``judged`` event and budget settlement.
+    """
     shared: Bindings | None = None  # validated once for all the predicates, on first read of each name
     for ensure in ensures:
         if ensure.kind == "judged":
-            holds, reason = _judged(ensure, bindings, judge)
+            holds, reason, usage = _judged(ensure, bindings, judge)
+            if judged is not None:
+                record = {"statement": ensure.statement, "stakes": ensure.stakes, "holds": holds, "reason": reason}
+                judged.append({**record, "usage": usage} if usage else record)
         else:
             if shared is None:
                 shared = Bindings(bindings, workspace)
@@ -67,22 +77,37 @@ def _holds(expression: Any, bindings: Mapping[str, Any], workspace: Path | None)
         return False, f"{exc.kind}: {exc.message}"
 
 
-def _judged(ensure: CEnsure, bindings: Mapping[str, Any], judge: Callable[..., Any] | None) -> tuple[bool, str]:
+def _judged(ensure: CEnsure, bindings: Mapping[str, Any],
+            judge: Callable[..., Any] | None) -> tuple[bool, str, dict[str, float]]:
+    """(holds, reason, usage) of asking ``judge``; usage is what a verdict's ``usage`` reported."""
     if judge is None:
-        return False, "no judge is configured (judged predicates fail closed)"
+        return False, "no judge is configured (judged predicates fail closed)", {}
     try:
         verdict = call_sync(judge, ensure.statement, ensure.stakes, bindings.get("result"), bindings.get("input"))
     # A judge is foreign code: any failure fails closed. Exception only, never BaseException:
     # the runner's judge bridge raises a BaseException (VerdictNeeded) through here to await
     # the verdict outside the transition (see lockgate.engine.judge).
     except (LockgateError, Exception) as exc:
-        return False, f"the judge failed: {exc}"
+        return False, f"the judge failed: {exc}", {}
+    usage = judge_usage(verdict.get("usage")) if isinstance(verdict, Mapping) else {}
     if not isinstance(verdict, Mapping) or not isinstance(verdict.get("holds"), bool):
-        return False, f"the judge answered malformed {verdict!r} (expected {{holds: bool, reason}})"
+        answer = {k: v for k, v in verdict.items() if k != "usage"} if isinstance(verdict, Mapping) else verdict
+        return False, f"the judge answered malformed {answer!r} (expected {{holds: bool, reason}})", usage
     reason = verdict.get("reason")
     if verdict["holds"]:
-        return True, str(reason or "")
-    return False, str(reason or "the judge found the statement does not hold")
+        return True, str(reason or ""), usage
+    return False, str(reason or "the judge found the statement does not hold"), usage
+
+
+def judge_usage(usage: Any) -> dict[str, float]:
+    """The spend a verdict reports under ``usage``: its ``usd``, ``tokens`` and ``ms`` that are
+    finite non-negative numbers, above zero (anything else is ignored: a judge's bookkeeping
+    cannot fail the step it judges)."""
+    if not isinstance(usage, Mapping):
+        return {}
+    return {key: value for key in ("usd", "tokens", "ms")
+            if isinstance(value := usage.get(key), (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value) and value > 0}
 
 
 def call_sync(fn: Callable[..., Any], *args: Any) -> Any:

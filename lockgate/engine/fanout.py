@@ -17,7 +17,15 @@ from ..dsl.refs import scan
 from ..dsl.values import UNDEFINED
 from ..errors import RefError
 from . import budget, worktrees
-from .advance import check_result, fail_attempt, output_source_failure, render_task, resolver, succeed
+from .advance import (
+    check_result,
+    fail_attempt,
+    output_source_failure,
+    record_judged,
+    render_task,
+    resolver,
+    succeed,
+)
 from .ensures import value_or_false
 from .live import FanCounters, Located, LiveRun
 from .model import FAILED, PENDING, READY, RUNNING, SKIPPED, SUCCEEDED, StepState, now
@@ -128,14 +136,7 @@ def item_result(run: LiveRun, loc: Located, item: StepState, result: Any, failur
                                                    "reason": f"invalid usage (nothing recorded): {problem}"})
         return
     spend = {k: v for k, v in usage.items() if k != "dispatches"} if usage else None
-    over = budget.settle(run, budget.ledgers(run, run.root, fan_st, loc.cstep.budget), spend) if spend else None
-    if over is not None and over.level == "flow":
-        item.token = None
-        run.fail_run("budget_exhausted", "flow budget exhausted", item.key, spent=dict(run.header.spent))
-        return
-    if over is not None:
-        _item_failed(run, fan_loc, fan_st, item, {"kind": "budget", "reason": "task budget exhausted",
-                                                   "violations": []})
+    if not _item_spend(run, loc, fan_loc, fan_st, item, spend):
         return
     if failure is not None:
         _item_failed(run, fan_loc, fan_st, item, {"kind": "reported", "violations": [],
@@ -144,7 +145,10 @@ def item_result(run: LiveRun, loc: Located, item: StepState, result: Any, failur
     cst = loc.cstep.stages[item.stage]
     bindings = {"input": run.header.inputs, "item": item.item, "prev": item.prev}
     cwd = worktrees.path(item.worktree) if item.worktree else run.workspace()
-    verdict = check_result(run, run.root, cst.out, cst.ensures, result, bindings, workspace=cwd)
+    judged: list[dict[str, Any]] = []
+    verdict = check_result(run, run.root, cst.out, cst.ensures, result, bindings, workspace=cwd, judged=judged)
+    if judged and not _item_spend(run, loc, fan_loc, fan_st, item, record_judged(run, item.key, judged)):
+        return
     if verdict is not None:
         _item_failed(run, fan_loc, fan_st, item, verdict, output=result)
         return
@@ -171,6 +175,22 @@ def item_result(run: LiveRun, loc: Located, item: StepState, result: Any, failur
             return
     run.set_status(item, SUCCEEDED)
     _finish_item(run, fan_loc, fan_st, item)
+
+
+def _item_spend(run: LiveRun, loc: Located, fan_loc: Located, fan_st: StepState, item: StepState,
+                spend: dict[str, Any] | None) -> bool:
+    """Settle what an item's attempt (or its judges) spent in the fanout's and the flow's
+    ledgers; False when a budget ran out (the run or the attempt is then settled)."""
+    over = budget.settle(run, budget.ledgers(run, run.root, fan_st, loc.cstep.budget), spend) if spend else None
+    if over is None:
+        return True
+    if over.level == "flow":
+        item.token = None
+        run.fail_run("budget_exhausted", "flow budget exhausted", item.key, spent=dict(run.header.spent))
+    else:
+        _item_failed(run, fan_loc, fan_st, item, {"kind": "budget", "reason": "task budget exhausted",
+                                                   "violations": []})
+    return False
 
 
 def _item_failed(run: LiveRun, loc: Located, fan_st: StepState, item: StepState, failure: dict[str, Any],

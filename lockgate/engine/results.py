@@ -17,6 +17,7 @@ from .advance import (
     fail_parent,
     json_equal,
     output_source_failure,
+    record_judged,
     succeed,
 )
 from .ensures import until_holds
@@ -67,7 +68,12 @@ def step_done(run: LiveRun, key: str, result: Any, token: Any, failure: Any = No
         return
     scope, cstep = loc.scope, loc.cstep
     inputs = run.scope_input(scope)
-    verdict = check_result(run, scope, cstep.step.out, cstep.ensures, result, {"input": inputs})
+    judged: list[dict[str, Any]] = []
+    verdict = check_result(run, scope, cstep.step.out, cstep.ensures, result, {"input": inputs}, judged=judged)
+    if judged:
+        spend = record_judged(run, key, judged)
+        if spend and not _settle_usage(run, loc, st, spend):  # the judges' spend counts as the step's
+            return
     if verdict is not None:
         fail_attempt(run, loc, st, verdict, output=result, usage=usage)
         return
