@@ -161,3 +161,18 @@ def test_a_malformed_verdict_fails_closed_and_its_spend_still_counts() -> None:
 ])
 def test_only_sound_spend_is_taken_from_a_verdict(usage: Any, kept: dict[str, float]) -> None:
     assert judge_usage(usage) == kept
+
+
+def test_an_agent_judge_passes_its_agents_usage_on() -> None:
+    from lockgate.engine.agents.base import AgentResult
+    from lockgate.engine.agents.base import Usage as AgentUsage
+    from lockgate.engine.agents.scripted import ScriptedAgent
+    from lockgate.engine.judge import AgentJudge
+
+    agent = ScriptedAgent(default=AgentResult.success({"holds": True, "reason": "polite"},
+                                                      usage=AgentUsage(tokens=9, usd=0.002)))
+    engine = Engine(judge=AgentJudge(agent, "reviewer"))
+    run = engine.plan(DO, {"topic": "t"})["run_id"]
+    assert drive(engine, run, Script({"last": [{"text": "hello"}]}))["status"] == "complete"
+    assert engine.audit(run)["spent"] == {"dispatches": 1, "tokens": 9, "usd": 0.002}
+    assert agent.calls[0].contract == "JudgeVerdict"
