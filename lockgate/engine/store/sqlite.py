@@ -64,11 +64,13 @@ __all__ = ["DEFAULT_PATH", "SCHEMA_VERSION", "SQLiteStore"]
 #: ``_POLL_MAX``. SQLite has no cross-process notification; a version read costs a few µs.
 _POLL_MIN, _POLL_MAX = 0.0005, 0.05
 
-#: ``wal_autocheckpoint``: the log is copied into the database file (and both fsynced) by the
-#: commit that takes it past this many pages. SQLite's default, 1,000, costs ~3 ms every ~300
-#: transitions; at 10,000 the copy writes each page once for more of its updates (the run's row
-#: is rewritten by every commit) and the fsyncs come a tenth as often: ~4 µs less per transition,
-#: for a log of up to ~40 MB beside the database while it is open.
+#: ``wal_autocheckpoint`` with ``synchronous=NORMAL``: the log is copied into the database file
+#: (and both fsynced) by the commit that takes it past this many pages. SQLite's default, 1,000,
+#: costs ~3 ms every ~300 transitions; at 10,000 the copy writes each page once for more of its
+#: updates (the run's row is rewritten by every commit) and the fsyncs come a tenth as often:
+#: 4-10 µs less per transition, for a log of up to ~40 MB beside the database while it is open.
+#: With ``FULL`` every commit fsyncs the log, and a log that keeps growing makes each fsync
+#: dearer (~50 µs a transition here) than the checkpoints it saves: that mode keeps the default.
 _CHECKPOINT_PAGES = 10_000
 
 _INSERT_RUN = (
@@ -97,7 +99,7 @@ _SELECT_HEAD = "SELECT version, event_count, head_hash, status, flow, id FROM ru
 _SELECT_SLOTS = "SELECT step_id, id FROM steps WHERE id > ? AND id <= ?"
 _EVENT_COLUMNS = "seq, at, type, step_id, detail, prev_hash, hash"
 # A run's events as the store wrote them (its key range), then any stray rows naming it (see
-# sqlite_schema): parameters run_id, first id, last id, since_seq.
+# sqlite_schema): parameters run_id, the id to read after, the run's last possible id, since_seq.
 _SELECT_EVENTS = (
     f"SELECT {_EVENT_COLUMNS} FROM events WHERE id > ?2 AND id <= ?3 AND run_id = ?1 AND NOT {STRAY}"
     f" UNION ALL SELECT {_EVENT_COLUMNS} FROM events WHERE run_id = ?1 AND seq > ?4 AND {STRAY}"
@@ -129,7 +131,8 @@ class SQLiteStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
             self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
-            self._db.execute(f"PRAGMA wal_autocheckpoint={_CHECKPOINT_PAGES}")
+            if synchronous.upper() == "NORMAL":
+                self._db.execute(f"PRAGMA wal_autocheckpoint={_CHECKPOINT_PAGES}")
             self._create_schema()
         except BaseException as exc:
             self._db.close()
