@@ -16,7 +16,9 @@ import itertools
 from collections import OrderedDict
 from collections.abc import Hashable
 
+from ..errors import ExprError
 from . import graph  # a module object: graph imports this module too
+from .expr import compile as compile_expr
 from .ir import Step
 from .refs import scan
 
@@ -38,6 +40,7 @@ class StepFacts:
     """
 
     __slots__ = (
+        "_output_reads",
         "after_edges",
         "carry_reads",
         "data_refs",
@@ -73,6 +76,41 @@ class StepFacts:
         self.carry_reads = frozenset(carry_reads)
         self.signature = _signature(step, self)
         self.found: dict[Hashable, tuple] = {}
+        self._output_reads: frozenset[str] | None | object = _UNSET
+
+    def output_reads(self) -> frozenset[str] | None:
+        """The step ids whose outputs this step reads, other than its own: its
+        ``${<id>.output...}`` references and the ``result.<id>`` of its ``when``/``set``/stage
+        ``when`` expressions (which create no edge). None when that cannot be told: such an
+        expression does not compile, or reads ``result`` other than by a step id.
+        Computed on first use (only lints ask), then kept."""
+        if self._output_reads is _UNSET:
+            found = _result_reads(self.step_map_reads)
+            if found is not None:
+                found = frozenset({*found, *(name for name, _, _ in self.data_refs)} - {self.step.id})
+            self._output_reads = found
+        return self._output_reads  # type: ignore[return-value]
+
+
+_UNSET = object()
+
+
+def _result_reads(fields: tuple[graph.ScannedField, ...]) -> set[str] | None:
+    """The step ids ``fields`` read as ``result.<id>``; None when one does not compile or
+    reads ``result`` some other way (as a whole: it may read any step)."""
+    names: set[str] = set()
+    for field in fields:
+        try:
+            paths = compile_expr(field.text).member_paths
+        except ExprError:
+            return None
+        for member in paths:
+            if member.root != "result":
+                continue
+            if not member.path or not isinstance(member.path[0], str):
+                return None
+            names.add(member.path[0])
+    return names
 
 
 def facts(step: Step) -> StepFacts:

@@ -24,6 +24,7 @@ from ..graph import (
     topological_generations,
 )
 from ..ir import Flow, Spec, Step
+from ..refs import scan
 from ..types import ArrayOf, Named, OptionalOf, TypeExpr, parse_type
 from .context import Context
 from .expressions import segment_spans
@@ -49,6 +50,7 @@ def check(ctx: Context) -> Iterator[Finding]:
             # both read only the graph and what step signatures hold: one answer per graph
             yield from graph_memo(flow, "LG902", lambda f: (*unreachable_steps(f), *split_gate_routes(f)))
             yield from unordered_reads(flow)
+            yield from unused_outputs(flow)
         yield from same_agent_reviews(flow)
         yield from unknown_agents(ctx, flow)
         yield from unchecked_steps(flow)
@@ -274,6 +276,68 @@ def unordered_reads(flow: Flow) -> Iterator[Finding]:
 def _no_output(flow: Flow, sid: str) -> bool:
     step = flow.step_map.get(sid)
     return step is None or step.kind == "gate"
+
+
+# -- LG907 ------------------------------------------------------------------------------------
+
+
+def unused_outputs(flow: Flow) -> Iterator[Finding]:
+    """``set`` steps whose output nothing reads: dead computation.
+
+    A set step's output is read by a ``${<id>.output...}`` reference (a data edge leaving it),
+    a ``result.<id>`` in a ``when``/``set``/stage ``when`` expression, the flow's
+    ``output.from`` or a carry's ``initial``/``on_revise`` source. A set step with an
+    ``ensure`` is a check (its failure stops what comes after it), so it is left alone; so are
+    the other kinds, whose results matter to the audit. Asked only of complete graphs.
+    """
+    unread = {s.id: s for s in flow.steps if s.kind == "set" and not s.ensure and s.id is not None
+              and flow.step_map[s.id] is s}
+    if not unread or not _discard_reads(flow, unread):
+        return
+    for sid, step in unread.items():
+        yield Finding(
+            "LG907",
+            f"set step '{sid}' computes an output nothing reads (no step, expression, carry or "
+            f"flow output refers to {sid}); remove it or use ${{{sid}.output}}",
+            (*step.at, "id"),
+            hint=f"read it with ${{{sid}.output}} in a template, result.{sid} in a 'when' or "
+            f"'set', or from output.from; if it exists to check something, give it an 'ensure'",
+        )
+
+
+def _discard_reads(flow: Flow, unread: dict[str, Step]) -> bool:
+    """Remove from ``unread`` every step something in ``flow`` reads; False when some read
+    cannot be told (an expression that does not compile, a malformed source), so nothing is
+    reported."""
+    for known in flow_facts(flow):
+        reads = known.output_reads()
+        if reads is None:
+            return False
+        for name in reads:
+            unread.pop(_step_named(flow, name), None)
+        if not unread:
+            return True
+    sources = [] if flow.output is None else [flow.output.from_]
+    for var in flow.carry.values():
+        sources += [var.initial, *var.on_revise.values()]
+    for text in sources:
+        if not isinstance(text, str):
+            continue
+        template = scan(text)
+        if template.errors:
+            return False
+        for ref in template.refs:
+            if ref.kind == "step":
+                unread.pop(_step_named(flow, ref.name or ""), None)
+    return True
+
+
+def _step_named(flow: Flow, name: str) -> str:
+    """``name``, or the step it misspells: a misspelt read is reported as such (LG606 in an
+    expression, LG403 in output.from or a carry source), and the step it meant is not unread."""
+    if name in flow.step_map:
+        return name
+    return did_you_mean(name, list(flow.step_map)) or name
 
 
 # -- LG905, LG906 -----------------------------------------------------------------------------
