@@ -50,8 +50,8 @@ from lockgate.engine.store.chain import (
 )
 from lockgate.engine.store.sqlite_schema import (
     LOW_MASK,
+    RECORD_ROOM,
     SCHEMA_VERSION,
-    SLACK,
     STRAY,
     prepare,
     run_key,
@@ -87,8 +87,10 @@ _UPDATE_RUN_BODY = (
     "UPDATE runs SET header = ?, version = version + 1, updated_at = ?,"
     " event_count = ?, head_hash = ? WHERE run_id = ? AND version = ? AND head_hash = ?"
 )
+# The last parameter is the record's slack in bytes (see sqlite_schema.RECORD_ROOM), worked out in
+# Python: SQLite's length() would scan the text to count its characters.
 _UPSERT_STEP = (
-    f"INSERT INTO steps (id, run_id, step_id, record, slack) VALUES (?1, ?2, ?3, ?4, {SLACK.format(record='?4')})"
+    "INSERT INTO steps (id, run_id, step_id, record, slack) VALUES (?, ?, ?, ?, zeroblob(?))"
     " ON CONFLICT (id) DO UPDATE SET record = excluded.record, slack = excluded.slack"
 )
 _INSERT_EVENT = (
@@ -231,7 +233,7 @@ class SQLiteStore:
                 slot = slots.get(step_id)
                 if slot is None:
                     slot = new[step_id] = top = top + 1
-                rows.append((slot, run_id, step_id, record))
+                rows.append((slot, run_id, step_id, record, max(0, RECORD_ROOM - len(record))))
             if len(rows) == 1:
                 db.execute(_UPSERT_STEP, rows[0])
             else:

@@ -41,7 +41,6 @@ MAX_RUN_ROWID = (1 << (63 - KEY_SHIFT)) - 1
 #: ``RECORD_ROOM`` bytes, and the padding shrinks as the record grows, so the row keeps its size
 #: and is rewritten in place until the record itself is larger.
 RECORD_ROOM = 512
-SLACK = f"zeroblob(max(0, {RECORD_ROOM} - length({{record}})))"
 
 #: True for an event row not as the store wrote it (the ``events_stray`` index's condition;
 #: queries must repeat it verbatim for SQLite to use the index).
@@ -94,7 +93,7 @@ ALTER TABLE events RENAME TO events_v1;
 {_TABLES}
 INSERT INTO steps (id, run_id, step_id, record, slack)
     SELECT (r.id << {KEY_SHIFT}) | row_number() OVER (PARTITION BY s.run_id ORDER BY s.step_id),
-           s.run_id, s.step_id, s.record, {SLACK.format(record="s.record")}
+           s.run_id, s.step_id, s.record, zeroblob(max(0, {RECORD_ROOM} - length(s.record)))
     FROM steps_v1 AS s JOIN runs AS r ON r.run_id = s.run_id;
 CREATE TEMP VIEW events_v1_keyed AS
     SELECT e.*, CASE WHEN typeof(e.seq) = 'integer' AND e.seq BETWEEN 1 AND {LOW_MASK}
