@@ -7,6 +7,10 @@ evidence stop for stages). When every item is terminal the fanout settles: ``req
 failing batch leaves the workspace untouched), then, for engine dispatch with ``isolation:
 worktree``, ``pre_merge`` commands and the items' patches applied in index order with
 ``git apply --index --3way``. Consumer dispatch never merges: that is the consumer's job.
+
+Events (the source document's vocabulary): ``fanout_started``, ``fanout_item_ready`` per issuance,
+``fanout_attempt_result`` per stage attempt, ``fanout_item_skipped`` per stage a ``when`` skips,
+``fanout_merge``. The event that ends an item carries ``done: <its final status>``.
 """
 
 from __future__ import annotations
@@ -90,10 +94,11 @@ def _ready_item(run: LiveRun, loc: Located, fan_st: StepState, item: StepState) 
                     "item": item.item, "prev": item.prev}
         if value_or_false(cst.when, bindings, run.workspace()) is True:
             break
-        run.event("fanout_item_skipped", item.key, stage=item.stage, reason=f'when "{cst.when.source}" is not true')
+        event = run.event("fanout_item_skipped", item.key, stage=item.stage,
+                          reason=f'when "{cst.when.source}" is not true')
         if item.stage == len(stages) - 1:
             run.set_status(item, SKIPPED)
-            _finish_item(run, loc, fan_st, item)
+            _finish_item(run, loc, fan_st, item, event)
             return
         item.stage += 1
     try:
@@ -153,7 +158,7 @@ def item_result(run: LiveRun, loc: Located, item: StepState, result: Any, failur
         _item_failed(run, fan_loc, fan_st, item, verdict, output=result)
         return
     item.attempts.append({"attempt": item.stage_attempts + 1, "stage": item.stage, "at": now(), "result": result})
-    run.event("fanout_attempt_result", item.key, stage=item.stage, result=result)
+    event = run.event("fanout_attempt_result", item.key, stage=item.stage, result=result)
     if item.stage < len(loc.cstep.stages) - 1:
         item.prev = result
         item.stage += 1
@@ -174,7 +179,7 @@ def item_result(run: LiveRun, loc: Located, item: StepState, result: Any, failur
                          output=result)
             return
     run.set_status(item, SUCCEEDED)
-    _finish_item(run, fan_loc, fan_st, item)
+    _finish_item(run, fan_loc, fan_st, item, event)
 
 
 def _item_spend(run: LiveRun, loc: Located, fan_loc: Located, fan_st: StepState, item: StepState,
@@ -206,7 +211,7 @@ def _item_failed(run: LiveRun, loc: Located, fan_st: StepState, item: StepState,
     item.attempts.append(record)
     item.failure = failure
     item.token = None
-    run.event("fanout_attempt_result", item.key, stage=item.stage, failure=failure)
+    event = run.event("fanout_attempt_result", item.key, stage=item.stage, failure=failure)
     retry = n < limit
     run.failed_now.append((item.key, failure, retry))
     if retry:
@@ -214,10 +219,14 @@ def _item_failed(run: LiveRun, loc: Located, fan_st: StepState, item: StepState,
         _ready_item(run, loc, fan_st, item)
         return
     run.set_status(item, FAILED)
-    _finish_item(run, loc, fan_st, item)
+    _finish_item(run, loc, fan_st, item, event)
 
 
-def _finish_item(run: LiveRun, loc: Located, fan_st: StepState, item: StepState) -> None:
+def _finish_item(run: LiveRun, loc: Located, fan_st: StepState, item: StepState,
+                 event: dict[str, Any]) -> None:
+    """Count a terminal item; ``event`` (the attempt result or skip that ended it) is marked
+    ``done: <status>``, so an item's end costs no event of its own."""
+    event["detail"]["done"] = item.status
     counters = run.fans[fan_st.key]
     counters.active -= 1
     counters.done += 1
@@ -225,7 +234,6 @@ def _finish_item(run: LiveRun, loc: Located, fan_st: StepState, item: StepState)
         counters.ok += 1
     if item.worktree:
         worktrees.remove(run.workspace(), item.worktree)
-    run.event("fanout_item_done", item.key, status=item.status)
     if counters.done == counters.count:
         settle_fanout(run, loc, fan_st)
     elif fan_st.key not in run.to_promote:

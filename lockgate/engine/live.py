@@ -114,9 +114,12 @@ class LiveRun:
         self.routed_now.clear()
         self.extra_records.clear()
 
-    def event(self, type_: str, step_id: str | None = None, **detail: Any) -> None:
+    def event(self, type_: str, step_id: str | None = None, **detail: Any) -> dict[str, Any]:
+        """Record an event of this transition (returned, so its detail can still be completed)."""
         # no "at": the store stamps the transaction's events with its commit time
-        self.events.append({"type": type_, "step_id": step_id, "detail": _jsonable(detail)})
+        event = {"type": type_, "step_id": step_id, "detail": _jsonable(detail)}
+        self.events.append(event)
+        return event
 
     def touch(self, st: StepState) -> None:
         self.dirty.add(st.key)

@@ -90,6 +90,26 @@ def test_item_stage_retries_up_to_its_attempts() -> None:
     assert agent.calls == ["fan/0", "fan/0"]
 
 
+def test_the_event_that_ends_an_item_says_how_it_ended() -> None:
+    stages = """            - do: "Pick ${item}"
+              out: Word
+              ensure:
+                - expr: "result.word != 'bad'"
+            - do: "Refine ${prev}"
+              when: "item != 'skip'"
+              out: Word
+"""
+    engine = Engine()
+    run = engine.plan(fan_spec(stages=stages, require="any"), {"words": ["ok", "skip", "bad"]})["run_id"]
+    drive(engine, run, Script({"fan/*": lambda e: {"word": e["item"]}}))
+    events = [e for e in engine.audit(run)["events"] if e["step_id"] and e["step_id"].startswith("fan/")]
+    ends = [(e["step_id"], e["type"], e["detail"]["done"]) for e in events if "done" in e["detail"]]
+    assert sorted(ends) == [("fan/0", "fanout_attempt_result", "succeeded"),
+                            ("fan/1", "fanout_item_skipped", "skipped"),
+                            ("fan/2", "fanout_attempt_result", "failed")]
+    assert [e["detail"]["stage"] for e in events if e["step_id"] == "fan/0" and "done" in e["detail"]] == [1]
+
+
 def test_engine_dispatch_runs_items_through_a_sync_dispatcher() -> None:
     seen = []
 
