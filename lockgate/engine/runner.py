@@ -18,93 +18,40 @@ records the run as cancelled and re-raises.
 ``judge(statement, stakes, result, input)``), else the engine's own ``judge``, else ``judge`` in
 lockgate.toml. A judge is asked on the runner's loop while other agents keep running (see
 :meth:`lockgate.engine.judge.JudgeBridge.settle`); it counts as a running agent call.
+
+This module owns what lasts across runs (the :class:`Runner`: its agents, its judge, engine
+transitions on the loop) and the public functions. One run in flight is :mod:`.drive`, its limits
+:mod:`.admission`, what a dispatch becomes :mod:`.dispatches`, and what a flow needs before it
+starts :mod:`.flowneeds`; their names stay importable from here.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import (
-    ConcurrencyConflict,
-    ConfigError,
-    EngineError,
-    RunnerError,
-    SpecError,
-    StaleToken,
-)
-from .agents import Agent, AgentResult, Task, preflight
+from ..errors import ConfigError, RunnerError
+from .admission import Admission
+from .agents import Agent, preflight
 from .agents.config import ProjectConfig, RunnerSettings, load_config
 from .agents.registry import AgentLike, AgentRegistry, known_agents, resolve_agent
-from .gatechannel import Decision, GateChannel, GateRequest
+from .dispatches import DISPATCH_STATUSES  # noqa: F401  (re-exported, as before the split)
+from .dispatches import revision_note as _revision_note  # noqa: F401
+from .dispatches import stage_data as _stage_data  # noqa: F401
+from .dispatches import usage_of as _usage  # noqa: F401
+from .drive import _WAKE, CONFLICT_RETRIES, TERMINAL, Drive, RunResult  # noqa: F401
+from .drive import retry_conflicts as _retry_conflicts  # noqa: F401
+from .flowneeds import agent_names, as_spec, uses_judged
+from .flowneeds import flow_steps as _flow_steps  # noqa: F401
+from .gatechannel import GateChannel
 from .judge import AgentJudge, JudgeBridge, JudgeLike, Question, as_judge, ask_judge
-from .progress import Emitter, Observer, ProgressEvent
+from .progress import Observer
 
-TERMINAL = ("complete", "error", "killed", "cancelled")
-_WAKE: Any = {"status": "__wake__"}  # a gate was left waiting: re-check whether work remains
-DISPATCH_STATUSES = ("execute_step", "ensure_failed", "schema_failed")
-CONFLICT_RETRIES = 5
-
-
-@dataclass
-class RunResult:
-    """How a run ended (or stopped): ``status`` is a protocol status, ``response`` the last
-    response of the engine, ``events`` every progress event emitted."""
-
-    run_id: str
-    status: str
-    response: dict[str, Any]
-    events: list[ProgressEvent] = field(default_factory=list)
-
-    @property
-    def output(self) -> Any:
-        return self.response.get("output")
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "complete"
-
-    @property
-    def waiting_gates(self) -> list[dict[str, Any]]:
-        return list(self.response.get("gates") or [])
-
-
-class Admission:
-    """Agent-call admission for one run: a semaphore for running calls and a bound on running
-    plus queued calls that fails instead of queueing without limit."""
-
-    def __init__(self, settings: RunnerSettings) -> None:
-        self.settings = settings
-        self._running = asyncio.Semaphore(settings.max_running)
-        self.outstanding = 0
-        self.active = 0
-        self.peak = 0
-
-    def reserve(self, run_id: str, step_id: str) -> None:
-        if self.outstanding >= self.settings.max_outstanding:
-            raise RunnerError(
-                f"run {run_id}: starting {step_id!r} would make more than max_outstanding = "
-                f"{self.settings.max_outstanding} agent calls outstanding (running or queued); "
-                "raise [runner] max_outstanding in lockgate.toml or bound the fanout's "
-                "concurrency")
-        self.outstanding += 1
-
-    def release(self) -> None:
-        self.outstanding -= 1
-
-    async def __aenter__(self) -> Admission:
-        await self._running.acquire()
-        self.active += 1
-        self.peak = max(self.peak, self.active)
-        return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        self.active -= 1
-        self._running.release()
+_Drive = Drive  # the names these had here before the split
+_as_spec = as_spec
 
 
 class Runner:
@@ -142,19 +89,19 @@ class Runner:
 
     async def start(self, spec: Any, inputs: Mapping[str, Any] | None = None, *,
                     flow: str | None = None) -> RunResult:
-        spec = _as_spec(spec)
+        spec = as_spec(spec)
         bridge = self.install_judge()
         await self.preflight(agent_names(spec, flow))
         if bridge is not None and isinstance(bridge.judge, AgentJudge) and uses_judged(spec, flow):
             await preflight(bridge.judge.agent)
         response = await self.transition(lambda: self.engine.plan(spec, dict(inputs or {}), flow=flow))
-        return await _Drive(self, response).drive()
+        return await Drive(self, response).drive()
 
     async def resume(self, run_id: str) -> RunResult:
         """Continue a run from its durable state (after a crash, or after a gate decision)."""
         self.install_judge()
         response = await self.transition(lambda: self.engine.resume(run_id), run_id=run_id)
-        return await _Drive(self, response).drive()
+        return await Drive(self, response).drive()
 
     # --- the judge ---------------------------------------------------------------------------------
 
@@ -219,299 +166,6 @@ class Runner:
         return agents
 
 
-class _Drive:
-    """The state of one run being driven: agent calls and gate questions in flight."""
-
-    def __init__(self, runner: Runner, response: dict[str, Any]) -> None:
-        self.runner = runner
-        self.engine = runner.engine
-        self.emit = Emitter(runner.on_event)
-        self.watch_store = runner.on_event is not None
-        self.first = response
-        self.run_id = str(response.get("run_id", ""))
-        self.admission = Admission(runner.settings)
-        self.calls: dict[str, asyncio.Task[None]] = {}     # dispatch token -> agent call
-        self.asks: dict[str, asyncio.Task[None]] = {}      # gate token -> gate question
-        self.unanswered: dict[str, dict[str, Any]] = {}    # gate token -> gate left waiting
-        self.finished: set[str] = set()                     # tokens already reported
-        self.inbox: asyncio.Queue[Any] = asyncio.Queue()
-        self.seen_seq = self._last_seq()
-        self.newest = response
-
-    async def drive(self) -> RunResult:
-        if self.first.get("status") == "error" and not self.run_id:
-            return self._finish(self.first)
-        try:
-            return await self._loop(self.first)
-        except asyncio.CancelledError:
-            await self._stop_all()
-            self._cancel_run()
-            raise
-        except BaseException:
-            await self._stop_all()
-            raise
-
-    async def _loop(self, response: dict[str, Any]) -> RunResult:
-        """Every response's new dispatches are started; whether the run is over, and which
-        gates wait, is read from the newest response (engine calls are serialised on the loop,
-        so the newest one describes the current state)."""
-        self.newest = response
-        while True:
-            self._tail_store_events()
-            current = self.newest
-            if current.get("status") in TERMINAL:
-                await self._stop_all()
-                return self._finish(current)
-            for answer in (response, current) if response is not current else (current,):
-                if answer.get("status") in DISPATCH_STATUSES:
-                    self._schedule_dispatches(answer)
-            self._schedule_gates(current)
-            if not self.calls and not self.asks and self.inbox.empty():
-                if self.unanswered:
-                    return self._finish({**current, "status": "await_gate"})
-                raise RunnerError(f"run {self.run_id}: the engine answered "
-                                  f"{current.get('status')!r} with no work to do and no gate "
-                                  "waiting")
-            response = await self._next_response()
-
-    async def _next_response(self) -> dict[str, Any]:
-        """The next engine response from a finished call or gate; a gate left unanswered only
-        wakes the loop to re-check whether any work remains."""
-        while True:
-            item = await self.inbox.get()
-            if isinstance(item, BaseException):
-                raise item
-            if item is not _WAKE:
-                return item
-            if not self.calls and not self.asks:
-                return self.newest
-
-    # --- agent calls ---------------------------------------------------------------------------
-
-    def _schedule_dispatches(self, response: dict[str, Any]) -> None:
-        entries = list(response.get("ready") or [])
-        if response.get("token") and response.get("kind") in ("do", "fanout_item"):
-            entries.append({k: response[k] for k in response if k not in ("ready", "gates")})
-        for entry in entries:
-            token = entry.get("token")
-            if not token or token in self.calls or token in self.finished:
-                continue
-            self.admission.reserve(self.run_id, entry["step_id"])
-            self.calls[token] = asyncio.ensure_future(self._call(entry))
-
-    async def _call(self, entry: dict[str, Any]) -> None:
-        token = entry["token"]
-        try:
-            async with self.admission:
-                result = await self._execute(entry)
-            response = await self._report(entry, result)
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:
-            self.inbox.put_nowait(exc)
-            return
-        finally:
-            self.admission.release()
-            self.calls.pop(token, None)
-            self.finished.add(token)
-        if response is not None:
-            self.inbox.put_nowait(response)
-
-    async def _execute(self, entry: dict[str, Any]) -> AgentResult:
-        name = entry.get("agent") or "claude"
-        agent = self.runner.agent(name)
-        task = self._task(entry, name)
-        self.emit("step_started", self.run_id, step_id=task.step_id, attempt=task.attempt,
-                  agent=name, data=_stage_data(entry))
-        return await agent.execute(task)
-
-    def _task(self, entry: dict[str, Any], agent: str) -> Task:
-        previous = entry.get("previous_failure")
-        violations: tuple[Any, ...] = ()
-        reason = None
-        if isinstance(previous, Mapping):
-            violations = tuple(v for v in previous.get("violations") or () if isinstance(v, Mapping))
-            reason = previous.get("reason")
-        elif previous:
-            reason = str(previous)
-        reason = reason or _revision_note(entry)
-        cwd = entry.get("cwd") or self.runner.workspace or os.getcwd()
-        return Task(run_id=self.run_id, step_id=entry["step_id"], prompt=str(entry.get("task") or ""),
-                    agent=agent, attempt=int(entry.get("attempt") or 1), previous_failure=reason,
-                    violations=violations, contract=entry.get("output_contract"),
-                    schema=entry.get("output_schema"), cwd=str(cwd),
-                    inputs=dict(entry.get("inputs") or {}))
-
-    async def _report(self, entry: dict[str, Any], result: AgentResult) -> dict[str, Any] | None:
-        """``step_done`` for one result; None when the dispatch went stale meanwhile."""
-        step_id, token = entry["step_id"], entry["token"]
-        try:
-            response = await self._engine_call(
-                self.engine.step_done, self.run_id, step_id,
-                result.output if result.ok else None, token,
-                failure=None if result.ok else result.failure, usage=_usage(result),
-                judging=step_id, cwd=entry.get("cwd"))
-        except StaleToken:
-            return None
-        self._emit_outcome(entry, result, response)
-        return response
-
-    def _emit_outcome(self, entry: dict[str, Any], result: AgentResult,
-                      response: dict[str, Any]) -> None:
-        step_id, attempt = entry["step_id"], int(entry.get("attempt") or 1)
-        common = dict(step_id=step_id, attempt=attempt, agent=entry.get("agent"))
-        if response.get("failed_step") == step_id:
-            failure = response.get("failure") or {}
-            self.emit("step_failed", self.run_id, violations=response.get("violations") or (),
-                      message=failure.get("reason") or result.failure, **common)
-            if response.get("status") in ("ensure_failed", "schema_failed") \
-                    and response.get("step_id") == step_id:
-                self.emit("step_retrying", self.run_id, step_id=step_id,
-                          attempt=int(response.get("attempt") or attempt + 1),
-                          agent=entry.get("agent"), violations=response.get("violations") or ())
-        elif response.get("status") == "error" and response.get("step_id") == step_id:
-            self.emit("step_failed", self.run_id, violations=response.get("violations") or (),
-                      message=response.get("message") or result.failure, **common)
-        else:
-            self.emit("step_succeeded", self.run_id, data={
-                "output": result.output, "usage": result.usage.to_json(),
-                "duration_ms": result.telemetry.duration_ms, **_stage_data(entry)}, **common)
-
-    # --- gates ---------------------------------------------------------------------------------
-
-    def _schedule_gates(self, response: dict[str, Any]) -> None:
-        gates = list(response.get("gates") or [])
-        if response.get("status") == "await_gate" and not gates:
-            gates = [response]
-        live = {g.get("token") for g in gates}
-        for token in [t for t in self.asks if t not in live]:
-            self.asks.pop(token).cancel()
-        for token in [t for t in self.unanswered if t not in live]:
-            self.unanswered.pop(token)
-        for gate in gates:
-            token = gate.get("token")
-            if not token or token in self.asks or token in self.unanswered:
-                continue
-            request = GateRequest.from_response({"run_id": self.run_id, **gate})
-            self.emit("gate_waiting", self.run_id, step_id=request.step_id,
-                      data={"round": gate.get("round"), "max_rounds": gate.get("max_rounds")})
-            if self.runner.gates is None:
-                self.unanswered[token] = gate
-                continue
-            self.asks[token] = asyncio.ensure_future(self._ask(request, gate))
-
-    async def _ask(self, request: GateRequest, gate: dict[str, Any]) -> None:
-        try:
-            decision = await self.runner.gates.decide(request)  # type: ignore[union-attr]
-            if decision is None:
-                self.unanswered[request.token] = gate
-                self.inbox.put_nowait(_WAKE)
-                return
-            response = await self._resolve(request, decision)
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:
-            self.inbox.put_nowait(exc)
-            return
-        finally:
-            self.asks.pop(request.token, None)
-        self.inbox.put_nowait(response)
-
-    async def _resolve(self, request: GateRequest, decision: Decision) -> dict[str, Any]:
-        if decision.applied:
-            response = await self._engine_call(self.engine.status, self.run_id)
-        else:
-            try:
-                response = await self._engine_call(
-                    self.engine.gate_resolve, self.run_id, request.step_id, decision.outcome,
-                    decision.rationale, decision.resolved_by, request.token,
-                    judging=request.step_id)
-            except StaleToken:  # decided elsewhere first: continue from the durable state
-                return await self._engine_call(self.engine.status, self.run_id)
-        self.emit("gate_resolved", self.run_id, step_id=request.step_id,
-                  message=decision.rationale or None,
-                  data={"decision": decision.outcome, "resolved_by": decision.resolved_by,
-                        "elsewhere": decision.applied})
-        return response
-
-    # --- engine, store, shutdown ---------------------------------------------------------------
-
-    async def _engine_call(self, method: Any, *args: Any, judging: str | None = None,
-                           cwd: str | None = None, **kwargs: Any) -> dict[str, Any]:
-        """``method(*args, **kwargs)`` of the engine, replayed on a concurrency conflict; a judge
-        it needs is asked on the loop, as a running agent call about step ``judging``."""
-        async def attempt() -> Any:
-            return await self.runner.transition(lambda: method(*args, **kwargs), run_id=self.run_id,
-                                                step_id=judging, cwd=cwd, admission=self.admission)
-
-        for _ in range(CONFLICT_RETRIES):
-            try:
-                response = await attempt()
-                break
-            except ConcurrencyConflict:
-                continue
-        else:
-            response = await attempt()
-        return self._note(response)
-
-    def _note(self, response: Any) -> Any:
-        if isinstance(response, dict) and response.get("status"):
-            self.newest = response
-        return response
-
-    def _last_seq(self) -> int:
-        store = getattr(self.engine, "store", None)
-        if not self.watch_store or store is None or not self.run_id:
-            return 0
-        try:
-            events = store.events(self.run_id)
-        except Exception:
-            return 0
-        for event in events:
-            self._translate(event)
-        return events[-1].seq if events else 0
-
-    def _tail_store_events(self) -> None:
-        """Progress the engine decided on its own (skips) comes from the durable event log."""
-        store = getattr(self.engine, "store", None)
-        if not self.watch_store or store is None or not self.run_id:
-            return
-        for event in store.events(self.run_id, self.seen_seq):
-            self.seen_seq = event.seq
-            self._translate(event)
-
-    def _translate(self, event: Any) -> None:
-        if event.type in ("skipped", "fanout_item_skipped"):
-            self.emit("step_skipped", self.run_id, step_id=event.step_id,
-                      message=event.detail.get("reason"))
-
-    async def _stop_all(self) -> None:
-        pending = [*self.calls.values(), *self.asks.values()]
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*(a.cancel() for a in self.runner.cancellable()),
-                             return_exceptions=True)
-        await asyncio.gather(*pending, return_exceptions=True)
-        self.calls.clear()
-        self.asks.clear()
-
-    def _cancel_run(self) -> None:
-        if not self.run_id:
-            return
-        try:  # a cancel evaluates no ensure: no judge, so no need to await anything
-            response = self._note(_retry_conflicts(lambda: self.engine.cancel(self.run_id)))
-        except EngineError:
-            return
-        self._finish(response if isinstance(response, dict) else {"status": "cancelled"})
-
-    def _finish(self, response: dict[str, Any]) -> RunResult:
-        status = str(response.get("status"))
-        self.emit("run_finished", self.run_id, status=status,
-                  message=response.get("message") or response.get("reason"),
-                  data={k: response[k] for k in ("error_type", "output", "spent") if k in response})
-        return RunResult(self.run_id, status, response, list(self.emit.history))
-
-
 # --- module API --------------------------------------------------------------------------------
 
 
@@ -574,87 +228,3 @@ def _engine(store: Any, workspace: Any) -> Any:
     if store is None or isinstance(store, (str, os.PathLike)):
         store = open_store(store)
     return Engine(store=store, workspace=workspace if workspace is not None else Path.cwd())
-
-
-def _as_spec(spec: Any) -> Any:
-    """A Spec from a Spec, a LoadResult, a path or YAML text (SpecError when it has errors)."""
-    from ..dsl.ir import Spec
-    from .engine import _coerce_spec
-
-    if isinstance(spec, Spec):
-        return spec
-    if hasattr(spec, "diagnostics") and hasattr(spec, "spec"):
-        if spec.spec is None:
-            errors = getattr(spec, "errors", [])
-            detail = f": {errors[0].message}" if errors else ""
-            raise SpecError(f"the spec is invalid ({len(errors)} errors){detail}", spec.diagnostics)
-        return spec.spec
-    if isinstance(spec, os.PathLike):
-        spec = Path(spec)
-    return _coerce_spec(spec)
-
-
-def agent_names(spec: Any, flow: str | None = None) -> list[str]:
-    """Every agent name the flow (and the subflows it runs) may dispatch to, in order."""
-    names: dict[str, None] = {}
-    for step in _flow_steps(spec, flow):
-        if step.do is not None:
-            names[step.agent or "claude"] = None
-        if step.fanout is not None:
-            for stage in step.fanout.stages:
-                names[stage.agent or step.agent or "claude"] = None
-    return list(names)
-
-
-def uses_judged(spec: Any, flow: str | None = None) -> bool:
-    """Whether the flow (or a subflow it runs) has a ``judged`` ensure anywhere."""
-    for step in _flow_steps(spec, flow):
-        ensures = [*step.ensure, *(e for st in (step.fanout.stages if step.fanout else ()) for e in st.ensure)]
-        if any(e.kind == "judged" for e in ensures):
-            return True
-    return False
-
-
-def _flow_steps(spec: Any, flow: str | None) -> Iterator[Any]:
-    """The steps of the flow, then of each subflow it runs (each flow once)."""
-    start = flow or spec.entry or next(iter(spec.flows), None)
-    todo, seen = [start], set()
-    while todo:
-        name = todo.pop()
-        if name in seen or spec.flows.get(name) is None:
-            continue
-        seen.add(name)
-        for step in spec.flows[name].steps:
-            yield step
-            if step.run:
-                todo.append(step.run)
-
-
-def _retry_conflicts(call: Callable[[], Any]) -> Any:
-    for _ in range(CONFLICT_RETRIES):
-        try:
-            return call()
-        except ConcurrencyConflict:
-            continue
-    return call()
-
-
-def _usage(result: AgentResult) -> dict[str, float] | None:
-    usage = {k: v for k, v in result.usage.to_json().items() if v}
-    return usage or None
-
-
-def _stage_data(entry: Mapping[str, Any]) -> dict[str, Any]:
-    if entry.get("kind") != "fanout_item":
-        return {}
-    return {"fanout": entry.get("fanout"), "item_index": entry.get("item_index"),
-            "stage": entry.get("stage")}
-
-
-def _revision_note(entry: Mapping[str, Any]) -> str | None:
-    """The feedback for work a gate's revise sent back: the engine's ``revision`` on the dispatch
-    (persisted, so it survives a restart), when the gate gave a note."""
-    revision = entry.get("revision")
-    if not isinstance(revision, Mapping) or not revision.get("note"):
-        return None
-    return f"revision requested at gate {revision.get('gate')!r}: {revision['note']}"

@@ -1,0 +1,353 @@
+"""Driving one run: the consumer protocol spoken with agents and a gate channel, on asyncio.
+
+A :class:`Drive` starts every ready ``do`` step and fanout item through its agent concurrently
+(within the run's :class:`~lockgate.engine.admission.Admission` limits), reports each result with
+``step_done``, asks the :class:`~lockgate.engine.gatechannel.GateChannel` about waiting gates, and
+ends with a :class:`RunResult` when the run is complete, failed, killed or cancelled, or when it
+only waits at gates nobody answered. The :class:`~lockgate.engine.runner.Runner` owns what lasts
+across runs (agents, the judge); this module owns the state of one run in flight, so the loop,
+its tasks and its shutdown read together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConcurrencyConflict, EngineError, RunnerError, StaleToken
+from .admission import Admission
+from .agents import AgentResult
+from .dispatches import (
+    DISPATCH_STATUSES,
+    dispatch_entries,
+    dispatch_task,
+    emit_outcome,
+    stage_data,
+    usage_of,
+)
+from .gatechannel import Decision, GateRequest
+from .progress import Emitter, ProgressEvent
+
+if TYPE_CHECKING:
+    from .runner import Runner
+
+TERMINAL = ("complete", "error", "killed", "cancelled")
+_WAKE: Any = {"status": "__wake__"}  # a gate was left waiting: re-check whether work remains
+CONFLICT_RETRIES = 5
+
+
+@dataclass
+class RunResult:
+    """How a run ended (or stopped): ``status`` is a protocol status, ``response`` the last
+    response of the engine, ``events`` every progress event emitted."""
+
+    run_id: str
+    status: str
+    response: dict[str, Any]
+    events: list[ProgressEvent] = field(default_factory=list)
+
+    @property
+    def output(self) -> Any:
+        return self.response.get("output")
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "complete"
+
+    @property
+    def waiting_gates(self) -> list[dict[str, Any]]:
+        return list(self.response.get("gates") or [])
+
+
+class Drive:
+    """The state of one run being driven: agent calls and gate questions in flight."""
+
+    def __init__(self, runner: Runner, response: dict[str, Any]) -> None:
+        self.runner = runner
+        self.engine = runner.engine
+        self.emit = Emitter(runner.on_event)
+        self.watch_store = runner.on_event is not None
+        self.first = response
+        self.run_id = str(response.get("run_id", ""))
+        self.admission = Admission(runner.settings)
+        self.calls: dict[str, asyncio.Task[None]] = {}     # dispatch token -> agent call
+        self.asks: dict[str, asyncio.Task[None]] = {}      # gate token -> gate question
+        self.unanswered: dict[str, dict[str, Any]] = {}    # gate token -> gate left waiting
+        self.finished: set[str] = set()                     # tokens already reported
+        self.inbox: asyncio.Queue[Any] = asyncio.Queue()
+        self.seen_seq = self._last_seq()
+        self.newest = response
+
+    async def drive(self) -> RunResult:
+        if self.first.get("status") == "error" and not self.run_id:
+            return self._finish(self.first)
+        try:
+            return await self._loop(self.first)
+        except asyncio.CancelledError:
+            await self._stop_all()
+            self._cancel_run()
+            raise
+        except BaseException:
+            await self._stop_all()
+            raise
+
+    async def _loop(self, response: dict[str, Any]) -> RunResult:
+        """Every response's new dispatches are started; whether the run is over, and which
+        gates wait, is read from the newest response (engine calls are serialised on the loop,
+        so the newest one describes the current state)."""
+        self.newest = response
+        while True:
+            self._tail_store_events()
+            current = self.newest
+            if current.get("status") in TERMINAL:
+                await self._stop_all()
+                return self._finish(current)
+            self._schedule(response, current)
+            if not self.calls and not self.asks and self.inbox.empty():
+                return self._idle_end(current)
+            response = await self._next_response()
+
+    def _schedule(self, response: dict[str, Any], current: dict[str, Any]) -> None:
+        """Start the new dispatches of the response just received and of the newest one, and
+        ask about the gates the newest one has waiting."""
+        for answer in (response, current) if response is not current else (current,):
+            if answer.get("status") in DISPATCH_STATUSES:
+                self._schedule_dispatches(answer)
+        self._schedule_gates(current)
+
+    def _idle_end(self, current: dict[str, Any]) -> RunResult:
+        """Nothing is in flight: the run waits at gates nobody answered, or the engine left it
+        with nothing to do (a RunnerError)."""
+        if self.unanswered:
+            return self._finish({**current, "status": "await_gate"})
+        raise RunnerError(f"run {self.run_id}: the engine answered "
+                          f"{current.get('status')!r} with no work to do and no gate "
+                          "waiting")
+
+    async def _next_response(self) -> dict[str, Any]:
+        """The next engine response from a finished call or gate; a gate left unanswered only
+        wakes the loop to re-check whether any work remains."""
+        while True:
+            item = await self.inbox.get()
+            if isinstance(item, BaseException):
+                raise item
+            if item is not _WAKE:
+                return item
+            if not self.calls and not self.asks:
+                return self.newest
+
+    async def _post(self, work: Awaitable[Any]) -> None:
+        """Put what ``work`` answers in the inbox (nothing for None); a failure goes there too,
+        for the loop to raise. Cancellation propagates."""
+        try:
+            answer = await work
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            answer = exc
+        if answer is not None:
+            self.inbox.put_nowait(answer)
+
+    # --- agent calls ---------------------------------------------------------------------------
+
+    def _schedule_dispatches(self, response: dict[str, Any]) -> None:
+        for entry in dispatch_entries(response):
+            token = entry.get("token")
+            if not token or token in self.calls or token in self.finished:
+                continue
+            self.admission.reserve(self.run_id, entry["step_id"])
+            self.calls[token] = asyncio.ensure_future(self._call(entry))
+
+    async def _call(self, entry: dict[str, Any]) -> None:
+        token = entry["token"]
+        try:
+            await self._post(self._dispatch(entry))
+        finally:
+            self.admission.release()
+            self.calls.pop(token, None)
+            self.finished.add(token)
+
+    async def _dispatch(self, entry: dict[str, Any]) -> dict[str, Any] | None:
+        """Execute ``entry`` once admitted, then report its result."""
+        async with self.admission:
+            result = await self._execute(entry)
+        return await self._report(entry, result)
+
+    async def _execute(self, entry: dict[str, Any]) -> AgentResult:
+        name = entry.get("agent") or "claude"
+        agent = self.runner.agent(name)
+        task = dispatch_task(entry, run_id=self.run_id, agent=name, workspace=self.runner.workspace)
+        self.emit("step_started", self.run_id, step_id=task.step_id, attempt=task.attempt,
+                  agent=name, data=stage_data(entry))
+        return await agent.execute(task)
+
+    async def _report(self, entry: dict[str, Any], result: AgentResult) -> dict[str, Any] | None:
+        """``step_done`` for one result; None when the dispatch went stale meanwhile."""
+        step_id, token = entry["step_id"], entry["token"]
+        try:
+            response = await self._engine_call(
+                self.engine.step_done, self.run_id, step_id,
+                result.output if result.ok else None, token,
+                failure=None if result.ok else result.failure, usage=usage_of(result),
+                judging=step_id, cwd=entry.get("cwd"))
+        except StaleToken:
+            return None
+        emit_outcome(self.emit, self.run_id, entry, result, response)
+        return response
+
+    # --- gates ---------------------------------------------------------------------------------
+
+    def _schedule_gates(self, response: dict[str, Any]) -> None:
+        gates = list(response.get("gates") or [])
+        if response.get("status") == "await_gate" and not gates:
+            gates = [response]
+        self._forget_gone({g.get("token") for g in gates})
+        for gate in gates:
+            token = gate.get("token")
+            if token and token not in self.asks and token not in self.unanswered:
+                self._open_gate(token, gate)
+
+    def _forget_gone(self, live: set[Any]) -> None:
+        """Stop asking about gates no longer waiting (decided elsewhere, or the run moved on)."""
+        for token in [t for t in self.asks if t not in live]:
+            self.asks.pop(token).cancel()
+        for token in [t for t in self.unanswered if t not in live]:
+            self.unanswered.pop(token)
+
+    def _open_gate(self, token: str, gate: dict[str, Any]) -> None:
+        """Announce a waiting gate and ask the gate channel, or leave it waiting without one."""
+        request = GateRequest.from_response({"run_id": self.run_id, **gate})
+        self.emit("gate_waiting", self.run_id, step_id=request.step_id,
+                  data={"round": gate.get("round"), "max_rounds": gate.get("max_rounds")})
+        if self.runner.gates is None:
+            self.unanswered[token] = gate
+            return
+        self.asks[token] = asyncio.ensure_future(self._ask(request, gate))
+
+    async def _ask(self, request: GateRequest, gate: dict[str, Any]) -> None:
+        try:
+            await self._post(self._decide(request, gate))
+        finally:
+            self.asks.pop(request.token, None)
+
+    async def _decide(self, request: GateRequest, gate: dict[str, Any]) -> Any:
+        """The response after the channel's decision; without one the gate is left waiting
+        and the loop only woken."""
+        decision = await self.runner.gates.decide(request)  # type: ignore[union-attr]
+        if decision is None:
+            self.unanswered[request.token] = gate
+            return _WAKE
+        return await self._resolve(request, decision)
+
+    async def _resolve(self, request: GateRequest, decision: Decision) -> dict[str, Any]:
+        if decision.applied:
+            response = await self._engine_call(self.engine.status, self.run_id)
+        else:
+            try:
+                response = await self._engine_call(
+                    self.engine.gate_resolve, self.run_id, request.step_id, decision.outcome,
+                    decision.rationale, decision.resolved_by, request.token,
+                    judging=request.step_id)
+            except StaleToken:  # decided elsewhere first: continue from the durable state
+                return await self._engine_call(self.engine.status, self.run_id)
+        self.emit("gate_resolved", self.run_id, step_id=request.step_id,
+                  message=decision.rationale or None,
+                  data={"decision": decision.outcome, "resolved_by": decision.resolved_by,
+                        "elsewhere": decision.applied})
+        return response
+
+    # --- engine, store, shutdown ---------------------------------------------------------------
+
+    async def _engine_call(self, method: Any, *args: Any, judging: str | None = None,
+                           cwd: str | None = None, **kwargs: Any) -> dict[str, Any]:
+        """``method(*args, **kwargs)`` of the engine, replayed on a concurrency conflict; a judge
+        it needs is asked on the loop, as a running agent call about step ``judging``."""
+        async def attempt() -> Any:
+            return await self.runner.transition(lambda: method(*args, **kwargs), run_id=self.run_id,
+                                                step_id=judging, cwd=cwd, admission=self.admission)
+
+        for _ in range(CONFLICT_RETRIES):
+            try:
+                response = await attempt()
+                break
+            except ConcurrencyConflict:
+                continue
+        else:
+            response = await attempt()
+        return self._note(response)
+
+    def _note(self, response: Any) -> Any:
+        if isinstance(response, dict) and response.get("status"):
+            self.newest = response
+        return response
+
+    def _watched_store(self) -> Any:
+        """The engine's store when progress is observed and the run exists, else None."""
+        store = getattr(self.engine, "store", None)
+        if not self.watch_store or store is None or not self.run_id:
+            return None
+        return store
+
+    def _last_seq(self) -> int:
+        store = self._watched_store()
+        if store is None:
+            return 0
+        try:
+            events = store.events(self.run_id)
+        except Exception:
+            return 0
+        for event in events:
+            self._translate(event)
+        return events[-1].seq if events else 0
+
+    def _tail_store_events(self) -> None:
+        """Progress the engine decided on its own (skips) comes from the durable event log."""
+        store = self._watched_store()
+        if store is None:
+            return
+        for event in store.events(self.run_id, self.seen_seq):
+            self.seen_seq = event.seq
+            self._translate(event)
+
+    def _translate(self, event: Any) -> None:
+        if event.type in ("skipped", "fanout_item_skipped"):
+            self.emit("step_skipped", self.run_id, step_id=event.step_id,
+                      message=event.detail.get("reason"))
+
+    async def _stop_all(self) -> None:
+        pending = [*self.calls.values(), *self.asks.values()]
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*(a.cancel() for a in self.runner.cancellable()),
+                             return_exceptions=True)
+        await asyncio.gather(*pending, return_exceptions=True)
+        self.calls.clear()
+        self.asks.clear()
+
+    def _cancel_run(self) -> None:
+        if not self.run_id:
+            return
+        try:  # a cancel evaluates no ensure: no judge, so no need to await anything
+            response = self._note(retry_conflicts(lambda: self.engine.cancel(self.run_id)))
+        except EngineError:
+            return
+        self._finish(response if isinstance(response, dict) else {"status": "cancelled"})
+
+    def _finish(self, response: dict[str, Any]) -> RunResult:
+        status = str(response.get("status"))
+        self.emit("run_finished", self.run_id, status=status,
+                  message=response.get("message") or response.get("reason"),
+                  data={k: response[k] for k in ("error_type", "output", "spent") if k in response})
+        return RunResult(self.run_id, status, response, list(self.emit.history))
+
+
+def retry_conflicts(call: Callable[[], Any]) -> Any:
+    """``call()``, replayed up to CONFLICT_RETRIES times on a concurrency conflict."""
+    for _ in range(CONFLICT_RETRIES):
+        try:
+            return call()
+        except ConcurrencyConflict:
+            continue
+    return call()
