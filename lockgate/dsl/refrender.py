@@ -1,0 +1,176 @@
+"""Resolving references against a scope and rendering templates with them (Stratum v1 §3.4).
+
+:class:`Resolver` reads a reference's value from one scope (input, step outputs, carry, fanout
+item and previous stage). :func:`render_text` renders ``do`` (a full-value reference must be a
+string; embedded ones interpolate), :func:`render_value` renders ``with`` (full-value leaves keep
+their JSON type). Resolved text is spliced by position and never re-scanned. This is the
+engine's side of references, run on every dispatch; scanning (:mod:`.refscan`) is shared with
+validation and the language server.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import RefError
+from .refscan import Ref, Template, scan
+from .refsyntax import PathPart
+from .values import UNDEFINED
+
+Resolve = Callable[[Ref], Any]
+
+UNAVAILABLE = "reference output is unavailable (the source may have been skipped)"
+
+
+def walk_path(value: Any, path: tuple[PathPart, ...]) -> Any:
+    """Follow ``path`` into ``value``; UNDEFINED as soon as a key or index does not apply
+    (an index into a non-list, a key into a non-object, a missing key, an index out of range)."""
+    for part in path:
+        if isinstance(part, int):
+            if not isinstance(value, list) or not 0 <= part < len(value):
+                return UNDEFINED
+            value = value[part]
+        else:
+            if not isinstance(value, Mapping) or part not in value:
+                return UNDEFINED
+            value = value[part]
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Resolver:
+    """Resolves references against one scope: the scope's input, its step outputs (step id ->
+    output value; a step with no entry, e.g. skipped, is UNDEFINED), the root's materialised
+    carry values, and for a fanout stage the item and the previous stage's output."""
+
+    inputs: Any = UNDEFINED
+    outputs: Mapping[str, Any] = field(default_factory=dict)
+    carry: Mapping[str, Any] = field(default_factory=dict)
+    item: Any = UNDEFINED
+    prev: Any = UNDEFINED
+
+    def __call__(self, ref: Ref) -> Any:
+        if ref.kind == "input":
+            return walk_path(self.inputs, ref.path)
+        if ref.kind == "step":
+            return walk_path(self.outputs.get(ref.name or "", UNDEFINED), ref.path)
+        if ref.kind == "carry":
+            if ref.name not in self.carry:
+                raise RefError(f'carry variable "{ref.name}" is not materialised', ref.span)
+            return walk_path(self.carry[ref.name], ref.path)
+        return walk_path(self.item if ref.kind == "item" else self.prev, ref.path)
+
+
+def resolver(
+    inputs: Any,
+    outputs: Mapping[str, Any],
+    carry: Mapping[str, Any],
+    item: Any = UNDEFINED,
+    prev: Any = UNDEFINED,
+) -> Resolver:
+    """The resolve function of a scope (see :class:`Resolver`)."""
+    return Resolver(inputs, outputs, carry, item, prev)
+
+
+def render_text(text: str, resolve: Resolve, values: dict[str, Any] | None = None) -> str:
+    """Render a ``do`` template: a full-value reference must resolve to a string; embedded
+    references interpolate. Raises RefError for a malformed template, an unavailable value,
+    or a full-value non-string. ``values``, when given, receives each reference's value under
+    its source text (what the task was rendered from)."""
+    template = _checked(text)
+    full = template.full
+    if full is not None:
+        value = _resolved(full, resolve, values)
+        if not isinstance(value, str):
+            raise RefError(f"do task must render to a string; {full.raw} is {_kind_of(value)}", full.span)
+        return value
+    return _interpolate(template, resolve, values)
+
+
+def render_value(value: Any, resolve: Resolve) -> Any:
+    """Render a ``with`` value recursively: a full-value string leaf keeps the referenced JSON
+    type, embedded references interpolate, mapping keys and non-string leaves are kept."""
+    if isinstance(value, str):
+        template = _checked(value)
+        if template.full is not None:
+            return _resolved(template.full, resolve)
+        return _interpolate(template, resolve) if template.refs else value
+    if isinstance(value, Mapping):
+        return {key: render_value(item, resolve) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [render_value(item, resolve) for item in value]
+    return value
+
+
+def _checked(text: str) -> Template:
+    template = scan(text)
+    if template.errors:
+        raise template.errors[0]
+    return template
+
+
+def _resolved(ref: Ref, resolve: Resolve, values: dict[str, Any] | None = None) -> Any:
+    value = resolve(ref)
+    if value is UNDEFINED:
+        raise RefError(UNAVAILABLE, ref.span)
+    if values is not None:
+        values[ref.raw or ref.text] = value
+    return value
+
+
+def _interpolate(template: Template, resolve: Resolve, values: dict[str, Any] | None = None) -> str:
+    parts: list[str] = []
+    at = 0
+    for ref in template.refs:
+        parts.append(template.text[at:ref.span[0]])
+        parts.append(_as_text(_resolved(ref, resolve, values), ref))
+        at = ref.span[1]
+    parts.append(template.text[at:])
+    return "".join(parts)
+
+
+#: ``json.dumps`` with these options builds a new encoder on every call; one built once encodes the
+#: same (``encode`` keeps no state between calls, so it is safe to share between threads)
+_compact_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+
+
+def _as_text(value: Any, ref: Ref) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    try:
+        if type(value) is int:
+            return int.__repr__(value)  # what the encoder writes for an int, without building it
+        return _compact_json(_js_numbers(value))
+    except (TypeError, ValueError) as exc:
+        raise RefError(f"{ref.raw} is not a JSON value ({exc})", ref.span) from exc
+
+
+def _js_numbers(value: Any) -> Any:
+    """Whole floats print as integers, as JavaScript's JSON.stringify does (2.0 -> 2)."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer() and abs(value) < 1e21:
+        return int(value)
+    if isinstance(value, Mapping):
+        return {k: _js_numbers(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_js_numbers(v) for v in value]
+    return value
+
+
+def _kind_of(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, (list, tuple)):
+        return "an array"
+    return f"a {type(value).__name__}"
