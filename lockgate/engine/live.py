@@ -167,8 +167,8 @@ class LiveRun:
         self.header.error_type = error_type if status == RUN_FAILED else None
         self.header.failure = {"reason": reason, "step": step, "error_type": error_type, **detail}
         self.header.finished_at = now()
-        self.event("killed" if status != RUN_FAILED else "failed", step, error_type=error_type,
-                   reason=reason, **detail)
+        self.event(_END_EVENTS.get(error_type, "failed") if status == RUN_FAILED else "killed", step,
+                   error_type=error_type, reason=reason, **detail)
 
     def add_record(self, st: StepState) -> None:
         self.steps[st.key] = st
@@ -294,6 +294,11 @@ def _count_items(run: LiveRun, fan: StepState) -> FanCounters:
         elif item.status != PENDING:
             counters.active += 1
     return counters
+
+
+#: The event ending a failed run, by error type (the source document's vocabulary has its own
+#: event for a spent flow budget); any other failure ends with ``failed``.
+_END_EVENTS = {"budget_exhausted": "budget_exhausted"}
 
 
 def is_engine_record(key: str) -> bool:

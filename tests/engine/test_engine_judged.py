@@ -117,7 +117,10 @@ def test_a_judge_that_exhausts_the_flow_budget_ends_the_run() -> None:
     run = engine.plan(FLOW_BUDGET, {"topic": "t"})["run_id"]
     done = drive(engine, run, Script({"last": [{"text": "hello"}]}))
     assert done["status"] == "error" and done["error_type"] == "budget_exhausted"
-    assert engine.audit(run)["spent"]["tokens"] == 150
+    audit = engine.audit(run)
+    assert audit["spent"]["tokens"] == 150
+    assert audit["events"][-1]["type"] == "budget_exhausted"
+    assert audit["events"][-1]["detail"]["reason"] == "flow budget exhausted"
 
 
 def test_a_judge_that_exhausts_the_task_budget_fails_the_attempt() -> None:
