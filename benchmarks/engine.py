@@ -8,8 +8,10 @@ dispatch, each call persisted before it answers) on these stores: none (a store 
 nothing: the engine's own cost), the memory store (JSON copies and the hash chain included) and
 SQLite (WAL, the embedded default). LangGraph runs the same shapes as a StateGraph (a chain of
 1,000 nodes; a ``Send`` map-reduce over 1,000 items, results gathered by a reducer) without a
-checkpointer and with its SQLite checkpointer (``langgraph-checkpoint-sqlite``: WAL, and SQLite's
-default synchronous=FULL, an fsync per commit), both with its default ``durability="async"`` (a
+checkpointer, with its in-memory checkpointer (InMemorySaver, ``durability="sync"``: the
+counterpart of Lockgate's memory store) and with its SQLite checkpointer
+(``langgraph-checkpoint-sqlite``: WAL, and SQLite's default synchronous=FULL, an fsync per commit),
+the latter both with its default ``durability="async"`` (a
 checkpoint written in the background while the next step runs) and with ``durability="sync"``
 (written before the next step, as Lockgate persists every transition before it answers). Lockgate
 on SQLite runs with its default synchronous=NORMAL (safe against a process crash; the last commits
@@ -20,7 +22,9 @@ pydantic-graph runs them with its builder API in memory. Also timed: a gate deci
 Each figure is the median over ``--repeat`` runs of (run time / transitions), the run time taken
 from ``plan`` (or ``invoke``) to the final answer, in wall time and in
 CPU time of the process (all threads); on a machine shared with other work the CPU column is the
-steadier one. Ratios are peer / Lockgate on the same kind of store, from the wall medians.
+steadier one. Ratios are peer / its Lockgate counterpart (the row keeping as much: no persistence against the
+engine alone, an in-memory checkpointer against the memory store, SQLite against SQLite), from
+the wall medians.
 
 Run: ``python benchmarks/engine.py [--n 1000] [--repeat 3] [--baseline DIR]``; ``--baseline``
 also measures the Lockgate rows with the ``lockgate`` package found in DIR (e.g. a ``git
@@ -246,6 +250,13 @@ def langgraph_fanout(n: int, checkpointer: Any = None, durability: str = "async"
     return sample
 
 
+def memory_checkpointer() -> Any:
+    """LangGraph's InMemorySaver: checkpoints kept in the process, like Lockgate's memory store."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    return InMemorySaver()
+
+
 def sqlite_checkpointer(directory: str) -> Any:
     try:
         import sqlite3
@@ -422,6 +433,8 @@ def main() -> None:
         linear = shape == "linear"
         lg = langgraph_linear if linear else langgraph_fanout
         results[(shape, "LangGraph, no checkpointer")] = median_of(lambda lg=lg: lg(n), repeat)
+        results[(shape, "LangGraph, in-memory checkpointer (sync)")] = median_of(
+            lambda lg=lg: lg(n, memory_checkpointer(), "sync"), repeat)
         if has_sqlite_saver:
             for durability in ("async", "sync"):
                 results[(shape, f"LangGraph, SQLite checkpointer, durability={durability}")] = median_of(
@@ -434,29 +447,35 @@ def main() -> None:
     if before:
         header = ("system", "wall", "CPU", "ratio", "before: wall", "CPU", "ratio")
     for shape in bench.specs:
-        mem, disk, full = (results.get((shape, row)) for row in LOCKGATE_ROWS[1:])
-        old_mem, old_disk, old_full = (before.get(f"{shape}|{row}") for row in LOCKGATE_ROWS[1:])
+        now_rows = {row: results.get((shape, row)) for row in LOCKGATE_ROWS}
+        old_rows = {row: before.get(f"{shape}|{row}") for row in LOCKGATE_ROWS}
         rows = []
         for (s, name), value in results.items():
             if s != shape:
                 continue
-            persisted = "SQLite" in name
             peer = not name.startswith("lockgate")
-            ratio = _ratio(value, disk, full) if persisted else _ratio(value, mem)
-            row = [name, *_fmt(value), ratio if peer else ""]
+            row = [name, *_fmt(value), _peer_ratio(name, value, now_rows) if peer else ""]
             if before:
-                old_ratio = _ratio(value, old_disk, old_full) if persisted else _ratio(value, old_mem)
-                row += ["", "", old_ratio] if peer else [*_fmt(before.get(f"{shape}|{name}")), ""]
+                row += ["", "", _peer_ratio(name, value, old_rows)] if peer else [*_fmt(old_rows.get(name)), ""]
             rows.append(tuple(row))
-        print_table(f"{shape}, {n} transitions: median time per transition (ratio = peer / lockgate on the same "
-                    "kind of store: memory rows against the memory store, SQLite rows against SQLite, then "
-                    "against SQLite with synchronous=FULL)", rows, header)
+        print_table(f"{shape}, {n} transitions: median time per transition (ratio = peer / its Lockgate "
+                    "counterpart: no persistence against the engine alone, the in-memory checkpointer against "
+                    "the memory store, SQLite against SQLite, then against SQLite with synchronous=FULL)",
+                    rows, header)
 
     other = bench.others()
     other["import lockgate (fresh interpreter)"] = import_time("import lockgate")
     other["from lockgate import Engine (fresh interpreter)"] = import_time("from lockgate import Engine")
     rows = [(name, fmt_time(value), fmt_time(before[name]) if name in before else "") for name, value in other.items()]
     print_table("other", rows, ("measure", "median", "before" if before else ""))
+
+
+def _peer_ratio(name: str, value: Sample | None, lockgate: dict[str, Any]) -> str:
+    """A peer row's ratio to the Lockgate row keeping as much as it does."""
+    engine, memory, disk, full = (lockgate.get(row) for row in LOCKGATE_ROWS)
+    if "SQLite" in name:
+        return _ratio(value, disk, full)
+    return _ratio(value, memory if "in-memory checkpointer" in name else engine)
 
 
 def _ratio(value: Sample | None, base: Sample | list[float] | None,
