@@ -79,7 +79,7 @@ class Engine:
                         workspace=str(self.workspace) if self.workspace else None, created_at=stamp,
                         updated_at=stamp)
         steps = {sid: StepState(sid) for sid in cspec.flows[name].order}
-        run = LiveRun(header, cspec, steps, 0, self._env())
+        run = LiveRun(header, cspec, steps, 0, self._env(), planned=True)
         run.begin()
         run.event("planned", None, flow=name, inputs=inputs, digest=cspec.digest)
         materialise(run, "")

@@ -76,7 +76,9 @@ class LiveRun:
     """A run loaded for transitions. ``dirty`` and ``events`` collect one transition's writes."""
 
     def __init__(self, header: Header, cspec: CompiledSpec, steps: dict[str, StepState], version: int,
-                 env: Env | None = None) -> None:
+                 env: Env | None = None, *, planned: bool = False) -> None:
+        """``planned``: ``steps`` are the root flow's, all pending, as ``plan`` makes them (the
+        indexes are then known without a pass over the records)."""
         self.header = header
         self.cspec = cspec
         self.steps = steps
@@ -101,7 +103,10 @@ class LiveRun:
         self._workspace: tuple[str | None, Path | None] = (None, None)
         #: (record, token, entry) of the last standing dispatch answered (see responses)
         self.standing: tuple[StepState, str | None, dict[str, Any]] | None = None
-        self._rebuild_indexes()
+        if planned:
+            self.open[""] = len(steps)
+        else:
+            self._rebuild_indexes()
 
     # -- transitions' bookkeeping ---------------------------------------------------------------
 
