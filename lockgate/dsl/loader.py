@@ -136,7 +136,8 @@ def clear_caches() -> None:
     from . import graph, stepfacts
     from .checks.context import clear_memo
     from .expr.expression import _compile_cached
-    from .refs import _parse_inner, _scan
+    from .refscan import _scan
+    from .refsyntax import _parse_inner
     from .types import _parse
     from .yamlsrc import clear_chunk_cache
 

@@ -14,14 +14,13 @@ where each part lives:
   :func:`render_value` for ``with``).
 
 Rendering needs scanning, so the re-exports live here rather than in :mod:`.refscan` (that
-would be an import cycle). The private names re-exported below are the ones other code uses:
-the caches :func:`lockgate.dsl.loader.clear_caches` clears, and the internals tests compare.
+would be an import cycle). Internals (the caches :func:`lockgate.dsl.loader.clear_caches`
+clears, the helpers tests compare) are imported from the module that owns them.
 """
 
 from __future__ import annotations
 
-# Besides the public names (__all__), the type aliases stay importable from here as before the
-# split, and so do the internals other code uses by name (see the module docstring).
+# Besides the public names (__all__), the type aliases stay importable from here.
 from .refrender import (  # noqa: F401
     UNAVAILABLE,
     Resolve,
@@ -31,8 +30,8 @@ from .refrender import (  # noqa: F401
     resolver,
     walk_path,
 )
-from .refscan import _KINDS, Ref, Template, _build_ref, _scan, _simple_ref, scan  # noqa: F401
-from .refsyntax import _REF, PathPart, RefKind, Span, _parse_inner, format_path  # noqa: F401
+from .refscan import Ref, Template, scan
+from .refsyntax import PathPart, RefKind, Span, format_path  # noqa: F401
 
 __all__ = [
     "UNAVAILABLE",

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lockgate.dsl import refs as _refs
-from lockgate.dsl.refs import _KINDS, Ref, scan
+from lockgate.dsl import refscan, refsyntax
+from lockgate.dsl.refs import Ref, scan
+from lockgate.dsl.refscan import _KINDS
 
 CLASSIFIED = [
     # inside of ${...}, kind, name, path
@@ -253,12 +254,12 @@ _SEPARATORS = st.sampled_from([".", "", "[0]", "[12]", ".", "[", "-", " "])
 def test_simple_references_are_read_as_the_grammar_reads_them(parts, prefix):
     inner = "".join(sep + part for sep, part in parts).lstrip(".")
     text = prefix + "${" + inner + "}"
-    match = _refs._REF.search(text)
-    fast = _refs._simple_ref(inner, match.start(1), (match.start(), match.end()), match.start() == 0, match.group(0))
+    match = refsyntax._REF.search(text)
+    fast = refscan._simple_ref(inner, match.start(1), (match.start(), match.end()), match.start() == 0, match.group(0))
     if fast is None:
         return
-    tree = _refs._parse_inner(inner)
+    tree = refsyntax._parse_inner(inner)
     assert not isinstance(tree, Exception), inner
-    slow = _refs._build_ref(tree, match.start(1), (match.start(), match.end()), full=match.start() == 0,
+    slow = refscan._build_ref(tree, match.start(1), (match.start(), match.end()), full=match.start() == 0,
                             raw=match.group(0))
     assert fast == slow, inner
