@@ -176,7 +176,8 @@ def _run_set(run: LiveRun, loc: Located, st: StepState) -> None:
         for name, cexpr in cstep.set_exprs
     }
     judged: list[dict[str, Any]] = []
-    failure = check_result(run, scope, cstep.step.out, cstep.ensures, value, {"input": inputs}, judged=judged)
+    failure = check_result(run, scope, cstep.step.out, cstep.ensures, value, {"input": inputs}, judged=judged,
+                           subject=(st.key, run.header.workspace, not run.irreversible))
     if judged and not _set_spend(run, loc, st, record_judged(run, st.key, judged)):
         return
     if failure is None:
@@ -213,9 +214,11 @@ def _set_spend(run: LiveRun, loc: Located, st: StepState, spend: dict[str, float
 
 def check_result(run: LiveRun, scope: Scope, out: str | None, ensures: tuple, output: Any,
                  bindings: dict[str, Any], workspace: Any = None,
-                 judged: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
+                 judged: list[dict[str, Any]] | None = None,
+                 subject: tuple[str, str | None, bool] | None = None) -> dict[str, Any] | None:
     """Contract then ensures: the first failure as a failure dict (kind schema or ensure).
-    ``judged`` collects the judged ensures asked (see :func:`first_failed_ensure`)."""
+    ``judged`` collects the judged ensures asked and ``subject`` tells a judge which step it
+    judges (see :func:`first_failed_ensure`)."""
     if out is not None:
         violations = contract_violations(run.cspec.contract(out), output)
         if violations:
@@ -225,7 +228,7 @@ def check_result(run: LiveRun, scope: Scope, out: str | None, ensures: tuple, ou
     if ensures:
         violation = first_failed_ensure(ensures, {"result": output, **bindings},
                                         workspace if workspace is not None else run.workspace(), run.env.judge,
-                                        judged)
+                                        judged, subject)
         if violation is not None:
             return {"kind": "ensure", "reason": violation["reason"], "violations": [violation]}
     return None

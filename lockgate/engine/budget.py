@@ -80,6 +80,20 @@ def settle(run: LiveRun, books: list[Ledger], usage: Mapping[str, float]) -> Led
     return None
 
 
+#: Integers beyond this are not exact as JSON numbers elsewhere (and overflow a float sum).
+MAX_SAFE_INTEGER = 2**53 - 1
+
+
+def finite_number(value: Any) -> bool:
+    """A number a budget can add: a finite float, or an int within JSON's safe range (checked
+    without converting it to float, which overflows for huge ints); not a bool."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+    return isinstance(value, float) and math.isfinite(value)
+
+
 def usage_problem(usage: Any) -> str | None:
     """Why a reported usage dict is unacceptable, or None. ``dispatches`` is checked apart."""
     if usage is None:
@@ -89,6 +103,6 @@ def usage_problem(usage: Any) -> str | None:
     for key, value in usage.items():
         if key not in KEYS:
             return f"unknown usage key {key!r} (expected one of {', '.join(KEYS)})"
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-            return f"usage {key} must be a finite number >= 0, got {value!r}"
+        if not finite_number(value) or value < 0:
+            return f"usage {key} must be a finite number >= 0 (integers up to 2**53 - 1), got {value!r:.80}"
     return None

@@ -12,12 +12,35 @@ import inspect
 import math
 import threading
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..dsl.expr import Bindings
 from ..errors import ExprError, LockgateError
+from .budget import finite_number
 from .compiled import CEnsure, CExpr
+
+
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """The step a judge is asked about, for a judge that wants to know (an agent judge sends
+    its task as that step, in its working directory). ``replayable`` is False once the
+    transition asking has done something outside the store (git worktrees, merges): it must not
+    be abandoned and replayed for the verdict (see :class:`lockgate.engine.judge.JudgeBridge`)."""
+
+    step_id: str
+    cwd: str | None = None
+    replayable: bool = True
+
+
+_SUBJECT: ContextVar[Subject | None] = ContextVar("lockgate_judged_subject", default=None)
+
+
+def judged_subject() -> Subject | None:
+    """The step the judge being called right now is asked about (None outside a judge call)."""
+    return _SUBJECT.get()
 
 
 def contract_violations(contract: Any, value: Any, root: str = "result") -> list[dict[str, str]]:
@@ -31,17 +54,19 @@ def first_failed_ensure(
     workspace: Path | None,
     judge: Callable[..., Any] | None,
     judged: list[dict[str, Any]] | None = None,
+    subject: tuple[str, str | None, bool] | None = None,
 ) -> dict[str, Any] | None:
     """The first ensure that does not hold, as a violation dict, or None when all hold.
 
     ``judged``, when given, receives one record per ``judged`` ensure asked (``statement``,
     ``stakes``, ``holds``, ``reason`` and the judge's reported ``usage`` if any), for the
-    caller's ``judged`` event and budget settlement.
+    caller's ``judged`` event and budget settlement; ``subject`` (step id, working directory,
+    replayable) is what the judge may learn of the step through :func:`judged_subject`.
     """
     shared: Bindings | None = None  # validated once for all the predicates, on first read of each name
     for ensure in ensures:
         if ensure.kind == "judged":
-            holds, reason, usage = _judged(ensure, bindings, judge)
+            holds, reason, usage = _judged(ensure, bindings, judge, Subject(*subject) if subject else None)
             if judged is not None:
                 record = {"statement": ensure.statement, "stakes": ensure.stakes, "holds": holds, "reason": reason}
                 judged.append({**record, "usage": usage} if usage else record)
@@ -77,11 +102,12 @@ def _holds(expression: Any, bindings: Mapping[str, Any], workspace: Path | None)
         return False, f"{exc.kind}: {exc.message}"
 
 
-def _judged(ensure: CEnsure, bindings: Mapping[str, Any],
-            judge: Callable[..., Any] | None) -> tuple[bool, str, dict[str, float]]:
+def _judged(ensure: CEnsure, bindings: Mapping[str, Any], judge: Callable[..., Any] | None,
+            subject: Subject | None = None) -> tuple[bool, str, dict[str, float]]:
     """(holds, reason, usage) of asking ``judge``; usage is what a verdict's ``usage`` reported."""
     if judge is None:
         return False, "no judge is configured (judged predicates fail closed)", {}
+    token = _SUBJECT.set(subject)
     try:
         verdict = call_sync(judge, ensure.statement, ensure.stakes, bindings.get("result"), bindings.get("input"))
     # A judge is foreign code: any failure fails closed. Exception only, never BaseException:
@@ -89,6 +115,8 @@ def _judged(ensure: CEnsure, bindings: Mapping[str, Any],
     # the verdict outside the transition (see lockgate.engine.judge).
     except (LockgateError, Exception) as exc:
         return False, f"the judge failed: {exc}", {}
+    finally:
+        _SUBJECT.reset(token)
     usage = judge_usage(verdict.get("usage")) if isinstance(verdict, Mapping) else {}
     if not isinstance(verdict, Mapping) or not isinstance(verdict.get("holds"), bool):
         answer = {k: v for k, v in verdict.items() if k != "usage"} if isinstance(verdict, Mapping) else verdict
@@ -106,8 +134,8 @@ def judge_usage(usage: Any) -> dict[str, float]:
     if not isinstance(usage, Mapping):
         return {}
     return {key: value for key in ("usd", "tokens", "ms")
-            if isinstance(value := usage.get(key), (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value) and value > 0}
+            if finite_number(value := usage.get(key)) and value > 0}
+
 
 
 def call_sync(fn: Callable[..., Any], *args: Any) -> Any:

@@ -120,6 +120,7 @@ def _ready_item(run: LiveRun, loc: Located, fan_st: StepState, item: StepState) 
         workspace = run.workspace()
         assert workspace is not None
         try:
+            run.irreversible = True
             item.worktree = worktrees.ensure(workspace, item.worktree)
         except worktrees.GitError as exc:
             _item_failed(run, loc, fan_st, item, {"kind": "worktree", "reason": str(exc), "violations": []})
@@ -151,7 +152,8 @@ def item_result(run: LiveRun, loc: Located, item: StepState, result: Any, failur
     bindings = {"input": run.header.inputs, "item": item.item, "prev": item.prev}
     cwd = worktrees.path(item.worktree) if item.worktree else run.workspace()
     judged: list[dict[str, Any]] = []
-    verdict = check_result(run, run.root, cst.out, cst.ensures, result, bindings, workspace=cwd, judged=judged)
+    verdict = check_result(run, run.root, cst.out, cst.ensures, result, bindings, workspace=cwd, judged=judged,
+                           subject=(item.key, item.worktree or run.header.workspace, not run.irreversible))
     if judged and not _item_spend(run, loc, fan_loc, fan_st, item, record_judged(run, item.key, judged)):
         return
     if verdict is not None:
@@ -173,6 +175,7 @@ def item_result(run: LiveRun, loc: Located, item: StepState, result: Any, failur
     item.token = None
     if item.worktree:
         try:
+            run.irreversible = True
             item.patch = worktrees.capture_patch(item.worktree)
         except worktrees.GitError as exc:
             _item_failed(run, fan_loc, fan_st, item, {"kind": "worktree", "reason": str(exc), "violations": []},
@@ -233,6 +236,7 @@ def _finish_item(run: LiveRun, loc: Located, fan_st: StepState, item: StepState,
     if item.status == SUCCEEDED:
         counters.ok += 1
     if item.worktree:
+        run.irreversible = True
         worktrees.remove(run.workspace(), item.worktree)
     if counters.done == counters.count:
         settle_fanout(run, loc, fan_st)
@@ -256,6 +260,7 @@ def settle_fanout(run: LiveRun, loc: Located, fan_st: StepState) -> None:
     if _engine_worktree(loc):
         workspace = run.workspace()
         assert workspace is not None
+        run.irreversible = True
         problem = worktrees.run_pre_merge(workspace, fan.pre_merge)
         if problem is not None:
             fail_attempt(run, loc, fan_st, {"kind": "pre_merge", "reason": problem, "violations": []}, forced=True)

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..errors import ConfigError, LockgateError, RunnerError
 from .agents.base import Task
-from .ensures import call_sync
+from .ensures import Subject, call_sync, judged_subject
 
 Judge = Callable[..., Any]
 #: An agent name, an agent (anything with ``async execute(task)``) or a judge callable.
@@ -64,8 +64,12 @@ class AgentJudge:
         self.agent = agent
         self.name = name or str(getattr(agent, "name", "judge"))
 
-    async def __call__(self, statement: str, stakes: str, result: Any, input: Any) -> Any:
-        return await self.ask(statement, stakes, result, input)
+    def __call__(self, statement: str, stakes: str, result: Any, input: Any) -> Awaitable[Any]:
+        """The verdict (awaitable), asked as the step being judged, in its working directory
+        (read here, in the engine's thread, where the engine sets them)."""
+        subject = judged_subject()
+        return self.ask(statement, stakes, result, input, step_id=subject.step_id if subject else None,
+                        cwd=subject.cwd if subject else None)
 
     async def ask(self, statement: str, stakes: str, result: Any, input: Any, *, run_id: str = "",
                   step_id: str | None = None, cwd: str | None = None) -> Any:
@@ -142,18 +146,22 @@ async def ask_judge(judge: Judge, question: Question, *, run_id: str = "",
 
 @dataclass(frozen=True)
 class Question:
-    """One call of the judge by the engine; ``key`` identifies it across replays."""
+    """One call of the judge by the engine, about step ``step_id`` (working directory ``cwd``);
+    ``key`` identifies it across replays."""
 
     statement: str
     stakes: str
     result: Any
     input: Any
     key: str
+    step_id: str | None = None
+    cwd: str | None = None
 
     @classmethod
-    def of(cls, statement: str, stakes: str, result: Any, input: Any) -> Question:
-        key = json.dumps([statement, stakes, result, input], sort_keys=True, default=repr)
-        return cls(statement, stakes, result, input, key)
+    def of(cls, statement: str, stakes: str, result: Any, input: Any, subject: Subject | None = None) -> Question:
+        step_id, cwd = (subject.step_id, subject.cwd) if subject is not None else (None, None)
+        key = json.dumps([statement, stakes, result, input, step_id], sort_keys=True, default=repr)
+        return cls(statement, stakes, result, input, key, step_id, cwd)
 
 
 class VerdictNeeded(BaseException):
@@ -188,14 +196,20 @@ class JudgeBridge:
 
     def __call__(self, statement: str, stakes: str, result: Any, input: Any) -> Any:
         memo = getattr(self._local, "memo", None)
-        if memo is None:
+        subject = judged_subject()
+        if memo is None or (subject is not None and not subject.replayable):
+            # not inside settle, or the transition already changed something outside the store
+            # (git worktrees): it cannot be abandoned, so the judge is asked here, blocking
             return call_sync(self.judge, statement, stakes, result, input)
-        question = Question.of(statement, stakes, result, input)
+        question = Question.of(statement, stakes, result, input, subject)
         if question.key not in memo:
             raise VerdictNeeded(question)
         answer = memo[question.key]
         if isinstance(answer, _Raised):
             raise answer.error
+        if question.key in self._local.asked:  # the same question again in this pass: spent once
+            return {k: v for k, v in answer.items() if k != "usage"} if isinstance(answer, Mapping) else answer
+        self._local.asked.add(question.key)
         return answer
 
     async def settle(self, transition: Callable[[], Any],
@@ -215,14 +229,14 @@ class JudgeBridge:
         """
         memo: dict[str, Any] = {}
         while True:
-            previous = getattr(self._local, "memo", None)
-            self._local.memo = memo
+            previous = getattr(self._local, "memo", None), getattr(self._local, "asked", None)
+            self._local.memo, self._local.asked = memo, set()
             try:
                 return transition()
             except VerdictNeeded as need:
                 question = need.question
             finally:
-                self._local.memo = previous
+                self._local.memo, self._local.asked = previous
             if len(memo) >= MAX_QUESTIONS:
                 raise RunnerError(f"one engine call asked the judge more than {MAX_QUESTIONS} "
                                   "distinct questions; giving up")

@@ -98,6 +98,8 @@ class LiveRun:
         self.failed_now: list[tuple[str, dict[str, Any], bool]] = []
         self.routed_now: list[tuple[str, str, dict[str, Any]]] = []
         self.extra_records: dict[str, dict[str, Any]] = {}
+        #: set once this transition did something outside the store (git worktrees, merges)
+        self.irreversible = False
         self.checkpoint_records: dict[str, dict[str, Any]] = {}
         self._located: dict[str, Located] = {}
         self._workspace: tuple[str | None, Path | None] = (None, None)
@@ -118,6 +120,7 @@ class LiveRun:
         self.failed_now.clear()
         self.routed_now.clear()
         self.extra_records.clear()
+        self.irreversible = False
 
     def event(self, type_: str, step_id: str | None = None, **detail: Any) -> dict[str, Any]:
         """Record an event of this transition (returned, so its detail can still be completed)."""

@@ -69,7 +69,8 @@ def step_done(run: LiveRun, key: str, result: Any, token: Any, failure: Any = No
     scope, cstep = loc.scope, loc.cstep
     inputs = run.scope_input(scope)
     judged: list[dict[str, Any]] = []
-    verdict = check_result(run, scope, cstep.step.out, cstep.ensures, result, {"input": inputs}, judged=judged)
+    verdict = check_result(run, scope, cstep.step.out, cstep.ensures, result, {"input": inputs}, judged=judged,
+                           subject=(key, run.header.workspace, not run.irreversible))
     if judged:
         spend = record_judged(run, key, judged)
         if spend and not _settle_usage(run, loc, st, spend):  # the judges' spend counts as the step's

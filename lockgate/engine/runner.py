@@ -150,10 +150,12 @@ class Runner:
         where = cwd or self.workspace or os.getcwd()
 
         async def ask(question: Question) -> Any:
+            # asked as the step being judged, in its directory (not the one whose result this is)
+            about = {"run_id": run_id, "step_id": question.step_id or step_id, "cwd": question.cwd or where}
             if admission is None:
-                return await ask_judge(bridge.judge, question, run_id=run_id, step_id=step_id, cwd=where)
+                return await ask_judge(bridge.judge, question, **about)
             async with admission:
-                return await ask_judge(bridge.judge, question, run_id=run_id, step_id=step_id, cwd=where)
+                return await ask_judge(bridge.judge, question, **about)
 
         return await bridge.settle(call, ask)
 

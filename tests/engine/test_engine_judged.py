@@ -161,6 +161,7 @@ def test_a_malformed_verdict_fails_closed_and_its_spend_still_counts() -> None:
     ({"tokens": 3, "usd": 0.5, "ms": 20.0}, {"tokens": 3, "usd": 0.5, "ms": 20.0}),
     ({"tokens": -1, "usd": float("nan"), "ms": float("inf"), "dispatches": 4, "other": 1}, {}),
     ({"tokens": True, "usd": "0.1", "ms": 0}, {}),
+    ({"tokens": 10**400, "usd": 0.5}, {"usd": 0.5}),  # no float overflow: ignored, not a crash
 ])
 def test_only_sound_spend_is_taken_from_a_verdict(usage: Any, kept: dict[str, float]) -> None:
     assert judge_usage(usage) == kept
@@ -179,3 +180,10 @@ def test_an_agent_judge_passes_its_agents_usage_on() -> None:
     assert drive(engine, run, Script({"last": [{"text": "hello"}]}))["status"] == "complete"
     assert engine.audit(run)["spent"] == {"dispatches": 1, "tokens": 9, "usd": 0.002}
     assert agent.calls[0].contract == "JudgeVerdict"
+
+
+def test_reported_usage_with_a_huge_integer_is_refused_clearly() -> None:
+    from lockgate.engine.budget import usage_problem
+
+    assert "integers up to 2**53 - 1" in usage_problem({"tokens": 10**400})
+    assert usage_problem({"tokens": 2**53 - 1, "usd": 0.25}) is None
