@@ -200,7 +200,10 @@ def _run_set(run: LiveRun, loc: Located, st: StepState) -> None:
 def _set_spend(run: LiveRun, loc: Located, st: StepState, spend: dict[str, float]) -> bool:
     """Settle what judging a set step spent (a set step has no budget of its own); False when
     the flow's or the subflow's budget ran out (the run or the parent step then failed)."""
-    over = budget.settle(run, budget.ledgers(run, loc.scope, None, {}), spend) if spend else None
+    if not spend:
+        return True
+    over = budget.settle(run, budget.ledgers(run, loc.scope, None, {}), spend)
+    run.event("usage_debit", st.key, usage=spend)
     if over is None:
         return True
     run.set_status(st, FAILED)

@@ -189,11 +189,17 @@ def _item_spend(run: LiveRun, loc: Located, fan_loc: Located, fan_st: StepState,
                 spend: dict[str, Any] | None) -> bool:
     """Settle what an item's attempt (or its judges) spent in the fanout's and the flow's
     ledgers; False when a budget ran out (the run or the attempt is then settled)."""
-    over = budget.settle(run, budget.ledgers(run, run.root, fan_st, loc.cstep.budget), spend) if spend else None
+    if not spend:
+        return True
+    over = budget.settle(run, budget.ledgers(run, run.root, fan_st, loc.cstep.budget), spend)
+    run.event("usage_debit", item.key, usage=spend)
     if over is None:
         return True
     if over.level == "flow":
+        item.attempts.append({"attempt": item.stage_attempts + 1, "stage": item.stage, "at": now(),
+                              "failure": {"kind": "budget", "reason": "flow budget exhausted"}})
         item.token = None
+        run.set_status(item, FAILED)
         run.fail_run("budget_exhausted", "flow budget exhausted", item.key, spent=dict(run.header.spent))
     else:
         _item_failed(run, fan_loc, fan_st, item, {"kind": "budget", "reason": "task budget exhausted",

@@ -22,7 +22,7 @@ from .advance import (
 )
 from .ensures import until_holds
 from .live import Located, LiveRun
-from .model import PENDING, READY, RUN_CANCELLED, RUN_RUNNING, WAITING_GATE, StepState, now
+from .model import FAILED, PENDING, READY, RUN_CANCELLED, RUN_RUNNING, WAITING_GATE, StepState, now
 
 
 def check_issuance(run: LiveRun, key: str, token: Any, *, gate: bool) -> StepState:
@@ -146,6 +146,7 @@ def _settle_usage(run: LiveRun, loc: Located, st: StepState, usage: Any) -> bool
             st.attempts.append({"attempt": len(st.attempts) + 1, "at": now(),
                                 "failure": {"kind": "budget", "reason": reason}})
             st.token = None
+            run.set_status(st, FAILED)
             run.fail_run("budget_exhausted", reason, st.key, spent=dict(run.header.spent),
                          budget=dict(run.root.flow.budget))
         elif over.level == "subflow":

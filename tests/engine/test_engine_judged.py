@@ -119,6 +119,7 @@ def test_a_judge_that_exhausts_the_flow_budget_ends_the_run() -> None:
     assert done["status"] == "error" and done["error_type"] == "budget_exhausted"
     audit = engine.audit(run)
     assert audit["spent"]["tokens"] == 150
+    assert {t["step_id"]: t["status"] for t in audit["trace"]}["last"] == "failed"
     assert audit["events"][-1]["type"] == "budget_exhausted"
     assert audit["events"][-1]["detail"]["reason"] == "flow budget exhausted"
 
@@ -141,7 +142,10 @@ def test_fanout_items_and_set_steps_are_judged_and_charged() -> None:
     assert done["status"] == "complete"
     events = judged_events(engine, run)
     assert sorted(e["step_id"] for e in events) == ["fan/0", "fan/1", "last"]
-    assert engine.audit(run)["spent"]["tokens"] == 15
+    audit = engine.audit(run)
+    assert audit["spent"]["tokens"] == 15
+    debits = sorted((e["step_id"], e["detail"]["usage"]["tokens"]) for e in audit["events"] if e["type"] == "usage_debit")
+    assert debits == [("fan/0", 5), ("fan/1", 5), ("last", 5)]
 
 
 def test_a_malformed_verdict_fails_closed_and_its_spend_still_counts() -> None:
