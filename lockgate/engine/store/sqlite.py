@@ -91,14 +91,18 @@ _UPDATE_RUN_BODY = (
 # Python: SQLite's length() would scan the text to count its characters.
 _UPSERT_STEP = (
     "INSERT INTO steps (id, run_id, step_id, record, slack) VALUES (?, ?, ?, ?, zeroblob(?))"
-    " ON CONFLICT (id) DO UPDATE SET record = excluded.record, slack = excluded.slack"
+    " ON CONFLICT (id) DO UPDATE SET run_id = excluded.run_id, step_id = excluded.step_id,"
+    " record = excluded.record, slack = excluded.slack"
 )
 _INSERT_EVENT = (
     "INSERT INTO events (id, run_id, seq, at, type, step_id, detail, prev_hash, hash, owner)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _SELECT_HEAD = "SELECT version, event_count, head_hash, status, flow, id FROM runs WHERE run_id = ?"
-_SELECT_SLOTS = "SELECT step_id, id FROM steps WHERE id > ? AND id <= ?"
+# Every row in a run's key range: the run's own (by run_id) are its records; a row naming another
+# run (edited by hand) is not, but its id is taken, so new slots go above every row in the range.
+_SELECT_RANGE = "SELECT step_id, id, run_id, record FROM steps WHERE id > ? AND id <= ?"
+_SELECT_SLOTS = "SELECT step_id, id, run_id, NULL FROM steps WHERE id > ? AND id <= ?"
 _EVENT_COLUMNS = "seq, at, type, step_id, detail, prev_hash, hash"
 # A run's events as the store wrote them (its key range), then any stray rows naming it (see
 # sqlite_schema): parameters run_id, the id to read after, the run's last possible id, since_seq.
@@ -208,8 +212,8 @@ class SQLiteStore:
         if row[0] != version:
             raise codec.conflict(run_id, version, row[0])
         key = run_key(row[5])
-        slots = dict(db.execute(_SELECT_SLOTS, (key, key | LOW_MASK)).fetchall())
-        return _Head(*row[:5], key, slots, max(slots.values(), default=key))
+        slots, top, _ = _own_steps(db.execute(_SELECT_SLOTS, (key, key | LOW_MASK)), run_id, key)
+        return _Head(*row[:5], key, slots, top)
 
     def _conflict(self, db: sqlite3.Connection, run_id: str, expected: int) -> Exception:
         self._heads.pop(run_id, None)
@@ -256,15 +260,13 @@ class SQLiteStore:
             if row is None:
                 raise codec.not_found(run_id)
             key = run_key(row[6])
-            steps = db.execute("SELECT step_id, record, id FROM steps WHERE id > ? AND id <= ?",
-                               (key, key | LOW_MASK)).fetchall()
+            slots, top, records = _own_steps(db.execute(_SELECT_RANGE, (key, key | LOW_MASK)), run_id, key)
         header_json, version = row[0], row[1]
-        slots = {step_id: slot for step_id, _, slot in steps}
-        self._heads[run_id] = _Head(*row[1:6], key, slots, max(slots.values(), default=key))
+        self._heads[run_id] = _Head(*row[1:6], key, slots, top)
         return StoredRun(
             run_id=run_id,
             header=codec.decode(header_json),
-            steps={step_id: codec.decode(record) for step_id, record, _ in steps},
+            steps={step_id: codec.decode(record) for step_id, record in records.items()},
             version=version,
         )
 
@@ -367,6 +369,21 @@ class SQLiteStore:
         if row is None:
             raise codec.not_found(run_id)
         return run_key(row[0])
+
+
+def _own_steps(rows: Any, run_id: str, key: int) -> tuple[dict[str, int], int, dict[str, str]]:
+    """From the rows of a run's key range: its steps' slots, the highest id taken in the range
+    (new slots go above it), and its records' texts (when the rows carry them)."""
+    slots: dict[str, int] = {}
+    records: dict[str, str] = {}
+    top = key
+    for step_id, slot, owner, record in rows:
+        top = max(top, slot)
+        if owner == run_id:
+            slots[step_id] = slot
+            if record is not None:
+                records[step_id] = record
+    return slots, top, records
 
 
 class _Head(NamedTuple):

@@ -1,0 +1,72 @@
+"""A SQLite store file edited by hand (tampering, a stray row) keeps every other run working:
+rows inserted without an id land outside every run's key range, and a run reads only its own
+rows from its range."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from test_store_sqlite_migrate import _events, v1_file  # noqa: F401  (v1_file is a fixture)
+
+from lockgate.engine.store import SQLiteStore
+from lockgate.engine.store.chain import chain_events
+from lockgate.errors import StoreError
+
+HEADER = {"status": "running", "flow": "main"}
+AT = "2025-03-01T12:00:00+00:00"
+
+
+def event(i: int) -> dict:
+    return {"type": "t", "detail": {"i": i}, "at": AT}
+
+
+def edit(path: Path, sql: str, params: tuple = ()) -> None:
+    with sqlite3.connect(path) as db:
+        db.execute(sql, params)
+    db.close()
+
+
+def test_a_hand_inserted_event_is_reported_and_blocks_no_other_run(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = SQLiteStore(path)
+    for run in ("a", "b"):
+        store.create_run(run, HEADER, {"x": {"n": 1}}, [event(1), event(2)])
+    (forged,) = chain_events("a", [event(3)], "0" * 64, 3, AT)
+    edit(path, "INSERT INTO events (run_id, seq, at, type, step_id, detail, prev_hash, hash)"
+               " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", ("a", *forged))
+    assert store.save_run("b", expected_version=1, header=HEADER, steps={}, events=[event(3)]) == 2
+    report = store.verify("a")
+    assert not report.ok and report.first_bad_seq == 3
+    assert store.verify("b").ok and len(store.events("b")) == 3
+
+
+def test_a_hand_inserted_step_row_takes_no_new_step_of_another_run(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = SQLiteStore(path)
+    for run in ("a", "b"):
+        store.create_run(run, HEADER, {"s": {"n": 1}}, [])
+    edit(path, "INSERT INTO steps (run_id, step_id, record) VALUES ('a', 'fix', '{\"n\":7}')")
+    store.save_run("b", expected_version=1, header=HEADER, steps={"new": {"n": 2}}, events=[])
+    assert store.load_run("b").steps == {"s": {"n": 1}, "new": {"n": 2}}
+    assert SQLiteStore(path).load_run("b").steps == {"s": {"n": 1}, "new": {"n": 2}}
+    assert store.load_run("a").steps == {"s": {"n": 1}}
+
+
+def test_stray_events_of_an_upgraded_file_leave_the_newest_run_writable(v1_file: Path) -> None:  # noqa: F811
+    edit(v1_file, "UPDATE events SET seq = 0 WHERE run_id = 'older' AND seq = 2")
+    store = SQLiteStore(v1_file)
+    version = store.load_run("newer").version
+    assert store.save_run("newer", expected_version=version, header=HEADER, steps={}, events=_events(1)[:1])
+    assert store.verify("newer").ok
+    assert not store.verify("older").ok
+
+
+def test_a_version_1_file_whose_run_ids_cannot_be_keys_is_refused_unchanged(v1_file: Path) -> None:  # noqa: F811
+    edit(v1_file, "UPDATE runs SET id = 3000000000 WHERE run_id = 'newer'")
+    with pytest.raises(StoreError, match="cannot upgrade to schema 2"):
+        SQLiteStore(v1_file)
+    with sqlite3.connect(v1_file) as db:
+        assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("1",)
+    db.close()
