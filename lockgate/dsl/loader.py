@@ -105,7 +105,10 @@ def _step_memo(sources: dict[int, str]):
             if len(_STEPS) > _STEPS_SIZE:
                 _STEPS.popitem(last=False)
         else:
-            _STEPS.move_to_end(key)
+            try:
+                _STEPS.move_to_end(key)
+            except KeyError:  # another thread's load just evicted it: the step is still good
+                pass
         return found
 
     return memo

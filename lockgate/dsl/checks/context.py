@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -163,26 +164,31 @@ def _complete(flow: Flow, carry: Mapping[str, CarryVar]) -> bool:
 
 
 class _Lru:
-    """A bounded mapping that forgets the least recently used entries."""
+    """A bounded mapping that forgets the least recently used entries; safe to share between
+    threads (the language server loads on a worker thread while others may load too)."""
 
     def __init__(self, size: int) -> None:
         self.size = size
         self.data: OrderedDict[Hashable, Any] = OrderedDict()
+        self.lock = threading.RLock()
 
     def get(self, key: Hashable) -> Any:
-        found = self.data.get(key)
-        if found is not None:
-            self.data.move_to_end(key)
-        return found
+        with self.lock:
+            found = self.data.get(key)
+            if found is not None:
+                self.data.move_to_end(key)
+            return found
 
     def put(self, key: Hashable, value: Any) -> Any:
-        self.data[key] = value
-        if len(self.data) > self.size:
-            self.data.popitem(last=False)
-        return value
+        with self.lock:
+            self.data[key] = value
+            if len(self.data) > self.size:
+                self.data.popitem(last=False)
+            return value
 
     def clear(self) -> None:
-        self.data.clear()
+        with self.lock:
+            self.data.clear()
 
 
 class _Interned:
@@ -195,14 +201,15 @@ class _Interned:
     def intern(self, env: tuple | None) -> int | None:
         if env is None:
             return None
-        try:
-            found = self.ids.get(env)
-        except TypeError:
-            return None
-        if found is None:
-            self.next += 1
-            found = self.ids.put(env, self.next)
-        return found
+        with self.ids.lock:  # one id per environment, never two for one or one for two
+            try:
+                found = self.ids.get(env)
+            except TypeError:
+                return None
+            if found is None:
+                self.next += 1
+                found = self.ids.put(env, self.next)
+            return found
 
     def clear(self) -> None:
         self.ids.clear()
