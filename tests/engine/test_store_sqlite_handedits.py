@@ -70,3 +70,15 @@ def test_a_version_1_file_whose_run_ids_cannot_be_keys_is_refused_unchanged(v1_f
     with sqlite3.connect(v1_file) as db:
         assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("1",)
     db.close()
+
+
+def test_a_run_row_deleted_by_hand_does_not_hand_its_rows_to_the_next_run(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = SQLiteStore(path)
+    store.create_run("old", HEADER, {"secret": {"n": 1}, "s2": {"n": 2}}, [event(1), event(2)])
+    edit(path, "DELETE FROM runs WHERE run_id = 'old'")
+    fresh = SQLiteStore(path)
+    fresh.create_run("fresh", HEADER, {"mine": {"n": 9}}, [event(1)])
+    assert fresh.load_run("fresh").steps == {"mine": {"n": 9}}
+    assert fresh.save_run("fresh", expected_version=1, header=HEADER, steps={"more": {"n": 3}}, events=[event(2)]) == 2
+    assert fresh.verify("fresh").ok and [e.seq for e in fresh.events("fresh")] == [1, 2]

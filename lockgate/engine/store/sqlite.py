@@ -49,9 +49,11 @@ from lockgate.engine.store.chain import (
     verify_chain,
 )
 from lockgate.engine.store.sqlite_schema import (
+    KEY_SHIFT,
     LOW_MASK,
     RECORD_ROOM,
     SCHEMA_VERSION,
+    SENTINEL_ID,
     STRAY,
     prepare,
     run_key,
@@ -73,9 +75,13 @@ _POLL_MIN, _POLL_MAX = 0.0005, 0.05
 #: dearer (~50 µs a transition here) than the checkpoints it saves: that mode keeps the default.
 _CHECKPOINT_PAGES = 10_000
 
+# A new run's row id is above every run's, and above the key of every event the store wrote: a
+# run row deleted by hand leaves its events behind, and its id must not be given out again.
 _INSERT_RUN = (
-    "INSERT INTO runs (run_id, flow, status, header, version, created_at, updated_at, event_count, head_hash)"
-    " VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?)"
+    "INSERT INTO runs (id, run_id, flow, status, header, version, created_at, updated_at, event_count, head_hash)"
+    " VALUES (1 + max(coalesce((SELECT max(id) FROM runs), 0),"
+    f" coalesce((SELECT id >> {KEY_SHIFT} FROM events WHERE owner IS NOT NULL AND id < {SENTINEL_ID}"
+    " ORDER BY id DESC LIMIT 1), 0)), ?, ?, ?, ?, 1, ?, ?, ?, ?)"
 )
 _UPDATE_RUN = (
     "UPDATE runs SET flow = ?, status = ?, header = ?, version = version + 1, updated_at = ?,"
