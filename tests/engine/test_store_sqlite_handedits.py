@@ -82,3 +82,17 @@ def test_a_run_row_deleted_by_hand_does_not_hand_its_rows_to_the_next_run(tmp_pa
     assert fresh.load_run("fresh").steps == {"mine": {"n": 9}}
     assert fresh.save_run("fresh", expected_version=1, header=HEADER, steps={"more": {"n": 3}}, events=[event(2)]) == 2
     assert fresh.verify("fresh").ok and [e.seq for e in fresh.events("fresh")] == [1, 2]
+
+
+def test_a_row_inserted_by_hand_where_the_next_events_go_moves_aside(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = SQLiteStore(path)
+    store.create_run("a", HEADER, {}, [event(1)])
+    store.create_run("b", HEADER, {}, [event(1)])
+    # without an id SQLite gives the row max(id) + 1: b's next event, the second of this save
+    (forged,) = chain_events("a", [event(2)], "0" * 64, 2, AT)
+    edit(path, "INSERT INTO events (id, run_id, seq, at, type, step_id, detail, prev_hash, hash)"
+               " VALUES ((SELECT max(id) + 2 FROM events), ?, ?, ?, ?, ?, ?, ?, ?)", ("a", *forged))
+    assert store.save_run("b", expected_version=1, header=HEADER, steps={}, events=[event(2), event(3)]) == 2
+    assert [e.seq for e in store.events("b")] == [1, 2, 3] and store.verify("b").ok
+    assert store.verify("a").first_bad_seq == 2  # the forged row is still there, and still reported

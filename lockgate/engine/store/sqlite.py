@@ -53,7 +53,6 @@ from lockgate.engine.store.sqlite_schema import (
     LOW_MASK,
     RECORD_ROOM,
     SCHEMA_VERSION,
-    SENTINEL_ID,
     STRAY,
     prepare,
     run_key,
@@ -80,8 +79,15 @@ _CHECKPOINT_PAGES = 10_000
 _INSERT_RUN = (
     "INSERT INTO runs (id, run_id, flow, status, header, version, created_at, updated_at, event_count, head_hash)"
     " VALUES (1 + max(coalesce((SELECT max(id) FROM runs), 0),"
-    f" coalesce((SELECT id >> {KEY_SHIFT} FROM events WHERE owner IS NOT NULL AND id < {SENTINEL_ID}"
+    f" coalesce((SELECT id >> {KEY_SHIFT} FROM events WHERE owner IS NOT NULL AND id > 0"
     " ORDER BY id DESC LIMIT 1), 0)), ?, ?, ?, ?, 1, ?, ?, ?, ?)"
+)
+# Rows in the ids a save is about to write that the store did not write there (inserted by hand
+# without an id, SQLite gave them max(id) + 1: the newest run's next event) move to a negative
+# id, outside every run's key range; they stay findable as stray rows (see sqlite_schema).
+_MOVE_STRANGERS = (
+    "UPDATE events SET id = -(1 + (random() & 4611686018427387903))"
+    " WHERE id BETWEEN ? AND ? AND owner IS NOT run_id"
 )
 _UPDATE_RUN = (
     "UPDATE runs SET flow = ?, status = ?, header = ?, version = version + 1, updated_at = ?,"
@@ -252,7 +258,14 @@ class SQLiteStore:
                 rows.sort()
                 db.executemany(_UPSERT_STEP, rows)
         if links:
-            db.executemany(_INSERT_EVENT, [(key + link[0], run_id, *link, run_id) for link in links])
+            rows = [(key + link[0], run_id, *link, run_id) for link in links]
+            try:
+                db.executemany(_INSERT_EVENT, rows)
+            except sqlite3.IntegrityError:  # a hand-inserted row holds one of the ids
+                span = (rows[0][0], rows[-1][0])
+                db.execute("DELETE FROM events WHERE id BETWEEN ? AND ? AND owner IS run_id", span)  # this save's
+                db.execute(_MOVE_STRANGERS, span)
+                db.executemany(_INSERT_EVENT, rows)
         return new
 
     # -- reads ----------------------------------------------------------------------------------

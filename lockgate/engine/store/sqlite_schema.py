@@ -32,12 +32,8 @@ SCHEMA_VERSION = 2
 #: A run's key is ``runs.id << KEY_SHIFT``; the low bits number its events and step slots.
 KEY_SHIFT = 32
 LOW_MASK = (1 << KEY_SHIFT) - 1
-#: ``runs.id`` values that still give a 64-bit signed key (below the sentinel rows' id).
-MAX_RUN_ROWID = (1 << (63 - KEY_SHIFT)) - 2
-#: The id of a sentinel row in ``steps`` and ``events``: with the largest id taken, SQLite gives a
-#: row inserted without an id (by hand, or a stray row of an upgrade) a random free id instead of
-#: max(id) + 1, which would fall in the key range of the newest run and block its next save.
-SENTINEL_ID = (1 << 63) - 1
+#: ``runs.id`` values that still give a 64-bit signed key.
+MAX_RUN_ROWID = (1 << (63 - KEY_SHIFT)) - 1
 
 #: Step records grow as a step advances (pending, ready, running, succeeded), and a record that
 #: outgrows the free space of its page makes SQLite split it over new pages: several pages more
@@ -87,13 +83,6 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE INDEX IF NOT EXISTS events_stray ON events (run_id, seq) WHERE {STRAY};
 """
 
-# Never read: no run has the empty id (see SENTINEL_ID).
-_SENTINELS = f"""
-INSERT OR IGNORE INTO steps (id, run_id, step_id, record) VALUES ({SENTINEL_ID}, '', '', '{{}}');
-INSERT OR IGNORE INTO events (id, run_id, seq, at, type, step_id, detail, prev_hash, hash)
-    VALUES ({SENTINEL_ID}, '', 0, '', 'sentinel', NULL, '{{}}', '', '');
-"""
-
 # Version 1 -> 2: move the rows into the new tables, keyed as the store would have written them.
 # Events whose seq cannot be a key (or whose run is gone) are copied with an automatic id and no
 # owner: they are read as stray rows, so verify reports them as before. Step records of a run
@@ -102,7 +91,6 @@ _UPGRADE_FROM_1 = f"""
 ALTER TABLE steps RENAME TO steps_v1;
 ALTER TABLE events RENAME TO events_v1;
 {_TABLES}
-{_SENTINELS}
 INSERT INTO steps (id, run_id, step_id, record, slack)
     SELECT (r.id << {KEY_SHIFT}) | row_number() OVER (PARTITION BY s.run_id ORDER BY s.step_id),
            s.run_id, s.step_id, s.record, zeroblob(max(0, {RECORD_ROOM} - length(s.record)))
@@ -136,7 +124,7 @@ def prepare(db: sqlite3.Connection, path: object) -> None:
     exists = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
     row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() if exists else None
     if row is None:
-        _script(db, _TABLES + _SENTINELS)
+        _script(db, _TABLES)
         db.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         return
     version = int(row[0])
@@ -149,8 +137,6 @@ def prepare(db: sqlite3.Connection, path: object) -> None:
         _check_upgradable(db, path)
         _script(db, _UPGRADE_FROM_1)
         db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
-    else:
-        _script(db, _SENTINELS)  # a version-2 file written before the sentinels existed
 
 
 def _check_upgradable(db: sqlite3.Connection, path: object) -> None:
