@@ -1,6 +1,6 @@
-"""A SQLite store file edited by hand (tampering, a stray row) keeps every other run working:
-rows inserted without an id land outside every run's key range, and a run reads only its own
-rows from its range."""
+"""A SQLite store file edited by hand (tampering, a stray row, a deleted run) keeps every other
+run working: a row found where a save's events go moves aside and is still reported, a run reads
+only its own rows from its key range, and a deleted run's id is not given out again."""
 
 from __future__ import annotations
 
