@@ -159,21 +159,8 @@ def item_result(run: LiveRun, loc: Located, item: StepState, result: Any, failur
     if verdict is not None:
         _item_failed(run, fan_loc, fan_st, item, verdict, output=result)
         return
-    item.attempts.append({"attempt": item.stage_attempts + 1, "stage": item.stage, "at": now(), "result": result})
-    event = run.event("fanout_attempt_result", item.key, stage=item.stage, result=result)
-    if item.stage < len(loc.cstep.stages) - 1:
-        item.prev = result
-        item.stage += 1
-        item.stage_attempts = 0
-        item.accepted = item.token
-        item.token = None
-        run.set_status(item, PENDING)
-        _ready_item(run, fan_loc, fan_st, item)
-        return
-    item.output = result
-    item.accepted = item.token
-    item.token = None
-    if item.worktree:
+    final = item.stage == len(loc.cstep.stages) - 1
+    if final and item.worktree:  # the item's work is its patch: no patch, no success (one attempt record)
         try:
             run.irreversible = True
             item.patch = worktrees.capture_patch(item.worktree)
@@ -181,6 +168,18 @@ def item_result(run: LiveRun, loc: Located, item: StepState, result: Any, failur
             _item_failed(run, fan_loc, fan_st, item, {"kind": "worktree", "reason": str(exc), "violations": []},
                          output=result)
             return
+    item.attempts.append({"attempt": item.stage_attempts + 1, "stage": item.stage, "at": now(), "result": result})
+    event = run.event("fanout_attempt_result", item.key, stage=item.stage, result=result)
+    item.accepted = item.token
+    item.token = None
+    if not final:
+        item.prev = result
+        item.stage += 1
+        item.stage_attempts = 0
+        run.set_status(item, PENDING)
+        _ready_item(run, fan_loc, fan_st, item)
+        return
+    item.output = result
     run.set_status(item, SUCCEEDED)
     _finish_item(run, fan_loc, fan_st, item, event)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -201,6 +202,27 @@ def test_worktree_items_work_in_isolation_and_merge_in_order(repo: Path) -> None
     assert (repo / "a.txt").read_text() == "made by a\n" and (repo / "b.txt").read_text() == "made by b\n"
     assert all(not Path(c).exists() for c in cwds)
     assert "a.txt" in git(repo, "diff", "--cached", "--name-only")
+
+
+def test_an_item_whose_patch_cannot_be_taken_fails_that_attempt_once(repo: Path) -> None:
+    calls = []
+
+    def dispatcher(entry):
+        calls.append(entry["item"])
+        if entry["item"] == "gone" and calls.count("gone") == 1:
+            shutil.rmtree(entry["cwd"])  # the agent wrecked its worktree: no patch to take
+            return {"word": "gone"}
+        return write_in_worktree(entry)
+
+    engine = Engine(workspace=repo, dispatcher=dispatcher)
+    done = engine.plan(fan_spec(dispatch="engine", isolation="worktree"), {"words": ["a", "gone"]})
+    assert done["status"] == "complete" and calls.count("gone") == 2
+    item = engine._get(done["run_id"]).steps["fan/1"]
+    assert [("failure" in r, r["attempt"]) for r in item.attempts] == [(True, 1), (False, 2)]
+    assert item.attempts[0]["failure"]["kind"] == "worktree"
+    results = [e for e in engine.audit(done["run_id"])["events"]
+               if e["type"] == "fanout_attempt_result" and e["step_id"] == "fan/1"]
+    assert [("failure" in e["detail"], e["detail"].get("done")) for e in results] == [(True, None), (False, "succeeded")]
 
 
 def test_conflicting_patches_fail_the_run_at_merge(repo: Path) -> None:
