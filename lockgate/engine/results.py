@@ -142,11 +142,12 @@ def _settle_usage(run: LiveRun, loc: Located, st: StepState, usage: Any) -> bool
         run.event("usage_debit", st.key, usage=spend)
     if over is not None:
         reason = f"{over.level} budget exhausted"
-        if over.level == "flow":
-            st.attempts.append({"attempt": len(st.attempts) + 1, "at": now(),
-                                "failure": {"kind": "budget", "reason": reason}})
+        if over.level != "task":  # the step that overspent fails; its scope ends
+            st.failure = {"kind": "budget", "reason": reason}
+            st.attempts.append({"attempt": len(st.attempts) + 1, "at": now(), "failure": st.failure})
             st.token = None
             run.set_status(st, FAILED)
+        if over.level == "flow":
             run.fail_run("budget_exhausted", reason, st.key, spent=dict(run.header.spent),
                          budget=dict(run.root.flow.budget))
         elif over.level == "subflow":

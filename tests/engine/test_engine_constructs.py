@@ -561,6 +561,16 @@ def test_a_subflow_budget_exhaustion_fails_the_run_step(engine: Engine) -> None:
     assert agent.calls == ["wrap/draft"] * 3
 
 
+def test_the_child_that_overspends_a_subflow_budget_fails_and_the_run_step_with_it(engine: Engine) -> None:
+    spec = SUB_GATE.replace("          dispatches: 3", "          tokens: 100")
+    run = engine.plan(spec, {"topic": "owls"})["run_id"]
+    drive(engine, run, Script({"wrap/draft": [Usage({"text": "d"}, {"tokens": 150})]}))
+    trace = steps_of(engine, run)
+    assert trace["wrap/draft"]["status"] == "failed" and trace["wrap/draft"]["spent"] == {"dispatches": 1, "tokens": 150}
+    assert trace["wrap/draft"]["failure"]["reason"] == "subflow budget exhausted"
+    assert trace["wrap"]["status"] == "failed" and "subflow budget exhausted" in trace["wrap"]["failure"]["reason"]
+
+
 def test_the_route_a_gate_did_not_take_is_skipped(engine: Engine) -> None:
     spec = GATED.replace("on_kill: last", "on_kill: cleanup") + """      - id: cleanup
         set:
