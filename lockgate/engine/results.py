@@ -73,7 +73,7 @@ def step_done(run: LiveRun, key: str, result: Any, token: Any, failure: Any = No
                            subject=(key, run.header.workspace, not run.irreversible))
     if judged:
         spend = record_judged(run, key, judged)
-        if spend and not _settle_usage(run, loc, st, spend):  # the judges' spend counts as the step's
+        if spend and not _settle_usage(run, loc, st, spend, usage or {}):  # the judges' spend counts as the step's
             return
     if verdict is not None:
         fail_attempt(run, loc, st, verdict, output=result, usage=usage)
@@ -125,8 +125,10 @@ def _iterate(run: LiveRun, loc: Located, st: StepState, result: Any, usage: Any)
     return False
 
 
-def _settle_usage(run: LiveRun, loc: Located, st: StepState, usage: Any) -> bool:
-    """Settle reported usage into the ledgers; False when that already decided the attempt."""
+def _settle_usage(run: LiveRun, loc: Located, st: StepState, usage: Any, reported: Any = None) -> bool:
+    """Settle ``usage`` into the ledgers; False when that already decided the attempt. An
+    attempt record keeps the step's own ``reported`` usage (default: ``usage`` itself)."""
+    reported = usage if reported is None else reported
     if usage is None:
         return True
     problem = budget.usage_problem(usage)
@@ -154,7 +156,7 @@ def _settle_usage(run: LiveRun, loc: Located, st: StepState, usage: Any) -> bool
             fail_parent(run, loc.scope, {"kind": "budget", "reason": reason, "violations": []})
         else:
             fail_attempt(run, loc, st, {"kind": "budget", "reason": "task budget exhausted", "violations": []},
-                         usage=usage)
+                         usage=reported)
         return False
     if usage and "dispatches" in usage:
         fail_attempt(run, loc, st, {"kind": "usage", "reason": "dispatches are engine-accounted; do not report "

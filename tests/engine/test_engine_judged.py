@@ -133,6 +133,7 @@ def test_a_judge_that_exhausts_the_task_budget_fails_the_attempt() -> None:
     done = engine.step_done(run, "last", {"text": "hello"}, retry["token"])  # 0.6 of 0.5 spent
     assert done["status"] == "error" and done["message"] == "task budget exhausted"
     assert engine.audit(run)["spent"]["usd"] == pytest.approx(0.6)
+    assert "usage" not in engine._get(run).steps["last"].attempts[-1]  # the step itself reported none
 
 
 def test_fanout_items_and_set_steps_are_judged_and_charged() -> None:
