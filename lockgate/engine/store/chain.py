@@ -22,7 +22,12 @@ from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any, NamedTuple
 
 from lockgate.engine.store.base import Event, VerifyReport
-from lockgate.engine.store.codec import NUL_ESCAPE, decode, json_encoder, refuse_nul
+from lockgate.engine.store.codec import (
+    decode,
+    encode_json,
+    encode_storable,
+    json_encoder,
+)
 from lockgate.errors import StoreError
 
 GENESIS_HASH = "0" * 64
@@ -59,10 +64,7 @@ def stored_event(row: Sequence[Any]) -> Event:
 
 def canonical_json(value: Any, what: str = "value") -> str:
     """``value`` as canonical JSON text; StoreError naming ``what`` if it is not JSON."""
-    try:
-        return _dumps(value)
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise StoreError(f"{what} is not JSON-serialisable: {exc}") from exc
+    return encode_json(value, what, encode=_dumps)
 
 
 def link_hash(prev_hash: str, body: str) -> str:
@@ -111,12 +113,7 @@ def prepare_events(events: Iterable[Any], next_seq: int, now: str) -> list[Pendi
     out = []
     for offset, event in enumerate(events):
         type_, step_id, detail, at = _check_event(event, offset, now)
-        try:
-            detail_json = _dumps(detail)
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise StoreError(f"events[{offset}].detail is not JSON-serialisable: {exc}") from exc
-        if NUL_ESCAPE in detail_json:
-            refuse_nul(detail_json, f"events[{offset}].detail")
+        detail_json = encode_storable(detail, "events[{}].detail", offset, _dumps)
         if not (detail_json.isascii() and type_.isascii() and (step_id is None or step_id.isascii())
                 and at.isascii()):
             for text in (detail_json, type_, step_id or "", at):

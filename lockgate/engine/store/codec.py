@@ -90,12 +90,27 @@ def check_seq(since_seq: Any) -> int:
     return since_seq
 
 
-def encode_json(value: Any, what: str) -> str:
-    """Compact JSON text of ``value``; StoreError naming ``what`` if it is not JSON."""
+def encode_json(value: Any, what: str, key: Any = None, encode: Callable[[Any], str] = _encode) -> str:
+    """Compact JSON text of ``value`` (by ``encode``); StoreError naming ``what`` if it is not
+    JSON. ``what`` may hold a ``{!r}``-style field for ``key``, formatted only for the error, so
+    a store's loop over records pays nothing for naming them."""
     try:
-        return _encode(value)
+        return encode(value)
     except (TypeError, ValueError, RecursionError) as exc:
-        raise StoreError(f"{what} is not JSON-serialisable: {exc}") from exc
+        raise StoreError(f"{_name(what, key)} is not JSON-serialisable: {exc}") from exc
+
+
+def encode_storable(value: Any, what: str, key: Any = None, encode: Callable[[Any], str] = _encode) -> str:
+    """:func:`encode_json`, refusing U+0000 as well (:func:`refuse_nul`): the text every store
+    can keep."""
+    text = encode_json(value, what, key, encode)
+    if NUL_ESCAPE in text:
+        refuse_nul(text, _name(what, key))
+    return text
+
+
+def _name(what: str, key: Any) -> str:
+    return what if key is None else what.format(key)
 
 
 def check_header(header: Any) -> tuple[str, str]:
@@ -127,10 +142,7 @@ def check_steps(steps: Any) -> dict[Any, Any]:
 def encode_header(header: Any) -> tuple[str, str, str]:
     """(JSON text, status, flow) of a run header; ``status`` and ``flow`` must be strings."""
     status, flow = check_header(header)
-    text = encode_json(header, "header")
-    if NUL_ESCAPE in text:
-        refuse_nul(text, "header")
-    return text, status, flow
+    return encode_storable(header, "header"), status, flow
 
 
 def encode_steps(steps: Any) -> list[tuple[str, str]]:
@@ -138,13 +150,7 @@ def encode_steps(steps: Any) -> list[tuple[str, str]]:
     encoded = []
     for step_id, record in check_steps(steps).items():
         check_step(step_id, record)
-        try:
-            text = _encode(record)
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise StoreError(f"steps[{step_id!r}] is not JSON-serialisable: {exc}") from exc
-        if NUL_ESCAPE in text:
-            refuse_nul(text, f"steps[{step_id!r}]")
-        encoded.append((step_id, text))
+        encoded.append((step_id, encode_storable(record, "steps[{!r}]", step_id)))
     return encoded
 
 
@@ -196,25 +202,23 @@ def _check_plain(value: Any) -> None:
             raise _NotPlain
 
 
-def pack_json(value: Any, what: str) -> bytes:
+def pack_json(value: Any, what: str, key: Any = None) -> bytes:
     """``value`` as JSON would give it back (``decode(encode_json(value))``), packed with
     :mod:`marshal` for :func:`unpack`; refuses what a store refuses (not JSON, NaN or infinity,
     U+0000) with the same StoreError. Plain values are checked in one walk and packed in C
     without formatting any text (floats are the dear part of JSON encoding); anything else takes
-    the JSON round trip first. Bytes, unlike nested dicts, cost the garbage collector nothing."""
+    the JSON round trip first. Bytes, unlike nested dicts, cost the garbage collector nothing.
+    ``what`` and ``key`` name the value in errors, as for :func:`encode_json`."""
     try:
         _check_plain(value)
     except (_NotPlain, RecursionError):
-        text = encode_json(value, what)
-        if NUL_ESCAPE in text:
-            refuse_nul(text, what)
-        value = decode(text)
+        value = decode(encode_storable(value, what, key))
     try:
         # Format 2: no table of shared objects. Formats 3+ hash every object referenced more
         # than once, and a record shares most of its values with the engine's live state.
         return marshal.dumps(value, 2)
     except ValueError as exc:  # nested deeper than marshal goes (JSON went deeper)
-        raise StoreError(f"{what} is nested too deeply to store: {exc}") from exc
+        raise StoreError(f"{_name(what, key)} is nested too deeply to store: {exc}") from exc
 
 
 def unpack(packed: bytes) -> Any:
@@ -241,7 +245,7 @@ def pack_write(header: Any, steps: Any) -> PackedWrite:
     packed = []
     for step_id, record in check_steps(steps).items():
         check_step(step_id, record)
-        packed.append((step_id, pack_json(record, f"steps[{step_id!r}]")))
+        packed.append((step_id, pack_json(record, "steps[{!r}]", step_id)))
     return PackedWrite(packed_header, status, flow, packed, utc_now())
 
 
