@@ -85,10 +85,10 @@ class Context:
         return cached
 
     def per_step(self, rule: str, flow: Flow, fields_of: Callable[[StepFacts], tuple[ScannedField, ...]],
-                 compute: Callable[[Context, Flow, Step, tuple[ScannedField, ...]], Iterable[Finding]],
+                 per_field: Callable[[Context, Flow, Step, ScannedField], Iterable[Finding]],
                  ) -> Iterator[Finding]:
-        """``compute(ctx, flow, step, fields)`` for each step of ``flow`` with ``fields``
-        (``fields_of`` its facts, some of its scanned fields), remembered across runs by content.
+        """``per_field(ctx, flow, step, field)`` for each of the ``fields_of`` (some of its scanned
+        fields) of each step of ``flow``, remembered per step across runs by content.
 
         For the per-field rules (references, expressions), whose findings depend only on the
         fields, a few facts of their step and the flow's typing environment (:meth:`env_id`):
@@ -105,17 +105,20 @@ class Context:
                 continue
             found = known.found.get(key) if env is not None else None
             if found is None:
-                found = self._remembered(rule, env, flow, known, fields, compute)
+                found = self._remembered(rule, env, flow, known, fields, per_field)
             yield from found
 
     def _remembered(self, rule: str, env: int | None, flow: Flow, known: StepFacts,
-                    fields: tuple[ScannedField, ...], compute: Callable[..., Iterable[Finding]]) -> tuple[Finding, ...]:
+                    fields: tuple[ScannedField, ...], per_field: Callable[..., Iterable[Finding]]) -> tuple[Finding, ...]:
         """One step's findings from the content-keyed memo (computed on a miss), then kept with
         its facts; computed afresh when part of the content cannot be hashed."""
-        args = (self, flow, known.step, fields)
-        found = None if env is None else self._by_content(rule, env, known.step, fields, compute, args)
+
+        def compute() -> tuple[Finding, ...]:
+            return tuple(found for field in fields for found in per_field(self, flow, known.step, field))
+
+        found = None if env is None else self._by_content(rule, env, known.step, fields, compute)
         if found is None:
-            return tuple(compute(*args))
+            return compute()
         remembered = known.found
         if len(remembered) >= _PER_STEP:
             remembered.clear()
@@ -123,7 +126,7 @@ class Context:
         return found
 
     def _by_content(self, rule: str, env: int, step: Step, field_key: Hashable,
-                    compute: Callable[..., Iterable[Finding]], args: tuple) -> tuple[Finding, ...] | None:
+                    compute: Callable[[], tuple[Finding, ...]]) -> tuple[Finding, ...] | None:
         """The findings from the content-keyed memo, computed on a miss; None when the step
         holds an unhashable value."""
         known = self._facts.get(id(step))
@@ -135,7 +138,7 @@ class Context:
         except TypeError:  # an unhashable value in the step
             return None
         if found is None:
-            found = _FIELD_MEMO.put(key, tuple(compute(*args)))
+            found = _FIELD_MEMO.put(key, compute())
         return found
 
     def env_id(self, flow: Flow) -> int | None:

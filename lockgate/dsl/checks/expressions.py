@@ -17,7 +17,7 @@ from operator import attrgetter
 from typing import Any
 
 from ..contracts import PathError
-from ..diagnostics import Finding, YamlPath
+from ..diagnostics import Finding
 from ...errors import ContractError, ExprError
 from ..expr import compile as compile_expr
 from ..expr.builtins import BUILTINS
@@ -52,15 +52,10 @@ _STEP_MAP_CONTEXTS = frozenset({"when", "set", "stage_when"})
 
 def check(ctx: Context) -> Iterator[Finding]:
     for flow in ctx.spec.flows.values():
-        yield from ctx.per_step("expressions", flow, _EXPRESSIONS, _step_expressions)
+        yield from ctx.per_step("expressions", flow, _EXPRESSIONS, field_expression)
 
 
 _EXPRESSIONS = attrgetter("expressions")
-
-
-def _step_expressions(ctx: Context, flow: Flow, step: Step, fields: tuple[ScannedField, ...]) -> Iterator[Finding]:
-    for field in fields:
-        yield from field_expression(ctx, flow, step, field)
 
 
 def field_expression(ctx: Context, flow: Flow, step: Step, field: ScannedField) -> Iterator[Finding]:

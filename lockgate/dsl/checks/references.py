@@ -22,15 +22,10 @@ from .suggest import did_you_mean, suffix
 
 def check(ctx: Context) -> Iterator[Finding]:
     for flow in ctx.spec.flows.values():
-        yield from ctx.per_step("references", flow, _FIELDS, _step_findings)
+        yield from ctx.per_step("references", flow, _FIELDS, field_findings)
 
 
 _FIELDS = attrgetter("fields")
-
-
-def _step_findings(ctx: Context, flow: Flow, step: Step, fields: tuple[ScannedField, ...]) -> Iterator[Finding]:
-    for field in fields:
-        yield from field_findings(ctx, flow, step, field)
 
 
 def field_findings(ctx: Context, flow: Flow, step: Step, field: ScannedField) -> Iterator[Finding]:
