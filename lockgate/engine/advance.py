@@ -202,8 +202,7 @@ def _set_spend(run: LiveRun, loc: Located, st: StepState, spend: dict[str, float
     the flow's or the subflow's budget ran out (the run or the parent step then failed)."""
     if not spend:
         return True
-    over = budget.settle(run, budget.ledgers(run, loc.scope, None, {}), spend)
-    run.event("usage_debit", st.key, usage=spend)
+    over = budget.charge(run, st.key, budget.ledgers(run, loc.scope, None, {}), spend)
     if over is None:
         return True
     run.set_status(st, FAILED)

@@ -64,6 +64,14 @@ def reserve_dispatch(run: LiveRun, books: list[Ledger]) -> Ledger | None:
     return None
 
 
+def charge(run: LiveRun, key: str, books: list[Ledger], spend: Mapping[str, float]) -> Ledger | None:
+    """Settle what ``key`` spent in ``books`` and record it as a ``usage_debit`` event; the first
+    ledger now over a declared limit (see :func:`settle`)."""
+    over = settle(run, books, spend)
+    run.event("usage_debit", key, usage=spend)
+    return over
+
+
 def settle(run: LiveRun, books: list[Ledger], usage: Mapping[str, float]) -> Ledger | None:
     """Record ``usage`` in every ledger; return the first ledger now over a declared limit."""
     if not usage:

@@ -190,8 +190,7 @@ def _item_spend(run: LiveRun, loc: Located, fan_loc: Located, fan_st: StepState,
     ledgers; False when a budget ran out (the run or the attempt is then settled)."""
     if not spend:
         return True
-    over = budget.settle(run, budget.ledgers(run, run.root, fan_st, loc.cstep.budget), spend)
-    run.event("usage_debit", item.key, usage=spend)
+    over = budget.charge(run, item.key, budget.ledgers(run, run.root, fan_st, loc.cstep.budget), spend)
     if over is None:
         return True
     if over.level == "flow":

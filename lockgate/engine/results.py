@@ -138,10 +138,7 @@ def _settle_usage(run: LiveRun, loc: Located, st: StepState, usage: Any, reporte
         return False
     spend = {k: v for k, v in (usage or {}).items() if k != "dispatches"}
     task = st if loc.index is None else run.steps[loc.cstep.id]
-    books = budget.ledgers(run, loc.scope, task, loc.cstep.budget)
-    over = budget.settle(run, books, spend)
-    if spend:
-        run.event("usage_debit", st.key, usage=spend)
+    over = budget.charge(run, st.key, budget.ledgers(run, loc.scope, task, loc.cstep.budget), spend) if spend else None
     if over is not None:
         reason = f"{over.level} budget exhausted"
         if over.level != "task":  # the step that overspent fails; its scope ends
