@@ -38,7 +38,7 @@ _WAKE: Any = {"status": "__wake__"}  # a gate was left waiting: re-check whether
 CONFLICT_RETRIES = 5
 
 
-@dataclass
+@dataclass(repr=False)
 class RunResult:
     """How a run ended (or stopped): ``status`` is a protocol status, ``response`` the last
     response of the engine, ``events`` every progress event emitted."""
@@ -59,6 +59,13 @@ class RunResult:
     @property
     def waiting_gates(self) -> list[dict[str, Any]]:
         return list(self.response.get("gates") or [])
+
+    def __repr__(self) -> str:
+        # Short on purpose: the response and the events grow with the run (a 1,000-step run's
+        # full repr is megabytes, and asyncio.run formats it once when it restores SIGINT).
+        gates = f", waiting_gates={len(self.waiting_gates)}" if self.waiting_gates else ""
+        return (f"RunResult(run_id={self.run_id!r}, status={self.status!r}{gates}, "
+                f"events={len(self.events)})")
 
 
 class Drive:

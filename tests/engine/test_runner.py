@@ -191,6 +191,17 @@ async def test_linear_flow_with_python_agents():
     assert result.events == events
 
 
+async def test_a_run_result_reads_in_one_line_however_long_the_run():
+    def name(task: Task) -> dict:
+        return {"name": task.prompt}
+
+    result = await run(fan_spec(concurrency=5), {"items": [f"n{i}" for i in range(60)]},
+                       agents={"worker": name, "finisher": name}, store="memory")
+    assert result.ok and len(result.events) > 100
+    text = repr(result)
+    assert text == f"RunResult(run_id={result.run_id!r}, status='complete', events={len(result.events)})"
+
+
 async def test_retry_carries_the_violations_into_the_next_task():
     writer = ScriptedAgent({"draft": [{"title": "meh", "score": 0.1},
                                       {"title": 7, "score": 0.9},
