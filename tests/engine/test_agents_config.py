@@ -232,6 +232,45 @@ async def test_python_agent_cancel():
     assert "was cancelled" in (await call).failure
 
 
+async def test_python_agent_cancel_of_a_sync_function_in_its_thread():
+    started, release = threading.Event(), threading.Event()
+
+    def slow(task):
+        started.set()
+        release.wait(30)
+        return {"late": True}
+
+    agent = PythonAgent("slow", slow)
+    call = asyncio.ensure_future(agent.execute(task()))
+    await asyncio.to_thread(started.wait, 30)
+    await agent.cancel()
+    result = await call
+    release.set()
+    assert "was cancelled" in result.failure and result.output is None
+
+
+async def test_cancelling_the_caller_of_a_python_agent_propagates():
+    """Only the agent's own cancel() turns into a failed result: cancelling the task that called
+    it is the caller's cancellation, and stays one, even when both happen."""
+    started = asyncio.Event()
+
+    async def slow(task):
+        started.set()
+        await asyncio.Event().wait()
+
+    for also_cancel_the_agent in (False, True):
+        started.clear()
+        agent = PythonAgent("slow", slow)
+        call = asyncio.ensure_future(agent.execute(task()))
+        await started.wait()
+        call.cancel()
+        if also_cancel_the_agent:
+            await agent.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        assert call.cancelled()
+
+
 def test_python_agent_rejects_non_callables():
     with pytest.raises(TypeError, match="expected a callable"):
         PythonAgent("x", 42)

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import time
 from collections.abc import Callable
 from typing import Any
 
+from ..store.codec import json_encoder
 from .base import AgentResult, Task, Telemetry
 
 AgentFunction = Callable[[Task], Any]
+
+_encode = json_encoder(sort_keys=False, ensure_ascii=True)
 
 
 class PythonAgent:
@@ -30,22 +32,28 @@ class PythonAgent:
         self.fn = fn
         self._is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
             getattr(fn, "__call__", None))
-        self._tasks: set[asyncio.Task[Any]] = set()
+        #: the tasks running a call -> whether cancel() cancelled it
+        self._calls: dict[asyncio.Task[Any], bool] = {}
 
     async def execute(self, task: Task) -> AgentResult:
         started = time.perf_counter()
-        call = asyncio.ensure_future(self._call(task))
-        self._tasks.add(call)
+        # The call runs in the caller's task (no task of its own: that costs more than an
+        # instant agent's whole call); cancel() cancels that task and marks it, so the
+        # cancellation it caused is taken back here and becomes the task's failure.
+        current = asyncio.current_task()
+        if current is not None:
+            self._calls[current] = False
         try:
-            value = await call
+            value = await self._call(task)
         except asyncio.CancelledError:
-            if call.cancelled() and not _current_task_cancelling():
+            if current is not None and self._calls.get(current) and current.uncancel() == 0:
                 return AgentResult.failed(f"agent {self.name!r} was cancelled")
             raise
         except Exception as exc:  # the callable's own failure is the task's failure
             return AgentResult.failed(f"{type(exc).__name__}: {exc}")
         finally:
-            self._tasks.discard(call)
+            if current is not None:
+                self._calls.pop(current, None)
         elapsed = (time.perf_counter() - started) * 1000
         if isinstance(value, AgentResult):
             return value.with_duration(elapsed)
@@ -64,22 +72,19 @@ class PythonAgent:
 
     async def cancel(self) -> None:
         """Cancel every call in flight (a sync function's thread finishes on its own)."""
-        for call in list(self._tasks):
-            call.cancel()
+        for call, cancelled in list(self._calls.items()):
+            if not cancelled:
+                self._calls[call] = True
+                call.cancel()
 
     def __repr__(self) -> str:
         return f"PythonAgent({self.name!r}, {getattr(self.fn, '__qualname__', self.fn)!r})"
 
 
-def _current_task_cancelling() -> bool:
-    current = asyncio.current_task()
-    return bool(current and current.cancelling())
-
-
 def _json_problem(value: Any) -> str | None:
     """Why ``value`` is not a JSON value, or None."""
     try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+        _encode(value)
+    except (TypeError, ValueError, RecursionError) as exc:
         return f"a value that is not JSON ({exc})"
     return None
