@@ -101,9 +101,11 @@ class Drive:
             raise
 
     async def _loop(self, response: dict[str, Any]) -> RunResult:
-        """Every response's new dispatches are started; whether the run is over, and which
-        gates wait, is read from the newest response (engine calls are serialised on the loop,
-        so the newest one describes the current state)."""
+        """Every response's new dispatches are started as soon as it arrives (by the call or gate
+        that got it: :meth:`_absorb`); this loop wakes only when the run may be over (a
+        terminal response, nothing left in flight) or something failed. Whether the run is
+        over, and which gates wait, is read from the newest response (engine calls are
+        serialised on the loop, so the newest one describes the current state)."""
         self.newest = response
         while True:
             self._tail_store_events()
@@ -115,6 +117,16 @@ class Drive:
             if not self.calls and not self.asks and self.inbox.empty():
                 return self._idle_end(current)
             response = await self._next_response()
+
+    def _absorb(self, response: dict[str, Any]) -> None:
+        """Act on a response as it arrives: start its new dispatches and the newest response's,
+        ask about waiting gates; a terminal one goes to the loop, which ends the run."""
+        self._tail_store_events()
+        current = self.newest
+        if current.get("status") in TERMINAL:
+            self.inbox.put_nowait(response)
+        else:
+            self._schedule(response, current)
 
     def _schedule(self, response: dict[str, Any], current: dict[str, Any]) -> None:
         """Start the new dispatches of the response just received and of the newest one, and
@@ -146,16 +158,28 @@ class Drive:
                 return self.newest
 
     async def _post(self, work: Awaitable[Any]) -> None:
-        """Put what ``work`` answers in the inbox (nothing for None); a failure goes there too,
-        for the loop to raise. Cancellation propagates."""
+        """Act on what ``work`` answers (nothing for None): a response at once (:meth:`_absorb`);
+        a failure, or a wake-up from a gate left waiting, goes to the loop's inbox. Cancellation
+        propagates."""
         try:
             answer = await work
+            if answer is None:
+                return
+            if answer is not _WAKE and not isinstance(answer, BaseException):
+                self._absorb(answer)
+                return
         except asyncio.CancelledError:
             raise
         except BaseException as exc:
             answer = exc
-        if answer is not None:
-            self.inbox.put_nowait(answer)
+        self.inbox.put_nowait(answer)
+
+    def _settle(self, tokens: dict[str, Any], token: str) -> None:
+        """Forget a finished call or gate question; when it was the last thing in flight, wake
+        the loop to see whether the run is over."""
+        tokens.pop(token, None)
+        if not self.calls and not self.asks:
+            self.inbox.put_nowait(_WAKE)
 
     # --- agent calls ---------------------------------------------------------------------------
 
@@ -173,8 +197,8 @@ class Drive:
             await self._post(self._dispatch(entry))
         finally:
             self.admission.release()
-            self.calls.pop(token, None)
             self.finished.add(token)
+            self._settle(self.calls, token)
 
     async def _dispatch(self, entry: dict[str, Any]) -> dict[str, Any] | None:
         """Execute ``entry`` once admitted, then report its result."""
@@ -237,7 +261,7 @@ class Drive:
         try:
             await self._post(self._decide(request, gate))
         finally:
-            self.asks.pop(request.token, None)
+            self._settle(self.asks, request.token)
 
     async def _decide(self, request: GateRequest, gate: dict[str, Any]) -> Any:
         """The response after the channel's decision; without one the gate is left waiting
