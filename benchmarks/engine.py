@@ -16,6 +16,10 @@ checkpoint written in the background while the next step runs) and with ``durabi
 (written before the next step, as Lockgate persists every transition before it answers). Lockgate
 on SQLite runs with its default synchronous=NORMAL (safe against a process crash; the last commits
 may be lost to a power cut) and with synchronous=FULL (the checkpointer's durability).
+Then the same runs through ``lockgate.run``
+with an instant agent (a coroutine function answering ``{"v": 1}``), on the memory store and on
+SQLite: the path users' Python agents take, and the counterpart of the peers' own runtimes
+(LangGraph's ``invoke``, pydantic-graph's ``run`` call node functions the same way).
 pydantic-graph runs them with its builder API in memory. Also timed: a gate decision round trip
 (memory and SQLite) and ``import lockgate`` in a fresh interpreter.
 
@@ -171,6 +175,31 @@ def lockgate_run(store_factory: Any, spec: Any, inputs: dict) -> Sample:
     return elapsed / transitions, cpu / transitions
 
 
+async def _instant_agent(task: Any) -> dict:
+    return {"v": 1}
+
+
+def lockgate_runner(store_factory: Any, spec: Any, inputs: dict) -> Sample:
+    """Time for ``lockgate.run`` to drive a run to completion with an instant agent, per agent
+    call: the whole path a user's Python agents take (the runner's event loop, the agent adapter,
+    progress events, then the same engine transitions), which is what LangGraph's ``invoke`` and
+    pydantic-graph's ``run`` do with their node functions. The agent is a coroutine function
+    (a plain function would run in a worker thread, so that a slow one cannot block the loop).
+    The global limit of running agent calls keeps its default (10); ``max_outstanding`` is
+    raised to the fanout's width, which the default (100) refuses with a clear error."""
+    from lockgate import run_sync
+
+    n = len(inputs.get("items") or ()) or len(spec.flows["main"].steps)
+    store = store_factory()
+    cpu, start = time.process_time(), time.perf_counter()
+    result = run_sync(spec, inputs, agents={"claude": _instant_agent}, store=store,
+                      max_outstanding=max(n, 100))
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+    assert result.ok, result
+    store.close()
+    return elapsed / n, cpu / n
+
+
 def gate_round_trip(store_factory: Any, rounds: int) -> float:
     """Median seconds per gate decision (gate_resolve -> next dispatch), persisted, over ``rounds``
     revise rounds of one run (the gate's record keeps every decision, so later rounds write more)."""
@@ -318,7 +347,8 @@ def pydantic_graph_fanout(n: int) -> Sample:
 # -- running ----------------------------------------------------------------------------------------
 
 LOCKGATE_ROWS = ("lockgate, engine only", "lockgate, memory store", "lockgate, SQLite",
-                 "lockgate, SQLite, synchronous=FULL")
+                 "lockgate, SQLite, synchronous=FULL", "lockgate.run + agent, memory store",
+                 "lockgate.run + agent, SQLite")
 
 
 def median_of(fn: Any, repeat: int) -> Sample | None:
@@ -376,8 +406,10 @@ class Bench:
 
     def lockgate(self, shape: str, row: str, repeat: int) -> Sample | None:
         spec, inputs = self.specs[shape]
-        factory = dict(zip(LOCKGATE_ROWS, (NullStore, self.memory, self.sqlite, self.sqlite_full)))[row]
-        return median_of(lambda: lockgate_run(factory, spec, inputs), repeat)
+        factory = dict(zip(LOCKGATE_ROWS, (NullStore, self.memory, self.sqlite, self.sqlite_full, self.memory,
+                                           self.sqlite)))[row]
+        drive = lockgate_runner if row.startswith("lockgate.run") else lockgate_run
+        return median_of(lambda: drive(factory, spec, inputs), repeat)
 
     def others(self) -> dict[str, float]:
         return {"gate decision round trip (memory)": gate_round_trip(self.memory, 200),
@@ -443,9 +475,9 @@ def main() -> None:
             pg = pydantic_graph_linear if linear else pydantic_graph_fanout
             results[(shape, "pydantic-graph, memory")] = median_of(lambda pg=pg: pg(n), repeat)
 
-    header = ("system", "wall", "CPU", "ratio")
+    header = ("system", "wall", "CPU", "ratio", "vs lockgate.run")
     if before:
-        header = ("system", "wall", "CPU", "ratio", "before: wall", "CPU", "ratio")
+        header = (*header, "before: wall", "CPU", "ratio")
     for shape in bench.specs:
         now_rows = {row: results.get((shape, row)) for row in LOCKGATE_ROWS}
         old_rows = {row: before.get(f"{shape}|{row}") for row in LOCKGATE_ROWS}
@@ -454,13 +486,14 @@ def main() -> None:
             if s != shape:
                 continue
             peer = not name.startswith("lockgate")
-            row = [name, *_fmt(value), _peer_ratio(name, value, now_rows) if peer else ""]
+            row = [name, *_fmt(value), *(_peer_ratios(name, value, now_rows) if peer else ("", ""))]
             if before:
-                row += ["", "", _peer_ratio(name, value, old_rows)] if peer else [*_fmt(old_rows.get(name)), ""]
+                row += ["", "", _peer_ratios(name, value, old_rows)[0]] if peer else [*_fmt(old_rows.get(name)), ""]
             rows.append(tuple(row))
         print_table(f"{shape}, {n} transitions: median time per transition (ratio = peer / its Lockgate "
                     "counterpart: no persistence against the engine alone, the in-memory checkpointer against "
-                    "the memory store, SQLite against SQLite, then against SQLite with synchronous=FULL)",
+                    "the memory store, SQLite against SQLite, then against SQLite with synchronous=FULL; "
+                    "vs lockgate.run = peer / lockgate.run with an agent on the same kind of store)",
                     rows, header)
 
     other = bench.others()
@@ -470,12 +503,13 @@ def main() -> None:
     print_table("other", rows, ("measure", "median", "before" if before else ""))
 
 
-def _peer_ratio(name: str, value: Sample | None, lockgate: dict[str, Any]) -> str:
-    """A peer row's ratio to the Lockgate row keeping as much as it does."""
-    engine, memory, disk, full = (lockgate.get(row) for row in LOCKGATE_ROWS)
+def _peer_ratios(name: str, value: Sample | None, lockgate: dict[str, Any]) -> tuple[str, str]:
+    """A peer row's ratio to the Lockgate consumer-protocol row keeping as much as it does, and
+    to the ``lockgate.run`` row on the same kind of store (memory for the in-memory peers)."""
+    engine, memory, disk, full, run_memory, run_disk = (lockgate.get(row) for row in LOCKGATE_ROWS)
     if "SQLite" in name:
-        return _ratio(value, disk, full)
-    return _ratio(value, memory if "in-memory checkpointer" in name else engine)
+        return _ratio(value, disk, full), _ratio(value, run_disk)
+    return _ratio(value, memory if "in-memory checkpointer" in name else engine), _ratio(value, run_memory)
 
 
 def _ratio(value: Sample | None, base: Sample | list[float] | None,
