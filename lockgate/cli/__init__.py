@@ -12,11 +12,12 @@ from importlib import import_module
 import click
 
 from .. import __version__
+from .failures import SafeGroup
 
 _COMMAND_MODULES = ("validate", "runs", "run", "graph", "serve", "mcp_cmds")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(cls=SafeGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="lockgate")
 def main() -> None:
     """Lockgate: declarative, governed AI-agent workflows.

@@ -44,6 +44,8 @@ def _resolve(target: str, flow_name: str | None, store: str | None):
     from ..dsl.graph import flow_graph
 
     path = Path(target)
+    if path.is_dir():
+        raise click.ClickException(f"{target}: is a directory; give a spec file or a run id")
     if path.exists():
         from ..dsl.loader import load_file
 
@@ -61,9 +63,12 @@ def _resolve(target: str, flow_name: str | None, store: str | None):
 def _run_graph(run_id: str, store_url: str | None):
     from ..engine.graphs import run_graph
     from ..engine.store import open_store
-    from ..errors import RunNotFound
+    from ..errors import RunNotFound, StoreError
 
-    store = open_store(store_url)
+    try:
+        store = open_store(store_url)
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
     try:
         return run_graph(store, run_id)
     except RunNotFound:
@@ -87,8 +92,11 @@ def _format_from_name(output: str | None) -> str:
 def _emit(data: str | bytes, output: str | None) -> None:
     if output:
         mode = "wb" if isinstance(data, bytes) else "w"
-        with open(output, mode) as fh:
-            fh.write(data)
+        try:
+            with open(output, mode) as fh:
+                fh.write(data)
+        except OSError as exc:
+            raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from None
         click.echo(f"wrote {output}", err=True)
         return
     if isinstance(data, bytes):

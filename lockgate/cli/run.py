@@ -56,38 +56,40 @@ def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | Non
     except SpecError as exc:
         _report_spec_error(spec, exc)
         code = EXIT_USAGE
+    except UnicodeDecodeError as exc:
+        click.echo(f"error: cannot read spec {spec}: not UTF-8 text (byte {exc.start})", err=True)
+        code = EXIT_USAGE
     except (ConfigError, AgentUnavailable, click.BadParameter) as exc:
         click.echo(f"error: {_message(exc)}", err=True)
         code = EXIT_USAGE
     except EngineError as exc:
-        click.echo(f"error: {exc.message}", err=True)
-        for violation in exc.detail.get("violations", []) or []:
-            click.echo(f"  {violation.get('path')}: {violation.get('message')}", err=True)
+        _report_engine_error(exc)
         code = EXIT_USAGE if exc.error_type in ("input_validation_failed", "unknown_flow",
                                                 "run_not_found", "run_cancelled") else EXIT_FAILED
     except (RunnerError, LockgateError) as exc:
         click.echo(f"error: {exc}", err=True)
         code = EXIT_FAILED
     except KeyboardInterrupt:
+        from .interrupt import exit_now
+
         click.echo("interrupted: the run was cancelled", err=True)
-        code = EXIT_FAILED
+        exit_now(EXIT_FAILED)
     sys.exit(code)
 
 
 def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow: str | None,
          agents_module: str | None, store_url: str | None, judge: str | None, no_prompt: bool,
          resume_id: str | None) -> int:
-    import asyncio
-
     from ..engine.agents.config import load_config
     from ..engine.engine import Engine
     from ..engine.gatechannel import TerminalGates
     from ..engine.runner import make_runner
     from ..engine.store import open_store
+    from . import interrupt
 
     inputs = _inputs(pairs, inputs_file)
     agents = _load_agents(agents_module) if agents_module else {}
-    config = load_config()
+    config = load_config(start=Path(spec).resolve().parent if spec else Path.cwd())
     engine = Engine(store=open_store(store_url), workspace=Path.cwd())
     display = Progress()
     gates = None if no_prompt else TerminalGates(
@@ -102,7 +104,7 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
             return await runner.start(Path(spec), inputs, flow=flow)
 
     try:
-        result = asyncio.run(main())
+        result = interrupt.run(main())
     finally:
         engine.close()
     return _conclude(result)
@@ -220,7 +222,16 @@ def _usage(message: str) -> None:
 
 
 def _message(exc: BaseException) -> str:
-    return exc.format_message() if isinstance(exc, click.ClickException) else str(exc)
+    return exc.message if isinstance(exc, click.ClickException) else str(exc)
+
+
+def _report_engine_error(exc: Any) -> None:
+    """The engine's message, then each violation it does not already name."""
+    click.echo(f"error: {exc.message}", err=True)
+    for violation in exc.detail.get("violations", []) or []:
+        line = f"{violation.get('path')}: {violation.get('message')}"
+        if line not in exc.message:
+            click.echo(f"  {line}", err=True)
 
 
 def _report_spec_error(spec: str | None, exc: Any) -> None:
@@ -282,7 +293,8 @@ class Progress:
         if self.live is not None:
             self.live.update(self._table(), refresh=True)
         else:
-            self.console.print(self._line(event, row), highlight=False, markup=False)
+            # soft_wrap: a pipe or a log file gets whole lines, not rich's 80-column folds
+            self.console.print(self._line(event, row), highlight=False, markup=False, soft_wrap=True)
 
     def _row(self, event: Any) -> dict[str, Any] | None:
         if event.kind == "run_finished":
@@ -333,13 +345,18 @@ def _note(event: Any) -> str:
         first = event.violations[0]
         where = first.get("path") or first.get("ensure") or ""
         more = f" (+{len(event.violations) - 1} more)" if len(event.violations) > 1 else ""
-        return f"{where}: {first.get('message', '')}{more}".strip(": ")
+        return _one_line(f"{where}: {first.get('message', '')}{more}".strip(": "))
     if event.kind == "gate_resolved":
-        return f"{event.data.get('decision')} by {event.data.get('resolved_by')}" + (
-            f": {event.message}" if event.message else "")
+        return _one_line(f"{event.data.get('decision')} by {event.data.get('resolved_by')}" + (
+            f": {event.message}" if event.message else ""))
     if event.kind == "gate_waiting":
         return "waiting for a decision"
-    return event.message or ""
+    return _one_line(event.message or "")
+
+
+def _one_line(text: str) -> str:
+    """Collapse the line breaks of an agent's message: one progress event, one line."""
+    return " ".join(text.split())
 
 
 def register(main: click.Group) -> None:

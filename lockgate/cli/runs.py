@@ -19,6 +19,10 @@ import click
 STORE_HELP = "Run store: a SQLite path, sqlite://, postgresql://... or memory (default: $LOCKGATE_STORE or .lockgate/lockgate.db)."
 
 
+# The engine's run statuses (lockgate.engine.model.RUN_STATUSES), spelled out to keep this import cheap.
+RUN_STATUSES = ("running", "complete", "failed", "killed", "cancelled")
+
+
 def store_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--store", metavar="URL", envvar="LOCKGATE_STORE", help=STORE_HELP)(fn)
 
@@ -72,8 +76,9 @@ def _table(rows: list[list[str]], header: list[str]) -> None:
 
 
 @click.command("runs")
-@click.option("--status", help="Only runs with this status (running, complete, failed, killed, cancelled).")
-@click.option("--limit", type=click.IntRange(1), default=50, show_default=True)
+@click.option("--status", type=click.Choice(RUN_STATUSES), help="Only runs with this status.")
+@click.option("--limit", type=click.IntRange(1), default=50, show_default=True,
+              help="At most this many runs.")
 @store_option
 @format_option
 def runs_cmd(status: str | None, limit: int, store: str | None, fmt: str) -> None:

@@ -1,0 +1,182 @@
+"""The ``lockgate`` command under hostile input: every failure is a short message on stderr with
+a non-zero exit status, never a Python traceback; Ctrl-C ends ``run`` promptly and the run is
+recorded as cancelled; progress piped to a file is plain whole lines."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from lockgate.cli import main
+from lockgate.cli.runs import RUN_STATUSES
+from lockgate.engine.model import RUN_STATUSES as ENGINE_RUN_STATUSES
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+HEALTH = EXAMPLES / "health.stratum.yaml"
+
+
+@pytest.fixture
+def scratch(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LOCKGATE_STORE", raising=False)
+    monkeypatch.delenv("LOCKGATE_DEBUG", raising=False)
+    return tmp_path
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def lockgate(*args: str, cwd: Path, **kwargs):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("LOCKGATE_STORE", None)
+    env.pop("LOCKGATE_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "lockgate", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120, **kwargs)
+
+
+def assert_short_error(proc, code: int = 1) -> None:
+    assert proc.returncode == code, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert 1 <= len(proc.stderr.strip().splitlines()) <= 2, proc.stderr
+
+
+def test_a_binary_spec_is_a_usage_error(scratch):
+    (scratch / "bin.stratum.yaml").write_bytes(b"\xb3\x00\xff" * 100)
+    result = invoke("run", "bin.stratum.yaml")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "error: cannot read spec bin.stratum.yaml: not UTF-8 text (byte 0)"
+
+
+def test_an_unexpected_error_is_one_line_without_traceback(scratch):
+    proc = lockgate("schema", "--output", str(scratch / "no" / "such" / "dir" / "s.json"), cwd=scratch)
+    assert_short_error(proc)
+    assert "No such file or directory" in proc.stderr
+
+
+def test_lockgate_debug_lets_the_traceback_through(scratch):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LOCKGATE_DEBUG": "1"}
+    proc = subprocess.run([sys.executable, "-m", "lockgate", "schema", "--output",
+                           str(scratch / "missing" / "s.json")], cwd=scratch, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "Traceback" in proc.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (("graph", "."), ".: is a directory; give a spec file or a run id"),
+    (("graph", "nope", "--store", "garbage://x"), "unknown store URL scheme"),
+    (("graph", "nope", "--store", "notdb.db"), "file is not a database"),
+    (("graph", str(HEALTH), "-o", "missing/g.svg"), "cannot write missing/g.svg"),
+])
+def test_graph_failures_are_short(scratch, args, message):
+    (scratch / "notdb.db").write_text("not SQLite at all\n" * 100)
+    proc = lockgate(*args, cwd=scratch)
+    assert_short_error(proc)
+    assert message in proc.stderr
+
+
+@pytest.mark.parametrize("store", ["notdb.db", ".", "garbage://x"])
+def test_bad_stores_are_short_errors(scratch, store):
+    (scratch / "notdb.db").write_text("not SQLite at all\n" * 100)
+    for args in (("runs", "--store", store), ("show", "r1", "--store", store),
+                 ("run", str(HEALTH), "--input", "root=.", "--store", store)):
+        assert_short_error(lockgate(*args, cwd=scratch))
+
+
+def test_runs_status_is_checked(scratch):
+    assert set(RUN_STATUSES) == set(ENGINE_RUN_STATUSES)
+    result = invoke("runs", "--status", "bogus", "--store", "memory")
+    assert result.exit_code == 2 and "'bogus' is not one of" in result.stderr
+
+
+def _commands(command: click.Command, path: str):
+    yield path, command
+    if isinstance(command, click.Group):
+        for name, sub in command.commands.items():
+            yield from _commands(sub, f"{path} {name}")
+
+
+def test_every_command_and_option_has_help():
+    for path, command in _commands(main, "lockgate"):
+        assert (command.help or "").strip(), f"{path} has no help text"
+        for param in command.params:
+            if isinstance(param, click.Option) and not param.hidden:
+                assert param.help, f"{path} {param.opts} has no help text"
+
+
+def test_input_errors_read_plainly(scratch):
+    result = invoke("run", str(HEALTH), "--input", "root")
+    assert result.stderr.strip() == "error: --input expects KEY=VALUE, got 'root'"
+    result = invoke("run", str(HEALTH), "--input", "root=5", "--store", "memory")
+    assert result.exit_code == 2
+    assert result.stderr.count("input.root: expected string") == 1, result.stderr
+
+
+def test_the_spec_folders_configuration_supplies_the_agents(scratch):
+    (scratch / "pkg").mkdir()
+    (scratch / "pkg" / "a.py").write_text('def f():\n    """Doc."""\n')
+    proc = lockgate("run", str(HEALTH), "--input", "root=pkg", cwd=scratch)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["files"] == 1
+
+
+FAILING_AGENT = textwrap.dedent('''
+    def scanner(task):
+        raise RuntimeError("the scanner could not reach the directory it was asked to list " * 3)
+    ''')
+
+
+def test_piped_progress_is_whole_plain_lines(scratch):
+    (scratch / "agents.py").write_text(FAILING_AGENT)
+    proc = lockgate("run", str(HEALTH), "--agents", "agents.py", "--input", "root=x", cwd=scratch)
+    assert proc.returncode == 1
+    assert "\x1b" not in proc.stderr and "\x1b" not in proc.stdout
+    failed = [line for line in proc.stderr.splitlines() if line.startswith("failed ")]
+    assert failed and all(line.endswith("asked to list") for line in failed), proc.stderr
+
+
+SLOW_AGENT = textwrap.dedent('''
+    import threading
+
+    def scanner(task):
+        threading.Event().wait(600)
+    ''')
+
+
+def test_ctrl_c_cancels_the_run_and_exits_promptly(scratch):
+    (scratch / "agents.py").write_text(SLOW_AGENT)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("LOCKGATE_STORE", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lockgate", "run", str(HEALTH), "--agents", "agents.py",
+         "--input", "root=x"], cwd=scratch, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    seen = []
+    for line in proc.stderr:  # the agent is running once its step is reported started
+        seen.append(line)
+        if line.startswith("running"):
+            break
+    proc.send_signal(signal.SIGINT)
+    _, rest = proc.communicate(timeout=30)
+    stderr = "".join(seen) + rest
+    assert proc.returncode == 1, stderr
+    assert "interrupted: the run was cancelled" in stderr and "Traceback" not in stderr
+    listed = lockgate("runs", "--format", "json", cwd=scratch)
+    assert [r["status"] for r in json.loads(listed.stdout)] == ["cancelled"], listed.stdout
+
+
+def test_an_odd_run_id_is_just_not_found(scratch):
+    result = CliRunner().invoke(main, ["show", "a/../b;$(x)'\"", "--store", "memory"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error (run_not_found): no run with id")
