@@ -20,8 +20,8 @@ class SafeGroup(click.Group):
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         try:
             return super().invoke(ctx)
-        except (click.ClickException, click.exceptions.Exit, click.Abort):
-            raise
+        except (click.ClickException, click.exceptions.Exit, click.Abort, BrokenPipeError):
+            raise  # click reports these itself (a broken pipe: silently, exit 1)
         except Exception as exc:
             if os.environ.get(DEBUG_ENV):
                 raise

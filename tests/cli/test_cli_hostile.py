@@ -180,3 +180,50 @@ def test_an_odd_run_id_is_just_not_found(scratch):
     result = CliRunner().invoke(main, ["show", "a/../b;$(x)'\"", "--store", "memory"])
     assert result.exit_code == 1
     assert result.stderr.startswith("error (run_not_found): no run with id")
+
+
+
+FANOUT_SPEC = textwrap.dedent("""
+    version: 1
+    contracts:
+      Echo:
+        text: string
+    flows:
+      entry: main
+      main:
+        input:
+          items: string[]
+        output:
+          from: "${each.output[0]}"
+          contract: Echo
+        steps:
+          - id: each
+            fanout:
+              over: "${input.items}"
+              concurrency: 8
+              isolation: none
+              require: all
+              merge: sequential
+              steps:
+                - do: "Echo ${item}"
+                  agent: echo
+                  out: Echo
+    """).lstrip()
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(scratch):
+    (scratch / "fan.stratum.yaml").write_text(FANOUT_SPEC)
+    (scratch / "agents.py").write_text('def echo(task):\n    return {"text": task.prompt}\n')
+    items = json.dumps([f"item {i}" for i in range(300)])
+    ran = invoke("run", "fan.stratum.yaml", "--agents", "agents.py", "--input", f"items={items}")
+    assert ran.exit_code == 0, ran.stderr
+    run_id = json.loads(invoke("runs", "--format", "json").stdout)[0]["run_id"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("LOCKGATE_STORE", None)
+    proc = subprocess.Popen([sys.executable, "-m", "lockgate", "audit", run_id], cwd=scratch,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline().startswith(b"    1  ")
+    proc.stdout.close()  # like `lockgate audit RUN | head -1`; the trail is far beyond a pipe's buffer
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 1
+    assert stderr == "", stderr
