@@ -84,6 +84,7 @@ class Drive:
         self.unanswered: dict[str, dict[str, Any]] = {}    # gate token -> gate left waiting
         self.finished: set[str] = set()                     # tokens already reported
         self.inbox: asyncio.Queue[Any] = asyncio.Queue()
+        self.stopping = False  # set when the run is being stopped: answers start nothing more
         self.seen_seq = self._last_seq()
         self.newest = response
 
@@ -157,27 +158,30 @@ class Drive:
             if not self.calls and not self.asks:
                 return self.newest
 
-    async def _post(self, work: Awaitable[Any]) -> None:
-        """Act on what ``work`` answers (nothing for None): a response at once (:meth:`_absorb`);
-        a failure, or a wake-up from a gate left waiting, goes to the loop's inbox. Cancellation
-        propagates."""
+    @staticmethod
+    async def _answer(work: Awaitable[Any]) -> Any:
+        """What ``work`` answers, or the exception it raised; cancellation propagates."""
         try:
-            answer = await work
-            if answer is None:
-                return
-            if answer is not _WAKE and not isinstance(answer, BaseException):
-                self._absorb(answer)
-                return
+            return await work
         except asyncio.CancelledError:
             raise
         except BaseException as exc:
-            answer = exc
-        self.inbox.put_nowait(answer)
+            return exc
 
-    def _settle(self, tokens: dict[str, Any], token: str) -> None:
-        """Forget a finished call or gate question; when it was the last thing in flight, wake
-        the loop to see whether the run is over."""
-        tokens.pop(token, None)
+    def _deliver(self, answer: Any) -> None:
+        """Act on the answer of a call or gate question that is no longer in flight: a response
+        at once (:meth:`_absorb`), a failure or a gate's wake-up through the loop's inbox (None
+        is nothing). When nothing is left in flight, wake the loop to see whether the run is
+        over. Once the run is stopping, answers start nothing more."""
+        if self.stopping:
+            return
+        if answer is _WAKE or isinstance(answer, BaseException):
+            self.inbox.put_nowait(answer)
+        elif answer is not None:
+            try:
+                self._absorb(answer)
+            except Exception as exc:  # e.g. the outstanding limit: the loop raises it
+                self.inbox.put_nowait(exc)
         if not self.calls and not self.asks:
             self.inbox.put_nowait(_WAKE)
 
@@ -194,11 +198,12 @@ class Drive:
     async def _call(self, entry: dict[str, Any]) -> None:
         token = entry["token"]
         try:
-            await self._post(self._dispatch(entry))
+            answer = await self._answer(self._dispatch(entry))
         finally:
             self.admission.release()
             self.finished.add(token)
-            self._settle(self.calls, token)
+            self.calls.pop(token, None)
+        self._deliver(answer)
 
     async def _dispatch(self, entry: dict[str, Any]) -> dict[str, Any] | None:
         """Execute ``entry`` once admitted, then report its result."""
@@ -259,9 +264,10 @@ class Drive:
 
     async def _ask(self, request: GateRequest, gate: dict[str, Any]) -> None:
         try:
-            await self._post(self._decide(request, gate))
+            answer = await self._answer(self._decide(request, gate))
         finally:
-            self._settle(self.asks, request.token)
+            self.asks.pop(request.token, None)
+        self._deliver(answer)
 
     async def _decide(self, request: GateRequest, gate: dict[str, Any]) -> Any:
         """The response after the channel's decision; without one the gate is left waiting
@@ -348,6 +354,7 @@ class Drive:
                       message=event.detail.get("reason"))
 
     async def _stop_all(self) -> None:
+        self.stopping = True
         pending = [*self.calls.values(), *self.asks.values()]
         for task in pending:
             task.cancel()

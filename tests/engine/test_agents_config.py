@@ -271,6 +271,49 @@ async def test_cancelling_the_caller_of_a_python_agent_propagates():
         assert call.cancelled()
 
 
+async def test_python_agent_cancel_reaches_a_call_made_from_within_its_own_call():
+    started = asyncio.Event()
+    holder: dict[str, PythonAgent] = {}
+
+    async def outer_or_inner(task):
+        if task.step_id == "inner":
+            return {"inner": True}
+        await holder["agent"].execute(Task(run_id="r", step_id="inner", prompt="p"))
+        started.set()
+        await asyncio.Event().wait()
+
+    agent = holder["agent"] = PythonAgent("a", outer_or_inner)
+    call = asyncio.ensure_future(agent.execute(task()))
+    await started.wait()
+    await agent.cancel()
+    assert "was cancelled" in (await call).failure
+
+
+async def test_a_cancellation_the_callable_swallows_is_taken_back():
+    """A callable may catch its cancellation and answer anyway: its answer stands, and the
+    calling task is not left marked as being cancelled."""
+    started = asyncio.Event()
+
+    async def stubborn(task):
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            return {"partial": True}
+
+    agent = PythonAgent("stubborn", stubborn)
+
+    async def caller():
+        result = await agent.execute(task())
+        return result, asyncio.current_task().cancelling()
+
+    call = asyncio.ensure_future(caller())
+    await started.wait()
+    await agent.cancel()
+    result, cancelling = await call
+    assert result.ok and result.output == {"partial": True} and cancelling == 0
+
+
 def test_python_agent_rejects_non_callables():
     with pytest.raises(TypeError, match="expected a callable"):
         PythonAgent("x", 42)

@@ -52,6 +52,30 @@ DRAFT = spec("""
     """)
 
 
+CHAIN = spec("""
+    version: 1
+    contracts:
+      Part:
+        text: string
+    flows:
+      entry: main
+      main:
+        input: {}
+        output:
+          from: "${b.output}"
+          contract: Part
+        steps:
+          - id: a
+            do: "first"
+            agent: worker
+            out: Part
+          - id: b
+            do: "after ${a.output.text}"
+            agent: worker
+            out: Part
+    """)
+
+
 def fan_spec(count_ref: str = "${input.items}", concurrency: int = 2) -> str:
     return spec(f"""
         version: 1
@@ -248,6 +272,22 @@ async def test_global_running_limit_is_honoured():
     assert result.ok and tracker.calls == 6 and tracker.peak == 2
 
 
+async def test_a_finished_call_no_longer_counts_against_the_limits():
+    """The step a call's response releases is admitted after that call has left: a chain runs
+    with room for one call, and a fanout exactly as wide as the limits completes."""
+    def name(task: Task) -> dict:
+        return {"name": task.step_id}
+
+    writer = ScriptedAgent(default={"title": "t", "score": 0.9})
+    chain = await run(DRAFT, {"topic": "t"}, agents={"writer": writer}, store="memory",
+                      max_running=1, max_outstanding=1)
+    assert chain.ok
+    fan = await run(fan_spec(concurrency=2), {"items": list("abcdef")},
+                    agents={"worker": name, "finisher": name}, store="memory", max_running=2,
+                    max_outstanding=2)
+    assert fan.ok
+
+
 async def test_fanout_concurrency_is_honoured():
     tracker = Tracker(limit=3)
     result = await run(fan_spec(concurrency=3), {"items": [f"i{n}" for n in range(8)]},
@@ -367,6 +407,36 @@ async def test_cancelling_the_run_cancels_agents_and_records_it():
     run_id = events[0].run_id
     assert engine.status(run_id)["status"] == "cancelled"
     assert events[-1].kind == "run_finished" and events[-1].status == "cancelled"
+
+
+async def test_an_agent_that_returns_when_cancelled_starts_nothing_more():
+    """An agent may answer its cancellation with a partial result: the run is still cancelled,
+    and the step that result would release is never started."""
+    started = asyncio.Event()
+    later: list[str] = []
+
+    async def worker(task):
+        if task.step_id != "a":
+            later.append(task.step_id)
+            return {"text": "late"}
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            return {"text": "partial"}
+
+    engine = Engine()
+    events = []
+    running = asyncio.ensure_future(run(CHAIN, {}, agents={"worker": worker}, engine=engine,
+                                        on_event=events.append))
+    await started.wait()
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert later == []
+    assert engine.status(events[0].run_id)["status"] == "cancelled"
+    assert events[-1].kind == "run_finished" and events[-1].status == "cancelled"
+    assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
 
 
 async def test_unknown_agent_fails_before_the_run_starts():

@@ -22,6 +22,11 @@ AgentFunction = Callable[[Task], Any]
 _encode = json_encoder(sort_keys=False, ensure_ascii=True)
 
 
+class _CancelledByAgent(Exception):
+    """The call was stopped by :meth:`PythonAgent.cancel`: the task's failure, not the caller's
+    cancellation."""
+
+
 class PythonAgent:
     """Wraps ``fn(task)``; sync functions run via ``asyncio.to_thread``."""
 
@@ -37,23 +42,12 @@ class PythonAgent:
 
     async def execute(self, task: Task) -> AgentResult:
         started = time.perf_counter()
-        # The call runs in the caller's task (no task of its own: that costs more than an
-        # instant agent's whole call); cancel() cancels that task and marks it, so the
-        # cancellation it caused is taken back here and becomes the task's failure.
-        current = asyncio.current_task()
-        if current is not None:
-            self._calls[current] = False
         try:
-            value = await self._call(task)
-        except asyncio.CancelledError:
-            if current is not None and self._calls.get(current) and current.uncancel() == 0:
-                return AgentResult.failed(f"agent {self.name!r} was cancelled")
-            raise
+            value = await self._tracked(task)
+        except _CancelledByAgent:
+            return AgentResult.failed(f"agent {self.name!r} was cancelled")
         except Exception as exc:  # the callable's own failure is the task's failure
             return AgentResult.failed(f"{type(exc).__name__}: {exc}")
-        finally:
-            if current is not None:
-                self._calls.pop(current, None)
         elapsed = (time.perf_counter() - started) * 1000
         if isinstance(value, AgentResult):
             return value.with_duration(elapsed)
@@ -61,6 +55,31 @@ class PythonAgent:
         if problem:
             return AgentResult.failed(f"agent {self.name!r} returned {problem}")
         return AgentResult.success(value, telemetry=Telemetry(duration_ms=elapsed))
+
+    async def _tracked(self, task: Task) -> Any:
+        """``fn(task)`` in the caller's task, registered so :meth:`cancel` can reach it.
+
+        The call has no task of its own (that costs more than an instant agent's whole call):
+        cancel() marks the caller's task and cancels it, and the cancellation it caused is taken
+        back here (``uncancel``) and raised as :class:`_CancelledByAgent`, while an outside
+        cancellation propagates. A call of this agent made from within one of its calls rides on
+        the outer call's registration: cancelling reaches both, as one call.
+        """
+        current = asyncio.current_task()
+        if current is None or current in self._calls:
+            return await self._call(task)
+        self._calls[current] = False
+        try:
+            value = await self._call(task)
+        except asyncio.CancelledError:
+            if self._calls[current] and current.uncancel() == 0:
+                raise _CancelledByAgent from None
+            raise
+        finally:
+            cancelled = self._calls.pop(current)
+        if cancelled:  # the callable caught the cancellation and returned anyway
+            current.uncancel()
+        return value
 
     async def _call(self, task: Task) -> Any:
         if self._is_async:
