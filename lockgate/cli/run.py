@@ -136,9 +136,12 @@ def _conclude(result: Any) -> int:
 
 
 def _ask(prompt: str) -> str:
-    """One line from the terminal; end of input becomes EOFError (the gate stays waiting)."""
+    """One line from the terminal; end of input becomes EOFError (the gate stays waiting).
+
+    The prompt arrives with its own ": ", so click adds no second one."""
     try:
-        return click.prompt(prompt, default="", show_default=False, err=True)
+        return click.prompt(prompt.rstrip(), default="", show_default=False, err=True,
+                            prompt_suffix=" ")
     except click.Abort:
         raise EOFError from None
 

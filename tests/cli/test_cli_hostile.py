@@ -227,3 +227,41 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(scratch):
     stderr = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 1
     assert stderr == "", stderr
+
+
+GATE_SPEC = textwrap.dedent("""
+    version: 1
+    contracts:
+      Echo:
+        text: string
+    flows:
+      entry: main
+      main:
+        input: {}
+        output:
+          from: "${work.output}"
+          contract: Echo
+        max_rounds: 2
+        steps:
+          - id: work
+            do: "Work"
+            agent: echo
+            out: Echo
+          - id: review
+            after: [work]
+            gate:
+              on_approve: null
+              on_revise: work
+              on_kill: null
+    """).lstrip()
+
+
+def test_gate_prompts_end_in_a_single_colon(scratch):
+    (scratch / "gate.stratum.yaml").write_text(GATE_SPEC)
+    (scratch / "agents.py").write_text('def echo(task):\n    return {"text": task.prompt}\n')
+    result = CliRunner().invoke(main, ["run", "gate.stratum.yaml", "--agents", "agents.py",
+                                       "--store", "memory"], input="a\nfine\n")
+    assert result.exit_code == 0, result.stderr
+    assert "Decision [a]pprove / [r]evise / [k]ill: a" in result.stderr
+    assert "Rationale (optional): fine" in result.stderr
+    assert ": :" not in result.stderr
