@@ -236,9 +236,7 @@ class Drive:
     # --- gates ---------------------------------------------------------------------------------
 
     def _schedule_gates(self, response: dict[str, Any]) -> None:
-        gates = list(response.get("gates") or [])
-        if response.get("status") == "await_gate" and not gates:
-            gates = [response]
+        gates = waiting_gates(response)
         self._forget_gone({g.get("token") for g in gates})
         for gate in gates:
             token = gate.get("token")
@@ -271,29 +269,32 @@ class Drive:
 
     async def _decide(self, request: GateRequest, gate: dict[str, Any]) -> Any:
         """The response after the channel's decision; without one the gate is left waiting
-        and the loop only woken."""
+        and the loop only woken. A decision said to be made elsewhere while the gate still
+        waits is no decision (asking again would loop without end)."""
         decision = await self.runner.gates.decide(request)  # type: ignore[union-attr]
+        if decision is not None and decision.applied:
+            response = await self._engine_call(self.engine.status, self.run_id)
+            if all(g.get("token") != request.token for g in waiting_gates(response)):
+                self._emit_resolved(request, decision)
+                return response
+            decision = None
         if decision is None:
             self.unanswered[request.token] = gate
             return _WAKE
-        return await self._resolve(request, decision)
+        try:
+            response = await self._engine_call(
+                self.engine.gate_resolve, self.run_id, request.step_id, decision.outcome,
+                decision.rationale, decision.resolved_by, request.token, judging=request.step_id)
+        except StaleToken:  # decided elsewhere first: continue from the durable state
+            return await self._engine_call(self.engine.status, self.run_id)
+        self._emit_resolved(request, decision)
+        return response
 
-    async def _resolve(self, request: GateRequest, decision: Decision) -> dict[str, Any]:
-        if decision.applied:
-            response = await self._engine_call(self.engine.status, self.run_id)
-        else:
-            try:
-                response = await self._engine_call(
-                    self.engine.gate_resolve, self.run_id, request.step_id, decision.outcome,
-                    decision.rationale, decision.resolved_by, request.token,
-                    judging=request.step_id)
-            except StaleToken:  # decided elsewhere first: continue from the durable state
-                return await self._engine_call(self.engine.status, self.run_id)
+    def _emit_resolved(self, request: GateRequest, decision: Decision) -> None:
         self.emit("gate_resolved", self.run_id, step_id=request.step_id,
                   message=decision.rationale or None,
                   data={"decision": decision.outcome, "resolved_by": decision.resolved_by,
                         "elsewhere": decision.applied})
-        return response
 
     # --- engine, store, shutdown ---------------------------------------------------------------
 
@@ -379,6 +380,14 @@ class Drive:
                   message=response.get("message") or response.get("reason"),
                   data={k: response[k] for k in ("error_type", "output", "spent") if k in response})
         return RunResult(self.run_id, status, response, list(self.emit.history))
+
+
+def waiting_gates(response: dict[str, Any]) -> list[dict[str, Any]]:
+    """The gates ``response`` shows waiting: its ``gates``, or itself when it is one gate."""
+    gates = list(response.get("gates") or [])
+    if response.get("status") == "await_gate" and not gates:
+        gates = [response]
+    return gates
 
 
 def retry_conflicts(call: Callable[[], Any]) -> Any:

@@ -328,6 +328,22 @@ async def test_gate_decisions_from_a_callback_revise_then_approve():
     assert resolved == ["revise", "approve"]
 
 
+async def test_a_decision_said_to_be_made_elsewhere_while_the_gate_waits_leaves_it_waiting():
+    asked = []
+
+    def claims_applied(request):
+        asked.append(request.step_id)
+        return Decision("approve", "done elsewhere", applied=True)
+
+    writer = ScriptedAgent({"work": [{"text": "draft"}]})
+    events = []
+    result = await run(GATED, {"ask": "a haiku"}, agents={"writer": writer}, store="memory",
+                       gates=CallbackGates(claims_applied), on_event=events.append)
+    assert result.status == "await_gate" and asked == ["review"]
+    assert [g["step_id"] for g in result.waiting_gates] == ["review"]
+    assert not [e for e in events if e.kind == "gate_resolved"]
+
+
 async def test_gate_kill_ends_the_run():
     writer = ScriptedAgent({"work": [{"text": "draft"}]})
     result = await run(GATED, {"ask": "x"}, agents={"writer": writer}, store="memory",
