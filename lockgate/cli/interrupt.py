@@ -13,8 +13,9 @@ import asyncio
 import os
 import sys
 import threading
+from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Coroutine, NoReturn
+from typing import Any, NoReturn
 
 
 class _AbandonableExecutor(ThreadPoolExecutor):

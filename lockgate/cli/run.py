@@ -15,6 +15,8 @@ from typing import Any, Iterator
 
 import click
 
+from .runargs import load_agents, read_inputs
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WAITING = 0, 1, 2, 3
 
 
@@ -87,8 +89,8 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     from ..engine.store import open_store
     from . import interrupt
 
-    inputs = _inputs(pairs, inputs_file)
-    agents = _load_agents(agents_module) if agents_module else {}
+    inputs = read_inputs(pairs, inputs_file)
+    agents = load_agents(agents_module) if agents_module else {}
     config = load_config(start=Path(spec).resolve().parent if spec else Path.cwd())
     engine = Engine(store=open_store(store_url), workspace=Path.cwd())
     display = Progress()
@@ -144,76 +146,6 @@ def _ask(prompt: str) -> str:
                             prompt_suffix=" ")
     except click.Abort:
         raise EOFError from None
-
-
-# --- inputs and agents ---------------------------------------------------------------------------
-
-
-def _inputs(pairs: tuple[str, ...], inputs_file: str | None) -> dict[str, Any]:
-    inputs: dict[str, Any] = {}
-    if inputs_file:
-        inputs.update(_read_inputs_file(Path(inputs_file)))
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key.strip():
-            raise click.BadParameter(f"--input expects KEY=VALUE, got {pair!r}")
-        try:
-            inputs[key.strip()] = json.loads(raw)
-        except json.JSONDecodeError:
-            inputs[key.strip()] = raw
-    return inputs
-
-
-def _read_inputs_file(path: Path) -> dict[str, Any]:
-    import yaml
-
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise click.BadParameter(f"--inputs: cannot read {path}: {exc.strerror or exc}") from exc
-    try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise click.BadParameter(f"--inputs: {path} is not valid JSON/YAML: {exc}") from exc
-    if not isinstance(data, dict):
-        raise click.BadParameter(f"--inputs: {path} must hold an object of inputs")
-    return data
-
-
-def _load_agents(target: str) -> dict[str, Any]:
-    """Top-level functions of a module (a .py path or a dotted name), by name; ``a_b`` also
-    answers for the agent name ``a-b``."""
-    import importlib
-    import importlib.util
-    import inspect
-
-    try:
-        if target.endswith(".py") or "/" in target or "\\" in target:
-            path = Path(target).resolve()
-            if not path.is_file():
-                raise click.BadParameter(f"--agents: no file {target}")
-            spec = importlib.util.spec_from_file_location(path.stem, path)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules.setdefault(path.stem, module)
-            spec.loader.exec_module(module)
-        else:
-            sys.path.insert(0, str(Path.cwd()))
-            module = importlib.import_module(target)
-    except click.BadParameter:
-        raise
-    except Exception as exc:
-        raise click.BadParameter(f"--agents: cannot import {target}: "
-                                 f"{type(exc).__name__}: {exc}") from exc
-    agents: dict[str, Any] = {}
-    for name, fn in vars(module).items():
-        if name.startswith("_") or not inspect.isfunction(fn) or fn.__module__ != module.__name__:
-            continue
-        agents[name] = fn
-        agents.setdefault(name.replace("_", "-"), fn)
-    if not agents:
-        raise click.BadParameter(f"--agents: {target} defines no top-level functions")
-    return agents
 
 
 # --- reporting -----------------------------------------------------------------------------------

@@ -42,7 +42,7 @@ def lockgate(*args: str, cwd: Path, **kwargs):
     env.pop("LOCKGATE_STORE", None)
     env.pop("LOCKGATE_DEBUG", None)
     return subprocess.run([sys.executable, "-m", "lockgate", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120, **kwargs)
+                          capture_output=True, text=True, timeout=120, check=False, **kwargs)
 
 
 def assert_short_error(proc, code: int = 1) -> None:
@@ -68,7 +68,7 @@ def test_lockgate_debug_lets_the_traceback_through(scratch):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "LOCKGATE_DEBUG": "1"}
     proc = subprocess.run([sys.executable, "-m", "lockgate", "schema", "--output",
                            str(scratch / "missing" / "s.json")], cwd=scratch, env=env,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 1 and "Traceback" in proc.stderr
 
 
@@ -122,6 +122,21 @@ def test_input_errors_read_plainly(scratch):
     assert result.stderr.count("input.root: expected string") == 1, result.stderr
 
 
+@pytest.mark.parametrize("name, content, message", [
+    ("in.json", b"\xb3\xff\x00", "error: --inputs: in.json is not UTF-8 text (byte 0)"),
+    ("in.yaml", b"root: [1\n", ("error: --inputs: in.yaml is not valid JSON/YAML: expected ',' or ']', "
+                                "but got '<stream end>' (line 2, column 1)")),
+    ("in.json", b"{oops", ("error: --inputs: in.json is not valid JSON/YAML: Expecting property name "
+                           "enclosed in double quotes (line 1, column 2)")),
+    ("in.json", b"[1, 2]", "error: --inputs: in.json must hold an object of inputs"),
+])
+def test_bad_inputs_files_are_one_line(scratch, name, content, message):
+    (scratch / name).write_bytes(content)
+    result = invoke("run", str(HEALTH), "--inputs", name, "--store", "memory")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == message
+
+
 def test_the_spec_folders_configuration_supplies_the_agents(scratch):
     (scratch / "pkg").mkdir()
     (scratch / "pkg" / "a.py").write_text('def f():\n    """Doc."""\n')
@@ -161,7 +176,8 @@ def test_ctrl_c_cancels_the_run_and_exits_promptly(scratch):
         [sys.executable, "-m", "lockgate", "run", str(HEALTH), "--agents", "agents.py",
          "--input", "root=x"], cwd=scratch, env=env, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        # a shell's background job inherits an ignored SIGINT; give the CLI the default back
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
     seen = []
     for line in proc.stderr:  # the agent is running once its step is reported started
         seen.append(line)

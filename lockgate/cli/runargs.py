@@ -1,0 +1,94 @@
+"""What ``lockgate run`` reads from its arguments: flow inputs (``--input KEY=VALUE`` and an
+``--inputs`` file) and agents (``--agents`` module). Every problem is a
+:class:`click.BadParameter` whose message names the option and says what is wrong, in one line.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+def read_inputs(pairs: tuple[str, ...], inputs_file: str | None) -> dict[str, Any]:
+    """The flow inputs: the --inputs file, then each --input KEY=VALUE over it (VALUE as JSON
+    when it parses, else the string)."""
+    inputs: dict[str, Any] = {}
+    if inputs_file:
+        inputs.update(_read_inputs_file(Path(inputs_file)))
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"--input expects KEY=VALUE, got {pair!r}")
+        try:
+            inputs[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            inputs[key.strip()] = raw
+    return inputs
+
+
+def _read_inputs_file(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise click.BadParameter(f"--inputs: cannot read {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise click.BadParameter(f"--inputs: {path} is not UTF-8 text (byte {exc.start})") from exc
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise click.BadParameter(f"--inputs: {path} is not valid JSON/YAML: {_parse_problem(exc)}") from exc
+    if not isinstance(data, dict):
+        raise click.BadParameter(f"--inputs: {path} must hold an object of inputs")
+    return data
+
+
+def _parse_problem(exc: Exception) -> str:
+    """A JSON or YAML parse error in one line: what is wrong, and where."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+    return f"{problem}{where}"
+
+
+def load_agents(target: str) -> dict[str, Any]:
+    """Top-level functions of a module (a .py path or a dotted name), by name; ``a_b`` also
+    answers for the agent name ``a-b``."""
+    import importlib
+    import importlib.util
+    import inspect
+
+    try:
+        if target.endswith(".py") or "/" in target or "\\" in target:
+            path = Path(target).resolve()
+            if not path.is_file():
+                raise click.BadParameter(f"--agents: no file {target}")
+            spec = importlib.util.spec_from_file_location(path.stem, path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules.setdefault(path.stem, module)
+            spec.loader.exec_module(module)
+        else:
+            sys.path.insert(0, str(Path.cwd()))
+            module = importlib.import_module(target)
+    except click.BadParameter:
+        raise
+    except Exception as exc:
+        raise click.BadParameter(f"--agents: cannot import {target}: "
+                                 f"{type(exc).__name__}: {exc}") from exc
+    agents: dict[str, Any] = {}
+    for name, fn in vars(module).items():
+        if name.startswith("_") or not inspect.isfunction(fn) or fn.__module__ != module.__name__:
+            continue
+        agents[name] = fn
+        agents.setdefault(name.replace("_", "-"), fn)
+    if not agents:
+        raise click.BadParameter(f"--agents: {target} defines no top-level functions")
+    return agents
