@@ -62,11 +62,15 @@ def _resolve(target: str, flow_name: str | None, store: str | None):
 
 def _run_graph(run_id: str, store_url: str | None):
     from ..engine.graphs import run_graph
-    from ..engine.store import open_store
     from ..errors import RunNotFound, StoreError
+    from .stores import missing, open_existing
 
+    absent = missing(store_url)
+    if absent is not None:
+        raise click.ClickException(f"{run_id}: neither a spec file nor a run id in the store "
+                                   f"(there is no store at {absent})")
     try:
-        store = open_store(store_url)
+        store = open_existing(store_url)
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
     try:

@@ -2,7 +2,8 @@
 ``revert``, ``cancel``, ``resume``, ``verify``.
 
 Every command opens the store named by ``--store`` (or ``LOCKGATE_STORE``, else
-``.lockgate/lockgate.db`` here) and calls :class:`lockgate.engine.Engine`. Exit status: 0 done,
+``.lockgate/lockgate.db`` here), which must exist (see :mod:`lockgate.cli.stores`), and calls
+:class:`lockgate.engine.Engine`. Exit status: 0 done,
 1 the engine refused (the message says why) or ``verify`` found tampering, 2 usage errors.
 """
 
@@ -33,12 +34,13 @@ def format_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _engine(store: str | None) -> Any:
+    """An engine on the existing store (these commands never create one)."""
     from pathlib import Path
 
     from ..engine import Engine
-    from ..engine.store import open_store
+    from .stores import open_existing
 
-    return Engine(store=open_store(store), workspace=Path.cwd())
+    return _call(lambda: Engine(store=open_existing(store), workspace=Path.cwd()))
 
 
 def _call(action: Callable[[], Any]) -> Any:

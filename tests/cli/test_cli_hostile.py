@@ -281,3 +281,19 @@ def test_gate_prompts_end_in_a_single_colon(scratch):
     assert "Decision [a]pprove / [r]evise / [k]ill: a" in result.stderr
     assert "Rationale (optional): fine" in result.stderr
     assert ": :" not in result.stderr
+
+
+def test_reading_commands_never_create_a_store(scratch, monkeypatch):
+    assert invoke("runs").stdout == "no runs\n"
+    shown = invoke("show", "r1")
+    assert shown.exit_code == 1 and "no run with id 'r1'" in shown.stderr
+    assert not (scratch / ".lockgate").exists()
+    typo = invoke("runs", "--store", "typo/runs.db")
+    assert typo.exit_code == 1
+    assert typo.stderr.strip() == ("error (StoreError): no run store at typo/runs.db "
+                                   "(`lockgate run` creates it; check --store or $LOCKGATE_STORE)")
+    monkeypatch.setenv("LOCKGATE_STORE", "sqlite://elsewhere.db")
+    assert "no run store at elsewhere.db" in invoke("gate", "approve", "r1", "review").stderr
+    graphed = invoke("graph", "r1")
+    assert graphed.exit_code == 1 and "there is no store at elsewhere.db" in graphed.stderr
+    assert sorted(p.name for p in scratch.iterdir()) == []

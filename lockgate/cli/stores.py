@@ -1,0 +1,59 @@
+"""The run store of the commands that read or steer existing runs (``runs``, ``show``, ``gate``,
+``graph RUN``...): they open a store that exists and never create one.
+
+Only ``lockgate run`` creates a store. Elsewhere a missing default store (``.lockgate/lockgate.db``
+here) simply holds no runs, and a missing store named by ``--store`` or ``LOCKGATE_STORE`` is
+an error: a mistyped path used to create an empty database (and its directories) and answer
+"no runs".
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+MEMORY = {"memory", "memory://", ":memory:"}
+
+
+def open_existing(store: str | None) -> Any:
+    """The store ``store`` names (else ``$LOCKGATE_STORE``, else the default), if it exists."""
+    from ..engine.store import ENV_VAR, MemoryStore, open_store
+    from ..errors import StoreError
+
+    target = _target(store)
+    path = sqlite_path(target)
+    if path is None or path.exists():
+        return open_store(target)
+    if target is None:
+        return MemoryStore()
+    raise StoreError(f"no run store at {path} (`lockgate run` creates it; check --store or ${ENV_VAR})")
+
+
+def missing(store: str | None) -> Path | None:
+    """The SQLite file that ``store`` (or ``$LOCKGATE_STORE``) names when it does not exist."""
+    target = _target(store)
+    path = sqlite_path(target) if target is not None else None
+    return path if path is not None and not path.exists() else None
+
+
+def _target(store: str | None) -> str | None:
+    from ..engine.store import ENV_VAR
+
+    return store if store is not None else os.environ.get(ENV_VAR) or None
+
+
+def sqlite_path(target: str | None) -> Path | None:
+    """The SQLite file ``target`` names, or None when it names another backend (or nothing
+    valid: ``open_store`` then says what is wrong)."""
+    from ..engine.store.sqlite import DEFAULT_PATH
+
+    if target is None:
+        return Path.cwd() / DEFAULT_PATH
+    if not target.strip() or target in MEMORY or target.startswith(("postgresql://", "postgres://")):
+        return None
+    if target.startswith("sqlite://"):
+        target = target.removeprefix("sqlite://")
+    elif "://" in target:
+        return None
+    return Path(target)
