@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -106,7 +106,10 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
             return await runner.start(Path(spec), inputs, flow=flow)
 
     try:
-        result = interrupt.run(main())
+        # stdout carries only the flow's output (for `> out.json` or `| jq`): what agents print
+        # while the run is going goes to stderr, with the progress
+        with redirect_stdout(sys.stderr):
+            result = interrupt.run(main())
     finally:
         engine.close()
     return _conclude(result)

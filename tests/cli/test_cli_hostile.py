@@ -297,3 +297,14 @@ def test_reading_commands_never_create_a_store(scratch, monkeypatch):
     graphed = invoke("graph", "r1")
     assert graphed.exit_code == 1 and "there is no store at elsewhere.db" in graphed.stderr
     assert sorted(p.name for p in scratch.iterdir()) == []
+
+
+def test_what_agents_print_stays_off_stdout(scratch):
+    (scratch / "gate.stratum.yaml").write_text(GATE_SPEC)
+    (scratch / "agents.py").write_text(
+        'def echo(task):\n    print("debug: echoing")\n    return {"text": "done"}\n')
+    proc = lockgate("run", "gate.stratum.yaml", "--agents", "agents.py", "--no-prompt",
+                    "--store", "memory", cwd=scratch)
+    assert proc.returncode == 3, proc.stderr
+    assert json.loads(proc.stdout)["status"] == "await_gate"
+    assert "debug: echoing" in proc.stderr
