@@ -16,6 +16,7 @@ from typing import Any, Iterator
 import click
 
 from .runargs import load_agents, read_inputs
+from .text import one_line
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WAITING = 0, 1, 2, 3
 
@@ -129,7 +130,7 @@ def _conclude(result: Any) -> int:
                        f"then continue it with: lockgate run --resume {result.run_id}", err=True)
     else:
         reason = response.get("message") or response.get("reason") or response.get("error_type")
-        click.echo(f"run {result.run_id} {result.status}: {reason or ''}".rstrip(": "), err=True)
+        click.echo(f"run {result.run_id} {result.status}: {one_line(reason or '')}".rstrip(": "), err=True)
     summary = {k: response[k] for k in ("run_id", "status", "error_type", "message", "step_id",
                                          "reason", "violations") if response.get(k) is not None}
     summary["status"] = result.status
@@ -283,18 +284,14 @@ def _note(event: Any) -> str:
         first = event.violations[0]
         where = first.get("path") or first.get("ensure") or ""
         more = f" (+{len(event.violations) - 1} more)" if len(event.violations) > 1 else ""
-        return _one_line(f"{where}: {first.get('message', '')}{more}".strip(": "))
+        return one_line(f"{where}: {first.get('message', '')}{more}".strip(": "))
     if event.kind == "gate_resolved":
-        return _one_line(f"{event.data.get('decision')} by {event.data.get('resolved_by')}" + (
+        return one_line(f"{event.data.get('decision')} by {event.data.get('resolved_by')}" + (
             f": {event.message}" if event.message else ""))
     if event.kind == "gate_waiting":
         return "waiting for a decision"
-    return _one_line(event.message or "")
+    return one_line(event.message or "")
 
-
-def _one_line(text: str) -> str:
-    """Collapse the line breaks of an agent's message: one progress event, one line."""
-    return " ".join(text.split())
 
 
 def register(main: click.Group) -> None:

@@ -17,6 +17,8 @@ from typing import Any
 
 import click
 
+from .text import one_line
+
 STORE_HELP = "Run store: a SQLite path, sqlite://, postgresql://... or memory (default: $LOCKGATE_STORE or .lockgate/lockgate.db)."
 
 
@@ -69,9 +71,10 @@ def _spent(spent: dict[str, Any]) -> str:
 
 
 def _table(rows: list[list[str]], header: list[str]) -> None:
+    rows = [[one_line(cell) for cell in row] for row in rows]
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
-        click.echo("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip())
+        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
 
 
 # -- listing and reading ---------------------------------------------------------------------------
@@ -113,13 +116,13 @@ def show_cmd(run_id: str, store: str | None, fmt: str) -> None:
     click.echo(f"steps {audit['steps_completed']}/{audit['total_steps']} done  spent {_spent(audit['spent'])}"
                f"  rounds {audit['rounds']}")
     if audit.get("failure"):
-        click.echo(f"failure: {audit['failure'].get('reason')}")
+        click.echo(f"failure: {one_line(audit['failure'].get('reason'))}")
     if "output" in audit:
         click.echo("output: " + json.dumps(audit["output"], sort_keys=True))
     click.echo()
     _table([[t["step_id"], t["kind"], t["status"], str(t["attempts"]),
              f"{t['duration_ms']:.0f} ms" if "duration_ms" in t else "",
-             (t.get("failure") or {}).get("reason", "")[:70]] for t in audit["trace"]],
+             one_line((t.get("failure") or {}).get("reason", ""))[:70]] for t in audit["trace"]],
            ["STEP", "KIND", "STATUS", "ATTEMPTS", "TIME", "LAST FAILURE"])
 
 
@@ -151,9 +154,9 @@ def why_cmd(run_id: str, store: str | None, fmt: str) -> None:
     if fmt == "json":
         _json(why)
         return
-    click.echo(why["summary"])
+    click.echo(one_line(why["summary"]))
     for wait in why["waits"]:
-        click.echo(f"- {wait['reason']}")
+        click.echo(f"- {one_line(wait['reason'])}")
         for command in wait["commands"]:
             click.echo(f"    {command}")
 
@@ -263,7 +266,7 @@ def _print_response(resp: dict[str, Any], fmt: str) -> None:
     elif status == "complete":
         click.echo(f"run {rid}: complete\noutput: " + json.dumps(resp.get("output"), sort_keys=True))
     elif status == "error":
-        click.echo(f"run {rid}: failed ({resp.get('error_type')}): {resp.get('message')}")
+        click.echo(f"run {rid}: failed ({resp.get('error_type')}): {one_line(resp.get('message'))}")
     else:
         extra = f" ({resp['reason']})" if resp.get("reason") else ""
         click.echo(f"run {rid}: {status}{extra}")

@@ -308,3 +308,15 @@ def test_what_agents_print_stays_off_stdout(scratch):
     assert proc.returncode == 3, proc.stderr
     assert json.loads(proc.stdout)["status"] == "await_gate"
     assert "debug: echoing" in proc.stderr
+
+
+def test_a_multi_line_failure_keeps_lines_and_rows_whole(scratch):
+    (scratch / "agents.py").write_text(
+        'def scanner(task):\n    raise RuntimeError("line one\\nline two")\n')
+    ran = invoke("run", str(HEALTH), "--agents", "agents.py", "--input", "root=x")
+    assert ran.exit_code == 1
+    run_id = json.loads(ran.stdout)["run_id"]
+    assert "\\n" in ran.stdout  # the JSON summary keeps the message whole
+    for output in (ran.stderr, invoke("show", run_id).stdout, invoke("why", run_id).stdout):
+        assert "line one line two" in output
+        assert not any(line.startswith("line two") for line in output.splitlines()), output
