@@ -174,16 +174,21 @@ def _report_engine_error(exc: Any) -> None:
 
 
 def _report_spec_error(spec: str | None, exc: Any) -> None:
+    """The spec's diagnostics with their source excerpts, as ``lockgate validate`` shows them."""
     diagnostics = getattr(exc, "diagnostics", None)
     if diagnostics and spec:
         from ..dsl.report import format_text
+        from ..dsl.yamlsrc import MAX_DOCUMENT_CHARS
 
         try:
             text = Path(spec).read_text(encoding="utf-8")
-            click.echo(format_text(spec, text, diagnostics), err=True)
+        except (OSError, UnicodeDecodeError):
+            text = None
+        if text is not None:
+            # an oversized document is reported without excerpts (its one line may be 50 MB)
+            excerpted = text if len(text) <= MAX_DOCUMENT_CHARS else ""
+            click.echo(format_text(spec, excerpted, diagnostics), err=True)
             return
-        except OSError:
-            pass
     click.echo(f"error: {exc}", err=True)
 
 

@@ -320,3 +320,10 @@ def test_a_multi_line_failure_keeps_lines_and_rows_whole(scratch):
     for output in (ran.stderr, invoke("show", run_id).stdout, invoke("why", run_id).stdout):
         assert "line one line two" in output
         assert not any(line.startswith("line two") for line in output.splitlines()), output
+
+
+def test_an_oversized_spec_is_reported_without_its_text(scratch):
+    (scratch / "huge.stratum.yaml").write_text("x: " + "a" * 11_000_000 + "\n")
+    result = invoke("run", "huge.stratum.yaml")
+    assert result.exit_code == 2
+    assert "error LG101" in result.stderr and len(result.stderr) < 1000
