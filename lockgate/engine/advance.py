@@ -4,9 +4,10 @@ A route target (of ``on_fail``, ``on_approve`` or ``on_kill``) waits until a rou
 and is skipped once every step that could route to it is terminal without doing so (so the branch
 a gate did not take does not strand the run).
 
-A dependency that failed and was routed to its ``on_fail`` step counts as satisfied for a step that
-also depends on that recovery step (it joins both branches, as the source document's routing
-example does), and skips any other dependent. A failure that was not routed ends the scope anyway.
+A dependency that failed and was routed to its ``on_fail`` step counts as satisfied for the
+recovery step itself (which may list it in ``after``) and for a step that also depends on that
+recovery step (it joins both branches, as the source document's routing example does), and skips
+any other dependent. A failure that was not routed ends the scope anyway.
 
 ``advance`` works off a queue of keys to (re)consider, fed by whatever changed: a step that
 became terminal pushes its dependents and its ``on_fail`` target, a route pushes its target, a
@@ -79,7 +80,7 @@ def _consider(run: LiveRun, loc: Located, st: StepState) -> None:
         if status not in SATISFIED:
             target = scope.flow.steps[dep].step.on_fail if status == FAILED else None
             if target:
-                if target not in cstep.deps:
+                if target != cstep.id and target not in cstep.deps:
                     recovered = dep
                 continue
             return

@@ -191,6 +191,31 @@ def test_on_fail_target_receives_the_routing_failure(engine: Engine) -> None:
     assert routed["previous_failure"]["reason"] == "agent reported failure: crashed"
 
 
+RECOVERY_AFTER = flow("""      - id: primary
+        do: "p"
+        out: Note
+        attempts: 1
+        on_fail: fallback
+      - id: fallback
+        after: [primary]
+        do: "fallback for ${input.topic}"
+        out: Note
+      - id: last
+        after: [fallback]
+        do: "after ${fallback.output.text}"
+        out: Note
+""", output="${last.output}")
+
+
+def test_a_recovery_step_that_lists_the_failing_step_in_after_still_runs(engine: Engine) -> None:
+    run = engine.plan(RECOVERY_AFTER, {"topic": "t"})["run_id"]
+    agent = Script({"primary": [Fail("boom")], "fallback": [{"text": "saved"}], "last": [{"text": "end"}]})
+    done = drive(engine, run, agent)
+    assert agent.calls == ["primary", "fallback", "last"]
+    assert done["status"] == "complete" and done["output"] == {"text": "end"}
+    assert steps_of(engine, run)["fallback"]["status"] == "succeeded"
+
+
 # -- gates --------------------------------------------------------------------------------------------
 
 GATED = flow("""      - id: draft
