@@ -19,6 +19,7 @@ from typing import Any
 from ..dsl.loader import LoadResult, load
 from ..engine.engine import Engine
 from ..errors import EngineError, SpecError
+from .specfile import SpecFileError, read_spec_file, spec_path
 
 Args = Mapping[str, Any]
 
@@ -49,21 +50,20 @@ def invalid(message: str, **detail: Any) -> EngineError:
 
 
 def _source(ctx: ToolContext, args: Args) -> tuple[str | bytes, str | None]:
-    """(text, path) of the spec given as exactly one of ``spec`` / ``path`` (a file's bytes are
-    decoded by the loader, which reports bad encodings as diagnostics)."""
+    """(text, path) of the spec given as exactly one of ``spec`` / ``path`` (a file inside the
+    workspace, read by :mod:`lockgate.mcp.specfile`; its bytes are decoded by the loader, which
+    reports bad encodings as diagnostics)."""
     given = [k for k in ("spec", "path") if k in args]
     if len(given) != 1:
         what = "neither" if not given else "both"
         raise invalid(f"give exactly one of `spec` (inline YAML) or `path` (a spec file); got {what}")
     if "spec" in args:
         return args["spec"], None
-    path = Path(args["path"]).expanduser()
-    if not path.is_absolute():
-        path = ctx.root / path
     try:
-        return path.read_bytes(), str(path)
-    except OSError as exc:
-        raise invalid(f"cannot read spec file {path}: {exc}", path=str(path)) from exc
+        path = spec_path(ctx.root, args["path"])
+        return read_spec_file(path), str(path)
+    except SpecFileError as exc:
+        raise invalid(str(exc), path=str(exc.path)) from exc
 
 
 def _load(ctx: ToolContext, args: Args) -> LoadResult:

@@ -27,6 +27,8 @@ from .advice import next_steps, tool_error
 from .handlers import HANDLERS, ToolContext, invalid
 from .instructions import SERVER_INSTRUCTIONS
 from .tools import BY_NAME, TOOLS, ToolSpec
+from .unreadable import answering_unreadable, forward_streams
+from .values import unrepresentable
 
 SERVER_NAME = "lockgate"
 _VALIDATORS = {tool.name: Draft202012Validator(tool.schema) for tool in TOOLS}
@@ -45,11 +47,12 @@ def listed_tools() -> list[types.Tool]:
 
 
 def check_arguments(tool: ToolSpec, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The arguments as a dict, or EngineError(invalid_arguments) naming every problem."""
+    """The arguments as a dict, or EngineError(invalid_arguments) naming every problem (schema
+    violations, and values strict JSON cannot store: NaN, Infinity, lone surrogates)."""
     args = dict(arguments or {})
     errors = sorted(_VALIDATORS[tool.name].iter_errors(args), key=lambda e: (list(e.absolute_path), e.message))
-    if errors:
-        problems = [_describe(tool, e) for e in errors]
+    problems = [_describe(tool, e) for e in errors] + unrepresentable(args)
+    if problems:
         raise invalid(f"{tool.name}: " + "; ".join(problems), problems=problems)
     return args
 
@@ -136,12 +139,16 @@ def make_context(store: str | None = None, workspace: str | Path | None = None) 
 
 
 async def serve_stdio(ctx: ToolContext) -> None:
-    """Serve MCP over stdin/stdout until the client closes the connection."""
+    """Serve MCP over stdin/stdout until the client closes the connection; requests the
+    transport cannot read are answered by :mod:`lockgate.mcp.unreadable`."""
     from mcp.server.stdio import stdio_server
 
     server = build_server(ctx)
     async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+        sink, readable = forward_streams()
+        async with anyio.create_task_group() as group:
+            group.start_soon(answering_unreadable, read_stream, sink, write_stream)
+            await server.run(readable, write_stream, server.create_initialization_options())
 
 
 def serve(store: str | None = None, workspace: str | Path | None = None) -> None:

@@ -51,8 +51,8 @@ TOKEN = _string("The token of that dispatch or gate, from the most recent respon
                 "Tokens are single-use: a retry or a revert issues a new one.", minLength=1)
 SPEC = _string("The spec as inline YAML text (Stratum `version: 1`: contracts, flows). Give `spec` or "
                "`path`, not both.")
-PATH = _string("Path of a spec file (.stratum.yaml), relative to the workspace or absolute. Give `spec` "
-               "or `path`, not both.", minLength=1)
+PATH = _string("Path of a spec file (.stratum.yaml) inside the workspace, relative to it or absolute. Give "
+               "`spec` or `path`, not both.", minLength=1)
 FLOW = _string("Which flow of the spec (default: the spec's flows.entry).", minLength=1)
 LABEL = _string("The checkpoint label.", minLength=1, maxLength=200)
 LIMIT = {"type": "integer", "minimum": 1, "maximum": 1000, "description": "At most this many entries (default 100)."}

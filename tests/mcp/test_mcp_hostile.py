@@ -1,0 +1,136 @@
+"""A hostile or careless client: spec paths that are not workspace files, values strict JSON cannot
+store, and request lines the transport cannot read. Each is refused as a tool error, the server
+keeps serving, and the run stays verifiable."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import anyio
+from mcp_support import CHECKED, connect, lockgate_cli
+
+from lockgate.engine import Engine
+from lockgate.engine.store import open_store
+from lockgate.mcp.handlers import ToolContext
+from lockgate.mcp.server import call_tool
+from lockgate.mcp.specfile import MAX_DOCUMENT_CHARS
+
+CALL_TIMEOUT = 20
+
+
+def _verified(store: Path, run_id: str) -> None:
+    checked = lockgate_cli("verify", run_id, "--store", str(store))
+    assert checked.returncode == 0 and "intact" in checked.stdout, checked.stdout + checked.stderr
+
+
+async def test_spec_paths_that_are_not_workspace_files_are_refused_at_once(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (tmp_path / "outside.stratum.yaml").write_text(CHECKED)
+    os.mkfifo(work / "pipe.yaml")
+    (work / "out.yaml").symlink_to(tmp_path / "outside.stratum.yaml")
+    (work / "dir.yaml").mkdir()
+    with (work / "huge.yaml").open("wb") as fh:
+        fh.truncate(MAX_DOCUMENT_CHARS + 1)
+    (work / "good.stratum.yaml").write_text(CHECKED)
+    refused = {"pipe.yaml": "not a regular file (a FIFO)", "/dev/zero": "outside the workspace",
+               "../outside.stratum.yaml": "outside the workspace", str(tmp_path / "outside.stratum.yaml"):
+               "outside the workspace", "out.yaml": "outside the workspace", "dir.yaml": "(a directory)",
+               "huge.yaml": f"larger than {MAX_DOCUMENT_CHARS} bytes", "nul\0.yaml": "must not contain NUL"}
+    async with connect(tmp_path / "runs.db", work) as s:
+        for tool in ("lockgate_validate", "lockgate_plan", "lockgate_graph"):
+            for path, words in refused.items():
+                with anyio.fail_after(CALL_TIMEOUT):
+                    message, data = await s.refused(tool, {"path": path})
+                assert data["error_type"] == "invalid_arguments" and words in message, (tool, path, message)
+                assert "root:" not in message
+        assert (await s.ok("lockgate_runs"))["runs"] == []
+        inside = await s.ok("lockgate_plan", {"path": str(work / "good.stratum.yaml"), "inputs": {"topic": "t"}})
+        assert inside["status"] == "execute_step"
+
+
+def test_values_strict_json_cannot_store_are_refused_by_path_and_the_run_stays_usable(tmp_path: Path) -> None:
+    store = tmp_path / "runs.db"
+    ctx = ToolContext(Engine(store=open_store(store)), tmp_path)
+    try:
+        first = call_tool(ctx, "lockgate_plan", {"spec": CHECKED, "inputs": {"topic": "tea"}}).structured_content
+        run, token = first["run_id"], first["token"]
+        bad = [({"text": float("nan")}, None, "argument result.text is nan"),
+               ({"text": "long enough"}, {"usd": float("inf")}, "argument usage.usd is inf"),
+               ({"text": "ok \ud800 ok"}, None, "argument result.text holds a lone UTF-16 surrogate"),
+               ({"\udc00": "x", "text": "long enough"}, None, "argument result has a key with a lone")]
+        for result, usage, words in bad:
+            args = {"run_id": run, "step_id": "a", "token": token, "result": result}
+            if usage is not None:
+                args["usage"] = usage
+            refused = call_tool(ctx, "lockgate_step_done", args)
+            assert refused.is_error and refused.structured_content["error_type"] == "invalid_arguments"
+            assert words in refused.content[0].text
+            json.dumps(refused.structured_content, ensure_ascii=False).encode("utf-8")
+        planned = call_tool(ctx, "lockgate_plan", {"spec": CHECKED, "inputs": {"topic": float("-inf")}})
+        assert planned.is_error and "argument inputs.topic is -inf" in planned.content[0].text
+        done = call_tool(ctx, "lockgate_step_done", {"run_id": run, "step_id": "a", "token": token,
+                                                     "result": {"text": "long enough"}})
+        assert not done.is_error and done.structured_content["step_id"] == "b"
+        assert len(call_tool(ctx, "lockgate_runs", {}).structured_content["runs"]) == 1
+    finally:
+        ctx.engine.close()
+    _verified(store, run)
+
+
+class RawClient:
+    """A client writing JSON-RPC lines of its own making to `lockgate mcp` (as a careless host may)."""
+
+    def __init__(self, process: anyio.abc.Process) -> None:
+        self.process, self.buffer = process, b""
+
+    async def send(self, line: str) -> None:
+        await self.process.stdin.send(line.encode("utf-8") + b"\n")
+
+    async def answer(self, request_id: int) -> dict:
+        with anyio.fail_after(CALL_TIMEOUT):
+            while True:
+                while b"\n" not in self.buffer:
+                    self.buffer += await self.process.stdout.receive()
+                line, self.buffer = self.buffer.split(b"\n", 1)
+                message = json.loads(line)
+                if message.get("id") == request_id:
+                    return message
+
+    async def call(self, request_id: int, name: str, arguments: str) -> dict:
+        await self.send(f'{{"jsonrpc": "2.0", "id": {request_id}, "method": "tools/call", "params": '
+                        f'{{"name": "{name}", "arguments": {arguments}}}}}')
+        return await self.answer(request_id)
+
+
+async def test_request_lines_the_transport_cannot_read_are_answered_and_serving_goes_on(tmp_path: Path) -> None:
+    store = tmp_path / "runs.db"
+    command = [sys.executable, "-m", "lockgate", "mcp", "--store", str(store), "--workspace", str(tmp_path)]
+    async with await anyio.open_process(command, cwd=tmp_path) as process:
+        client = RawClient(process)
+        await client.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}))
+        assert "result" in await client.answer(0)
+        await client.send('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+        planned = await client.call(1, "lockgate_plan", json.dumps({"spec": CHECKED, "inputs": {"topic": "tea"}}))
+        first = planned["result"]["structuredContent"]
+        done = f'{{"run_id": "{first["run_id"]}", "step_id": "a", "token": "{first["token"]}", "result": %s}}'
+        unreadable = {2: (done % ('{"text": ' + "[" * 10_000 + "]" * 10_000 + "}"), "nests deeper"),
+                      3: (done % '{"text": "a\\ud800b"}', "surrogate"),
+                      4: (done % '{"\\udc00": "a"}', "lone UTF-16 surrogate")}
+        for request_id, (arguments, words) in unreadable.items():
+            answered = await client.call(request_id, "lockgate_step_done", arguments)
+            assert answered["result"]["isError"] is True, answered
+            assert answered["result"]["structuredContent"]["error_type"] == "invalid_arguments"
+            assert words in answered["result"]["content"][0]["text"]
+        await client.send('{"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {"x": "\\ud800"}}')
+        assert (await client.answer(5))["error"]["code"] == -32700
+        accepted = await client.call(6, "lockgate_step_done", done % '{"text": "long enough"}')
+        assert accepted["result"]["structuredContent"]["step_id"] == "b"
+        await process.stdin.aclose()
+        with anyio.fail_after(CALL_TIMEOUT):
+            assert await process.wait() == 0
+    _verified(store, first["run_id"])
