@@ -4,7 +4,8 @@ A snapshot holds the run status, output, failure, rounds, carry and every step r
 stored as the engine record ``@cp/<label>``. Spend is not rolled back (the live ledger is kept,
 restored step ledgers come back), tokens of restored issuances are re-minted so pre-revert
 tokens are stale, and reverting a finished run brings it back to life. Both are refused on
-cancelled runs and while a fanout is in flight.
+cancelled runs, while a fanout is in flight, and while a consumer-dispatched worktree fanout
+waits for its successor gates (the consumer's worktrees and merge are fenced by those gates).
 """
 
 from __future__ import annotations
@@ -14,7 +15,18 @@ from typing import Any
 from ..errors import EngineError
 from .advance import advance
 from .live import Env, LiveRun
-from .model import CHECKPOINT_PREFIX, PENDING, READY, RUN_CANCELLED, RUNNING, WAITING_GATE, StepState, new_token
+from .model import (
+    CHECKPOINT_PREFIX,
+    PENDING,
+    READY,
+    RUN_CANCELLED,
+    RUNNING,
+    SKIPPED,
+    SUCCEEDED,
+    WAITING_GATE,
+    StepState,
+    new_token,
+)
 
 SNAPSHOT_FIELDS = ("status", "error_type", "failure", "output", "rounds", "carry", "finished_at")
 
@@ -28,7 +40,30 @@ def _refuse(run: LiveRun, label: Any) -> str:
     if run.fans:
         raise EngineError(f"run {run.header.id} has a fanout in flight ({', '.join(run.fans)}); checkpoints wait "
                           "for it to settle", error_type="fanout_in_flight", run_id=run.header.id)
+    unreleased = _unreleased_worktrees(run)
+    if unreleased:
+        raise EngineError(f"run {run.header.id}: the worktrees of consumer fanout {', '.join(unreleased)} are not "
+                          "released; checkpoints wait for its successor gate to resolve",
+                          error_type="fanout_in_flight", run_id=run.header.id)
     return label.strip()
+
+
+def _unreleased_worktrees(run: LiveRun) -> list[str]:
+    """Succeeded consumer-dispatched ``isolation: worktree`` fanouts with a successor gate that has
+    not succeeded: the consumer's worktree lifecycle is still open (semantics §6.8, §6.14)."""
+    out = []
+    for key, st in run.steps.items():
+        if st.status != SUCCEEDED or st.dropped or st.index is not None:  # items are not fanouts
+            continue
+        loc = run.locate(key)
+        fan = loc.cstep.step.fanout
+        if fan is None or fan.dispatch != "consumer" or fan.isolation != "worktree":
+            continue
+        gates = [loc.scope.prefix + c.id for c in loc.scope.flow.steps.values()
+                 if c.kind == "gate" and loc.cstep.id in c.deps]
+        if any(run.steps[g].status not in (SUCCEEDED, SKIPPED) for g in gates):
+            out.append(key)
+    return out
 
 
 def commit(run: LiveRun, label: Any) -> dict[str, Any]:

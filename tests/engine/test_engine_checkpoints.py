@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from engine_support import Script, drive
+from specs import fan_spec
 
 from lockgate.engine import Engine
 from lockgate.errors import EngineError, StaleToken
@@ -120,3 +121,26 @@ def test_checkpoints_survive_a_new_engine(tmp_path) -> None:
     engine.close()
     again = Engine(store=open_store(db))
     assert again.revert(first["run_id"], "start")["step_id"] == "a"
+
+
+def test_checkpoints_wait_for_the_successor_gate_of_a_consumer_worktree_fanout(engine: Engine) -> None:
+    spec = fan_spec(isolation="worktree") + """      - id: review
+        after: [fan]
+        gate:
+          on_approve: null
+          on_revise: null
+          on_kill: null
+"""
+    first = engine.plan(spec, {"words": ["a", "b"]})
+    run = first["run_id"]
+    for entry in first["ready"]:
+        word = entry["task"].split()[-1]  # "Shout <item>": the ensure wants the item back
+        gate = engine.step_done(run, entry["step_id"], {"word": word}, entry["token"])
+    assert gate["status"] == "await_gate"
+    with pytest.raises(EngineError, match="successor gate") as caught:
+        engine.commit(run, "mid")
+    assert caught.value.error_type == "fanout_in_flight"
+    with pytest.raises(EngineError, match="successor gate"):
+        engine.revert(run, "anything")
+    engine.gate_resolve(run, "review", "approve", "merged", "me", gate["token"])
+    assert engine.commit(run, "after")["status"] == "committed"
