@@ -42,8 +42,8 @@ def response(run: LiveRun, *, everything: bool = False) -> dict[str, Any]:
     if header.status != RUN_RUNNING:
         return error_response(run)
     issued = run.issued
-    if everything:
-        new = list(run.outstanding)
+    if everything:  # in ready-list order however the run got here (issued live or reloaded)
+        new = sorted(run.outstanding, key=run.order_key)
     elif not issued:
         new = []
     elif len(issued) == 1:  # the usual transition: one dispatch, nothing to order
@@ -56,7 +56,7 @@ def response(run: LiveRun, *, everything: bool = False) -> dict[str, Any]:
 
 
 def _running(run: LiveRun, base: dict[str, Any], new: list[str]) -> dict[str, Any]:
-    gates = [gate_entry(run, k) for k in run.waiting]
+    gates = [gate_entry(run, k) for k in sorted(run.waiting, key=run.order_key)]
     if new:
         primary = dispatch_entry(run, new[0])
         ready = [primary, *(dispatch_entry(run, k) for k in new[1:])]
