@@ -170,6 +170,7 @@ def item_result(run: LiveRun, loc: Located, item: StepState, result: Any, failur
             return
     item.attempts.append({"attempt": item.stage_attempts + 1, "stage": item.stage, "at": now(), "result": result})
     event = run.event("fanout_attempt_result", item.key, stage=item.stage, result=result)
+    item.failure = None  # a stage that succeeds ends its failures: the next stage starts clean
     item.accepted = item.token
     item.token = None
     if not final:

@@ -53,6 +53,30 @@ def test_item_stages_pass_prev_and_a_skipped_final_stage_skips_the_item() -> Non
     assert trace["fan/1"]["status"] == "skipped" and trace["fan"]["output"] == [{"word": "x1"}, None]
 
 
+def test_a_stage_that_succeeds_on_retry_leaves_no_failure_behind() -> None:
+    """The next stage's first dispatch carries no previous failure, and the finished item's
+    trace none either (as a plain step's success clears its failure)."""
+    stages = """            - do: "Pick ${item}"
+              out: Word
+            - do: "Refine ${prev}"
+              out: Word
+"""
+    engine = Engine()
+    run = engine.plan(fan_spec(stages=stages), {"words": ["x"]})["run_id"]
+    seen = []
+
+    def agent(entry):
+        seen.append((entry["stage"], entry["attempt"], entry.get("previous_failure")))
+        return Fail("flaky") if (entry["stage"], entry["attempt"]) == (0, 1) else {"word": "x"}
+
+    done = drive(engine, run, Script({"fan/*": agent}))
+    assert done["status"] == "complete"
+    assert [(stage, attempt) for stage, attempt, _ in seen] == [(0, 1), (0, 2), (1, 1)]
+    assert seen[1][2]["reason"] == "agent reported failure: flaky" and seen[2][2] is None
+    item = {t["step_id"]: t for t in engine.audit(run)["trace"]}["fan/0"]
+    assert item["status"] == "succeeded" and item.get("failure") is None
+
+
 @pytest.mark.parametrize("require, words, ok", [
     ("all", ["a", "b"], True), ("all", ["a", "bad"], False), ("any", ["a", "bad"], True),
     ("any", ["bad", "bad"], False), ("2", ["a", "b", "bad"], True), ("2", ["a", "bad", "bad"], False),
