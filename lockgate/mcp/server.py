@@ -31,6 +31,8 @@ from .unreadable import answering_unreadable, forward_streams
 from .values import unrepresentable
 
 SERVER_NAME = "lockgate"
+# lockgate_status calls waiting for a gate decision at once; more queue, other tools never do
+MAX_WAITING_CALLS = 8
 _VALIDATORS = {tool.name: Draft202012Validator(tool.schema) for tool in TOOLS}
 # the tools whose answer asks something of the agent get a line saying what
 _GUIDED = frozenset({"lockgate_plan", "lockgate_step_done", "lockgate_gate_resolve", "lockgate_status",
@@ -121,12 +123,22 @@ def build_server(ctx: ToolContext) -> Server[Any]:
     async def on_list_tools(_rctx: Any, _params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=listed_tools())
 
+    waits = anyio.CapacityLimiter(MAX_WAITING_CALLS)
+
     async def on_call_tool(_rctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        return await anyio.to_thread.run_sync(partial(call_tool, ctx, params.name, params.arguments))
+        # a call that may wait minutes for a decision takes a thread of its own pool, so a client
+        # issuing many of them cannot occupy every worker thread and stall all other calls
+        limiter = waits if _may_wait(params.name, params.arguments) else None
+        return await anyio.to_thread.run_sync(partial(call_tool, ctx, params.name, params.arguments),
+                                              limiter=limiter)
 
     return Server(SERVER_NAME, version=__version__, title="Lockgate",
                   description="Governed, checked workflow runs for coding agents",
                   instructions=SERVER_INSTRUCTIONS, on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+
+
+def _may_wait(name: str, arguments: Mapping[str, Any] | None) -> bool:
+    return name == "lockgate_status" and isinstance(arguments, Mapping) and bool(arguments.get("wait_seconds"))
 
 
 def make_context(store: str | None = None, workspace: str | Path | None = None) -> ToolContext:

@@ -1,5 +1,5 @@
 """A hostile or careless client: spec paths that are not workspace files, values strict JSON cannot
-store, and request lines the transport cannot read. Each is refused as a tool error, the server
+store, request lines the transport cannot read, and a flood of calls waiting for a gate. Each is refused as a tool error, the server
 keeps serving, and the run stays verifiable."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 
 import anyio
-from mcp_support import CHECKED, connect, lockgate_cli
+from mcp_support import CHECKED, REVIEWED, connect, lockgate_cli
 
 from lockgate.engine import Engine
 from lockgate.engine.store import open_store
 from lockgate.mcp.handlers import ToolContext
-from lockgate.mcp.server import call_tool
+from lockgate.mcp.server import MAX_WAITING_CALLS, call_tool
 from lockgate.mcp.specfile import MAX_DOCUMENT_CHARS
 
 CALL_TIMEOUT = 20
@@ -134,3 +134,30 @@ async def test_request_lines_the_transport_cannot_read_are_answered_and_serving_
         with anyio.fail_after(CALL_TIMEOUT):
             assert await process.wait() == 0
     _verified(store, first["run_id"])
+
+
+async def test_many_calls_waiting_for_a_gate_do_not_stall_other_tools(tmp_path: Path) -> None:
+    store = tmp_path / "runs.db"
+    waiting = MAX_WAITING_CALLS * 5
+    async with connect(store, tmp_path) as s:
+        work = await s.ok("lockgate_plan", {"spec": REVIEWED, "inputs": {"text": "t"}})
+        gate = await s.ok("lockgate_step_done", {"run_id": work["run_id"], "step_id": "work", "token": work["token"],
+                                                 "result": {"result": "done", "quality_score": 0.9}})
+        assert gate["status"] == "await_gate"
+        answers: list[str] = []
+
+        async def wait_for_decision() -> None:
+            answers.append((await s.ok("lockgate_status", {"run_id": gate["run_id"], "wait_seconds": 300}))["status"])
+
+        async with anyio.create_task_group() as group:
+            for _ in range(waiting):
+                group.start_soon(wait_for_decision)
+            await anyio.wait_all_tasks_blocked()
+            with anyio.fail_after(CALL_TIMEOUT):
+                assert len((await s.ok("lockgate_runs"))["runs"]) == 1
+                assert (await s.ok("lockgate_audit", {"run_id": gate["run_id"]}))["status"] == "running"
+            approved = await anyio.to_thread.run_sync(
+                lambda: lockgate_cli("gate", "approve", gate["run_id"], "review", "--store", str(store)))
+            assert approved.returncode == 0, approved.stderr
+        assert answers == ["complete"] * waiting
+    _verified(store, gate["run_id"])
