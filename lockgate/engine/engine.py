@@ -34,6 +34,7 @@ from .model import (
     now,
 )
 from .responses import dispatch_entry, gate_entry, response, trace
+from .results import late_spend
 from .results import step_done as _step_done
 from .specdata import digest, spec_data
 
@@ -96,8 +97,7 @@ class Engine:
                   usage: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Report the result (or ``failure``) of a dispatched step or fanout item stage."""
         spend = dict(usage) if usage is not None and isinstance(usage, Mapping) else usage
-        out = self._transact(run_id, lambda run: _settled(_step_done, run, step_id, result, token, failure, spend))
-        return self._drive(run_id, out)
+        return self._drive(run_id, self._report(run_id, step_id, result, token, failure, spend))
 
     def gate_resolve(self, run_id: str, step_id: str, outcome: str, rationale: str = "",
                      resolved_by: str = "human", token: str | None = None) -> dict[str, Any]:
@@ -283,6 +283,23 @@ class Engine:
         raise ConcurrencyConflict(f"run {run_id} kept changing; gave up after {MAX_REPLAYS} replays",
                                   run_id=run_id)
 
+    def _report(self, run_id: str, step_id: str, result: Any, token: Any, failure: Any,
+                usage: Any) -> dict[str, Any]:
+        """Settle one result as its own transaction. A result the run no longer takes because it
+        ended meanwhile is refused as before, after what it spent is recorded (see
+        :func:`~lockgate.engine.results.late_spend`)."""
+        try:
+            return self._transact(run_id, lambda run: _settled(_step_done, run, step_id, result, token, failure,
+                                                               usage))
+        except EngineError as refused:
+            if refused.error_type != "run_finished" or not usage:
+                raise
+            try:
+                self._transact(run_id, lambda run: late_spend(run, step_id, token, usage))
+            except EngineError:
+                pass  # nothing to record: the refusal stands alone
+            raise refused from None
+
     def _drive(self, run_id: str, out: dict[str, Any]) -> dict[str, Any]:
         """With a dispatcher, execute outstanding engine-dispatch fanout items (a batch at a
         time, concurrently), settling each result as its own transaction."""
@@ -299,8 +316,7 @@ class Engine:
             results = _run_batch(self.dispatcher, run_id, entries)
             for entry, (output, failure, usage) in zip(entries, results):
                 try:
-                    out = self._transact(run_id, lambda r, e=entry, o=output, f=failure, u=usage: _settled(
-                        _step_done, r, e["step_id"], o, e["token"], f, u))
+                    out = self._report(run_id, entry["step_id"], output, entry["token"], failure, usage)
                 except EngineError:
                     continue
 

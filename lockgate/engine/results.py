@@ -91,6 +91,29 @@ def step_done(run: LiveRun, key: str, result: Any, token: Any, failure: Any = No
     succeed(run, loc, st, result)
 
 
+def late_spend(run: LiveRun, key: str, token: Any, usage: Any) -> None:
+    """Record the spend reported with the result of an issuance the run ended before it came
+    back (a flow budget ran out, a step failed the run): the work ran, so what it spent is
+    settled in every ledger, even over the limit (semantics §6.10), and its token is burned so
+    the result cannot count twice. Nothing else changes. Raises EngineError (``nothing_to_record``)
+    when the token is not that issuance's or there is no valid spend."""
+    st = run.steps.get(key)
+    spend = {}
+    if (run.header.status not in (RUN_RUNNING, RUN_CANCELLED) and st is not None and not st.dropped
+            and st.status == READY and isinstance(token, str) and st.token == token
+            and budget.usage_problem(usage) is None and usage):
+        spend = {k: v for k, v in usage.items() if k != "dispatches" and v}
+    if not spend:
+        raise EngineError(f"nothing to record for step {key}", error_type="nothing_to_record",
+                          run_id=run.header.id, step_id=key)
+    loc = run.locate(key)
+    owner = run.steps[loc.cstep.id] if loc.index is not None else st
+    budget.charge(run, key, budget.ledgers(run, loc.scope, owner, loc.cstep.budget), spend)
+    st.accepted, st.token = token, None
+    run.touch(st)
+    run.touch(owner)
+
+
 def _iterate(run: LiveRun, loc: Located, st: StepState, result: Any, usage: Any) -> bool:
     """True when ``until`` holds; otherwise record the cycle (re-dispatch or exhaust), False."""
     cstep = loc.cstep
