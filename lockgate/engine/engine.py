@@ -355,15 +355,14 @@ def load_live(store: Any, run_id: str, env: Env) -> LiveRun:
 def _coerce_spec(spec: Spec | str | Path) -> Spec:
     if isinstance(spec, Spec):
         return spec
-    from ..dsl.loader import load
+    from ..dsl.loader import load, load_file
 
     if isinstance(spec, Path) or (isinstance(spec, str) and "\n" not in spec and spec.endswith((".yaml", ".yml"))):
         path = Path(spec)
-        try:
-            text = path.read_text(encoding="utf-8")
+        try:  # bytes: the loader reports text that is not UTF-8 as a diagnostic
+            result = load_file(path)
         except OSError as exc:
             raise SpecError(f"cannot read spec {path}: {exc}") from exc
-        result = load(text, str(path))
     elif isinstance(spec, str):
         result = load(spec)
     else:

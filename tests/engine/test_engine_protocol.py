@@ -219,3 +219,12 @@ def test_resolve_waiting_gate_uses_the_current_token_and_refuses_other_steps():
     done = engine.resolve_waiting_gate(run_id, "review", "approve", "fine", "cli")
     assert done["status"] == "complete"
     assert engine.audit(run_id)["trace"][1]["decisions"][0]["resolved_by"] == "cli"
+
+
+def test_a_spec_file_that_is_not_text_is_a_spec_error(tmp_path) -> None:
+    binary = tmp_path / "noise.yaml"
+    binary.write_bytes(bytes(range(128, 256)) * 3)
+    with pytest.raises(SpecError, match="not UTF-8"):
+        Engine().plan(binary, {})
+    with pytest.raises(SpecError, match="cannot read spec"):
+        Engine().plan(tmp_path / "missing.yaml", {})
