@@ -96,3 +96,20 @@ def test_a_row_inserted_by_hand_where_the_next_events_go_moves_aside(tmp_path: P
     assert store.save_run("b", expected_version=1, header=HEADER, steps={}, events=[event(2), event(3)]) == 2
     assert [e.seq for e in store.events("b")] == [1, 2, 3] and store.verify("b").ok
     assert store.verify("a").first_bad_seq == 2  # the forged row is still there, and still reported
+
+
+def test_text_edited_into_something_not_json_is_a_store_error_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = SQLiteStore(path)
+    store.create_run("a", HEADER, {"x": {"n": 1}}, [event(1), event(2)])
+    edit(path, "UPDATE events SET detail = 'not json' WHERE run_id = 'a' AND seq = 2")
+    with pytest.raises(StoreError, match="the detail of event 2 in the store is not valid JSON"):
+        store.events("a")
+    report = store.verify("a")
+    assert not report.ok and report.first_bad_seq == 2 and report.problem == "edited"
+    edit(path, "UPDATE steps SET record = '{broken' WHERE step_id = 'x'")
+    fresh = SQLiteStore(path)
+    with pytest.raises(StoreError, match="the record of step 'x' in the store is not valid JSON"):
+        fresh.load_run("a")
+    fresh.close()
+    store.close()

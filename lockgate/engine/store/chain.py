@@ -59,7 +59,7 @@ def stored_event(row: Sequence[Any]) -> Event:
     """The :class:`Event` of a stored ``(seq, at, type, step_id, detail_json, prev_hash, hash)``
     row: a :class:`Link` or a database row in the same column order."""
     seq, at, type_, step_id, detail_json, prev_hash, digest = row
-    return Event(seq, at, type_, step_id, decode(detail_json), prev_hash, digest)
+    return Event(seq, at, type_, step_id, decode(detail_json, "the detail of event {}", seq), prev_hash, digest)
 
 
 def canonical_json(value: Any, what: str = "value") -> str:

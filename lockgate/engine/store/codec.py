@@ -263,8 +263,14 @@ def refuse_nul(text: str, what: str) -> None:
                          "refuses it); remove it from the value")
 
 
-def decode(text: str | bytes) -> Any:
-    return json.loads(text)
+def decode(text: str | bytes, what: str = "a stored value", key: Any = None) -> Any:
+    """Parse JSON text the store kept; StoreError naming ``what`` (formatted with ``key`` as for
+    :func:`encode_json`) when it is not JSON, which only an edit or damage to the store makes."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"{_name(what, key)} in the store is not valid JSON ({exc}): the store was edited "
+                         "or damaged; `lockgate verify RUN` names the damaged events") from exc
 
 
 def not_found(run_id: str) -> RunNotFound:

@@ -284,8 +284,9 @@ class SQLiteStore:
         self._heads[run_id] = _Head(*row[1:6], key, slots, top)
         return StoredRun(
             run_id=run_id,
-            header=codec.decode(header_json),
-            steps={step_id: codec.decode(record) for step_id, record in records.items()},
+            header=codec.decode(header_json, f"the header of run {run_id!r}"),
+            steps={step_id: codec.decode(record, "the record of step {!r}", step_id)
+                   for step_id, record in records.items()},
             version=version,
         )
 
