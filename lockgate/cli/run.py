@@ -59,9 +59,6 @@ def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | Non
     except SpecError as exc:
         _report_spec_error(spec, exc)
         code = EXIT_USAGE
-    except UnicodeDecodeError as exc:
-        click.echo(f"error: cannot read spec {spec}: not UTF-8 text (byte {exc.start})", err=True)
-        code = EXIT_USAGE
     except (ConfigError, AgentUnavailable, click.BadParameter) as exc:
         click.echo(f"error: {_message(exc)}", err=True)
         code = EXIT_USAGE

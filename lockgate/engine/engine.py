@@ -368,9 +368,11 @@ def _coerce_spec(spec: Spec | str | Path) -> Spec:
     else:
         raise SpecError(f"a spec is a Spec, its text or a path, not {type(spec).__name__}")
     if result.spec is None:
-        first = result.errors[0] if result.errors else None
-        detail = f": {first.message}" if first is not None else ""
-        raise SpecError(f"the spec is invalid ({len(result.errors)} errors){detail}", result.diagnostics)
+        errors = result.errors
+        if len(errors) == 1:
+            raise SpecError(f"the spec is invalid: {errors[0].message}", result.diagnostics)
+        first = f"; the first: {errors[0].message}" if errors else ""
+        raise SpecError(f"the spec is invalid ({len(errors)} errors){first}", result.diagnostics)
     return result.spec
 
 

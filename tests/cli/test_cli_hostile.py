@@ -55,7 +55,8 @@ def test_a_binary_spec_is_a_usage_error(scratch):
     (scratch / "bin.stratum.yaml").write_bytes(b"\xb3\x00\xff" * 100)
     result = invoke("run", "bin.stratum.yaml")
     assert result.exit_code == 2
-    assert result.stderr.strip() == "error: cannot read spec bin.stratum.yaml: not UTF-8 text (byte 0)"
+    assert result.stderr.strip() == ("error: the spec is invalid: the document is not UTF-8 text "
+                                     "(invalid byte 0xB3 at byte 0)")
 
 
 def test_an_unexpected_error_is_one_line_without_traceback(scratch):
