@@ -27,6 +27,7 @@ from lockgate import __version__
 from . import diagnostics as diag
 from .documents import Analysis, DocumentStore
 from .positions import Encoding, encoding_of
+from .protocol import LockgateProtocol
 from .settings import SECTION, Settings
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,10 @@ class LockgateServer(LanguageServer):
     """The server state: open documents, settings and the diagnostics debouncer."""
 
     def __init__(self) -> None:
-        super().__init__("lockgate", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "lockgate", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
+            protocol_cls=LockgateProtocol,
+        )
         self.documents = DocumentStore()
         self.settings = Settings()
         self.debouncer = diag.Debouncer()

@@ -1,0 +1,89 @@
+"""A hostile or sloppy editor on the wire: requests whose params do not decode, and document
+sync for documents that are not open. Every request gets an answer (a result or an LSP error),
+nothing pops up in the editor, and the server keeps serving."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+from lsp_harness import find, open_doc
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+URI = "file:///tmp/hostile-wire.stratum.yaml"
+NEVER = "file:///tmp/never-opened.stratum.yaml"
+DOC = {"uri": URI}
+
+UNDECODABLE = [
+    ("textDocument/hover", {"textDocument": DOC, "position": {"line": -1, "character": 0}}),
+    ("textDocument/completion", {"textDocument": DOC, "position": {"line": 0, "character": -3}}),
+    ("textDocument/definition", {"textDocument": DOC, "position": {"line": "two", "character": 0}}),
+    ("textDocument/references", {"textDocument": DOC, "position": {"line": 1, "character": 1}}),  # no context
+    ("textDocument/rename", {"textDocument": DOC, "position": {"line": None, "character": 0}, "newName": "x"}),
+    ("textDocument/codeAction", {"textDocument": DOC, "range": None, "context": {"diagnostics": []}}),
+    ("textDocument/documentSymbol", {}),
+]
+
+
+def send_raw(client, method: str, params: dict) -> asyncio.Future:
+    """Send a request as a plain JSON object, the way a sloppy editor might: pygls would type
+    and check the params first (and refuse these)."""
+    protocol = client.protocol
+    msg_id = str(uuid.uuid4())
+    future = asyncio.get_running_loop().create_future()
+    protocol._request_futures[msg_id] = future
+    protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+    return future
+
+
+async def hover_works(client, text: str) -> None:
+    """The server still answers a well-formed request on the open document."""
+    line, character = find(text, "contracts:", offset=2)
+    answer = await asyncio.wait_for(client.text_document_hover_async(lsp.HoverParams(
+        text_document=lsp.TextDocumentIdentifier(uri=URI), position=lsp.Position(line=line, character=character))), 10)
+    assert answer is not None and "contracts" in answer.contents.value
+
+
+@pytest.mark.parametrize(("method", "params"), UNDECODABLE, ids=[m + str(i) for i, (m, _) in enumerate(UNDECODABLE)])
+async def test_undecodable_request_is_answered_with_invalid_params(client, review_spec, method, params):
+    await open_doc(client, URI, review_spec)
+    shown = len(client.messages)
+    with pytest.raises(JsonRpcException) as raised:
+        await asyncio.wait_for(send_raw(client, method, params), 10)
+    assert raised.value.code == -32602
+    await hover_works(client, review_spec)
+    assert client.messages[shown:] == []  # answered, not shown to the user
+
+
+async def test_sync_of_a_document_never_opened_is_quiet(client, review_spec):
+    await open_doc(client, URI, review_spec)
+    shown = len(client.messages)
+    never = lsp.VersionedTextDocumentIdentifier(uri=NEVER, version=2)
+    client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+        text_document=never, content_changes=[lsp.TextDocumentContentChangeWholeDocument(text="version: 1\n")]))
+    client.text_document_did_save(lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=NEVER)))
+    client.text_document_did_close(lsp.DidCloseTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=NEVER)))
+    await hover_works(client, review_spec)  # answered after the notifications were handled, in order
+    assert client.messages[shown:] == []
+    hover = await client.text_document_hover_async(lsp.HoverParams(
+        text_document=lsp.TextDocumentIdentifier(uri=NEVER), position=lsp.Position(line=0, character=2)))
+    assert hover is None  # the change did not open it
+
+
+async def test_document_closed_twice_and_reopened(client, review_spec):
+    await open_doc(client, URI, review_spec)
+    closing = lsp.DidCloseTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=URI))
+    client.text_document_did_close(closing)
+    client.text_document_did_close(closing)
+    client.opened.discard(URI)
+    shown = len(client.messages)
+    symbols = await client.text_document_document_symbol_async(
+        lsp.DocumentSymbolParams(text_document=lsp.TextDocumentIdentifier(uri=URI)))
+    assert symbols == []
+    await open_doc(client, URI, review_spec)
+    await hover_works(client, review_spec)
+    assert client.messages[shown:] == []
