@@ -18,7 +18,12 @@ from typing import Any
 
 from ..dsl.ir import Spec, build_spec
 from ..dsl.values import UNDEFINED
-from ..errors import ConcurrencyConflict, EngineError, InputValidationError, RunNotFound, SpecError
+from ..errors import (
+    ConcurrencyConflict,
+    EngineError,
+    InputValidationError,
+    SpecError,
+)
 from . import checkpoints
 from .advance import advance
 from .carry import materialise
@@ -367,13 +372,18 @@ def _coerce_spec(spec: Spec | str | Path) -> Spec:
         result = load(spec)
     else:
         raise SpecError(f"a spec is a Spec, its text or a path, not {type(spec).__name__}")
-    if result.spec is None:
-        errors = result.errors
-        if len(errors) == 1:
-            raise SpecError(f"the spec is invalid: {errors[0].message}", result.diagnostics)
-        first = f"; the first: {errors[0].message}" if errors else ""
-        raise SpecError(f"the spec is invalid ({len(errors)} errors){first}", result.diagnostics)
-    return result.spec
+    return loaded_spec(result)
+
+
+def loaded_spec(result: Any) -> Spec:
+    """The Spec of a LoadResult; SpecError with its diagnostics when the document has errors."""
+    if result.spec is not None:
+        return result.spec
+    errors = list(getattr(result, "errors", []))
+    if len(errors) == 1:
+        raise SpecError(f"the spec is invalid: {errors[0].message}", result.diagnostics)
+    first = f"; the first: {errors[0].message}" if errors else ""
+    raise SpecError(f"the spec is invalid ({len(errors)} errors){first}", result.diagnostics)
 
 
 def _check_inputs(cspec: CompiledSpec, flow: str, inputs: Any) -> Any:

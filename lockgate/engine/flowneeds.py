@@ -13,22 +13,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError
-
 
 def as_spec(spec: Any) -> Any:
     """A Spec from a Spec, a LoadResult, a path or YAML text (SpecError when it has errors)."""
     from ..dsl.ir import Spec
-    from .engine import _coerce_spec
+    from .engine import _coerce_spec, loaded_spec
 
     if isinstance(spec, Spec):
         return spec
     if hasattr(spec, "diagnostics") and hasattr(spec, "spec"):
-        if spec.spec is None:
-            errors = getattr(spec, "errors", [])
-            detail = f": {errors[0].message}" if errors else ""
-            raise SpecError(f"the spec is invalid ({len(errors)} errors){detail}", spec.diagnostics)
-        return spec.spec
+        return loaded_spec(spec)
     if isinstance(spec, os.PathLike):
         spec = Path(spec)
     return _coerce_spec(spec)
