@@ -19,32 +19,46 @@ _LABEL = {
 }
 
 
-def caret_excerpt(text: str, diag: Diagnostic, *, line_offset: int = 0) -> str:
+#: Longest excerpt printed of a source line: a longer line is shown as a window around the range.
+EXCERPT_WIDTH = 120
+_LEAD = 40  # characters kept before the range in such a window
+
+
+def caret_excerpt(text: str | Sequence[str], diag: Diagnostic, *, line_offset: int = 0) -> str:
     """The source line of ``diag`` with a caret line under its range.
 
-    A range spanning lines is underlined to the end of its first line. ``line_offset`` shifts
-    the printed line numbers (a notebook cell printed with its own numbering).
+    ``text`` is the document or its lines (split once by a caller reporting many diagnostics).
+    A range spanning lines is underlined to the end of its first line; a line longer than
+    :data:`EXCERPT_WIDTH` is cut to a window around the range, marked with ``…``.
+    ``line_offset`` shifts the printed line numbers (a notebook cell printed with its own
+    numbering).
     """
-    lines = text.splitlines() or [""]
+    lines = (text.splitlines() if isinstance(text, str) else text) or [""]
     start, end = diag.range.start, diag.range.end
     if start.line >= len(lines):
         return ""
     source = lines[start.line].replace("\t", " ")
-    stop = end.character if end.line == start.line else len(source)
-    width = max(1, min(stop, len(source)) - start.character)
+    column = min(start.character, len(source))
+    stop = min(end.character if end.line == start.line else len(source), len(source))
+    left = max(0, column - _LEAD) if len(source) > EXCERPT_WIDTH else 0
+    shown = source[left:left + EXCERPT_WIDTH]
+    before, after = ("…" if left else ""), ("…" if left + EXCERPT_WIDTH < len(source) else "")
+    width = max(1, min(stop, left + EXCERPT_WIDTH) - column)
     number = f"{start.line + 1 + line_offset}"
     gutter = " " * len(number)
-    return f"{number} | {source}\n{gutter} | {' ' * start.character}{'^' * width}"
+    caret = " " * (len(before) + column - left) + "^" * width
+    return f"{number} | {before}{shown}{after}\n{gutter} | {caret}"
 
 
 def format_text(name: str, text: str, diagnostics: Sequence[Diagnostic], *, line_offset: int = 0) -> str:
     """Human-readable report: location, severity, code, message, excerpt, hint and fix."""
     blocks = []
+    lines = text.splitlines()
     for diag in diagnostics:
         pos = diag.range.start
         head = f"{name}:{pos.line + 1 + line_offset}:{pos.character + 1}: {_LABEL[diag.severity]} {diag.code}: {diag.message}"
         parts = [head]
-        excerpt = caret_excerpt(text, diag, line_offset=line_offset)
+        excerpt = caret_excerpt(lines, diag, line_offset=line_offset)
         if excerpt:
             parts.append(excerpt)
         if diag.hint:
