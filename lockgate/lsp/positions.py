@@ -11,7 +11,7 @@ own ``TextDocument.lines`` re-splits the whole text on every access and also bre
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from typing import Literal
 
 from lsprotocol import types as lsp
@@ -21,15 +21,6 @@ from lockgate.dsl.diagnostics import Position, Range
 Encoding = Literal["utf-8", "utf-16", "utf-32"]
 
 _BREAK = re.compile(r"\r\n|\r|\n")
-
-
-def _units(text: str, encoding: Encoding) -> int:
-    """The length of ``text`` in code units of ``encoding``."""
-    if encoding == "utf-32" or text.isascii():
-        return len(text)
-    if encoding == "utf-16":
-        return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
-    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def _unit_width(ch: str, encoding: Encoding) -> int:
@@ -43,7 +34,7 @@ def _unit_width(ch: str, encoding: Encoding) -> int:
 class LineIndex:
     """Line starts of one text, for offset <-> position conversions in O(log n)."""
 
-    __slots__ = ("_ends", "_starts", "text")
+    __slots__ = ("_ends", "_starts", "_units", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -55,6 +46,7 @@ class LineIndex:
         ends.append(len(text))
         self._starts = starts
         self._ends = ends
+        self._units: dict[tuple[int, Encoding], _LineUnits | None] = {}
 
     @property
     def line_count(self) -> int:
@@ -100,24 +92,25 @@ class LineIndex:
     def to_client(self, pos: Position, encoding: Encoding = "utf-16") -> lsp.Position:
         """A code-point position as an LSP position in ``encoding`` (clamped into the document)."""
         pos = self.clamp(pos)
-        prefix = self.line(pos.line)[: pos.character]
-        return lsp.Position(line=pos.line, character=_units(prefix, encoding))
+        units = self._line_units(pos.line, encoding)
+        return lsp.Position(line=pos.line, character=units.to_units(pos.character) if units else pos.character)
 
     def from_client(self, pos: lsp.Position, encoding: Encoding = "utf-16") -> Position:
         """An LSP position as a code-point position; a unit inside a character rounds down."""
         if pos.line >= len(self._starts):
             return self.end
-        text = self.line(pos.line)
-        wanted = pos.character
-        if encoding == "utf-32" or text.isascii():
-            return Position(pos.line, min(wanted, len(text)))
-        units = 0
-        for index, ch in enumerate(text):
-            width = _unit_width(ch, encoding)
-            if units + width > wanted:
-                return Position(pos.line, index)
-            units += width
-        return Position(pos.line, len(text))
+        length = self._ends[pos.line] - self._starts[pos.line]
+        units = self._line_units(pos.line, encoding)
+        return Position(pos.line, min(units.to_index(pos.character) if units else max(pos.character, 0), length))
+
+    def _line_units(self, number: int, encoding: Encoding) -> _LineUnits | None:
+        """The unit table of line ``number`` (None when units and code points agree); built
+        once per line and encoding, so converting many positions of one long line stays linear."""
+        key = (number, encoding)
+        if key not in self._units:
+            text = self.line(number)
+            self._units[key] = None if encoding == "utf-32" or text.isascii() else _LineUnits(text, encoding)
+        return self._units[key]
 
     def range_to_client(self, rng: Range, encoding: Encoding = "utf-16") -> lsp.Range:
         rng = self.clamp_range(rng)
@@ -130,6 +123,46 @@ class LineIndex:
 
     def offset_from_client(self, pos: lsp.Position, encoding: Encoding = "utf-16") -> int:
         return self.offset(self.from_client(pos, encoding))
+
+
+class _LineUnits:
+    """Code points <-> code units on one line with characters wider than one unit: only the
+    wide characters are listed, so a conversion is a binary search."""
+
+    __slots__ = ("_extra", "_index", "_start", "_width")
+
+    def __init__(self, text: str, encoding: Encoding) -> None:
+        self._index: list[int] = []  # code-point index of each wide character
+        self._start: list[int] = []  # its first code unit
+        self._width: list[int] = []
+        self._extra: list[int] = []  # units beyond one per character, up to and including it
+        extra = 0
+        for index, ch in enumerate(text):
+            if ch.isascii():
+                continue
+            width = _unit_width(ch, encoding)
+            if width > 1:
+                self._index.append(index)
+                self._start.append(index + extra)
+                self._width.append(width)
+                extra += width - 1
+                self._extra.append(extra)
+
+    def to_units(self, index: int) -> int:
+        """The code unit where the character at code point ``index`` starts."""
+        before = bisect_left(self._index, index)
+        return index + (self._extra[before - 1] if before else 0)
+
+    def to_index(self, unit: int) -> int:
+        """The code point of the character holding code unit ``unit`` (not clamped to the line)."""
+        unit = max(unit, 0)
+        before = bisect_right(self._start, unit)
+        if not before:
+            return unit
+        last = before - 1
+        if unit < self._start[last] + self._width[last]:
+            return self._index[last]
+        return unit - self._extra[last]
 
 
 def encoding_of(kind: object) -> Encoding:

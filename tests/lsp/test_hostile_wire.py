@@ -12,6 +12,8 @@ from lsp_harness import find, open_doc
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 
+from lockgate.lsp.positions import LineIndex
+
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 URI = "file:///tmp/hostile-wire.stratum.yaml"
@@ -87,3 +89,19 @@ async def test_document_closed_twice_and_reopened(client, review_spec):
     await open_doc(client, URI, review_spec)
     await hover_works(client, review_spec)
     assert client.messages[shown:] == []
+
+
+LONG_REFS = 4000
+
+
+async def test_long_line_of_references_has_exact_ranges(client):
+    # one line holding thousands of diagnostics after wide characters: every range must cover
+    # its own reference (positions on the line are converted per wide character, not per prefix)
+    body = "".join(f"🎉中 ${{input.n{i}}} " for i in range(LONG_REFS))
+    text = f"version: 1\nflows:\n  main:\n    input:\n      q: string\n    steps:\n      - id: a\n        do: {body}\n"
+    found = await asyncio.wait_for(open_doc(client, URI, text), 60)
+    index = LineIndex(text)
+    spans = sorted(index.offset_from_client(d.range.start, client.encoding) for d in found if d.code == "LG404")
+    names = [text[start:text.index("}", start)] for start in spans]
+    assert names == [f".n{i}" for i in range(LONG_REFS)]
+    assert all(d.range.start.line == 7 for d in found if d.code == "LG404")

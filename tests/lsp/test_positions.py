@@ -67,3 +67,21 @@ def test_round_trip_through_every_encoding(text, data):
     for encoding in ("utf-8", "utf-16", "utf-32"):
         assert index.from_client(index.to_client(pos, encoding), encoding) == pos
     assert index.offset(pos) == offset
+
+
+def units_of(text: str, encoding: str) -> int:
+    """The reference length in code units: what the encoder itself produces."""
+    codec = {"utf-8": "utf-8", "utf-16": "utf-16-le", "utf-32": "utf-32-le"}[encoding]
+    return len(text.encode(codec, "surrogatepass")) // {"utf-8": 1, "utf-16": 2, "utf-32": 4}[encoding]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from(list("ab \t$é中€𝄞🎉\ud800")), max_size=30), st.integers(0, 90),
+       st.sampled_from(["utf-8", "utf-16", "utf-32"]))
+def test_units_agree_with_the_encoder_at_every_unit(line, unit, encoding):
+    # the per-line tables of wide characters must give what counting every prefix gives
+    index = LineIndex("top\n" + line + "\nend")
+    found = index.from_client(lsp.Position(line=1, character=unit), encoding)
+    fits = [i for i in range(len(line) + 1) if units_of(line[:i], encoding) <= unit]
+    assert found == Position(1, max(fits))
+    assert index.to_client(found, encoding).character == units_of(line[: found.character], encoding)
