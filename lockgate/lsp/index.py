@@ -178,6 +178,7 @@ def _step_entries(analysis: Analysis, flow: Flow, step: Step, first: int, last: 
             _remember(key, (first, found))
     else:
         found = [o for field in F.walk_step(flow, step) for o in _field_occurrences(field, analysis.source_map)]
+        found += _call_inputs(step, analysis.source_map)
         if not _ALIAS.search(text):
             _remember(key, (first, found))
     memo[step.at] = found
@@ -213,6 +214,15 @@ def _field_occurrences(field: F.Field, source: Any) -> list[Occurrence]:
     if role == "template":
         return _template(field, flow, source)
     return _expression(field, flow, source)
+
+
+def _call_inputs(step: Step, source: Any) -> list[Occurrence]:
+    """The keys of a subflow call's ``with`` mapping: uses of the called flow's input fields
+    (renaming a field must rename them too, or the call passes an unknown input)."""
+    if not isinstance(step.run, str) or not isinstance(step.with_, dict):
+        return []
+    paths = [(*step.at, "with", key) for key in step.with_ if isinstance(key, str)]
+    return [Occurrence(("input", step.run, path[-1]), source.key_range(path), path, at="key") for path in paths]
 
 
 def _template(field: F.Field, flow: str, source: Any) -> list[Occurrence]:

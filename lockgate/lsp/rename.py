@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+import yaml
+
 from lockgate.dsl.diagnostics import Position, Range, TextEdit
 
 from .documents import Analysis
@@ -59,6 +61,11 @@ def _check(index: SymbolIndex, occ: Occurrence, new: str) -> None:
         raise RenameError(f"'{new}' is not a valid {what} name (it must match {pattern.pattern})")
     if new in _RESERVED:
         raise RenameError(f"'{new}' is a reserved name")
+    read_as = yaml.safe_load(new)  # as the dsl reads a plain scalar (YAML 1.1 core types)
+    if not isinstance(read_as, str):
+        raise RenameError(f"YAML reads '{new}' as {_yaml_word(read_as)}, not as a name")
+    if kind == "step" and new == "input":
+        raise RenameError("a step cannot be named 'input': ${input...} names the flow's input")
     if kind == "flow" and new == "entry":
         raise RenameError("'entry' is reserved under flows: it names the entry flow")
     if kind == "carry" and new in ("item", "prev", "input"):
@@ -74,6 +81,13 @@ def _check(index: SymbolIndex, occ: Occurrence, new: str) -> None:
         raise RenameError(f"'{new}' is a step id; step ids and carry names must differ")
     if kind in ("step", "input") and not _IDENT.match(new) and _used_in_expression(index, occ):
         raise RenameError(f"'{new}' cannot be written in an expression (result.{new}); use letters, digits and _")
+
+
+def _yaml_word(value: object) -> str:
+    """How YAML spells a non-string scalar (``null``, ``true``, ``false``, a number)."""
+    if value is None:
+        return "null"
+    return str(value).lower() if isinstance(value, bool) else repr(value)
 
 
 def _used_as_type(index: SymbolIndex, occ: Occurrence) -> bool:
