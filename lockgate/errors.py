@@ -105,6 +105,11 @@ class StoreError(LockgateError):
     """A store could not be opened, read or written."""
 
 
+class UnstorableValue(StoreError):
+    """A value handed to a store is not one every store can keep: not JSON, NaN or an infinity,
+    the character U+0000, text that is not valid Unicode, or nested too deeply."""
+
+
 class AuditChainError(StoreError):
     """The hash chain of a run's events is broken."""
 

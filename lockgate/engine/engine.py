@@ -23,6 +23,7 @@ from ..errors import (
     EngineError,
     InputValidationError,
     SpecError,
+    UnstorableValue,
 )
 from . import checkpoints
 from .advance import advance
@@ -39,7 +40,7 @@ from .model import (
     now,
 )
 from .responses import dispatch_entry, gate_entry, response, trace
-from .results import late_spend
+from .results import late_spend, unstorable
 from .results import step_done as _step_done
 from .specdata import digest, spec_data
 
@@ -296,6 +297,10 @@ class Engine:
         try:
             return self._transact(run_id, lambda run: _settled(_step_done, run, step_id, result, token, failure,
                                                                usage))
+        except UnstorableValue as exc:  # nothing was written: the attempt fails on what it sent
+            rejected = unstorable(str(exc))
+            return self._transact(run_id, lambda run: _settled(_step_done, run, step_id, None, token, None, usage,
+                                                               rejected))
         except EngineError as refused:
             if refused.error_type != "run_finished" or not usage:
                 raise

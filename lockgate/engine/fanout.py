@@ -31,7 +31,7 @@ from .advance import (
     succeed,
 )
 from .ensures import value_or_false
-from .live import FanCounters, Located, LiveRun
+from .live import FanCounters, LiveRun, Located
 from .model import FAILED, PENDING, READY, RUNNING, SKIPPED, SUCCEEDED, StepState, now
 
 
@@ -132,8 +132,9 @@ def _ready_item(run: LiveRun, loc: Located, fan_st: StepState, item: StepState) 
 
 
 def item_result(run: LiveRun, loc: Located, item: StepState, result: Any, failure: Any,
-                usage: dict[str, Any] | None) -> None:
-    """Settle one stage result of a fanout item (consumer- or engine-executed)."""
+                usage: dict[str, Any] | None, rejected: dict[str, Any] | None = None) -> None:
+    """Settle one stage result of a fanout item (consumer- or engine-executed); ``rejected`` is
+    the engine's own failure of the report (see :func:`lockgate.engine.results.step_done`)."""
     fan_st = run.steps[loc.cstep.id]
     fan_loc = run.locate(loc.cstep.id)
     problem = budget.usage_problem(usage) if usage is not None else None
@@ -144,9 +145,9 @@ def item_result(run: LiveRun, loc: Located, item: StepState, result: Any, failur
     spend = {k: v for k, v in usage.items() if k != "dispatches"} if usage else None
     if not _item_spend(run, loc, fan_loc, fan_st, item, spend):
         return
-    if failure is not None:
-        _item_failed(run, fan_loc, fan_st, item, {"kind": "reported", "violations": [],
-                                                   "reason": f"agent reported failure: {failure}"})
+    if rejected is not None or failure is not None:
+        _item_failed(run, fan_loc, fan_st, item, rejected or {"kind": "reported", "violations": [],
+                                                              "reason": f"agent reported failure: {failure}"})
         return
     cst = loc.cstep.stages[item.stage]
     bindings = {"input": run.header.inputs, "item": item.item, "prev": item.prev}
@@ -305,4 +306,4 @@ def cwd_of(run: LiveRun, item: StepState) -> str | None:
     return run.header.workspace
 
 
-__all__ = ["start_fanout", "promote", "item_result", "settle_fanout", "cwd_of", "READY"]
+__all__ = ["READY", "cwd_of", "item_result", "promote", "settle_fanout", "start_fanout"]

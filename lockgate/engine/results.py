@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import EngineError, StaleToken
-from . import budget
-from . import fanout
+from . import budget, fanout
 from .advance import (
     check_result,
     fail_attempt,
@@ -21,8 +20,17 @@ from .advance import (
     succeed,
 )
 from .ensures import until_holds
-from .live import Located, LiveRun
-from .model import FAILED, PENDING, READY, RUN_CANCELLED, RUN_RUNNING, WAITING_GATE, StepState, now
+from .live import LiveRun, Located
+from .model import (
+    FAILED,
+    PENDING,
+    READY,
+    RUN_CANCELLED,
+    RUN_RUNNING,
+    WAITING_GATE,
+    StepState,
+    now,
+)
 
 
 def check_issuance(run: LiveRun, key: str, token: Any, *, gate: bool) -> StepState:
@@ -54,13 +62,18 @@ def check_issuance(run: LiveRun, key: str, token: Any, *, gate: bool) -> StepSta
 
 
 def step_done(run: LiveRun, key: str, result: Any, token: Any, failure: Any = None,
-              usage: dict[str, Any] | None = None) -> None:
+              usage: dict[str, Any] | None = None, rejected: dict[str, Any] | None = None) -> None:
+    """Settle a reported result (or ``failure``). ``rejected`` is the engine's own failure of the
+    report, decided before reading it (see :func:`unstorable`): the attempt fails with it."""
     st = check_issuance(run, key, token, gate=False)
     loc = run.locate(key)
     if loc.index is not None:
-        fanout.item_result(run, loc, st, result, failure, usage)
+        fanout.item_result(run, loc, st, result, failure, usage, rejected)
         return
     if usage is not None and not _settle_usage(run, loc, st, usage):
+        return
+    if rejected is not None:
+        fail_attempt(run, loc, st, rejected, usage=usage)
         return
     if failure is not None:
         fail_attempt(run, loc, st, {"kind": "reported", "reason": f"agent reported failure: {failure}",
@@ -89,6 +102,14 @@ def step_done(run: LiveRun, key: str, result: Any, token: Any, failure: Any = No
         record["usage"] = usage
     st.attempts.append(record)
     succeed(run, loc, st, result)
+
+
+def unstorable(problem: str) -> dict[str, Any]:
+    """The failure of an attempt whose report no store can keep (a NaN, a set, U+0000, text
+    that is not Unicode, nesting too deep): the agent's answer is wrong, so it is retried like
+    any schema failure rather than failing the caller."""
+    reason = f"the result cannot be stored: {problem}"
+    return {"kind": "schema", "reason": reason, "violations": [{"path": "result", "message": problem}]}
 
 
 def late_spend(run: LiveRun, key: str, token: Any, usage: Any) -> None:

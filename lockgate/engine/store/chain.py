@@ -28,7 +28,7 @@ from lockgate.engine.store.codec import (
     encode_storable,
     json_encoder,
 )
-from lockgate.errors import StoreError
+from lockgate.errors import StoreError, UnstorableValue
 
 GENESIS_HASH = "0" * 64
 
@@ -72,7 +72,7 @@ def link_hash(prev_hash: str, body: str) -> str:
     try:
         return hashlib.sha256((prev_hash + body).encode("utf-8")).hexdigest()
     except UnicodeEncodeError as exc:
-        raise StoreError(f"event text is not valid Unicode: {exc}") from exc
+        raise UnstorableValue(f"event text is not valid Unicode: {exc}") from exc
 
 
 def event_body(run_id: str, seq: int, at: str, type_: str, step_id: str | None, detail_json: str) -> str:
@@ -145,7 +145,7 @@ def _check_unicode(text: str) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise StoreError(f"event text is not valid Unicode: {exc}") from exc
+        raise UnstorableValue(f"event text is not valid Unicode: {exc}") from exc
 
 
 def _check_event(event: Any, offset: int, now: str) -> tuple[str, str | None, dict[str, Any], str]:

@@ -20,7 +20,7 @@ from json.encoder import (  # type: ignore[attr-defined]
 )
 from typing import Any, NamedTuple
 
-from lockgate.errors import ConcurrencyConflict, RunNotFound, StoreError
+from lockgate.errors import ConcurrencyConflict, RunNotFound, StoreError, UnstorableValue
 
 MAX_RUN_ID = 200
 
@@ -97,7 +97,7 @@ def encode_json(value: Any, what: str, key: Any = None, encode: Callable[[Any], 
     try:
         return encode(value)
     except (TypeError, ValueError, RecursionError) as exc:
-        raise StoreError(f"{_name(what, key)} is not JSON-serialisable: {exc}") from exc
+        raise UnstorableValue(f"{_name(what, key)} is not JSON-serialisable: {exc}") from exc
 
 
 def encode_storable(value: Any, what: str, key: Any = None, encode: Callable[[Any], str] = _encode) -> str:
@@ -218,7 +218,7 @@ def pack_json(value: Any, what: str, key: Any = None) -> bytes:
         # than once, and a record shares most of its values with the engine's live state.
         return marshal.dumps(value, 2)
     except ValueError as exc:  # nested deeper than marshal goes (JSON went deeper)
-        raise StoreError(f"{_name(what, key)} is nested too deeply to store: {exc}") from exc
+        raise UnstorableValue(f"{_name(what, key)} is nested too deeply to store: {exc}") from exc
 
 
 def unpack(packed: bytes) -> Any:
@@ -259,7 +259,7 @@ def refuse_nul(text: str, what: str) -> None:
     not a literal backslash followed by ``u0000``): PostgreSQL's JSONB cannot store it, so no
     backend accepts it and every backend fails the same way."""
     if _NUL.search(text):
-        raise StoreError(f"{what} contains the character U+0000, which a store cannot keep (PostgreSQL "
+        raise UnstorableValue(f"{what} contains the character U+0000, which a store cannot keep (PostgreSQL "
                          "refuses it); remove it from the value")
 
 
