@@ -1,10 +1,12 @@
 """The wire: pygls' ``LanguageServerProtocol`` made safe against malformed and hostile messages.
 
-Two gaps of pygls are closed here:
+Three gaps of pygls are closed here:
 
 * A request whose params do not deserialise (a negative line, a string for a number, a missing
   field) makes pygls show an "Invalid Params" message and drop the request, so the client waits
   for an answer forever. Here the request is answered with that error instead.
+* A request after ``shutdown`` is dropped without an answer; LSP asks for an InvalidRequest
+  error, and the client gets one.
 * pygls keeps its own copy of every open document, updated before the server's handlers run;
   a ``didChange`` or ``didClose`` of a document that is not open raises there and pops an
   "Error in server" message up in the editor. The server keeps its own texts (see
@@ -19,8 +21,9 @@ from collections.abc import Generator
 from typing import Any
 
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.json_rpc import RPCRequest
 from pygls.protocol.language_server import lsp_method
 
 log = logging.getLogger(__name__)
@@ -45,7 +48,19 @@ class LockgateProtocol(LanguageServerProtocol):
     def handle_message(self, message: Any) -> None:
         if message is _ANSWERED:
             return
+        if self._shutdown and isinstance(message, RPCRequest):
+            self._answer_after_shutdown(message)
+            return
         super().handle_message(message)
+
+    def _answer_after_shutdown(self, request: Any) -> None:
+        """pygls drops requests after ``shutdown``; LSP wants an InvalidRequest error, so the
+        client stops waiting. A repeated ``shutdown`` is answered as the first one was."""
+        if request.method == lsp.SHUTDOWN:
+            self._send_response(request.id, result=None)
+            return
+        error = JsonRpcInvalidRequest("the server is shutting down").to_response_error()
+        self._send_response(request.id, error=error)
 
     @lsp_method(lsp.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(self, params: lsp.DidOpenTextDocumentParams) -> Generator[Any, Any, None]:

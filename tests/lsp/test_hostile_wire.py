@@ -105,3 +105,16 @@ async def test_long_line_of_references_has_exact_ranges(client):
     names = [text[start:text.index("}", start)] for start in spans]
     assert names == [f".n{i}" for i in range(LONG_REFS)]
     assert all(d.range.start.line == 7 for d in found if d.code == "LG404")
+
+
+async def test_requests_after_shutdown_are_refused_not_dropped(fresh_vscode, review_spec):
+    # LSP: requests after `shutdown` error with InvalidRequest (pygls never answered them);
+    # a second `shutdown` (the fixture's teardown sends one) is answered like the first
+    await open_doc(fresh_vscode, URI, review_spec)
+    await asyncio.wait_for(fresh_vscode.shutdown_async(None), 10)
+    for method, params in [("textDocument/hover", {"textDocument": DOC, "position": {"line": 0, "character": 0}}),
+                           ("textDocument/documentSymbol", {"textDocument": DOC})]:
+        with pytest.raises(JsonRpcException) as raised:
+            await asyncio.wait_for(send_raw(fresh_vscode, method, params), 10)
+        assert raised.value.code == -32600
+    fresh_vscode.opened.clear()  # closing after shutdown would not be answered
