@@ -34,17 +34,19 @@ from .model import (
 
 
 def check_issuance(run: LiveRun, key: str, token: Any, *, gate: bool) -> StepState:
-    """The record awaiting a result (or decision) under ``token``; raise, changing nothing, if not."""
+    """The record awaiting a result (or decision) under ``token``; raise, changing nothing, if not.
+
+    In the order of semantics §6.4: a cancelled run, an unknown step, then whether the step
+    awaits anything (a duplicate of an accepted report is named as such first), then the token.
+    """
     if run.header.status == RUN_CANCELLED or run.header.cancel_requested:
         raise EngineError(f"run {run.header.id} is cancelled", error_type="run_cancelled", run_id=run.header.id)
     st = run.steps.get(key)
     if st is None or st.dropped or key.startswith("@"):
         raise EngineError(f"run {run.header.id} has no step {key!r}", error_type="unknown_step",
                           run_id=run.header.id, step_id=key)
-    if not isinstance(token, str) or not token:
-        raise StaleToken(f"missing {'gate' if gate else 'dispatch'} token for step {key}",
-                         run_id=run.header.id, step_id=key, reason="missing")
-    if st.accepted == token:
+    present = isinstance(token, str) and bool(token)
+    if present and st.accepted == token:
         raise StaleToken(f"step {key} already accepted the {'decision' if gate else 'result'} for this token "
                          "(duplicate); nothing changed", run_id=run.header.id, step_id=key, reason="duplicate")
     if run.header.status != RUN_RUNNING:
@@ -55,6 +57,9 @@ def check_issuance(run: LiveRun, key: str, token: Any, *, gate: bool) -> StepSta
         what = "a gate decision" if gate else "a result"
         raise EngineError(f"step {key} is {st.status}, not awaiting {what}", error_type="not_awaiting",
                           run_id=run.header.id, step_id=key, step_status=st.status)
+    if not present:
+        raise StaleToken(f"missing {'gate' if gate else 'dispatch'} token for step {key}",
+                         run_id=run.header.id, step_id=key, reason="missing")
     if st.token != token:
         raise StaleToken(f"token is not the current issuance of step {key} (stale or foreign); nothing changed",
                          run_id=run.header.id, step_id=key, reason="stale")

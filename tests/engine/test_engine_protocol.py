@@ -228,3 +228,14 @@ def test_a_spec_file_that_is_not_text_is_a_spec_error(tmp_path) -> None:
         Engine().plan(binary, {})
     with pytest.raises(SpecError, match="cannot read spec"):
         Engine().plan(tmp_path / "missing.yaml", {})
+
+
+def test_a_step_that_awaits_nothing_says_so_before_asking_for_a_token() -> None:
+    """Refusals come in the order of semantics §6.4: the step's status before the token."""
+    engine = Engine()
+    first = engine.plan(PARALLEL, {"topic": "t"})
+    with pytest.raises(EngineError) as refused:
+        engine.step_done(first["run_id"], "join", {"text": "x"}, None)
+    assert refused.value.error_type == "not_awaiting"
+    with pytest.raises(StaleToken, match="missing dispatch token"):
+        engine.step_done(first["run_id"], "left", {"text": "x"}, None)
