@@ -85,3 +85,15 @@ def test_units_agree_with_the_encoder_at_every_unit(line, unit, encoding):
     fits = [i for i in range(len(line) + 1) if units_of(line[:i], encoding) <= unit]
     assert found == Position(1, max(fits))
     assert index.to_client(found, encoding).character == units_of(line[: found.character], encoding)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a", "é", "\n", "\r", "\r\n", "\u2028", "\x85", " "]), max_size=40).map("".join))
+def test_lines_are_what_lsp_breaks_give(text):
+    # the index takes a fast path for texts without \r: both paths must split as LSP does
+    import re
+
+    expected = re.split(r"\r\n|\r|\n", text)
+    index = LineIndex(text)
+    assert [index.line(i) for i in range(index.line_count)] == expected
+    assert index.end == Position(len(expected) - 1, len(expected[-1]))
