@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -18,14 +19,14 @@ def dispatch(shell: Any, args: argparse.Namespace) -> Any:
 
 def _run(shell, args):
     spec = _flowspec(shell, args.name)
-    inputs = dict(_variable(shell, args.inputs) if args.inputs else {})
+    inputs = dict(_mapping(shell, args.inputs, "--inputs") if args.inputs else {})
     for item in args.input:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise UsageError(f"%flow run: --input takes KEY=VALUE, got {item!r}")
         declared = spec.spec.flows[spec.flow].input.get(key)
         inputs[key] = value if str(declared).startswith("string") else _parse_value(value)
-    agents = _variable(shell, args.agents) if args.agents else None
+    agents = _mapping(shell, args.agents, "--agents") if args.agents else None
     run = spec.start(inputs, agents=agents)
     if args.bind:
         shell.user_ns[args.bind] = run
@@ -33,6 +34,8 @@ def _run(shell, args):
 
 
 def _gate(shell, args):
+    if args.command == "revise" and not args.note.strip():
+        raise UsageError("%flow revise: a revision needs a note saying what to change (--note TEXT)")
     run = _run_object(shell, args.run)
     if run is not None:
         return run.decide(args.step, args.command, args.note)
@@ -78,7 +81,7 @@ def _resume(shell, args):
     engine = _engine()
     spec = stored_spec(engine.store, args.run)
     flowspec = FlowSpec(f"run_{args.run}", LoadResult("", None, [], spec), engine.audit(args.run)["flow"])
-    agents = _variable(shell, args.agents) if args.agents else None
+    agents = _mapping(shell, args.agents, "--agents") if args.agents else None
     run = resume_run(flowspec, args.run, agents=agents, store=engine.store)
     if args.bind:
         shell.user_ns[args.bind] = run
@@ -139,6 +142,13 @@ def _variable(shell, name: str):
     if name not in shell.user_ns:
         raise UsageError(f"no variable named {name!r}")
     return shell.user_ns[name]
+
+
+def _mapping(shell, name: str, option: str) -> Mapping[str, Any]:
+    value = _variable(shell, name)
+    if not isinstance(value, Mapping):
+        raise UsageError(f"%flow: {option} {name} must name a dict, not a {type(value).__name__}")
+    return value
 
 
 def _parse_value(text: str) -> Any:

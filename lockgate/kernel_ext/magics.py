@@ -45,7 +45,7 @@ class FlowMagics(Magics):
         result = load(cell, f"%%flow {args.name}", lint=not args.no_lint)
         if not result.ok:
             shown = [d for d in result.diagnostics if d.code != "LG905"]  # agents come with start()
-            report = format_text("cell", cell, shown, line_offset=CELL_LINE_OFFSET)
+            report = _printable(format_text("cell", cell, shown, line_offset=CELL_LINE_OFFSET))
             count = len(result.errors)
             raise UsageError(f"the spec has {count} error{'s' * (count != 1)}; {args.name} was not bound\n\n{report}")
         if args.flow and args.flow not in result.spec.flows:
@@ -66,15 +66,55 @@ class FlowMagics(Magics):
 
         RUN is a variable holding a run, or a run id in the store.
         """
+        from ..errors import LockgateError
         from . import actions
 
         try:
-            args = _PARSER.parse_args(shlex.split(line))
-        except SystemExit:
-            raise UsageError(f"%flow: could not parse {line!r}\n\n{_PARSER.format_usage()}") from None
+            words = shlex.split(line)
         except ValueError as exc:
             raise UsageError(f"%flow: {exc}") from None
-        return actions.dispatch(self.shell, args)
+        if not words or words[0] in _HELP_WORDS:
+            print(_LINE_HELP)
+            return None
+        try:
+            args = _PARSER.parse_args(words)
+        except SystemExit as exc:  # only --help exits, after printing the subcommand's help
+            if exc.code in (0, None):
+                return None
+            raise UsageError(f"%flow: could not parse {line!r}\n\n{_PARSER.format_usage()}") from None
+        try:
+            return actions.dispatch(self.shell, args)
+        except LockgateError as exc:  # a refusal or a missing run: the message is the whole story
+            raise UsageError(f"%flow {args.command}: {_message(exc)}") from None
+
+
+_HELP_WORDS = ("help", "-h", "--help")
+
+_LINE_HELP = """%flow SUBCOMMAND ...   (%flow SUBCOMMAND --help for its options)
+
+  run NAME [--input K=V ...] [--inputs VAR] [--agents VAR] [--as VAR]
+                               start a run of a spec bound by %%flow NAME
+  approve|revise|kill RUN STEP [--note TEXT]
+                               decide a gate waiting in RUN
+  runs                         list the runs in the store
+  show RUN | audit RUN         a run's live view | its audit record
+  cancel RUN                   stop a run and record it cancelled
+  resume RUN [--agents VAR] [--as VAR]
+                               continue a stored run here (e.g. after a kernel restart)
+  graph NAME|RUN [--format png|svg|mermaid]
+                               draw a spec or a run
+
+RUN is a variable holding a run, or a run id in the store."""
+
+
+def _message(exc: Exception) -> str:
+    return str(getattr(exc, "message", None) or exc) or type(exc).__name__
+
+
+def _printable(text: str) -> str:
+    """``text`` with control characters (an ANSI escape in a pasted cell...) shown as escapes,
+    so echoing a line of the cell cannot recolour or garble the output."""
+    return "".join(c if c.isprintable() or c in "\n\t" else repr(c)[1:-1] for c in text)
 
 
 class _Parser(argparse.ArgumentParser):
