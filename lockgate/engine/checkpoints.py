@@ -10,6 +10,7 @@ waits for its successor gates (the consumer's worktrees and merge are fenced by 
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from ..errors import EngineError
@@ -17,6 +18,7 @@ from .advance import advance
 from .live import Env, LiveRun
 from .model import (
     CHECKPOINT_PREFIX,
+    Header,
     PENDING,
     READY,
     RUN_CANCELLED,
@@ -69,12 +71,12 @@ def _unreleased_worktrees(run: LiveRun) -> list[str]:
 def commit(run: LiveRun, label: Any) -> dict[str, Any]:
     label = _refuse(run, label)
     header = run.header.to_dict()
-    snapshot = {
+    snapshot = copy.deepcopy({  # records share their lists and dicts with the live state
         "key": CHECKPOINT_PREFIX + label,
         "label": label,
         "header": {k: header[k] for k in SNAPSHOT_FIELDS if k in header},
         "steps": {k: st.to_dict() for k, st in run.steps.items() if not st.dropped},
-    }
+    })
     run.extra_records[snapshot["key"]] = snapshot
     run.checkpoint_records[label] = snapshot
     if label not in run.header.checkpoints:
@@ -96,15 +98,13 @@ def revert(run: LiveRun, label: Any, env: Env) -> LiveRun:
     if snapshot is None:
         raise EngineError(f"run {run.header.id} has no checkpoint {label!r}", error_type="checkpoint_not_found",
                           run_id=run.header.id, available=list(run.header.checkpoints))
+    saved = copy.deepcopy(snapshot)  # the checkpoint stays as committed, for the next revert
     header = run.header
-    for name, value in snapshot["header"].items():
-        setattr(header, name, value)
-    if "output" not in snapshot["header"]:
-        from ..dsl.values import UNDEFINED
-
-        header.output = UNDEFINED
+    defaults = Header(id=header.id, flow=header.flow)  # a field at its default was not written down
+    for name in SNAPSHOT_FIELDS:
+        setattr(header, name, saved["header"][name] if name in saved["header"] else getattr(defaults, name))
     header.cancel_requested = False
-    restored = {k: StepState.from_dict(v) for k, v in snapshot["steps"].items()}
+    restored = {k: StepState.from_dict(v) for k, v in saved["steps"].items()}
     for key, st in run.steps.items():
         if key not in restored:
             restored[key] = st if st.dropped else StepState(key, status="failed", dropped=True, epoch=st.epoch + 1)

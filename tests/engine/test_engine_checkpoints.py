@@ -144,3 +144,84 @@ def test_checkpoints_wait_for_the_successor_gate_of_a_consumer_worktree_fanout(e
         engine.revert(run, "anything")
     engine.gate_resolve(run, "review", "approve", "merged", "me", gate["token"])
     assert engine.commit(run, "after")["status"] == "committed"
+
+
+RETRYING = SPEC.replace('        do: "a ${input.topic}"\n        out: Note\n',
+                        '        do: "a ${input.topic}"\n        out: Note\n        attempts: 5\n')
+
+
+def test_a_checkpoint_is_not_changed_by_what_the_run_does_after_it(engine: Engine) -> None:
+    """The snapshot is a copy: attempts made after the commit are not in it, live or reloaded,
+    and a second revert to the same label restores the same state."""
+    first = engine.plan(RETRYING, {"topic": "t"})
+    run = first["run_id"]
+    retry = engine.step_done(run, "a", None, first["token"], failure="one")
+    engine.commit(run, "after-one")
+    for reason in ("two", "three"):
+        retry = engine.step_done(run, "a", None, retry["token"], failure=reason)
+    for _ in range(2):
+        reverted = engine.revert(run, "after-one")
+        assert reverted["step_id"] == "a" and reverted["attempt"] == 2
+        engine.step_done(run, "a", None, reverted["token"], failure="again")
+
+
+GATED_CARRY = """
+version: 1
+contracts:
+  N:
+    t: string
+flows:
+  entry: main
+  main:
+    input: {}
+    max_rounds: 1
+    carry:
+      w: {initial: "${src.output.t}"}
+    output: {from: "${use.output}", contract: N}
+    steps:
+      - id: src
+        do: "src"
+        out: N
+      - id: use
+        after: [src]
+        do: "use ${w}"
+        out: N
+      - id: g
+        after: [use]
+        gate: {on_approve: null, on_revise: src, on_kill: null}
+"""
+
+
+def test_revert_restores_rounds_carry_and_failure_at_their_defaults(engine: Engine) -> None:
+    """Fields at their defaults when committed (no rounds, no carry, no failure) come back too
+    (semantics §6.14 restores every snapshot field)."""
+    first = engine.plan(GATED_CARRY, {})
+    run = first["run_id"]
+    engine.commit(run, "start")
+    use = engine.step_done(run, "src", {"t": "FIRST"}, first["token"])
+    gate = engine.step_done(run, "use", {"t": "u"}, use["token"])
+    engine.gate_resolve(run, "g", "revise", "again", "me", gate["token"])
+    assert engine.audit(run)["rounds"] == 1
+    reverted = engine.revert(run, "start")
+    audit = engine.audit(run)
+    assert audit["rounds"] == 0 and audit["carry"] == {}
+    use = engine.step_done(run, "src", {"t": "SECOND"}, reverted["token"])
+    assert use["task"] == "use SECOND"
+    gate = engine.step_done(run, "use", {"t": "u"}, use["token"])
+    assert engine.gate_resolve(run, "g", "revise", "once more", "me", gate["token"])["status"] == "execute_step"
+
+
+def test_reverting_a_failed_run_clears_its_failure(engine: Engine) -> None:
+    first = engine.plan(SPEC, {"topic": "t"})
+    run = first["run_id"]
+    second = engine.step_done(run, "a", {"text": "x"}, first["token"])
+    engine.commit(run, "before-b")
+    for _ in range(2):
+        second = engine.step_done(run, "b", None, second["token"], failure="boom")
+        if second["status"] == "error":
+            break
+    assert engine.audit(run)["status"] == "failed"
+    engine.revert(run, "before-b")
+    audit = engine.audit(run)
+    assert audit["status"] == "running"
+    assert (audit["failure"], audit["error_type"], audit["finished_at"]) == (None, None, None)
