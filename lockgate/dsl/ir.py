@@ -8,6 +8,8 @@ node records ``at``, its YAML path, which the source map turns into ranges.
 
 from __future__ import annotations
 
+import json
+
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -386,5 +388,6 @@ def _int(value: Any) -> int | None:
 
 
 def _quote(text: str) -> str:
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return f'"{escaped}"'
+    """``text`` as a string literal of the expression language: its escapes are JSON's, and a raw
+    control character (a tab, a carriage return) is not allowed in it."""
+    return json.dumps(text, ensure_ascii=False)

@@ -509,6 +509,17 @@ def test_file_predicates_are_jailed_to_the_workspace(tmp_path) -> None:
     assert nowhere.step_done(first["run_id"], "last", {"text": "x"}, first["token"])["status"] == "ensure_failed"
 
 
+def test_file_predicates_take_paths_and_text_with_control_characters(tmp_path) -> None:
+    spec = FILES.replace('"out/report.md"', '"out/tab\\there.md"').replace('"PASS"', '"col1\\tcol2\\r"')
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "tab\there.md").write_text("x\ncol1\tcol2\r\n", newline="")
+    engine = Engine(workspace=tmp_path)
+    first = engine.plan(spec, {"topic": "t"})
+    assert first["ensure"] == ['file_exists("out/tab\\there.md")',
+                               'file_contains("out/tab\\there.md", "col1\\tcol2\\r")']
+    assert engine.step_done(first["run_id"], "last", {"text": "x"}, first["token"])["status"] == "complete"
+
+
 def test_flow_output_is_checked_when_its_source_completes(engine: Engine) -> None:
     spec = flow("""      - id: last
         do: "write"
