@@ -106,6 +106,14 @@ class LineIndex:
             self._units[key] = None if encoding == "utf-32" or text.isascii() else _LineUnits(text, encoding)
         return self._units[key]
 
+    def splits_character(self, pos: lsp.Position, encoding: Encoding = "utf-16") -> bool:
+        """Whether a client position falls inside one character (between the halves of a
+        surrogate pair, inside a UTF-8 sequence): no edit can start or end there."""
+        if not 0 <= pos.line < len(self._starts):
+            return False
+        units = self._line_units(pos.line, encoding)
+        return units is not None and units.to_units(units.to_index(pos.character)) != pos.character
+
     def range_to_client(self, rng: Range, encoding: Encoding = "utf-16") -> lsp.Range:
         rng = self.clamp_range(rng)
         return lsp.Range(start=self.to_client(rng.start, encoding), end=self.to_client(rng.end, encoding))

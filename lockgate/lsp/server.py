@@ -294,6 +294,9 @@ def _register_features(ls: LockgateServer) -> None:
         if found is None:
             return None
         analysis, pos = found
+        if analysis.lines.splits_character(params.position, ls.encoding):
+            # every item's edit must contain the cursor, and none can end inside a character
+            return lsp.CompletionList(is_incomplete=False, items=[])
         items = completion.complete(analysis, context_at(analysis.outline, pos), ls.settings.agents)
         caps = ls.client_caps
         return completion.to_lsp(items, analysis, ls.encoding, completion.supports_snippets(caps), completion.supports_as_is(caps))
