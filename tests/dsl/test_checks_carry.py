@@ -37,6 +37,19 @@ def test_carry_only_on_the_entry_flow():
     assert (found.code, found.path, found.at) == ("LG711", ("flows", "sub", "carry"), "key")
 
 
+def test_a_carry_variable_is_not_visible_inside_a_subflow():
+    text = calling_sub("""
+        input: {}
+        output: {from: "${d.output}", contract: R}
+        steps: [{id: d, do: "x ${w}", out: R}]
+    """).replace("    input: {}\n    output: {from: \"${c.output}\"",
+                 "    input: {}\n    carry: {w: {initial: \"${input.x}\"}}\n    output: {from: \"${c.output}\"", 1)
+    text = text.replace("  main:\n    input: {}", "  main:\n    input: {x: string}", 1)
+    found = only(errors(text))
+    assert found.code == "LG407" and found.path[:2] == ("flows", "sub")
+    assert "not visible inside a subflow" in found.message and "'with'" in found.hint
+
+
 def test_carry_name_conflicts():
     found = errors(carry_flow(VALID_STEPS, """
       plan: {initial: "${input.topic}"}

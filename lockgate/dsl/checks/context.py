@@ -49,10 +49,9 @@ class Context:
         return self.entry is not None and self.entry is not flow
 
     def carry_vars(self, flow: Flow) -> Mapping[str, CarryVar]:
-        """The carry variables ``${name}`` can read in ``flow``: the root's store, which is the
-        entry flow's declarations (the flow's own when there is no valid entry)."""
-        root = self.entry if self.entry is not None else flow
-        return root.carry
+        """The carry variables ``${name}`` can read in ``flow``: its own declarations. Only the
+        entry flow may declare any, and they are not visible inside a subflow."""
+        return flow.carry
 
     def usable(self, root) -> bool:
         """Whether a typing root (a contract name or a flow's input mapping) is free of

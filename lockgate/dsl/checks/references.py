@@ -79,6 +79,13 @@ def _carry(ctx: Context, flow: Flow, field: ScannedField, ref: Ref) -> Iterator[
     declared = ctx.carry_vars(flow)
     if name in declared:
         return
+    entry = ctx.entry
+    if entry is not None and entry is not flow and name in entry.carry:
+        yield Finding("LG407", f"'{name}' is a carry variable of the entry flow, and carry variables are not "
+                               "visible inside a subflow", field.path, span=ref.span,
+                      hint=f"pass it in through the run step's 'with' (e.g. {name}: \"${{{name}}}\") and read "
+                           "it as an input")
+        return
     yield _unknown_carry(flow, declared, field, ref)
 
 
