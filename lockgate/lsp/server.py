@@ -46,6 +46,20 @@ class LockgateServer(LanguageServer):
         self.documents = DocumentStore()
         self.settings = Settings()
         self.debouncer = diag.Debouncer()
+        self.shutdown_requested = False
+        self.exit_code = 0
+
+    def start_io(self, *args: Any, **kwargs: Any) -> None:
+        """Serve over stdio, then end with LSP's exit code: 1 for an ``exit`` that came without
+        a ``shutdown`` (pygls computes it, but its loop swallows the ``SystemExit`` carrying it)."""
+        super().start_io(*args, **kwargs)
+        if self.exit_code:
+            raise SystemExit(self.exit_code)
+
+    def shutdown(self) -> None:
+        """Stop serving; analyses still queued are dropped rather than run before the end."""
+        super().shutdown()
+        self.documents.shutdown()
 
     # -- helpers used by handlers -----------------------------------------------------------------
 
@@ -170,6 +184,14 @@ def _register_sync(ls: LockgateServer) -> None:
             ls.apply_settings(Settings.from_client(params.settings, root=ls.settings.workspace_root))
         for uri in ls.documents.uris():
             _schedule(ls, uri, 0)
+
+    @ls.feature(lsp.SHUTDOWN)
+    def on_shutdown(ls: LockgateServer, *args: Any) -> None:
+        ls.shutdown_requested = True
+
+    @ls.feature(lsp.EXIT)
+    def on_exit(ls: LockgateServer, *args: Any) -> None:
+        ls.exit_code = 0 if ls.shutdown_requested else 1
 
     @ls.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     @guarded()

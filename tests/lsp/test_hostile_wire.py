@@ -8,9 +8,11 @@ import asyncio
 import uuid
 
 import pytest
+from conftest import SERVER
 from lsp_harness import find, open_doc
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
+from pytest_lsp import client_capabilities, make_test_lsp_client
 
 from lockgate.lsp.positions import LineIndex
 
@@ -118,3 +120,19 @@ async def test_requests_after_shutdown_are_refused_not_dropped(fresh_vscode, rev
             await asyncio.wait_for(send_raw(fresh_vscode, method, params), 10)
         assert raised.value.code == -32600
     fresh_vscode.opened.clear()  # closing after shutdown would not be answered
+
+
+@pytest.mark.parametrize("shutdown_first, code", [(True, 0), (False, 1)], ids=["shutdown-exit", "exit-alone"])
+async def test_exit_code_says_whether_shutdown_came_first(shutdown_first, code):
+    # LSP: exit ends the process with 0 after a shutdown request, with 1 without one
+    # (pygls swallowed the SystemExit carrying the code, so the process always ended with 0)
+    client = make_test_lsp_client()
+    await client.start_io(*SERVER.server_command)
+    try:
+        await client.initialize_session(lsp.InitializeParams(capabilities=client_capabilities("visual-studio-code")))
+        if shutdown_first:
+            await asyncio.wait_for(client.shutdown_async(None), 10)
+        client.exit(None)
+        assert await asyncio.wait_for(client._server.wait(), 30) == code
+    finally:
+        await client.stop()
