@@ -65,11 +65,7 @@ def _audit(shell, args):
 
 def _cancel(shell, args):
     run = _run_object(shell, args.run)
-    engine = run.engine if run is not None else _engine()
-    run_id = run.run_id if run is not None else args.run
-    if run is not None and run._task is not None and not run._task.done():
-        run._task.cancel()
-    return engine.cancel(run_id)
+    return run.cancel() if run is not None else _engine().cancel(args.run)
 
 
 def _resume(shell, args):
@@ -79,8 +75,11 @@ def _resume(shell, args):
     from .spec_view import FlowSpec
 
     engine = _engine()
+    record = engine.audit(args.run)
+    if record["status"] in ("cancelled", "killed"):  # final: the engine refuses to go on
+        raise UsageError(f"%flow resume: run {args.run} is {record['status']}; it cannot be resumed")
     spec = stored_spec(engine.store, args.run)
-    flowspec = FlowSpec(f"run_{args.run}", LoadResult("", None, [], spec), engine.audit(args.run)["flow"])
+    flowspec = FlowSpec(f"run_{args.run}", LoadResult("", None, [], spec), record["flow"])
     agents = _mapping(shell, args.agents, "--agents") if args.agents else None
     run = resume_run(flowspec, args.run, agents=agents, store=engine.store)
     if args.bind:

@@ -27,6 +27,7 @@ class GateCard:
 
         self.request = request
         self._on_decide = on_decide
+        self.decided = False
         routes = request.response.get("routes") or {}
         detail = ", ".join(f"{k} → {v or 'end of flow'}" for k, v in routes.items())
         self.title = w.HTML(
@@ -51,11 +52,11 @@ class GateCard:
 
     def click(self, outcome: str) -> None:
         """What a button press does: check, disable, record."""
+        if any(b.disabled for b in self.buttons):
+            return
         note = self.note.value.strip()
         if outcome == "revise" and not note:
             self.message.value = "<span style='color:#a40e26'>A revision needs a note saying what to change.</span>"
-            return
-        if any(b.disabled for b in self.buttons):
             return
         self.disable()
         if not self._on_decide(outcome, note):
@@ -67,6 +68,7 @@ class GateCard:
         self.note.disabled = True
 
     def show_decision(self, decision: Decision, *, elsewhere: bool = False) -> None:
+        self.decided = True
         self.disable()
         self.title.value = f"<b>Gate <code>{html.escape(self.request.step_id)}</code></b> decided"
         self.note.layout.display = "none"
@@ -78,6 +80,17 @@ class GateCard:
         )
 
 
+    def close(self, run_status: str) -> None:
+        """The run ended (cancelled, failed...) with this gate undecided: no button works any more."""
+        if self.decided:
+            return
+        self.disable()
+        self.title.value = f"<b>Gate <code>{html.escape(self.request.step_id)}</code></b> was not decided"
+        self.message.value = (
+            f"<span style='color:#57606a'>The run is {html.escape(run_status)}; this gate can no longer be decided.</span>"
+        )
+
+
 class WidgetGates:
     """A GateChannel answered by gate cards, by :meth:`settle`, or by anyone on the store."""
 
@@ -86,12 +99,14 @@ class WidgetGates:
         self._store_gates = StoreGates(store) if store is not None else None
         self.resolved_by = resolved_by or "human"
         self.waiting: dict[str, tuple[asyncio.Future, GateCard]] = {}
+        self.cards: list[GateCard] = []
 
     async def decide(self, request: GateRequest) -> Decision | None:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Decision] = loop.create_future()
         card = GateCard(request, lambda outcome, note: self.settle(request.step_id, outcome, note))
         self.waiting[request.step_id] = (future, card)
+        self.cards.append(card)
         self._show(card)
         waiters = {future}
         elsewhere = None
@@ -113,6 +128,11 @@ class WidgetGates:
         if decision is not None:
             card.show_decision(decision, elsewhere=True)
         return decision
+
+    def close(self, run_status: str) -> None:
+        """Disable every card still undecided: the run they belong to has ended."""
+        for card in self.cards:
+            card.close(run_status)
 
     def settle(self, step_id: str, outcome: str, note: str = "", resolved_by: str | None = None) -> bool:
         """Decide a waiting gate; False when no such gate waits here (or it is already decided)."""

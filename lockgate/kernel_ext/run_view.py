@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import html
 import json
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -95,8 +96,26 @@ class NotebookRun:
             self.status = "error"
             self.response = {"status": "error", "message": f"{type(exc).__name__}: {exc}"}
         finally:
+            if self.done:
+                self._settle_view()
             self._redraw(final=True)
             self._notify()
+
+    def _settle_view(self) -> None:
+        """The run ended: cards of gates left undecided stop taking clicks, and rows of a run
+        that stopped early (cancelled, failed) show what the store recorded, not "running"."""
+        from ..engine.graphs import picture_statuses
+        from ..errors import LockgateError
+
+        self.gates.close(self.status)
+        if self.run_id is None or self.status in ("complete", "killed"):
+            return
+        try:
+            stored = picture_statuses(self.engine.audit(self.run_id))
+        except LockgateError:  # the view stays as it was; the run's own status says what happened
+            return
+        for node, status in stored.items():
+            self.rows.setdefault(node, StepRow()).status = status
 
     def __await__(self):
         if self._task is None:
@@ -106,14 +125,24 @@ class NotebookRun:
         return self._await_task().__await__()
 
     async def _await_task(self):
-        await asyncio.shield(self._task)
+        try:
+            await asyncio.shield(self._task)
+        except asyncio.CancelledError:
+            if not self._task.done():  # the waiting was interrupted, not the run
+                print(f"Stopped waiting; run {self.run_id or '(starting)'} goes on in the background "
+                      "(%flow cancel RUN stops it).", file=sys.stderr)
+            raise
         return self.result()
 
     async def wait_until(self, predicate, timeout: float | None = 60) -> None:
-        """Wait until ``predicate(run)`` holds, re-checking on every change of the run."""
+        """Wait until ``predicate(run)`` holds, re-checking on every change of the run; a
+        RuntimeError if the run ends first (nothing changes after that: waiting would only time out)."""
 
         async def watch():
             while not predicate(self):
+                if self.done and (self._task is None or self._task.done()):
+                    raise RuntimeError(f"run {self.run_id} ended {self.status} before the condition held"
+                                       + (f": {self.failure}" if self.failure else ""))
                 waiter = asyncio.get_running_loop().create_future()
                 self._waiters.append(waiter)
                 await waiter
@@ -143,6 +172,16 @@ class NotebookRun:
     @property
     def done(self) -> bool:
         return self.status in FINAL
+
+    def cancel(self) -> dict[str, Any]:
+        """Stop the run here (its agent calls are killed) and record it cancelled in the store
+        (final: a cancelled run is not resumed; what it completed stays in its audit record)."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        if self.run_id is None:  # stopped before it was planned: the store has nothing
+            self.status = "cancelled"
+            return {"status": "cancelled"}
+        return self.engine.cancel(self.run_id)
 
     def audit(self) -> dict[str, Any]:
         """The durable audit record of this run (events hash-chained)."""

@@ -62,7 +62,7 @@ class KernelSession:
 
     def value(self, expression: str):
         """The repr of ``expression`` evaluated in the kernel, parsed back with ``eval``."""
-        out = self.run(f"print(repr({expression}))")
+        out = self.run(f"print(repr(({expression})))")
         assert out.error is None, out.traceback
         return eval(out.stdout)  # noqa: S307 - a repr this test suite produced
 

@@ -73,3 +73,58 @@ def test_control_characters_of_a_cell_are_escaped_in_the_report(kernel):
     out = kernel.run('%%flow junk\nversion: 1\n\x00\x1b[31m flows: x\n')
     _short_usage_error(out, "LG102", "\\x00\\x1b[31m flows: x")
     assert "\x1b[31m" not in out.stderr
+
+
+BLOCKING_AGENT = '''
+import threading
+release = threading.Event()
+def slow(task):
+    print("AGENT STARTED", flush=True)
+    release.wait(60)
+    return {"result": "slow", "quality_score": 0.9}
+'''
+
+
+def test_cancelling_a_run_with_an_agent_in_flight_records_it_cancelled(kernel):
+    kernel.run(BLOCKING_AGENT + 'c = rw.start({"text": "t"}, agents={"codex": slow})')
+    kernel.run('await c.wait_until(lambda run: run.rows["work"].status == "running")')
+    assert kernel.run("%flow cancel c").error is None
+    kernel.run("await c.wait_until(lambda run: run.done)")
+    assert kernel.value('c.status, c.audit()["status"]') == ("cancelled", "cancelled")
+    assert kernel.value('c.rows["work"].status') != "running"  # what the store says, not a stale view
+    kernel.run("release.set()")
+    kernel.run('c_id = c.run_id')
+    out = kernel.run('get_ipython().run_line_magic("flow", f"resume {c_id} --agents agents")')
+    _short_usage_error(out, "%flow resume: run ", "is cancelled; it cannot be resumed")
+    assert kernel.value("1 + 1") == 2
+
+
+def test_waiting_for_a_condition_a_finished_run_cannot_reach_fails_at_once(kernel):
+    out = kernel.run('w = rw.start({"text": "t"}, agents={"codex": lambda task: 1 / 0})\n'
+                     'await w.wait_until(lambda run: "review" in run.waiting_gates(), timeout=None)')
+    assert out.error["ename"] == "RuntimeError"
+    assert "ended error before the condition held" in out.error["evalue"]
+
+
+def test_a_gate_card_of_a_cancelled_run_takes_no_clicks(kernel):
+    kernel.run('g = rw.start({"text": "t"}, agents=agents)')
+    kernel.run('await g.wait_until(lambda run: "review" in run.waiting_gates())')
+    kernel.run("card = g.gates.waiting['review'][1]\ng.cancel()")
+    kernel.run("await g.wait_until(lambda run: run.done)")
+    assert kernel.value("all(b.disabled for b in card.buttons)")
+    kernel.run("card.approve.click(); card.click('revise')")
+    assert "can no longer be decided" in kernel.value("card.message.value")
+    assert kernel.value('[e["type"] for e in g.audit()["events"] if e["type"] == "gate_resolved"]') == []
+    assert kernel.value('g.audit()["status"]') == "cancelled"
+
+
+def test_interrupting_a_cell_that_awaits_a_run_leaves_the_run_going(kernel):
+    out = kernel.run(BLOCKING_AGENT + 'i = rw.start({"text": "t"}, agents={"codex": slow})\nawait i',
+                     interrupt_on="AGENT STARTED")
+    assert out.error is not None
+    assert "Stopped waiting; run " in out.stderr and "goes on in the background" in out.stderr
+    assert kernel.value("i.status") == "running"
+    kernel.run("release.set()")
+    kernel.run('await i.wait_until(lambda run: "review" in run.waiting_gates())')
+    kernel.run('i.approve("review")')
+    assert kernel.value("await i") == {"result": "slow", "quality_score": 0.9}
