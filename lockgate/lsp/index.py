@@ -221,8 +221,9 @@ def _call_inputs(step: Step, source: Any) -> list[Occurrence]:
     (renaming a field must rename them too, or the call passes an unknown input)."""
     if not isinstance(step.run, str) or not isinstance(step.with_, dict):
         return []
-    paths = [(*step.at, "with", key) for key in step.with_ if isinstance(key, str)]
-    return [Occurrence(("input", step.run, path[-1]), source.key_range(path), path, at="key") for path in paths]
+    keys = [key for key in step.with_ if isinstance(key, str)]
+    return [Occurrence(("input", step.run, key), source.key_range((*step.at, "with", key)), (*step.at, "with", key), at="key")
+            for key in keys]
 
 
 def _template(field: F.Field, flow: str, source: Any) -> list[Occurrence]:
