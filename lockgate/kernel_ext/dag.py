@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch
 
-from .layout import BACK_EDGE_KINDS, layered_positions
+from .layout import BACK_EDGE_KINDS, layered_positions, overview_positions
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +55,7 @@ EDGE_STYLES: dict[str, tuple[str, str]] = {
 }
 
 _FULL_LABELS_UP_TO = 60
+_FULL_GRAPH_UP_TO = 300  # beyond this, edges and names are an unreadable mass: draw an overview
 
 
 class DagPicture:
@@ -62,24 +63,31 @@ class DagPicture:
 
     ``graph`` is a DiGraph whose nodes may carry ``kind`` (``gate`` draws a diamond) and
     ``label``, and whose edges carry ``kind`` (data, after, on_fail, approve, kill, revise).
+    A graph of more than ``_FULL_GRAPH_UP_TO`` nodes is drawn as an overview, and says so: its
+    nodes on a grid in layer order, coloured by status, without edges, names or retry badges.
     """
 
     def __init__(self, graph: nx.DiGraph, *, title: str | None = None, legend: bool = True) -> None:
         self.graph = graph
         self.nodes: list[Hashable] = list(graph.nodes)
-        self.pos = layered_positions(graph) if self.nodes else {}
+        self.overview = len(self.nodes) > _FULL_GRAPH_UP_TO
+        self.pos = (overview_positions if self.overview else layered_positions)(graph) if self.nodes else {}
         self._statuses: dict[Hashable, str] = {n: "pending" for n in self.nodes}
         self._badges: dict[Hashable, object] = {}
         self.figure = self._new_figure()
         self._canvas = FigureCanvasAgg(self.figure)
         self._background = None
-        self.ax = self.figure.add_axes((0.02, 0.02, 0.96 if not legend else 0.74, 0.9 if title else 0.96))
+        top = (0.9 if title else 0.96) if not self.overview else 1 - 0.95 / self.figure.get_size_inches()[1]
+        self.ax = self.figure.add_axes((0.02, 0.02, 0.96 if not legend else 0.74, top))
         self.ax.set_axis_off()
         if title:
             self.figure.suptitle(title, fontsize=11, x=0.02, ha="left")
-        self._draw_edges()
+        if self.overview:
+            self._draw_overview_note(top)
+        else:
+            self._draw_edges()
+            self._draw_labels()
         self._draw_nodes()
-        self._draw_labels()
         self._frame()
         if legend:
             self._draw_legend()
@@ -141,9 +149,17 @@ class DagPicture:
     def _new_figure(self) -> Figure:
         rows = {y for _, y in self.pos.values()} or {0}
         widest = max((sum(1 for _, y in self.pos.values() if y == r) for r in rows), default=1)
-        width = min(16.0, max(6.0, 1.3 * widest + 3.0))
-        height = min(14.0, max(2.6, 0.9 * len(rows) + 1.0))
+        column, row = (0.22, 0.26) if self.overview else (1.3, 0.9)
+        width = min(16.0, max(6.0, column * widest + 3.0))
+        height = min(14.0, max(2.6, row * len(rows) + 1.0 + (0.5 if self.overview else 0)))
         return Figure(figsize=(width, height), dpi=100)
+
+    def _draw_overview_note(self, top: float) -> None:
+        self.figure.text(
+            0.02, top + 0.1 / self.figure.get_size_inches()[1],
+            f"{len(self.nodes)} steps: too many to draw with edges and names. An overview: one square per step,\n"
+            "in flow order (left to right, top to bottom), coloured by status.", fontsize=8, color="#57606a",
+        )
 
     def _draw_edges(self) -> None:
         by_kind: dict[str, list] = {}
@@ -176,14 +192,23 @@ class DagPicture:
     def _draw_nodes(self) -> None:
         gates = [n for n in self.nodes if self.graph.nodes[n].get("kind") == "gate"]
         others = [n for n in self.nodes if n not in set(gates)]
-        size = 520 if len(self.nodes) <= _FULL_LABELS_UP_TO else 180
-        self._groups = [g for g in (_NodeGroup(others, "o", size), _NodeGroup(gates, "D", size * 0.9)) if g.nodes]
+        size = 520 if len(self.nodes) <= _FULL_LABELS_UP_TO else 180 if not self.overview else self._cell_size()
+        marker = "s" if self.overview else "o"
+        self._groups = [g for g in (_NodeGroup(others, marker, size), _NodeGroup(gates, "D", size * 0.9)) if g.nodes]
         for group in self._groups:
             xy = [self.pos[n] for n in group.nodes]
             group.collection = self.ax.scatter(
                 [p[0] for p in xy], [p[1] for p in xy], s=group.size, marker=group.marker, zorder=2, linewidths=1.4
             )
         self.recolor({})
+
+    def _cell_size(self) -> float:
+        """Marker area (points²) of a square filling most of one overview grid cell."""
+        columns = 1 + max(x for x, _ in self.pos.values())
+        rows = 1 - min(y for _, y in self.pos.values())
+        width, height = self.figure.get_size_inches()
+        cell = min(width * 0.74 / (columns + 1.8), height * 0.8 / (rows + 1.25)) * 72
+        return max(4.0, (cell * 0.7) ** 2)
 
     def _draw_labels(self) -> None:
         full = len(self.nodes) <= _FULL_LABELS_UP_TO
@@ -199,7 +224,7 @@ class DagPicture:
         text = f"↻{attempts}" if attempts > 1 else ""
         badge = self._badges.get(node)
         if badge is None:
-            if not text or node not in self.pos:
+            if not text or node not in self.pos or self.overview:
                 return
             x, y = self.pos[node]
             badge = self.ax.text(x + 0.18, y + 0.16, "", fontsize=7, color="#6e40c9", zorder=4)
@@ -217,13 +242,13 @@ class DagPicture:
 
     def _draw_legend(self) -> None:
         handles = [
-            Line2D([], [], marker="o", linestyle="none", markersize=8, markerfacecolor=s.fill,
+            Line2D([], [], marker="s" if self.overview else "o", linestyle="none", markersize=8, markerfacecolor=s.fill,
                    markeredgecolor=s.edge, label=s.label)
             for s in STATUS_STYLES.values()
         ]
         handles.append(Line2D([], [], marker="D", linestyle="none", markersize=7, markerfacecolor="white",
                               markeredgecolor="#57606a", label="gate"))
-        kinds = {k for _, _, k in self.graph.edges(data="kind", default="data")}
+        kinds = set() if self.overview else {k for _, _, k in self.graph.edges(data="kind", default="data")}
         handles += [
             Line2D([], [], linestyle=EDGE_STYLES[k][0], color=EDGE_STYLES[k][1], label=f"{k} edge")
             for k in EDGE_STYLES if k in kinds

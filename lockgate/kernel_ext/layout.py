@@ -7,6 +7,7 @@ DAG top to bottom. Pure: graph in, coordinates out.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable
 
 import networkx as nx
@@ -88,6 +89,17 @@ def layered_positions(graph: nx.DiGraph) -> dict[Hashable, tuple[float, float]]:
         for i, node in enumerate(row):
             pos[node] = (i - offset, -float(depth))
     return pos
+
+
+def overview_positions(graph: nx.DiGraph) -> dict[Hashable, tuple[float, float]]:
+    """Nodes on a near-square grid in layer order (read left to right, top to bottom).
+
+    For graphs too big to draw edges and names readably: no crossing reduction (its cost grows
+    with the square of a row's edges and nothing would show it), one unit between cells.
+    """
+    ordered = [node for layer in layers(graph) for node in layer]
+    columns = max(10, math.ceil(math.sqrt(len(ordered) * 1.6)))
+    return {node: (float(i % columns), -float(i // columns)) for i, node in enumerate(ordered)}
 
 
 def crossings(graph: nx.DiGraph, pos: dict[Hashable, tuple[float, float]]) -> int:

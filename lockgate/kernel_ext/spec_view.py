@@ -26,6 +26,7 @@ class FlowSpec:
         self.text = result.text
         self.flow = flow or self.spec.entry
         self._graph = None
+        self._png: bytes | None = None
 
     @property
     def warnings(self):
@@ -46,9 +47,12 @@ class FlowSpec:
         return to_mermaid(self.graph())
 
     def png(self) -> bytes:
-        from .dag import draw
+        """The flow drawn as PNG, rendered once (every display of the spec shows the same picture)."""
+        if self._png is None:
+            from .dag import draw
 
-        return draw(self.graph(), title=f"{self.name}: {self.flow}").png()
+            self._png = draw(self.graph(), title=f"{self.name}: {self.flow}").png()
+        return self._png
 
     def start(self, inputs: Mapping[str, Any] | None = None, *, agents: Mapping[str, Any] | None = None, **options: Any):
         """Start a run as an asyncio task on the kernel's loop and return its live view at once."""

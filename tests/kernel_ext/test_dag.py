@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 
 import networkx as nx
 import pytest
+from matplotlib.collections import LineCollection
 
 from lockgate.dsl.graphtext import to_dot, to_mermaid
 from lockgate.kernel_ext.dag import STATUS_STYLES, DagPicture, draw
@@ -109,3 +110,25 @@ def test_dot_quotes_names_and_keeps_revise_out_of_ranking():
     text = to_dot(g)
     assert '"we\\"ird"' in text
     assert '"review" -> "build" [style=dashed, label="revise", constraint=false];' in text
+
+
+@pytest.mark.parametrize("n", [301, 2000])
+def test_a_graph_too_big_to_read_is_drawn_as_an_overview_that_says_so(n):
+    g = random_layered_dag(n, seed=n)
+    picture = DagPicture(g, title="big")
+    assert picture.overview
+    assert not any(isinstance(c, LineCollection) for c in picture.ax.collections)  # no edges
+    assert len(picture.ax.texts) == 0  # no names
+    notes = [t.get_text() for t in picture.figure.texts]
+    assert any(f"{n} steps: too many to draw with edges and names" in t for t in notes)
+    order = [node for row in layers(g) for node in row]
+    reading = sorted(g.nodes, key=lambda node: (-picture.pos[node][1], picture.pos[node][0]))
+    assert reading == order  # the grid reads in flow order
+    picture.recolor({0: "succeeded"}, {0: 3})
+    assert picture.png().startswith(PNG_MAGIC)
+
+
+def test_the_full_drawing_is_kept_up_to_the_overview_threshold():
+    picture = DagPicture(random_layered_dag(300, seed=1))
+    assert not picture.overview
+    assert any(isinstance(c, LineCollection) for c in picture.ax.collections)
