@@ -41,7 +41,7 @@ class Settings:
             workspace_root=workspace if isinstance(workspace, str) and workspace else root,
             agents=tuple(a for a in agents if isinstance(a, str)) if isinstance(agents, list) else (),
             lint=_bool(_get(data, "lint", True), True),
-            debounce_ms=debounce if isinstance(debounce, int) and 0 <= debounce <= 10_000 else 150,
+            debounce_ms=debounce if type(debounce) is int and 0 <= debounce <= 10_000 else cls.debounce_ms,  # not a bool
             inlay_hints=_bool(_get(data, "inlay_hints", True), True),
             extra=dict(data),
         )
