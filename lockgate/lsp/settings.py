@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SECTION = "lockgate"
+DEFAULT_DEBOUNCE_MS = 150
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +25,7 @@ class Settings:
     workspace_root: str | None = None
     agents: tuple[str, ...] = ()
     lint: bool = True
-    debounce_ms: int = 150
+    debounce_ms: int = DEFAULT_DEBOUNCE_MS
     inlay_hints: bool = True
     extra: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
@@ -35,13 +36,13 @@ class Settings:
         if isinstance(data.get(SECTION), Mapping):
             data = data[SECTION]
         agents = _get(data, "agents", [])
-        debounce = _get(data, "debounce_ms", cls.debounce_ms)
+        debounce = _get(data, "debounce_ms", DEFAULT_DEBOUNCE_MS)
         workspace = _get(data, "workspace_root", None)
         return cls(
             workspace_root=workspace if isinstance(workspace, str) and workspace else root,
             agents=tuple(a for a in agents if isinstance(a, str)) if isinstance(agents, list) else (),
             lint=_bool(_get(data, "lint", True), True),
-            debounce_ms=debounce if type(debounce) is int and 0 <= debounce <= 10_000 else cls.debounce_ms,  # not a bool
+            debounce_ms=debounce if type(debounce) is int and 0 <= debounce <= 10_000 else DEFAULT_DEBOUNCE_MS,
             inlay_hints=_bool(_get(data, "inlay_hints", True), True),
             extra=dict(data),
         )
