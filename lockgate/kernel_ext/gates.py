@@ -91,6 +91,31 @@ class GateCard:
         )
 
 
+class PlainGateCard:
+    """A waiting gate where ipywidgets is not installed: no buttons (the run's text summary shows
+    the gate waiting; ``run.approve(...)`` or ``%flow approve`` decide it)."""
+
+    buttons = ()
+    widget = None
+
+    def __init__(self, request: GateRequest, on_decide: DecideCallback) -> None:
+        self.request = request
+        self.decided = False
+
+    def show_decision(self, decision: Decision, *, elsewhere: bool = False) -> None:
+        self.decided = True
+
+    def close(self, run_status: str) -> None:
+        """Nothing to disable."""
+
+
+def make_card(request: GateRequest, on_decide: DecideCallback) -> GateCard | PlainGateCard:
+    try:
+        return GateCard(request, on_decide)
+    except ImportError:
+        return PlainGateCard(request, on_decide)
+
+
 class WidgetGates:
     """A GateChannel answered by gate cards, by :meth:`settle`, or by anyone on the store."""
 
@@ -104,7 +129,7 @@ class WidgetGates:
     async def decide(self, request: GateRequest) -> Decision | None:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Decision] = loop.create_future()
-        card = GateCard(request, lambda outcome, note: self.settle(request.step_id, outcome, note))
+        card = make_card(request, lambda outcome, note: self.settle(request.step_id, outcome, note))
         self.waiting[request.step_id] = (future, card)
         self.cards.append(card)
         self._show(card)

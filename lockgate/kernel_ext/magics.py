@@ -39,6 +39,9 @@ class FlowMagics(Magics):
         from ..dsl.report import format_text
         from .spec_view import FlowSpec
 
+        if _HELP_WORDS[1] in line.split() or _HELP_WORDS[2] in line.split():
+            print(self.flow.parser.format_help().lstrip(": \n").replace("%flow", "usage: %%flow", 1))
+            return None
         args = parse_argstring(self.flow, line)
         if not args.name.isidentifier():
             raise UsageError(f"%%flow: {args.name!r} is not a valid Python name to bind the spec to")

@@ -64,6 +64,7 @@ class NotebookRun:
         self._view = None
         self._picture = None
         self._handle = None
+        self._view_handle = None
         self._redraw_scheduled = False
         self._waiters: list[asyncio.Future] = []
 
@@ -218,7 +219,7 @@ class NotebookRun:
         return response
 
     def _show_gate(self, card: GateCard) -> None:
-        if self._view is not None:
+        if self._view is not None and card.widget is not None:
             self._view.gates.children = (*self._view.gates.children, card.widget)
         self._redraw()
         self._notify()
@@ -292,15 +293,21 @@ class NotebookRun:
             self._view.refresh(self, png)
             if self.done:
                 self._view_handle.update(self._view_bundle(), raw=True)
+        elif self._view_handle is not None:  # no widgets: the text summary is the live view
+            self._view_handle.update({"text/plain": self.text_summary()}, raw=True)
 
     def _ipython_display_(self) -> None:
         from IPython.display import Image, display
 
         from .widgets import RunWidget
 
-        self._view = RunWidget(self)
-        self._view.refresh(self, None)
-        self._view_handle = display(self._view_bundle(), raw=True, display_id=True)
+        try:
+            self._view = RunWidget(self)
+        except ImportError:  # IPython without ipywidgets: text and picture, gates decided in code
+            self._view_handle = display({"text/plain": self.text_summary()}, raw=True, display_id=True)
+        else:
+            self._view.refresh(self, None)
+            self._view_handle = display(self._view_bundle(), raw=True, display_id=True)
         self._handle = display(Image(self.png()), display_id=True)
 
     def _view_bundle(self) -> dict[str, Any]:

@@ -128,3 +128,22 @@ def test_interrupting_a_cell_that_awaits_a_run_leaves_the_run_going(kernel):
     kernel.run('await i.wait_until(lambda run: "review" in run.waiting_gates())')
     kernel.run('i.approve("review")')
     assert kernel.value("await i") == {"result": "slow", "quality_score": 0.9}
+
+
+def test_cell_magic_help_shows_its_usage(kernel):
+    out = kernel.run("%%flow rw --help\nversion: 1\n")
+    assert out.error is None and out.stderr == ""
+    assert out.stdout.startswith("usage: %%flow [--flow FLOW] [--no-lint] name") and "--no-lint" in out.stdout
+
+
+def test_without_ipywidgets_a_run_shows_text_and_its_gates_are_decided_in_code(kernel):
+    kernel.run('import sys\nsaved_widgets = sys.modules["ipywidgets"]\nsys.modules["ipywidgets"] = None')
+    try:
+        out = kernel.run('p = rw.start({"text": "t"}, agents=agents)\np')
+        assert out.error is None, out.traceback
+        assert "run (starting) of rw" in out.shown
+        kernel.run('await p.wait_until(lambda run: "review" in run.waiting_gates())')
+        kernel.run('p.approve("review", "plain")')
+        assert kernel.value("await p") == {"result": "done", "quality_score": 0.9}
+    finally:
+        kernel.run('sys.modules["ipywidgets"] = saved_widgets')
