@@ -129,11 +129,15 @@ class NotebookRun:
         try:
             await asyncio.shield(self._task)
         except asyncio.CancelledError:
-            if not self._task.done():  # the waiting was interrupted, not the run
-                print(f"Stopped waiting; run {self.run_id or '(starting)'} goes on in the background "
-                      "(%flow cancel RUN stops it).", file=sys.stderr)
+            self._stopped_waiting()
             raise
         return self.result()
+
+    def _stopped_waiting(self) -> None:
+        """Say so when a wait is interrupted (the kernel's stop button) while the run goes on."""
+        if self._task is not None and not self._task.done():
+            print(f"Stopped waiting; run {self.run_id or '(starting)'} goes on in the background "
+                  "(%flow cancel RUN stops it).", file=sys.stderr)
 
     async def wait_until(self, predicate, timeout: float | None = 60) -> None:
         """Wait until ``predicate(run)`` holds, re-checking on every change of the run; a
@@ -148,7 +152,11 @@ class NotebookRun:
                 self._waiters.append(waiter)
                 await waiter
 
-        await asyncio.wait_for(watch(), timeout)
+        try:
+            await asyncio.wait_for(watch(), timeout)
+        except asyncio.CancelledError:
+            self._stopped_waiting()
+            raise
 
     def waiting_gates(self) -> list[str]:
         """Gates of this run waiting for a decision here (cards shown, not yet decided)."""

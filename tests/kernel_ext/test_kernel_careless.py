@@ -147,3 +147,14 @@ def test_without_ipywidgets_a_run_shows_text_and_its_gates_are_decided_in_code(k
         assert kernel.value("await p") == {"result": "done", "quality_score": 0.9}
     finally:
         kernel.run('sys.modules["ipywidgets"] = saved_widgets')
+
+
+def test_interrupting_a_cell_that_waits_at_a_gate_leaves_the_gate_waiting(kernel):
+    kernel.run('q = rw.start({"text": "t"}, agents=agents)')
+    kernel.run('await q.wait_until(lambda run: "review" in run.waiting_gates())')
+    out = kernel.run('print("WAITING", flush=True)\nawait q.wait_until(lambda run: run.done, timeout=None)',
+                     interrupt_on="WAITING")
+    assert "Stopped waiting; run " in out.stderr
+    assert kernel.value("q.waiting_gates()") == ["review"]
+    kernel.run("q.gates.waiting['review'][1].approve.click()")
+    assert kernel.value("await q") == {"result": "done", "quality_score": 0.9}
