@@ -38,7 +38,7 @@ def _gate(shell, args):
         raise UsageError("%flow revise: a revision needs a note saying what to change (--note TEXT)")
     run = _run_object(shell, args.run)
     if run is not None:
-        return run.decide(args.step, args.command, args.note)
+        return _planned(run, args.command).decide(args.step, args.command, args.note)
     try:
         return _engine().resolve_waiting_gate(args.run, args.step, args.command, args.note, "human")
     except EngineError as exc:
@@ -59,7 +59,7 @@ def _show(shell, args):
 
 def _audit(shell, args):
     run = _run_object(shell, args.run)
-    record = run.audit() if run is not None else _engine().audit(args.run)
+    record = _planned(run, "audit").audit() if run is not None else _engine().audit(args.run)
     print(json.dumps(record, indent=2, default=str))
 
 
@@ -135,6 +135,15 @@ def _flowspec(shell, name: str):
 def _run_object(shell, name: str):
     obj = shell.user_ns.get(name)
     return obj if obj is not None and hasattr(obj, "rows") else None
+
+
+def _planned(run, verb: str):
+    """``run``, if the engine has planned it (a run that is starting, or that failed before it
+    was planned, has no id, no gates and no audit record)."""
+    if run.run_id is None and not run.gates.waiting:
+        why = f": {run.failure}" if run.failure else ""
+        raise UsageError(f"%flow {verb}: the run has not been planned (it is {run.status}{why})")
+    return run
 
 
 def _variable(shell, name: str):
