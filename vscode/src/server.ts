@@ -5,13 +5,17 @@
  */
 import * as vscode from "vscode";
 import {
+  CloseAction,
   DidChangeConfigurationNotification,
+  ErrorAction,
   LanguageClient,
   State,
+  type ErrorHandler,
   type LanguageClientOptions,
   type Middleware,
   type ServerOptions,
 } from "vscode-languageclient/node";
+import { CrashPolicy, gaveUpMessage, isReplacedClientMessage, OutputTail, startFailureMessage } from "./crashes";
 import { describeInterpreter, resolveInterpreter, type Interpreter } from "./interpreter";
 import { installCommand, probe, problemMessage, pythonFor, type ProbeResult } from "./probe";
 import { activeInterpreter } from "./pythonExtension";
@@ -45,8 +49,44 @@ export async function workspaceInterpreter(): Promise<Interpreter> {
   });
 }
 
+/**
+ * The client, minus the notifications the controller replaces with its own (which say what the
+ * server printed and how to fix it); the messages still go to the output.
+ */
+class LockgateClient extends LanguageClient {
+  override error(message: string, data?: unknown, showNotification?: boolean | "force"): void {
+    super.error(message, data, isReplacedClientMessage(message) ? false : showNotification);
+  }
+}
+
+/**
+ * The output channel, with what the server writes to stderr (the client passes it to `append`;
+ * its own log lines go through `appendLine`) also kept in `tail`. A plain delegating object, not
+ * a Proxy: VS Code may hand out a frozen channel, whose methods a Proxy may not replace.
+ */
+function teeStderr(output: vscode.OutputChannel, tail: OutputTail): vscode.OutputChannel {
+  return {
+    get name() {
+      return output.name;
+    },
+    append: (value: string) => {
+      tail.push(value);
+      output.append(value);
+    },
+    appendLine: (value: string) => output.appendLine(value),
+    replace: (value: string) => output.replace(value),
+    clear: () => output.clear(),
+    show: (first?: boolean | vscode.ViewColumn, preserveFocus?: boolean) =>
+      typeof first === "boolean" || first === undefined ? output.show(first) : output.show(first, preserveFocus),
+    hide: () => output.hide(),
+    // the extension owns the channel; a client being replaced must not close it
+    dispose: () => undefined,
+  };
+}
+
 export class ServerController implements vscode.Disposable {
   private client: LanguageClient | undefined;
+  private readonly stderr = new OutputTail();
   private state: ServerState = "stopped";
   private detail: string | undefined;
   private busy: Promise<void> = Promise.resolve();
@@ -124,28 +164,58 @@ export class ServerController implements vscode.Disposable {
     launch.problems.forEach((p) => this.output.appendLine(`[lockgate] ${p}`));
     this.output.appendLine(`[lockgate] starting: ${formatCommandLine(launch)}`);
     const serverOptions: ServerOptions = serverExecutable(launch, firstFolder()?.uri.fsPath);
-    const client = new LanguageClient(SECTION, "Lockgate", serverOptions, this.clientOptions());
+    const health = { running: false, policy: new CrashPolicy() };
+    this.stderr.clear();
+    const client = new LockgateClient(SECTION, "Lockgate", serverOptions, this.clientOptions(this.errorHandler(health)));
     this.client = client;
     this.stateListeners.push(client.onDidChangeState((e) => {
       if (this.client !== client) return;
-      if (e.newState === State.Running) this.setState("running", `${formatCommandLine(launch)}`);
-      else if (e.newState === State.Starting) this.setState("starting");
-      else this.setState("stopped", "the server process ended; see the output");
+      if (e.newState === State.Running) {
+        health.running = true;
+        this.setState("running", `${formatCommandLine(launch)}`);
+      } else if (e.newState === State.Starting) this.setState("starting");
+      else if (this.state !== "failed") this.setState("stopped", "the server process ended; see the output");
     }));
     try {
       await client.start();
     } catch (error) {
       if (this.client === client) {
-        this.setState("failed", String(error));
+        const message = startFailureMessage(formatCommandLine(launch), this.stderr.lastLines(), String(error));
         this.output.appendLine(`[lockgate] the server did not start: ${String(error)}`);
+        this.setState("failed", message);
+        void this.offerRestart(message);
       }
     }
   }
 
-  private clientOptions(): LanguageClientOptions {
+  /**
+   * Restarts a server that crashed after it was running (a few times, see `CrashPolicy`), never
+   * one that ended during start-up (the start failure is reported by `startClient`).
+   */
+  private errorHandler(health: { running: boolean; policy: CrashPolicy }): ErrorHandler {
+    return {
+      error: (_error, _message, count) => ({ action: count !== undefined && count <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown }),
+      closed: () => {
+        const decision = health.policy.onEnded(health.running);
+        if (!health.running) return { action: CloseAction.DoNotRestart, handled: true };
+        const said = this.stderr.lastLines();
+        this.output.appendLine(`[lockgate] the server process ended (${decision.crashes} time(s) within 3 minutes)` +
+          (decision.restart ? "; restarting it" : "; not restarting it again"));
+        this.stderr.clear();
+        if (decision.restart) return { action: CloseAction.Restart, handled: true };
+        const message = gaveUpMessage(decision.crashes, said);
+        this.setState("failed", message);
+        void this.offerRestart(message);
+        return { action: CloseAction.DoNotRestart, handled: true };
+      },
+    };
+  }
+
+  private clientOptions(errorHandler: ErrorHandler): LanguageClientOptions {
     return {
       documentSelector: [{ language: LANGUAGE_ID, scheme: "file" }, { language: LANGUAGE_ID, scheme: "untitled" }],
-      outputChannel: this.output,
+      outputChannel: teeStderr(this.output, this.stderr),
+      errorHandler,
       initializationOptions: { [SECTION]: currentServerSettings(firstFolder()) },
       middleware: {
         ...this.middleware,
@@ -181,6 +251,16 @@ export class ServerController implements vscode.Disposable {
     } else if (picked === "Show Output") {
       this.output.show(true);
     }
+  }
+
+  /** The notification for a server that ended: restart it, see its output, or change the settings. */
+  private async offerRestart(message: string): Promise<void> {
+    const restart = "Restart Server";
+    const settings = "Open Settings";
+    const picked = await vscode.window.showErrorMessage(message, restart, "Show Output", settings);
+    if (picked === restart) await this.restart("restart requested");
+    else if (picked === settings) await vscode.commands.executeCommand("workbench.action.openSettings", "lockgate.");
+    else if (picked === "Show Output") this.output.show(true);
   }
 
   private setState(state: ServerState, detail?: string): void {

@@ -46,6 +46,7 @@ const expected = [
   "extension.vsixmanifest",
   "extension/LICENSE.txt",
   "extension/readme.md",
+  "extension/changelog.md",
   "extension/dist/extension.js",
   "extension/language-configuration.json",
   "extension/package.json",

@@ -7,8 +7,17 @@ import { COMMANDS, SERVER_GRAPH_COMMAND } from "../../src/commands";
 import { RESTART_KEYS, SERVER_KEYS } from "../../src/settings";
 import { EXTENSION_DIR } from "./paths";
 
+interface Setting {
+  type?: string | string[];
+  default?: unknown;
+  description?: string;
+  markdownDescription?: string;
+  enum?: unknown[];
+}
+
 interface Manifest {
   main: string;
+  activationEvents: string[];
   engines: { vscode: string };
   devDependencies: Record<string, string>;
   contributes: {
@@ -16,7 +25,7 @@ interface Manifest {
     grammars: { language?: string; scopeName: string; path: string; injectTo?: string[] }[];
     snippets: { language: string; path: string }[];
     commands: { command: string; title: string; category: string }[];
-    configuration: { properties: Record<string, { default: unknown }> };
+    configuration: { properties: Record<string, Setting> };
   };
 }
 
@@ -36,6 +45,29 @@ describe("package.json", () => {
   it("declares every setting the extension reads", () => {
     const declared = Object.keys(manifest.contributes.configuration.properties).sort();
     assert.deepEqual(declared, [...RESTART_KEYS, ...SERVER_KEYS, "lockgate.trace.server"].sort());
+  });
+
+  it("activates for stratum-yaml documents and spec workspaces, never for plain YAML", () => {
+    assert.deepEqual(manifest.activationEvents, ["onLanguage:stratum-yaml", "workspaceContains:**/*.stratum.{yaml,yml}"]);
+  });
+
+  it("documents every setting with a type, a default of that type and a description", () => {
+    const ofType = (value: unknown, type: string): boolean =>
+      type === "array" ? Array.isArray(value) : type === "integer" ? Number.isInteger(value) : typeof value === type;
+    for (const [key, setting] of Object.entries(manifest.contributes.configuration.properties)) {
+      const types = typeof setting.type === "string" ? [setting.type] : setting.type ?? [];
+      assert.ok(types.length > 0, `${key} has a type`);
+      assert.ok("default" in setting && types.some((t) => ofType(setting.default, t)), `${key}: default ${JSON.stringify(setting.default)} is a ${types}`);
+      if (setting.enum) assert.ok(setting.enum.includes(setting.default), `${key}: the default is one of its values`);
+      assert.ok((setting.description ?? setting.markdownDescription ?? "").length > 20, `${key} is described`);
+    }
+  });
+
+  it("documents every setting and command in the README", () => {
+    const readme = readFileSync(path.join(EXTENSION_DIR, "README.md"), "utf8");
+    for (const key of Object.keys(manifest.contributes.configuration.properties)) assert.ok(readme.includes(`\`${key}\``), key);
+    for (const c of manifest.contributes.commands) assert.ok(readme.includes(`\`${c.category}: ${c.title}\``), c.title);
+    for (const section of ["## Install", "## Settings", "## Troubleshooting", "files.associations"]) assert.ok(readme.includes(section), section);
   });
 
   it("declares the stratum-yaml language for *.stratum.yaml and *.stratum.yml", () => {
@@ -64,6 +96,6 @@ describe("package.json", () => {
     const types = manifest.devDependencies["@types/vscode"];
     assert.equal(manifest.engines.vscode, `^${types}`);
     assert.equal(manifest.devDependencies["@vscode/vsce"], "3.7.1", "vsce 4 needs Node 22");
-    assert.ok(existsSync(path.join(EXTENSION_DIR, "LICENSE")) && existsSync(path.join(EXTENSION_DIR, "README.md")));
+    for (const doc of ["LICENSE", "README.md", "CHANGELOG.md"]) assert.ok(existsSync(path.join(EXTENSION_DIR, doc)), doc);
   });
 });
