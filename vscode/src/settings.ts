@@ -37,8 +37,13 @@ export const SERVER_KEYS: readonly string[] = [
 
 const AGENT_NAME = /^[a-z][a-z0-9_-]*$/;
 
-/** The server's settings from the VS Code ones; malformed values fall back to the defaults. */
-export function toServerSettings(read: ConfigReader): ServerSettings {
+/**
+ * The server's settings from the VS Code ones; malformed values fall back to the defaults.
+ * `folder` (the first workspace folder) is sent as `workspaceRoot` when the setting is empty:
+ * the server keeps its previous root when the key is missing, so clearing the setting would
+ * otherwise leave predicates resolving in the old place.
+ */
+export function toServerSettings(read: ConfigReader, folder?: string): ServerSettings {
   const debounce = read("diagnostics.debounceMs");
   const agents = read("agents");
   const root = read("workspaceRoot");
@@ -50,7 +55,8 @@ export function toServerSettings(read: ConfigReader): ServerSettings {
       : DEFAULTS.debounceMs,
     agents: Array.isArray(agents) ? agents.filter((a): a is string => typeof a === "string" && AGENT_NAME.test(a)) : [],
   };
-  if (typeof root === "string" && root.trim()) settings.workspaceRoot = root.trim();
+  const workspaceRoot = typeof root === "string" && root.trim() ? root.trim() : folder;
+  if (workspaceRoot) settings.workspaceRoot = workspaceRoot;
   return settings;
 }
 
@@ -84,6 +90,7 @@ export function answerConfiguration(
   items: readonly { section?: string; scopeUri?: string }[],
   fallback: readonly unknown[],
   readerFor: (scopeUri: string | undefined) => ConfigReader,
+  folder?: string,
 ): unknown[] {
-  return items.map((item, i) => (item.section === SECTION ? toServerSettings(readerFor(item.scopeUri)) : fallback[i] ?? null));
+  return items.map((item, i) => (item.section === SECTION ? toServerSettings(readerFor(item.scopeUri), folder) : fallback[i] ?? null));
 }

@@ -26,6 +26,16 @@ describe("toServerSettings", () => {
   });
 });
 
+describe("workspaceRoot", () => {
+  it("is the setting when set, else the first workspace folder, so clearing the setting reaches the server", () => {
+    assert.equal(toServerSettings(readerFromObject({ workspaceRoot: "/elsewhere" }), "/w").workspaceRoot, "/elsewhere");
+    assert.equal(toServerSettings(readerFromObject({ workspaceRoot: "" }), "/w").workspaceRoot, "/w");
+    assert.equal(toServerSettings(() => undefined, "/w").workspaceRoot, "/w");
+    const [answer] = answerConfiguration([{ section: "lockgate" }], [null], () => readerFromObject({}), "/w");
+    assert.deepEqual(answer, { ...DEFAULTS, agents: [], workspaceRoot: "/w" });
+  });
+});
+
 describe("configuration changes", () => {
   const affects = (...keys: string[]) => (section: string) => keys.some((k) => k === section || k.startsWith(section + "."));
 
