@@ -229,19 +229,28 @@ class NotebookRun:
     def _show_gate(self, card: GateCard) -> None:
         if self._view is not None and card.widget is not None:
             self._view.gates.children = (*self._view.gates.children, card.widget)
+        self._update_live_status()
         self._redraw()
         self._notify()
+
+    def _update_live_status(self) -> None:
+        """While the run is driven here: ``await_gate`` when only gates are waiting (nothing
+        running), else ``running``; what the header says, as a finished run's result would."""
+        if self.status not in ("starting", "running", "await_gate"):
+            return
+        busy = any(row.status in ("running", "retrying") for row in self.rows.values())
+        self.status = "await_gate" if self.gates.waiting and not busy else "running"
 
     # -- progress -------------------------------------------------------------------------------
 
     def _on_event(self, event: ProgressEvent) -> None:
         self.run_id = self.run_id or event.run_id
-        if event.kind == "run_finished":
-            self.status = event.status or self.status
-        elif self.status == "starting":
-            self.status = "running"
         if event.step_id:
             self._apply(event)
+        if event.kind == "run_finished":
+            self.status = event.status or self.status
+        else:
+            self._update_live_status()
         self._redraw()
         self._notify()
 

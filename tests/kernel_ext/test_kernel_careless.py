@@ -166,3 +166,12 @@ def test_auditing_or_deciding_a_run_that_was_never_planned_is_a_one_line_message
     _short_usage_error(kernel.run("%flow audit n"), "%flow audit: the run has not been planned (it is error: ",
                        "missing required field")
     _short_usage_error(kernel.run("%flow approve n review"), "%flow approve: the run has not been planned")
+
+
+def test_the_status_says_await_gate_while_only_a_gate_waits(kernel):
+    kernel.run('s = rw.start({"text": "t"}, agents=agents)')
+    kernel.run('await s.wait_until(lambda run: "review" in run.waiting_gates())')
+    assert kernel.value("s.status") == "await_gate"
+    assert kernel.value("s.text_summary().splitlines()[0]").endswith("of rw: await_gate")
+    kernel.run('s.approve("review")')
+    assert kernel.value("(await s, s.status)") == ({"result": "done", "quality_score": 0.9}, "complete")
