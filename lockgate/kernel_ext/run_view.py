@@ -335,11 +335,14 @@ class NotebookRun:
 
     def text_summary(self) -> str:
         lines = [f"run {self.run_id or '(starting)'} of {self.flowspec.name}: {self.status}"]
-        for node, row in self.rows.items():
+        shown, hidden = shown_rows(self)
+        for node, row in shown:
             extra = f" attempts={row.attempts}" if row.attempts > 1 else ""
             if row.violations:
                 extra += f" violations={json.dumps([v.get('message') for v in row.violations])}"
             lines.append(f"  {node:<24} {row.status}{extra}")
+        if hidden:
+            lines.append(f"  ... {hidden}")
         if self.failure and self.status != "complete":
             lines.append(f"  failure: {self.failure}")
         return "\n".join(lines)
@@ -383,15 +386,42 @@ def _notebook_run(flowspec: Any, agents: Mapping[str, Any] | None, store: Any, w
     return NotebookRun(flowspec, engine, agents=agents, workspace=workspace)
 
 
+MAX_ROWS_SHOWN = 100
+
+
+def shown_rows(run: NotebookRun, limit: int = MAX_ROWS_SHOWN) -> tuple[list[tuple[str, StepRow]], str]:
+    """The rows worth showing of a big run, and a note counting the others ("" when all show).
+
+    Up to ``limit`` rows: the eventful ones first (running, waiting, failed...), then the rest in
+    flow order; a table of thousands of rows, re-sent four times a second, helps nobody.
+    """
+    rows = list(run.rows.items())
+    if len(rows) <= limit:
+        return rows, ""
+    quiet = ("pending", "succeeded", "skipped")
+    eventful = [item for item in rows if item[1].status not in quiet]
+    picked = {node for node, _ in (eventful + [item for item in rows if item[1].status in quiet])[:limit]}
+    shown = [item for item in rows if item[0] in picked]
+    counts: dict[str, int] = {}
+    for node, row in rows:
+        if node not in picked:
+            counts[row.status] = counts.get(row.status, 0) + 1
+    detail = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    return shown, f"{len(rows) - len(shown)} more steps not listed ({detail})"
+
+
 def html_table(run: NotebookRun) -> str:
     cells = []
-    for node, row in run.rows.items():
+    shown, hidden = shown_rows(run)
+    for node, row in shown:
         violations = "<br>".join(html.escape(str(v.get("message", v))) for v in row.violations[-3:])
         cells.append(
             f"<tr><td><code>{html.escape(node)}</code></td><td>{html.escape(row.status)}</td>"
             f"<td style='text-align:right'>{row.attempts or ''}</td><td>{html.escape(row.agent)}</td>"
             f"<td style='color:#a40e26'>{violations}</td></tr>"
         )
+    if hidden:
+        cells.append(f"<tr><td colspan='5' style='color:#57606a'>… {html.escape(hidden)}</td></tr>")
     return (
         f"<style>{TABLE_CSS}</style><table class='lockgate-steps'><thead><tr><th>step</th><th>status</th>"
         "<th>attempts</th><th>agent</th><th>latest violations</th></tr></thead><tbody>"

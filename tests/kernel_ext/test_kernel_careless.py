@@ -175,3 +175,26 @@ def test_the_status_says_await_gate_while_only_a_gate_waits(kernel):
     assert kernel.value("s.text_summary().splitlines()[0]").endswith("of rw: await_gate")
     kernel.run('s.approve("review")')
     assert kernel.value("(await s, s.status)") == ({"result": "done", "quality_score": 0.9}, "complete")
+
+
+def test_a_run_of_2000_steps_lists_its_eventful_steps_and_counts_the_rest(kernel, tmp_path):
+    steps = "".join(
+        f"      - id: s{i}\n        do: \"step {i}\"\n        agent: codex\n        out: Out\n"
+        + (f"        after: [s{i - 1}]\n" if i else "")
+        for i in range(2000)
+    )
+    spec = ("version: 1\ncontracts:\n  Out:\n    result: string\nflows:\n  entry: big\n  big:\n"
+            "    input:\n      text: string\n    output:\n      from: \"${s1999.output}\"\n      contract: Out\n"
+            "    steps:\n" + steps)
+    (tmp_path / "big.yaml").write_text(spec)
+    path = str(tmp_path / "big.yaml")
+    out = kernel.run(f'get_ipython().run_cell_magic("flow", "big", pathlib.Path({path!r}).read_text())')
+    assert out.error is None and "2000 steps" in out.shown
+    kernel.run('b = big.start({"text": "t"}, agents={"codex": lambda task: 1 / 0 if "1500" in task.prompt else {"result": "ok"}})')
+    kernel.run("await b.wait_until(lambda run: run.done)")
+    summary = kernel.value("b.text_summary()")
+    assert len(summary.splitlines()) < 110
+    assert "s1500" in summary and "failed" in summary  # the eventful step is listed
+    assert "more steps not listed (" in summary and "succeeded" in summary
+    kernel.run("from lockgate.kernel_ext.run_view import html_table")
+    assert "more steps not listed" in kernel.value("html_table(b)")
