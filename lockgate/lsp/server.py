@@ -45,6 +45,8 @@ class LockgateServer(LanguageServer):
         )
         self.documents = DocumentStore()
         self.settings = Settings()
+        #: the workspace folder from ``initialize``: the root whenever no setting names one
+        self.folder_root: str | None = None
         self.debouncer = diag.Debouncer()
         self.shutdown_requested = False
         self.exit_code = 0
@@ -170,7 +172,8 @@ def _register_sync(ls: LockgateServer) -> None:
     @ls.feature(lsp.INITIALIZE)
     @guarded()
     def initialize(ls: LockgateServer, params: lsp.InitializeParams) -> None:
-        ls.apply_settings(Settings.from_client(params.initialization_options, root=_root_of(params)))
+        ls.folder_root = _root_of(params)
+        ls.apply_settings(Settings.from_client(params.initialization_options, root=ls.folder_root))
 
     @ls.feature(lsp.INITIALIZED)
     @guarded()
@@ -181,7 +184,7 @@ def _register_sync(ls: LockgateServer) -> None:
     @guarded()
     async def did_change_configuration(ls: LockgateServer, params: lsp.DidChangeConfigurationParams) -> None:
         if not await _pull_settings(ls) and params.settings is not None:
-            ls.apply_settings(Settings.from_client(params.settings, root=ls.settings.workspace_root))
+            ls.apply_settings(Settings.from_client(params.settings, root=ls.folder_root))
         for uri in ls.documents.uris():
             _schedule(ls, uri, 0)
 
@@ -244,7 +247,7 @@ async def _pull_settings(ls: LockgateServer) -> bool:
     except Exception:  # a client that fails this request keeps the defaults
         log.warning("workspace/configuration failed; keeping the current settings", exc_info=True)
         return False
-    ls.apply_settings(Settings.from_client(raw, root=ls.settings.workspace_root))
+    ls.apply_settings(Settings.from_client(raw, root=ls.folder_root))
     return True
 
 
