@@ -78,6 +78,25 @@ def test_forged_row_inserted_in_the_middle(durable_backend, audited: Store) -> N
     assert _problem(audited) == (False, 5, "inserted")
 
 
+def test_a_replayed_copy_of_an_event_is_the_one_named(durable_backend, audited: Store) -> None:
+    """Event 3 copied in as event 4 (the rest pushed down): the copy is inserted, not event 3."""
+    third = audited.events(RUN)[2]
+    _shift(durable_backend, 4, 1)
+    durable_backend.raw("INSERT INTO {events} (run_id, seq, at, type, step_id, detail, prev_hash, hash)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        (RUN, 4, third.at, third.type, third.step_id, '{"v":1}', third.prev_hash, third.hash))
+    assert _problem(audited) == (False, 4, "inserted")
+
+
+def test_a_forgery_with_a_made_up_hash_is_the_one_named(durable_backend, audited: Store) -> None:
+    third = audited.events(RUN)[2]
+    _shift(durable_backend, 4, 1)
+    durable_backend.raw("INSERT INTO {events} (run_id, seq, at, type, step_id, detail, prev_hash, hash)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        (RUN, 4, AT, "gate_approved", None, "{}", third.prev_hash, "f" * 64))
+    assert _problem(audited) == (False, 4, "inserted")
+
+
 def test_forged_row_appended(durable_backend, audited: Store) -> None:
     last = audited.events(RUN)[-1]
     (forged,) = chain_events(RUN, [{"type": "run_complete", "detail": {}, "at": AT}], last.hash, 11, AT)

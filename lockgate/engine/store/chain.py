@@ -243,7 +243,7 @@ def _check_link(
     if self_ok and link.prev_hash == expected_prev:
         return None
     if surplus > 0:
-        forged_at = position - 1 if position > 1 and links[position - 2].prev_hash == link.prev_hash else position
+        forged_at = _inserted_at(links, position)
         return forged_at, "inserted", f"event {forged_at} is not part of the recorded chain"
     if surplus < 0:
         return position, "deleted", f"an event before event {position} is missing"
@@ -251,6 +251,20 @@ def _check_link(
     if origin is not None and origin != position and recompute(run_id, link, origin) == link.hash:
         return position, "reordered", f"event {position} was recorded as event {origin}"
     return position, "edited", f"event {position} does not match its recorded hash"
+
+
+def _inserted_at(links: Sequence[Link], position: int) -> int:
+    """Which of the event at ``position`` (the first that does not verify) and the one before it
+    was inserted, when both claim the same predecessor: the earlier one when only the later one
+    is followed by the rest of the chain (a forgery pushed the genuine event down a place),
+    else this one (a replayed copy of the event before it, or a forgery of its own)."""
+    link = links[position - 1]
+    previous = links[position - 2] if position > 1 else None
+    following = links[position] if position < len(links) else None
+    if (previous is not None and previous.prev_hash == link.prev_hash and previous.hash != link.hash
+            and following is not None and following.prev_hash == link.hash):
+        return position - 1
+    return position
 
 
 def _chain_positions(links: Sequence[Link]) -> dict[str, int]:
