@@ -19,6 +19,10 @@ _LABEL = {
 }
 
 
+#: Control characters shown as their Unicode pictures (one character each, so carets stay
+#: aligned): a raw escape sequence in a spec must not recolour the terminal reading the report.
+_VISIBLE = {code: 0x2400 + code for code in range(0x20)} | {0x7F: 0x2421} | {code: 0xFFFD for code in range(0x80, 0xA0)}
+
 #: Longest excerpt printed of a source line: a longer line is shown as a window around the range.
 EXCERPT_WIDTH = 120
 _LEAD = 40  # characters kept before the range in such a window
@@ -37,7 +41,7 @@ def caret_excerpt(text: str | Sequence[str], diag: Diagnostic, *, line_offset: i
     start, end = diag.range.start, diag.range.end
     if start.line >= len(lines):
         return ""
-    source = lines[start.line].replace("\t", " ")
+    source = lines[start.line].replace("\t", " ").translate(_VISIBLE)
     column = min(start.character, len(source))
     stop = min(end.character if end.line == start.line else len(source), len(source))
     left = max(0, column - _LEAD) if len(source) > EXCERPT_WIDTH else 0

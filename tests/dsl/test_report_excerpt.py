@@ -28,3 +28,11 @@ def test_a_very_long_line_is_shown_as_a_window_around_the_range():
     source, caret = caret_excerpt(text, diag).splitlines()
     assert source.startswith("8 | …") and source.endswith("…")
     assert caret.index("^") == source.index("nope") and caret.count("^") == len("nope")
+
+
+def test_control_characters_in_a_line_are_shown_not_sent_to_the_terminal():
+    text = HEAD + '        do: "x"\x1b[31m red\n'
+    diag = next(d for d in load(text).diagnostics if d.range.start.line == 7)
+    source, caret = caret_excerpt(text, diag).splitlines()
+    assert "\x1b" not in source and '"x"\u241b[31m red' in source
+    assert len(source) == len('8 | ' + '        do: "x"\x1b[31m red')  # one picture per character

@@ -71,7 +71,7 @@ def test_refused_gate_decisions_are_one_line_messages(kernel):
 
 def test_control_characters_of_a_cell_are_escaped_in_the_report(kernel):
     out = kernel.run('%%flow junk\nversion: 1\n\x00\x1b[31m flows: x\n')
-    _short_usage_error(out, "LG102", "\\x00\\x1b[31m flows: x")
+    _short_usage_error(out, "LG102", "\u2400\u241b[31m flows: x")  # the report shows control pictures
     assert "\x1b[31m" not in out.stderr
 
 
