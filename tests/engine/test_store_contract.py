@@ -230,6 +230,32 @@ def test_wait_for_change_wakes_when_another_store_object_writes(backend) -> None
     assert time.monotonic() - started < 5
 
 
+def test_a_wait_in_one_thread_does_not_hold_up_a_wait_in_another(backend) -> None:
+    """Two threads sharing one store wait on different runs: each keeps its own timeout and
+    wakes on its own run's change (on PostgreSQL the first wait held the listener)."""
+    store, writer = backend.open(), backend.open()
+    store.create_run("a", header(), {}, [])
+    store.create_run("b", header(), {}, [])
+    entered = threading.Event()
+    got: list[int] = []
+
+    def long_wait() -> None:
+        entered.set()
+        got.append(store.wait_for_change("a", 1, 30))
+
+    thread = threading.Thread(target=long_wait)
+    thread.start()
+    entered.wait()
+    started = time.monotonic()
+    assert store.wait_for_change("b", 1, 0.2) == 1
+    assert time.monotonic() - started < 5
+    writer.save_run("b", expected_version=1, header=header("done"), steps={}, events=[])
+    assert store.wait_for_change("b", 1, 10) == 2
+    writer.save_run("a", expected_version=1, header=header("done"), steps={}, events=[])
+    thread.join(30)
+    assert got == [2]
+
+
 def test_closed_store_refuses_work(backend) -> None:
     store = backend.open()
     store.create_run("r1", header(), {}, [])

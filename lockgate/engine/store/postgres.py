@@ -127,8 +127,10 @@ class PostgresStore:
             raise StoreError(f"schema must be a lower-case SQL identifier, not {schema!r}")
         self.dsn, self.schema = dsn, schema
         self._lock = threading.RLock()
+        # one LISTEN connection per waiting thread, so that waits on different runs (or the same
+        # one) from several threads each wake on their own notifications and timeouts
         self._listen_lock = threading.Lock()
-        self._listener: psycopg.Connection[Any] | None = None
+        self._listeners: dict[int, psycopg.Connection[Any]] = {}
         self._heads: dict[str, tuple[int, int, str]] = {}
         self._closed = False
         self._connect_timeout = connect_timeout
@@ -255,19 +257,18 @@ class PostgresStore:
         """Wait on LISTEN ``<schema>_runs`` until ``run_id`` moves off ``version`` or
         ``timeout`` seconds pass; the version is always re-read from the table."""
         deadline = time.monotonic() + max(timeout, 0)
-        with self._listen_lock:
-            listener = self._listening()
+        listener = self._listening()
+        current = self.current_version(run_id)
+        while current == version:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            try:
+                for note in listener.notifies(timeout=remaining, stop_after=1):
+                    del note
+            except psycopg.Error as exc:
+                raise StoreError(f"lost the PostgreSQL notification connection: {exc}") from exc
             current = self.current_version(run_id)
-            while current == version:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                try:
-                    for note in listener.notifies(timeout=remaining, stop_after=1):
-                        del note
-                except psycopg.Error as exc:
-                    raise StoreError(f"lost the PostgreSQL notification connection: {exc}") from exc
-                current = self.current_version(run_id)
         return current
 
     def close(self) -> None:
@@ -275,8 +276,9 @@ class PostgresStore:
             self._closed = True
             self._db.close()
         with self._listen_lock:
-            if self._listener is not None:
-                self._listener.close()
+            for listener in self._listeners.values():
+                listener.close()
+            self._listeners.clear()
 
     # -- plumbing -------------------------------------------------------------------------------
 
@@ -289,10 +291,16 @@ class PostgresStore:
             raise StoreError(f"cannot connect to PostgreSQL: {exc}") from exc
 
     def _listening(self) -> psycopg.Connection[Any]:
-        if self._listener is None or self._listener.closed or self._listener.broken:
-            self._listener = self._connect(10)
-            self._listener.execute(f"LISTEN {self.schema}_runs")
-        return self._listener
+        """This thread's LISTEN connection (opened on its first wait, reopened when broken)."""
+        thread = threading.get_ident()
+        with self._listen_lock:
+            if self._closed:
+                raise StoreError("the store is closed")
+            listener = self._listeners.get(thread)
+            if listener is None or listener.closed or listener.broken:
+                listener = self._listeners[thread] = self._connect(10)
+                listener.execute(f"LISTEN {self.schema}_runs")
+            return listener
 
     def _create_schema(self) -> None:
         s = self.schema
