@@ -160,11 +160,16 @@ class Drive:
 
     @staticmethod
     async def _answer(work: Awaitable[Any]) -> Any:
-        """What ``work`` answers, or the exception it raised; cancellation propagates."""
+        """What ``work`` answers, or the exception it raised. Cancelling this task propagates; a
+        CancelledError raised while nobody cancels it (an agent or gate channel awaited something
+        cancelled elsewhere) is a failure like any other."""
         try:
             return await work
-        except asyncio.CancelledError:
-            raise
+        except asyncio.CancelledError as exc:
+            current = asyncio.current_task()
+            if current is None or current.cancelling():
+                raise
+            return RunnerError(f"an agent call or gate question was cancelled from outside the run: {exc!r}")
         except BaseException as exc:
             return exc
 

@@ -314,6 +314,40 @@ async def test_a_cancellation_the_callable_swallows_is_taken_back():
     assert result.ok and result.output == {"partial": True} and cancelling == 0
 
 
+async def test_a_cancelled_error_the_callable_raises_by_itself_is_its_failure():
+    async def awaits_a_cancelled_task(task):
+        inner = asyncio.ensure_future(asyncio.Event().wait())
+        inner.cancel()
+        await inner
+
+    result = await PythonAgent("a", awaits_a_cancelled_task).execute(task())
+    assert not result.ok and "was cancelled" in result.failure
+    assert asyncio.current_task().cancelling() == 0
+
+
+async def test_a_call_that_answers_cancel_with_another_error_leaves_no_cancellation_behind():
+    started = asyncio.Event()
+
+    async def aborts(task):
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            raise RuntimeError("aborted") from None
+
+    agent = PythonAgent("a", aborts)
+
+    async def caller():
+        first = await agent.execute(task())
+        return first, asyncio.current_task().cancelling()
+
+    call = asyncio.ensure_future(caller())
+    await started.wait()
+    await agent.cancel()
+    first, cancelling = await call
+    assert first.failure == "RuntimeError: aborted" and cancelling == 0
+
+
 def test_python_agent_rejects_non_callables():
     with pytest.raises(TypeError, match="expected a callable"):
         PythonAgent("x", 42)

@@ -344,6 +344,28 @@ async def test_a_decision_said_to_be_made_elsewhere_while_the_gate_waits_leaves_
     assert not [e for e in events if e.kind == "gate_resolved"]
 
 
+async def test_a_gate_channel_raising_a_stray_cancellation_is_a_runner_error():
+    async def broken(request):
+        inner = asyncio.ensure_future(asyncio.Event().wait())
+        inner.cancel()
+        await inner
+
+    writer = ScriptedAgent({"work": [{"text": "draft"}]})
+    with pytest.raises(RunnerError, match="cancelled from outside the run"):
+        await asyncio.wait_for(run(GATED, {"ask": "a haiku"}, agents={"writer": writer}, store="memory",
+                                   gates=CallbackGates(broken)), 30)
+
+
+async def test_an_agent_raising_a_stray_cancellation_fails_its_step_and_the_run_ends():
+    async def worker(task):
+        inner = asyncio.ensure_future(asyncio.Event().wait())
+        inner.cancel()
+        await inner
+
+    result = await asyncio.wait_for(run(CHAIN, {}, agents={"worker": worker}, store="memory"), 30)
+    assert result.status == "error" and "was cancelled" in result.response["message"]
+
+
 async def test_gate_kill_ends_the_run():
     writer = ScriptedAgent({"work": [{"text": "draft"}]})
     result = await run(GATED, {"ask": "x"}, agents={"writer": writer}, store="memory",

@@ -60,26 +60,30 @@ class PythonAgent:
         """``fn(task)`` in the caller's task, registered so :meth:`cancel` can reach it.
 
         The call has no task of its own (that costs more than an instant agent's whole call):
-        cancel() marks the caller's task and cancels it, and the cancellation it caused is taken
-        back here (``uncancel``) and raised as :class:`_CancelledByAgent`, while an outside
-        cancellation propagates. A call of this agent made from within one of its calls rides on
-        the outer call's registration: cancelling reaches both, as one call.
+        cancel() marks the caller's task and cancels it, and that cancellation is always taken
+        back here (``uncancel``), however the call ends; it surfaces as
+        :class:`_CancelledByAgent` unless the caller is being cancelled too. A CancelledError
+        the callable raises while nobody cancels the caller (an inner task it awaited was
+        cancelled) is the call's failure as well. A call of this agent made from within one of
+        its calls rides on the outer call's registration: cancelling reaches both, as one call.
         """
         current = asyncio.current_task()
         if current is None or current in self._calls:
             return await self._call(task)
         self._calls[current] = False
         try:
-            value = await self._call(task)
+            return await self._call(task)
         except asyncio.CancelledError:
-            if self._calls[current] and current.uncancel() == 0:
+            if self._calls[current]:
+                self._calls[current] = False
+                if current.uncancel() == 0:
+                    raise _CancelledByAgent from None
+            elif current.cancelling() == 0:
                 raise _CancelledByAgent from None
             raise
         finally:
-            cancelled = self._calls.pop(current)
-        if cancelled:  # the callable caught the cancellation and returned anyway
-            current.uncancel()
-        return value
+            if self._calls.pop(current):  # cancel() reached the call, which ended another way
+                current.uncancel()
 
     async def _call(self, task: Task) -> Any:
         if self._is_async:
