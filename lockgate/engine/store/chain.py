@@ -115,9 +115,8 @@ def prepare_events(events: Iterable[Any], next_seq: int, now: str) -> list[Pendi
         type_, step_id, detail, at = _check_event(event, offset, now)
         detail_json = encode_storable(detail, "events[{}].detail", offset, _dumps)
         if not (detail_json.isascii() and type_.isascii() and (step_id is None or step_id.isascii())
-                and at.isascii()):
-            for text in (detail_json, type_, step_id or "", at):
-                _check_unicode(text)
+                and at.isascii()) or "\0" in type_ or (step_id is not None and "\0" in step_id) or "\0" in at:
+            _check_text(offset, detail_json, type_, step_id, at)
         out.append(Pending(next_seq + offset, at, type_, step_id, detail_json))
     return out
 
@@ -141,11 +140,20 @@ def head_hash(links: Sequence[Link], prev_hash: str = GENESIS_HASH) -> str:
     return links[-1].hash if links else prev_hash
 
 
-def _check_unicode(text: str) -> None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise UnstorableValue(f"event text is not valid Unicode: {exc}") from exc
+def _check_text(offset: int, detail_json: str, type_: str, step_id: str | None, at: str) -> None:
+    """Refuse an event whose text no store can keep, naming the field: U+0000 in ``type``,
+    ``step_id`` or ``at`` (``detail`` was checked as JSON), or a lone surrogate in any of them."""
+    for name, text in (("detail", detail_json), ("type", type_), ("step_id", step_id), ("at", at)):
+        if text is None:
+            continue
+        if "\0" in text:
+            raise UnstorableValue(f"events[{offset}].{name} contains the character U+0000, which a store cannot "
+                                  "keep (PostgreSQL refuses it); remove it")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise UnstorableValue(f"events[{offset}].{name} is not valid Unicode (it holds a lone surrogate): "
+                                  f"{exc}") from exc
 
 
 def _check_event(event: Any, offset: int, now: str) -> tuple[str, str | None, dict[str, Any], str]:

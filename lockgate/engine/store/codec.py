@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import marshal
+import math
 import re
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -23,6 +25,13 @@ from typing import Any, NamedTuple
 from lockgate.errors import ConcurrencyConflict, RunNotFound, StoreError, UnstorableValue
 
 MAX_RUN_ID = 200
+#: The longest step id a store keeps, in UTF-8 bytes (so 1,000 ASCII characters): PostgreSQL
+#: indexes (run id, step id) and refuses an index row over ~2,700 bytes.
+MAX_STEP_ID = 1000
+#: The longest header ``status`` and ``flow``, in characters (status is indexed too).
+MAX_STATUS = MAX_FLOW = 200
+#: The largest integer SQLite keeps (64-bit signed): the bound of versions, seqs and limits.
+MAX_INT = 2**63 - 1
 
 
 def json_encoder(*, sort_keys: bool, ensure_ascii: bool) -> Callable[[Any], str]:
@@ -63,31 +72,65 @@ def utc_now() -> str:
     return f"{cached[1]}.{micro:06d}+00:00"
 
 
-def check_run_id(run_id: Any) -> str:
-    if not isinstance(run_id, str) or not run_id or len(run_id) > MAX_RUN_ID:
+def check_run_id(run_id: Any, *, existing: bool = False) -> str:
+    """``run_id`` if it is one a run can have: a non-empty, printable string of at most
+    :data:`MAX_RUN_ID` characters. A non-string is a StoreError everywhere; a string no run can
+    have is a StoreError when creating and, with ``existing`` (every call on a stored run),
+    RunNotFound without asking the database (which may refuse to even compare it)."""
+    if type(run_id) is str and 0 < len(run_id) <= MAX_RUN_ID and run_id.isprintable():
+        return run_id
+    if not isinstance(run_id, str):
+        raise StoreError(f"run id must be a string, not {type(run_id).__name__}: {run_id!r}")
+    if existing:
+        raise not_found(run_id)
+    if not run_id or len(run_id) > MAX_RUN_ID:
         raise StoreError(f"run id must be a non-empty string of at most {MAX_RUN_ID} characters, got {run_id!r}")
-    if not run_id.isprintable():
-        raise StoreError(f"run id must be printable, got {run_id!r}")
-    return run_id
+    raise StoreError(f"run id must be printable, got {run_id!r}")
 
 
-def check_version(version: Any) -> int:
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise StoreError(f"expected_version must be a positive integer, got {version!r}")
-    return version
+def _check_int(value: Any, name: str, low: int) -> int:
+    """``value`` if it is an int (not a bool) from ``low`` to :data:`MAX_INT`; else StoreError
+    naming ``name``."""
+    if type(value) is not int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise StoreError(f"{name} must be an integer, got {value!r}")
+    if not low <= value <= MAX_INT:
+        kind = "positive" if low == 1 else "non-negative"
+        raise StoreError(f"{name} must be a {kind} integer of at most {MAX_INT}, got {value!r}")
+    return value
+
+
+def check_version(version: Any, name: str = "expected_version") -> int:
+    """A run version handed to a store: an int from 1 to :data:`MAX_INT`."""
+    if type(version) is int and 0 < version <= MAX_INT:
+        return version
+    return _check_int(version, name, 1)
 
 
 def check_listing(status: Any, limit: Any) -> None:
     if status is not None and not isinstance(status, str):
         raise StoreError(f"status must be a string or None, got {status!r}")
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise StoreError(f"limit must be a non-negative integer, got {limit!r}")
+    _check_int(limit, "limit", 0)
 
 
 def check_seq(since_seq: Any) -> int:
-    if isinstance(since_seq, bool) or not isinstance(since_seq, int) or since_seq < 0:
-        raise StoreError(f"since_seq must be a non-negative integer, got {since_seq!r}")
-    return since_seq
+    return _check_int(since_seq, "since_seq", 0)
+
+
+def check_wait(version: Any, timeout: Any) -> float:
+    """The arguments of ``wait_for_change`` after its run id: ``version`` an int from 0 to
+    :data:`MAX_INT`, ``timeout`` a finite number of seconds >= 0 (a bool is not one); returns
+    the timeout as a float, at most ``threading.TIMEOUT_MAX`` (some 292 years: longer waits
+    overflow the clocks they are handed to)."""
+    _check_int(version, "version", 0)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise StoreError(f"timeout must be a number of seconds, got {timeout!r}")
+    try:
+        seconds = float(timeout)
+    except OverflowError:
+        seconds = math.inf
+    if not 0 <= seconds < math.inf:  # NaN fails both
+        raise StoreError(f"timeout must be a finite number of seconds >= 0, got {timeout!r}")
+    return min(seconds, threading.TIMEOUT_MAX)
 
 
 def encode_json(value: Any, what: str, key: Any = None, encode: Callable[[Any], str] = _encode) -> str:
@@ -101,11 +144,14 @@ def encode_json(value: Any, what: str, key: Any = None, encode: Callable[[Any], 
 
 
 def encode_storable(value: Any, what: str, key: Any = None, encode: Callable[[Any], str] = _encode) -> str:
-    """:func:`encode_json`, refusing U+0000 as well (:func:`refuse_nul`): the text every store
-    can keep."""
+    """:func:`encode_json`, refusing U+0000 (:func:`refuse_nul`) and, in ASCII text, lone
+    surrogates (:func:`refuse_lone_surrogate`) as well: the text every store can keep. (Text
+    with non-ASCII characters, the chain's, has its strings checked by the caller.)"""
     text = encode_json(value, what, key, encode)
     if NUL_ESCAPE in text:
         refuse_nul(text, _name(what, key))
+    if SURROGATE_ESCAPE in text:
+        refuse_lone_surrogate(text, _name(what, key))
     return text
 
 
@@ -122,6 +168,9 @@ def check_header(header: Any) -> tuple[str, str]:
         raise StoreError(
             f"header['status'] and header['flow'] must be strings, got {status!r} and {flow!r}"
         )
+    if len(status) > MAX_STATUS or len(flow) > MAX_FLOW:
+        name, text, limit = ("status", status, MAX_STATUS) if len(status) > MAX_STATUS else ("flow", flow, MAX_FLOW)
+        raise StoreError(f"header[{name!r}] must be at most {limit} characters, got {len(text)}: {text[:40]!r}...")
     return status, flow
 
 
@@ -129,8 +178,25 @@ def check_step(step_id: Any, record: Any) -> None:
     """Refuse a changed step that is not ``non-empty str id -> record dict``."""
     if not isinstance(step_id, str) or not step_id:
         raise StoreError(f"step ids must be non-empty strings, got {step_id!r}")
+    if len(step_id) > MAX_STEP_ID or "\0" in step_id or not step_id.isascii():
+        check_step_id_text(step_id)
     if not isinstance(record, dict):
         raise StoreError(f"steps[{step_id!r}] must be a dict, not {type(record).__name__}")
+
+
+def check_step_id_text(step_id: str) -> None:
+    """Refuse a step id holding U+0000 or a lone surrogate (UnstorableValue), or longer than
+    :data:`MAX_STEP_ID` bytes of UTF-8 (StoreError); return for any other."""
+    what = f"step id {step_id[:40]!r}{'...' if len(step_id) > 40 else ''}"
+    if "\0" in step_id:
+        raise UnstorableValue(f"{what} contains the character U+0000, which a store cannot keep (PostgreSQL "
+                              "refuses it); remove it from the step id")
+    try:
+        size = len(step_id.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise UnstorableValue(f"{what} is not valid Unicode (it holds a lone surrogate): {exc}") from exc
+    if size > MAX_STEP_ID:
+        raise StoreError(f"{what} is {size} bytes long in UTF-8; a step id may have at most {MAX_STEP_ID}")
 
 
 def check_steps(steps: Any) -> dict[Any, Any]:
@@ -181,7 +247,7 @@ def _check_plain(value: Any) -> None:
     ``None``; raise :class:`_NotPlain` at anything else (tuples, subclasses, NaN, ...)."""
     if type(value) is dict:
         for key in value:
-            if type(key) is not str or "\0" in key:
+            if type(key) is not str or "\0" in key or not (key.isascii() or _is_unicode(key)):
                 raise _NotPlain
         items: Any = value.values()
     elif type(value) is list:
@@ -191,7 +257,7 @@ def _check_plain(value: Any) -> None:
     for item in items:
         kind = type(item)
         if kind is str:
-            if "\0" in item:
+            if "\0" in item or not (item.isascii() or _is_unicode(item)):
                 raise _NotPlain
         elif kind is dict or kind is list:
             _check_plain(item)
@@ -200,6 +266,15 @@ def _check_plain(value: Any) -> None:
                 raise _NotPlain
         elif not (kind is int or kind is bool or item is None):
             raise _NotPlain
+
+
+def _is_unicode(text: str) -> bool:
+    """Whether ``text`` holds no surrogate code point (what UTF-8, and so PostgreSQL, refuses)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def pack_json(value: Any, what: str, key: Any = None) -> bytes:
@@ -261,6 +336,24 @@ def refuse_nul(text: str, what: str) -> None:
     if _NUL.search(text):
         raise UnstorableValue(f"{what} contains the character U+0000, which a store cannot keep (PostgreSQL "
                          "refuses it); remove it from the value")
+
+
+#: How a surrogate code point appears in ASCII-encoded JSON: a cheap ``in`` test before the
+#: exact one.
+SURROGATE_ESCAPE = "\\ud"
+# An escaped surrogate not in a high-low pair, in text whose escaped backslashes are blanked out
+# (so every backslash left starts an escape).
+_LONE_SURROGATE = re.compile(r"\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f])|(?<!\\ud[89ab][0-9a-f]{2})\\ud[c-f][0-9a-f]{2}")
+
+
+def refuse_lone_surrogate(text: str, what: str) -> None:
+    """Refuse a header, record or event detail holding a lone surrogate, escaped in ASCII JSON
+    ``text`` as ``\\udXXX`` without its partner (a pair is one character, which JSON decodes
+    as such; a literal backslash followed by ``udXXX`` is ordinary text). Such a string is not
+    Unicode: PostgreSQL cannot store it, so no backend accepts it."""
+    if _LONE_SURROGATE.search(text.replace("\\\\", "__")):
+        raise UnstorableValue(f"{what} is not valid Unicode: it holds a lone surrogate (such as '\\udcff'), "
+                              "which a store cannot keep (PostgreSQL refuses it)")
 
 
 def decode(text: str | bytes, what: str = "a stored value", key: Any = None) -> Any:

@@ -81,6 +81,7 @@ class MemoryStore:
         return 1
 
     def load_run(self, run_id: str) -> StoredRun:
+        codec.check_run_id(run_id, existing=True)
         with self._changed:
             run = self._run(run_id)
             header, version, steps = run.header, run.version, dict(run.steps)
@@ -100,6 +101,7 @@ class MemoryStore:
         steps: dict[str, dict[str, Any]],
         events: list[dict[str, Any]],
     ) -> int:
+        codec.check_run_id(run_id, existing=True)
         codec.check_version(expected_version)
         packed_header, status, flow, packed_steps, now = codec.pack_write(header, steps)
         with self._changed:
@@ -117,6 +119,7 @@ class MemoryStore:
             return run.version
 
     def current_version(self, run_id: str) -> int:
+        codec.check_run_id(run_id, existing=True)
         with self._changed:
             return self._run(run_id).version
 
@@ -132,21 +135,25 @@ class MemoryStore:
             return list(islice(matching, limit))
 
     def events(self, run_id: str, since_seq: int = 0) -> list[Event]:
+        codec.check_run_id(run_id, existing=True)
         codec.check_seq(since_seq)
         with self._changed:
             links = self._run(run_id).linked()[max(since_seq, 0):]
         return [stored_event(link) for link in links]
 
     def verify(self, run_id: str) -> VerifyReport:
+        codec.check_run_id(run_id, existing=True)
         with self._changed:
             links = list(self._run(run_id).linked())
         return verify_chain(run_id, links, head_hash(links), len(links))
 
     def wait_for_change(self, run_id: str, version: int, timeout: float) -> int:
+        codec.check_run_id(run_id, existing=True)
+        timeout = codec.check_wait(version, timeout)
         with self._changed:
             self._waiting += 1
             try:
-                self._changed.wait_for(lambda: self._run(run_id).version != version, timeout=max(timeout, 0))
+                self._changed.wait_for(lambda: self._run(run_id).version != version, timeout=timeout)
             finally:
                 self._waiting -= 1
             return self._run(run_id).version

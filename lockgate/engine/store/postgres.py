@@ -165,6 +165,7 @@ class PostgresStore:
         steps: dict[str, dict[str, Any]],
         events: list[dict[str, Any]],
     ) -> int:
+        codec.check_run_id(run_id, existing=True)
         codec.check_version(expected_version)
         params = _params(run_id, header, steps)
         count, head = self._head_at(run_id, expected_version)
@@ -203,6 +204,7 @@ class PostgresStore:
     # -- reads ----------------------------------------------------------------------------------
 
     def load_run(self, run_id: str) -> StoredRun:
+        codec.check_run_id(run_id, existing=True)
         s = self.schema
         row = self._one(
             f"""SELECT header, version, event_count, head_hash,
@@ -218,6 +220,7 @@ class PostgresStore:
         return StoredRun(run_id=run_id, header=header, steps=steps, version=version)
 
     def current_version(self, run_id: str) -> int:
+        codec.check_run_id(run_id, existing=True)
         row = self._one(f"SELECT version FROM {self.schema}.runs WHERE run_id = %s", (run_id,))
         if row is None:
             raise codec.not_found(run_id)
@@ -236,6 +239,7 @@ class PostgresStore:
         return [RunSummary(r, f, st, _iso(c), _iso(u), v) for r, f, st, c, u, v in rows]
 
     def events(self, run_id: str, since_seq: int = 0) -> list[Event]:
+        codec.check_run_id(run_id, existing=True)
         codec.check_seq(since_seq)
         with self._snapshot() as cur:
             self._require_run(cur, run_id)
@@ -244,6 +248,7 @@ class PostgresStore:
         return [stored_event(row) for row in rows]
 
     def verify(self, run_id: str) -> VerifyReport:
+        codec.check_run_id(run_id, existing=True)
         with self._snapshot() as cur:
             cur.execute(f"SELECT event_count, head_hash FROM {self.schema}.runs WHERE run_id = %s", (run_id,))
             row = cur.fetchone()
@@ -256,7 +261,8 @@ class PostgresStore:
     def wait_for_change(self, run_id: str, version: int, timeout: float) -> int:
         """Wait on LISTEN ``<schema>_runs`` until ``run_id`` moves off ``version`` or
         ``timeout`` seconds pass; the version is always re-read from the table."""
-        deadline = time.monotonic() + max(timeout, 0)
+        codec.check_run_id(run_id, existing=True)
+        deadline = time.monotonic() + codec.check_wait(version, timeout)
         listener = self._listening()
         current = self.current_version(run_id)
         while current == version:

@@ -189,6 +189,7 @@ class SQLiteStore:
         steps: dict[str, dict[str, Any]],
         events: list[dict[str, Any]],
     ) -> int:
+        codec.check_run_id(run_id, existing=True)
         codec.check_version(expected_version)
         header_json, status, flow, encoded_steps, now = codec.encode_write(header, steps)
         with self._write() as db:
@@ -271,6 +272,7 @@ class SQLiteStore:
     # -- reads ----------------------------------------------------------------------------------
 
     def load_run(self, run_id: str) -> StoredRun:
+        codec.check_run_id(run_id, existing=True)
         with self._read() as db:
             row = db.execute(
                 "SELECT header, version, event_count, head_hash, status, flow, id FROM runs WHERE run_id = ?",
@@ -291,6 +293,7 @@ class SQLiteStore:
         )
 
     def current_version(self, run_id: str) -> int:
+        codec.check_run_id(run_id, existing=True)
         with self._lock:
             row = self._execute("SELECT version FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if row is None:
@@ -310,6 +313,7 @@ class SQLiteStore:
             return [RunSummary(*row) for row in rows.fetchall()]
 
     def events(self, run_id: str, since_seq: int = 0) -> list[Event]:
+        codec.check_run_id(run_id, existing=True)
         codec.check_seq(since_seq)
         with self._read() as db:
             key = self._run_key(db, run_id)
@@ -318,6 +322,7 @@ class SQLiteStore:
         return [stored_event(row) for row in rows]
 
     def verify(self, run_id: str) -> VerifyReport:
+        codec.check_run_id(run_id, existing=True)
         with self._read() as db:
             row = db.execute("SELECT event_count, head_hash, id FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             if row is None:
@@ -329,7 +334,8 @@ class SQLiteStore:
     def wait_for_change(self, run_id: str, version: int, timeout: float) -> int:
         """Poll :meth:`current_version` (every 0.5 ms at first, backing off to 50 ms) until it
         differs from ``version`` or ``timeout`` seconds pass."""
-        deadline = time.monotonic() + max(timeout, 0)
+        codec.check_run_id(run_id, existing=True)
+        deadline = time.monotonic() + codec.check_wait(version, timeout)
         interval = _POLL_MIN
         while True:
             current = self.current_version(run_id)
