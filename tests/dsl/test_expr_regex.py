@@ -66,6 +66,14 @@ def test_thirty_two_quantifiers_are_allowed() -> None:
     ("ab", "(a)(b)", True),
     ("a/b", "a/b", True),
     ("a{b", "a\\{b", True),
+    ("2024", "^[0-9]{4}$", True),  # brace quantifiers (they were refused as a lone '}')
+    ("123", "^[0-9]{4}$", False),
+    ("xx", "x{2}", True),
+    ("abab", "^(ab){2}$", True),
+    ("aaa", "^a{2,}$", True),
+    ("a", "^a{2,}$", False),
+    ("ab", "^a{0,99}b$", True),
+    ("1234", "^\\d{2,3}$", False),
 ])
 def test_javascript_semantics(subject: str, pattern: str, expected: bool) -> None:
     assert evaluate("matches(input.s, input.p)", {"input": {"s": subject, "p": pattern}}) is expected

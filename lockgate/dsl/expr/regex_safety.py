@@ -206,7 +206,10 @@ class _Translator:
             elif char == "$":
                 out.append("\\Z")
                 self.i += 1
-            elif char in "]}":
+            elif char == "{" and (quantifier := _QUANTIFIER.match(p, self.i)) is not None:
+                out.append(quantifier.group())  # {m}, {m,} and {m,n} read the same in Python
+                self.i = quantifier.end()
+            elif char in "]{}":
                 raise InvalidPattern(f"lone '{char}' (escape it)")
             else:
                 out.append(char)
