@@ -114,8 +114,9 @@ def prepare_events(events: Iterable[Any], next_seq: int, now: str) -> list[Pendi
     for offset, event in enumerate(events):
         type_, step_id, detail, at = _check_event(event, offset, now)
         detail_json = encode_storable(detail, "events[{}].detail", offset, _dumps)
-        if not (detail_json.isascii() and type_.isascii() and (step_id is None or step_id.isascii())
-                and at.isascii()) or "\0" in type_ or (step_id is not None and "\0" in step_id) or "\0" in at:
+        if (not (detail_json.isascii() and type_.isascii() and (step_id is None or step_id.isascii())
+                 and at.isascii())
+                or "\0" in type_ or (step_id is not None and "\0" in step_id) or (at is not now and "\0" in at)):
             _check_text(offset, detail_json, type_, step_id, at)
         out.append(Pending(next_seq + offset, at, type_, step_id, detail_json))
     return out

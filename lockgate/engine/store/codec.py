@@ -56,6 +56,7 @@ def json_encoder(*, sort_keys: bool, ensure_ascii: bool) -> Callable[[Any], str]
 _encode = json_encoder(sort_keys=False, ensure_ascii=True)
 
 
+#: (the first microsecond of the current second, its date and time of day as ISO-8601 text)
 _second: tuple[int, str] = (-1, "")
 
 
@@ -65,11 +66,14 @@ def utc_now() -> str:
     Every save stamps one; the date and time of day are formatted once per second.
     """
     global _second
-    second, micro = divmod(time.time_ns() // 1000, 1_000_000)
-    cached = _second
-    if cached[0] != second:
-        cached = _second = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
-    return f"{cached[1]}.{micro:06d}+00:00"
+    micros = time.time_ns() // 1000
+    start, text = _second
+    offset = micros - start
+    if not 0 <= offset < 1_000_000:
+        start = micros - micros % 1_000_000
+        text = datetime.fromtimestamp(start // 1_000_000, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
+        _second, offset = (start, text), micros - start
+    return "%s%06d+00:00" % (text, offset)
 
 
 def check_run_id(run_id: Any, *, existing: bool = False) -> str:
@@ -81,6 +85,8 @@ def check_run_id(run_id: Any, *, existing: bool = False) -> str:
         return run_id
     if not isinstance(run_id, str):
         raise StoreError(f"run id must be a string, not {type(run_id).__name__}: {run_id!r}")
+    if 0 < len(run_id) <= MAX_RUN_ID and run_id.isprintable():  # a str subclass
+        return run_id
     if existing:
         raise not_found(run_id)
     if not run_id or len(run_id) > MAX_RUN_ID:
