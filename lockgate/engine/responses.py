@@ -56,7 +56,8 @@ def response(run: LiveRun, *, everything: bool = False) -> dict[str, Any]:
 
 
 def _running(run: LiveRun, base: dict[str, Any], new: list[str]) -> dict[str, Any]:
-    gates = [gate_entry(run, k) for k in sorted(run.waiting, key=run.order_key)]
+    waiting = run.waiting
+    gates = [gate_entry(run, k) for k in (sorted(waiting, key=run.order_key) if len(waiting) > 1 else waiting)]
     if new:
         primary = dispatch_entry(run, new[0])
         ready = [primary, *(dispatch_entry(run, k) for k in new[1:])]
