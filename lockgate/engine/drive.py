@@ -91,15 +91,16 @@ class Drive:
     async def drive(self) -> RunResult:
         if self.first.get("status") == "error" and not self.run_id:
             return self._finish(self.first)
-        try:
-            return await self._loop(self.first)
-        except asyncio.CancelledError:
-            await self._stop_all()
-            self._cancel_run()
-            raise
-        except BaseException:
-            await self._stop_all()
-            raise
+        with self.runner.driving():
+            try:
+                return await self._loop(self.first)
+            except asyncio.CancelledError:
+                await self._stop_all()
+                self._cancel_run()
+                raise
+            except BaseException:
+                await self._stop_all()
+                raise
 
     async def _loop(self, response: dict[str, Any]) -> RunResult:
         """Every response's new dispatches are started as soon as it arrives (by the call or gate

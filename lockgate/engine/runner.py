@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,7 @@ class Runner:
         self._judge_choice = judge
         self._bridge: JudgeBridge | None = None
         self._judge_ready = False
+        self._drives = 0  # runs being driven now (see cancellable)
 
     def agent(self, name: str) -> Agent:
         """The adapter for ``name`` (resolved once per runner, by precedence)."""
@@ -159,8 +161,24 @@ class Runner:
 
         return await bridge.settle(call, ask)
 
+    @contextmanager
+    def driving(self) -> Iterator[None]:
+        """Count a run being driven for the time of the block (see :meth:`cancellable`)."""
+        self._drives += 1
+        try:
+            yield
+        finally:
+            self._drives -= 1
+
     def cancellable(self) -> list[Any]:
-        """Every agent with calls this runner may have in flight: step agents and the judge's."""
+        """Every agent with calls this runner may have in flight: step agents and the judge's.
+
+        Empty while more than one run is being driven (two runs at once, or an agent driving a
+        nested run): ``cancel()`` stops every call of an agent, so a run that stops cancels
+        only its own calls' tasks then, and leaves the other run's calls of a shared agent be.
+        """
+        if self._drives > 1:
+            return []
         agents: list[Any] = list(self._agents.values())
         judge = self._bridge.judge if self._bridge is not None else None
         if isinstance(judge, AgentJudge) and all(judge.agent is not a for a in agents):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import textwrap
 from pathlib import Path
@@ -71,6 +72,26 @@ CHAIN = spec("""
             out: Part
           - id: b
             do: "after ${a.output.text}"
+            agent: worker
+            out: Part
+    """)
+
+
+ONE_STEP = spec("""
+    version: 1
+    contracts:
+      Part:
+        text: string
+    flows:
+      entry: main
+      main:
+        input: {}
+        output:
+          from: "${only.output}"
+          contract: Part
+        steps:
+          - id: only
+            do: "do it"
             agent: worker
             out: Part
     """)
@@ -475,6 +496,40 @@ async def test_an_agent_that_returns_when_cancelled_starts_nothing_more():
     assert engine.status(events[0].run_id)["status"] == "cancelled"
     assert events[-1].kind == "run_finished" and events[-1].status == "cancelled"
     assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
+
+
+async def test_one_run_ending_leaves_another_runs_calls_of_a_shared_agent_alone():
+    """Two runs on one Runner share its agent: when the first ends, or is cancelled, the second
+    run's call of that agent goes on (agent.cancel() would stop every call of the agent)."""
+    for cancel_first in (False, True):
+        first_started, second_started, first_over = asyncio.Event(), asyncio.Event(), asyncio.Event()
+        calls: list[str] = []
+
+        async def worker(task):
+            calls.append(task.run_id)
+            if len(calls) == 1:
+                first_started.set()
+                await second_started.wait()
+                if cancel_first:
+                    await asyncio.Event().wait()
+                return {"text": "first"}
+            second_started.set()
+            await first_over.wait()
+            return {"text": "second"}
+
+        runner = make_runner(store="memory", agents={"worker": worker})
+        first = asyncio.ensure_future(runner.start(ONE_STEP, {}))
+        await first_started.wait()
+        second = asyncio.ensure_future(runner.start(ONE_STEP, {}))
+        await second_started.wait()
+        if cancel_first:
+            first.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await first
+        first_over.set()
+        result = await asyncio.wait_for(second, 30)
+        assert result.ok and result.output == {"text": "second"} and len(calls) == 2
+        assert not [e for e in result.events if e.kind in ("step_failed", "step_retrying")]
 
 
 async def test_unknown_agent_fails_before_the_run_starts():
