@@ -5,6 +5,10 @@ the schema allows it). A server that rejects ``json_schema`` gets ``json_object`
 as an instruction from then on. The reply must be JSON; it is never cleaned up from prose.
 Rate limits (429), server errors (5xx) and dropped connections are retried a bounded number of
 times with exponential backoff; other HTTP errors are the task's failure with the server's message.
+
+The server is not trusted: ``timeout`` bounds each whole request (a body trickled byte by byte
+cannot hold a call), at most :data:`MAX_BODY_BYTES` of a reply are read, redirects are not
+followed, and a reply that is not the expected shape is the task's failure, never an exception.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ import httpx
 
 from ...errors import AgentError, AgentUnavailable
 from .base import AgentResult, Task, Telemetry, Usage, strict_compatible
-from .command import preview
+from .command import clip, preview
+from .jsontext import NotJSON, count, loads
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_SYSTEM_PROMPT = (
@@ -30,6 +35,22 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 _SCHEMA_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 _FORMAT_REJECTED = re.compile(r"response_format|json_schema|structured", re.IGNORECASE)
+MAX_BODY_BYTES = 16 * 1024 * 1024
+_MAX_BODY = f"{MAX_BODY_BYTES // (1024 * 1024)} MiB"
+
+
+class _Reply:
+    """A response read within the size bound: status, headers and (at most the bound of) body."""
+
+    def __init__(self, status: int, headers: httpx.Headers, body: bytes, cut: bool) -> None:
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.cut = cut
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", errors="replace")
 
 
 class OpenAIAgent:
@@ -110,39 +131,79 @@ class OpenAIAgent:
         elapsed = (time.perf_counter() - started) * 1000
         return self._interpret(data, elapsed)
 
-    async def _complete(self, client: httpx.AsyncClient, task: Task) -> dict[str, Any]:
+    async def _complete(self, client: httpx.AsyncClient, task: Task) -> Any:
         """POST with bounded retries; switch to json_object once if json_schema is rejected."""
         retries = 0
         while True:
             native = self._schema_supported and task.schema is not None
             try:
-                response = await client.post(self.url, json=self._body(task, native),
-                                             headers=self._auth_headers())
-            except httpx.TimeoutException as exc:
-                raise AgentError(f"request to {self.url} timed out after {self.timeout:g}s") from exc
-            except httpx.TransportError as exc:
+                reply = await self._post(client, self._encoded_body(task, native))
+            except _Retryable as exc:
                 if retries >= self.max_retries:
-                    raise AgentError(f"cannot reach {self.url}: {exc}") from exc
+                    raise AgentError(str(exc)) from exc
                 retries += 1
                 await asyncio.sleep(self._delay(retries, None))
                 continue
-            status = response.status_code
-            if status == 400 and native and self.structured == "auto" and _rejects_format(response):
+            status = reply.status
+            if status == 400 and native and self.structured == "auto" and _rejects_format(reply):
                 self._schema_supported = False
                 continue
             if (status == 429 or status >= 500) and retries < self.max_retries:
                 retries += 1
-                await asyncio.sleep(self._delay(retries, response.headers.get("retry-after")))
+                await asyncio.sleep(self._delay(retries, reply.headers.get("retry-after")))
                 continue
             if status >= 400:
                 raise AgentError(f"HTTP {status} from {self.url}"
                                  f"{' after ' + str(retries) + ' retries' if retries else ''}: "
-                                 f"{_error_message(response)}")
-            try:
-                return response.json()
-            except ValueError as exc:
-                raise AgentError(f"{self.url} answered with a body that is not JSON: "
-                                 f"{preview(response.text)}") from exc
+                                 f"{_error_message(reply)}")
+            return self._decoded(reply)
+
+    async def _post(self, client: httpx.AsyncClient, body: bytes) -> _Reply:
+        """One request, bounded in time (the whole of it) and in the bytes read."""
+        headers = httpx.Headers({"content-type": "application/json"})
+        headers.update(self._auth_headers())
+        try:
+            async with asyncio.timeout(self.timeout):
+                async with client.stream("POST", self.url, content=body,
+                                         headers=headers) as response:
+                    data, cut = await _read_bounded(response)
+                    return _Reply(response.status_code, response.headers, data, cut)
+        except TimeoutError as exc:
+            raise AgentError(f"request to {self.url} timed out after {self.timeout:g}s") from exc
+        except httpx.TimeoutException as exc:
+            raise AgentError(f"request to {self.url} timed out after {self.timeout:g}s") from exc
+        except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+            raise AgentError(f"invalid base_url {self.base_url!r}: {_reason(exc)}") from exc
+        except httpx.LocalProtocolError as exc:  # e.g. a header value with a line break
+            raise AgentError(f"cannot send the request to {self.url}: {_reason(exc)}") from exc
+        except httpx.ConnectError as exc:
+            raise _Retryable(f"cannot reach {self.url}: {_reason(exc)}") from exc
+        except httpx.TransportError as exc:
+            raise _Retryable(f"cannot reach {self.url}: {_reason(exc)}") from exc
+        except httpx.HTTPError as exc:  # a body that cannot be decoded (Content-Encoding)
+            raise AgentError(f"unreadable reply from {self.url}: {_reason(exc)}") from exc
+
+    def _encoded_body(self, task: Task, native: bool) -> bytes:
+        try:
+            return json.dumps(self._body(task, native), allow_nan=False).encode()
+        except (TypeError, ValueError) as exc:
+            raise AgentError(f"the request body is not JSON (check extra_body): {exc}") from exc
+
+    def _decoded(self, reply: _Reply) -> Any:
+        """A success reply's body as JSON; 3xx, oversize and non-JSON bodies are failures."""
+        if 300 <= reply.status < 400:
+            where = reply.headers.get("location")
+            raise AgentError(f"HTTP {reply.status} from {self.url} redirects"
+                             f"{' to ' + clip(where) if where else ''}; redirects are not "
+                             "followed (set base_url to the final address)")
+        if reply.cut:
+            raise AgentError(f"{self.url} answered with a body larger than {_MAX_BODY} "
+                             "(the most that is read)")
+        try:
+            return loads(reply.body)
+        except NotJSON as exc:
+            raise AgentError(f"{self.url} answered with a body that is not JSON ({exc}): "
+                             f"{preview(reply.text)}") from exc
 
     def _body(self, task: Task, native: bool) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -183,26 +244,36 @@ class OpenAIAgent:
 
     def _interpret(self, data: Any, elapsed: float) -> AgentResult:
         usage = self._usage(data)
-        model = data.get("model", self.model) if isinstance(data, dict) else self.model
-        telemetry = Telemetry(duration_ms=elapsed, model=model)
-        try:
-            choice = data["choices"][0]
-            message = choice["message"]
-        except (KeyError, IndexError, TypeError):
+        model = data.get("model") if isinstance(data, dict) else None
+        telemetry = Telemetry(duration_ms=elapsed,
+                              model=clip(model) if isinstance(model, str) else self.model)
+        message = _first_message(data)
+        if message is None:
             return AgentResult.failed(f"agent {self.name!r}: {self.url} answered without a "
                                       f"choice: {preview(json.dumps(data))}", usage=usage,
                                       telemetry=telemetry)
+        choice = data["choices"][0]
         if message.get("refusal"):
             return AgentResult.failed(f"agent {self.name!r}: the model refused: "
-                                      f"{message['refusal']}", usage=usage, telemetry=telemetry)
+                                      f"{clip(message['refusal'])}", usage=usage,
+                                      telemetry=telemetry)
         if choice.get("finish_reason") == "length":
             return AgentResult.failed(f"agent {self.name!r}: the answer was cut off at the token "
                                       "limit (finish_reason length)", usage=usage,
                                       telemetry=telemetry)
         content = message.get("content")
+        if not content and message.get("tool_calls"):
+            return AgentResult.failed(f"agent {self.name!r}: the model answered with tool calls "
+                                      f"({_tool_names(message['tool_calls'])}) instead of JSON "
+                                      "content; no tools are offered", usage=usage,
+                                      telemetry=telemetry)
+        if content is not None and not isinstance(content, str):
+            return AgentResult.failed(f"agent {self.name!r}: the model's answer is not text but "
+                                      f"{type(content).__name__}: {preview(json.dumps(content))}",
+                                      usage=usage, telemetry=telemetry)
         try:
-            output = json.loads(content or "")
-        except (TypeError, json.JSONDecodeError):
+            output = loads(content or "")
+        except NotJSON:
             return AgentResult.failed(f"agent {self.name!r}: the model's answer is not JSON: "
                                       f"{preview(str(content or ''))}", usage=usage,
                                       telemetry=telemetry)
@@ -212,9 +283,9 @@ class OpenAIAgent:
         raw = data.get("usage") if isinstance(data, dict) else None
         if not isinstance(raw, dict):
             return Usage()
-        prompt = int(raw.get("prompt_tokens") or 0)
-        completion = int(raw.get("completion_tokens") or 0)
-        total = int(raw.get("total_tokens") or prompt + completion)
+        prompt = count(raw.get("prompt_tokens"))
+        completion = count(raw.get("completion_tokens"))
+        total = count(raw.get("total_tokens")) or prompt + completion
         usd = (prompt * self.prices[0] + completion * self.prices[1]) / 1000
         return Usage(tokens=total, usd=usd)
 
@@ -222,19 +293,57 @@ class OpenAIAgent:
         return f"OpenAIAgent({self.name!r}, model={self.model!r}, base_url={self.base_url!r})"
 
 
-def _rejects_format(response: httpx.Response) -> bool:
-    return bool(_FORMAT_REJECTED.search(response.text))
+class _Retryable(AgentError):
+    """The connection failed (refused, reset, dropped mid-body): worth another attempt."""
 
 
-def _error_message(response: httpx.Response) -> str:
+async def _read_bounded(response: httpx.Response) -> tuple[bytes, bool]:
+    """At most MAX_BODY_BYTES of the body, and whether there was more (left unread)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            return b"".join(chunks)[:MAX_BODY_BYTES], True
+    return b"".join(chunks), False
+
+
+def _first_message(data: Any) -> dict[str, Any] | None:
+    """``choices[0].message`` when the reply has that shape, else None."""
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return None
+    message = choices[0].get("message")
+    return message if isinstance(message, dict) else None
+
+
+def _tool_names(calls: Any) -> str:
+    names = [str((c.get("function") or {}).get("name") or "?")
+             if isinstance(c, dict) and isinstance(c.get("function") or {}, dict) else "?"
+             for c in (calls if isinstance(calls, list) else [calls])]
+    return clip(", ".join(names))
+
+
+def _reason(exc: BaseException) -> str:
+    """An exception as one line; some transport errors carry no message at all."""
+    text = " ".join(str(exc).split())
+    return clip(text) if text else type(exc).__name__
+
+
+def _rejects_format(reply: _Reply) -> bool:
+    return bool(_FORMAT_REJECTED.search(reply.text))
+
+
+def _error_message(reply: _Reply) -> str:
     """The server's own error message when it sent the usual ``{"error": {...}}`` body."""
     try:
-        body = response.json()
-    except ValueError:
-        return preview(response.text)
+        body = loads(reply.body)
+    except NotJSON:
+        return preview(reply.text)
     error = body.get("error") if isinstance(body, dict) else None
     if isinstance(error, dict) and error.get("message"):
-        return str(error["message"])
+        return clip(" ".join(str(error["message"]).split()))
     if isinstance(error, str):
-        return error
-    return preview(response.text)
+        return clip(" ".join(error.split()))
+    return preview(reply.text)

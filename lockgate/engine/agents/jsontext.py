@@ -1,0 +1,62 @@
+"""Strict parsing of what an agent sends back: JSON text, token counts and costs.
+
+Python's ``json.loads`` accepts ``NaN`` and ``Infinity`` (not JSON: such a value cannot be stored
+or validated) and raises RecursionError, not a decode error, for text nested deeper than its
+parser goes. Replies come from processes and servers nobody here controls, so both become a
+:class:`NotJSON` with a one-line reason, and numbers meant as counts are read defensively.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+
+class NotJSON(ValueError):
+    """The text is not one JSON value; ``str(exc)`` says why in one line."""
+
+
+def loads(text: str | bytes) -> Any:
+    """``text`` as a JSON value; NotJSON for anything RFC 8259 does not allow (bytes must be
+    UTF-8: ``json.loads`` would guess UTF-16 or UTF-32 from the first bytes)."""
+    try:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8")
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite)
+    except json.JSONDecodeError as exc:
+        raise NotJSON(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise NotJSON("nested too deeply to parse") from None
+    except UnicodeDecodeError as exc:
+        raise NotJSON(f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    except ValueError as exc:  # from _reject_constant or _finite
+        raise NotJSON(str(exc)) from None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"{text[:40]} is out of the range of a JSON number")
+    return number
+
+
+def count(value: Any) -> int:
+    """A token count from an untrusted reply: the number if it is a finite one >= 0, else 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0
+    if isinstance(value, float) and not math.isfinite(value):
+        return 0
+    return max(int(value), 0)
+
+
+def amount(value: Any) -> float:
+    """A cost in USD from an untrusted reply: the number if it is a finite one >= 0, else 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    number = float(value)
+    return number if math.isfinite(number) and number >= 0 else 0.0
