@@ -18,8 +18,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from .base import AgentResult, Task, Telemetry, Usage
-from .command import preview
+from .command import clip, preview
 from .harness import HarnessAgent, credentials_file
+from .jsontext import NotJSON, amount, count, loads
 from .process import ProcessResult
 
 MAX_ARG_PROMPT = 100_000  # longer prompts go on stdin (Linux caps one argument at 128 KiB)
@@ -90,7 +91,7 @@ class ClaudeCodeAgent(HarnessAgent):
         model = _model(envelope) or self.model
         if envelope.get("is_error") or envelope.get("subtype", "success") != "success":
             reason = envelope.get("result") or envelope.get("error") or "no details"
-            return self._fail(f"reported {envelope.get('subtype', 'an error')}: {reason}",
+            return self._fail(f"reported {envelope.get('subtype', 'an error')}: {clip(reason)}",
                               result, usage=usage, model=model)
         if envelope.get("structured_output") is not None:
             return AgentResult.success(envelope["structured_output"], usage=usage,
@@ -101,8 +102,8 @@ class ClaudeCodeAgent(HarnessAgent):
 def _result_envelope(stdout: str) -> dict[str, Any] | None:
     """The ``{"type": "result", ...}`` object (a list of messages ends with one)."""
     try:
-        data = json.loads(stdout)
-    except json.JSONDecodeError:
+        data = loads(stdout)
+    except NotJSON:
         return None
     if isinstance(data, list):
         results = [m for m in data if isinstance(m, dict) and m.get("type") == "result"]
@@ -114,13 +115,13 @@ def _result_envelope(stdout: str) -> dict[str, Any] | None:
 
 def _usage(envelope: Mapping[str, Any]) -> Usage:
     raw = envelope.get("usage") if isinstance(envelope.get("usage"), dict) else {}
-    tokens = sum(int(raw.get(k) or 0) for k in (
+    tokens = sum(count(raw.get(k)) for k in (
         "input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
-    return Usage(tokens=tokens, usd=float(envelope.get("total_cost_usd") or 0.0))
+    return Usage(tokens=tokens, usd=amount(envelope.get("total_cost_usd")))
 
 
 def _model(envelope: Mapping[str, Any]) -> str | None:
     models = envelope.get("modelUsage")
     if isinstance(models, dict) and models:
-        return next(iter(models))
+        return str(next(iter(models)))
     return None

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .base import AgentResult, Task, Usage, strict_compatible
-from .command import preview
+from .command import clip, preview
 from .harness import HarnessAgent, credentials_file
+from .jsontext import NotJSON, count, loads
 from .process import ProcessResult
 
 _CREDENTIAL_VARS = ("OPENAI_API_KEY", "CODEX_API_KEY")
@@ -96,8 +97,8 @@ class _Events:
         events = cls()
         for line in stdout.splitlines():
             try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
+                event = loads(line)
+            except NotJSON:
                 continue  # stray non-event lines never become the answer
             if isinstance(event, dict):
                 events.parsed += 1
@@ -107,13 +108,14 @@ class _Events:
     def _take(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         if kind == "item.completed":
-            item = event.get("item") or {}
-            if item.get("type") == "agent_message":
+            item = event.get("item")
+            if isinstance(item, dict) and item.get("type") == "agent_message":
                 self.message = item.get("text")
         elif kind == "turn.completed":
-            usage = event.get("usage") or {}
-            self.tokens.append(int(usage.get("input_tokens") or 0)
-                               + int(usage.get("output_tokens") or 0))
+            usage = event.get("usage")
+            usage = usage if isinstance(usage, dict) else {}
+            self.tokens.append(count(usage.get("input_tokens"))
+                               + count(usage.get("output_tokens")))
         elif kind == "turn.failed":
             self.failure = _message(event.get("error")) or "the turn failed"
         elif kind == "error":
@@ -125,8 +127,8 @@ class _Events:
 
 def _message(obj: Any) -> str | None:
     if isinstance(obj, dict):
-        return str(obj.get("message")) if obj.get("message") else None
-    return str(obj) if obj else None
+        return clip(obj.get("message")) if obj.get("message") else None
+    return clip(obj) if obj else None
 
 
 @contextlib.contextmanager

@@ -1,9 +1,10 @@
 """Any command line as an agent: the task as JSON on stdin, the output as JSON on stdout.
 
 The command runs in the task's working directory (the workspace or the fanout item's worktree),
-in its own process group. Its whole stdout must be one JSON value: that value is the step's
-output. A non-zero exit, output that is not JSON, or a timeout is the task's failure, with a
-message naming the command (and the tail of its stderr).
+in its own process group. Its whole stdout must be one JSON value (UTF-8, no NaN or Infinity, at
+most :data:`~lockgate.engine.agents.process.MAX_STDOUT` bytes): that value is the step's output.
+A non-zero exit, output that is not JSON, too much output, or a timeout is the task's failure,
+with a message naming the command (and the tail of its stderr).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from ...errors import AgentError, AgentUnavailable
 from .base import AgentResult, Task, Telemetry
+from .jsontext import NotJSON, loads
 from .process import ProcessGroup, ProcessResult
 
 PREVIEW_CHARS = 300
@@ -52,7 +54,10 @@ class CommandAgent:
 
     async def execute(self, task: Task) -> AgentResult:
         started = time.perf_counter()
-        payload = json.dumps(task.to_json()).encode()
+        try:
+            payload = json.dumps(task.to_json(), allow_nan=False).encode()
+        except (TypeError, ValueError) as exc:
+            return AgentResult.failed(f"command `{self.display}`: the task is not JSON: {exc}")
         try:
             result = await self._processes.run(
                 self.command, stdin=payload, cwd=self.cwd or task.cwd,
@@ -70,12 +75,16 @@ class CommandAgent:
             return AgentResult.failed(
                 f"command `{self.display}` exited with status {result.returncode}{detail}",
                 telemetry=telemetry)
-        try:
-            output = json.loads(result.stdout)
-        except json.JSONDecodeError as exc:
+        if result.bad_utf8_at is not None:
             return AgentResult.failed(
-                f"command `{self.display}` did not print JSON on stdout ({exc.msg} at line "
-                f"{exc.lineno} column {exc.colno}): {preview(result.stdout)}", telemetry=telemetry)
+                f"command `{self.display}` printed bytes that are not UTF-8 on stdout (at byte "
+                f"{result.bad_utf8_at}): {preview(result.stdout)}", telemetry=telemetry)
+        try:
+            output = loads(result.stdout)
+        except NotJSON as exc:
+            return AgentResult.failed(
+                f"command `{self.display}` did not print JSON on stdout ({exc}): "
+                f"{preview(result.stdout)}", telemetry=telemetry)
         return AgentResult.success(output, telemetry=telemetry)
 
     async def cancel(self) -> None:
@@ -98,3 +107,9 @@ def preview(text: str) -> str:
     if len(text) > PREVIEW_CHARS:
         text = text[:PREVIEW_CHARS] + "..."
     return repr(text)
+
+
+def clip(value: object, limit: int = PREVIEW_CHARS) -> str:
+    """``value`` as text of at most ``limit`` characters (a message from the other side)."""
+    text = str(value)
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -8,7 +8,6 @@ final answer into the step output strictly (JSON or a failure, never prose clean
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -19,6 +18,7 @@ from typing import Any
 from ...errors import AgentError, AgentUnavailable
 from .base import AgentResult, Task, Telemetry, Usage
 from .command import preview
+from .jsontext import NotJSON, loads
 from .process import ProcessGroup, ProcessResult
 
 
@@ -71,7 +71,11 @@ class HarnessAgent(ABC):
         except AgentError as exc:
             return AgentResult.failed(f"agent {self.name!r} ({self.harness}): {exc}")
         elapsed = (time.perf_counter() - started) * 1000
-        parsed = self._parse(result)
+        if result.bad_utf8_at is not None:
+            parsed = self._fail(f"printed bytes that are not UTF-8 on stdout (at byte "
+                                f"{result.bad_utf8_at})", result)
+        else:
+            parsed = self._parse(result)
         return parsed.with_duration(elapsed)
 
     @abstractmethod
@@ -99,8 +103,8 @@ class HarnessAgent(ABC):
         if not isinstance(text, str):
             return self._fail("the final answer is missing", usage=usage, model=model)
         try:
-            output = json.loads(text)
-        except json.JSONDecodeError:
+            output = loads(text)
+        except NotJSON:
             return self._fail(f"the final answer is not JSON: {preview(text)}", usage=usage,
                               model=model)
         return AgentResult.success(output, usage=usage, telemetry=Telemetry(model=model))

@@ -5,6 +5,11 @@ one process group. Timeouts and cancellation send SIGTERM to the group, give it 
 period, then SIGKILL the group, so grandchildren die too. When the leader exits normally,
 anything it left running in its group is killed as well: an agent call owns its processes and
 nothing outlives it.
+
+What is read is bounded: stdout up to ``max_stdout`` bytes (more kills the group and fails the
+call), stderr only its last ``STDERR_KEEP`` bytes. A descendant that left the group (``setsid``)
+and still holds the pipes cannot delay the call: once the leader has exited, the pipes get
+``PIPE_GRACE_S`` to reach end of file, then they are closed on our side.
 """
 
 from __future__ import annotations
@@ -18,14 +23,22 @@ from dataclasses import dataclass
 from ...errors import AgentError, AgentUnavailable
 
 TERM_GRACE_S = 2.0
+PIPE_GRACE_S = 1.0
 TAIL_CHARS = 2000
+MAX_STDOUT = 32 * 1024 * 1024
+STDERR_KEEP = 64 * 1024
+_CHUNK = 64 * 1024
 
 
 @dataclass(frozen=True)
 class ProcessResult:
+    """How the command ended; ``bad_utf8_at`` is the offset of the first byte of stdout that is
+    not UTF-8 (None when it all is): those bytes read as U+FFFD in ``stdout``."""
+
     returncode: int
     stdout: str
     stderr: str
+    bad_utf8_at: int | None = None
 
     def stderr_tail(self, limit: int = TAIL_CHARS) -> str:
         text = self.stderr.strip()
@@ -40,6 +53,10 @@ class ProcessCancelled(AgentError):
     """The command was killed because its agent was cancelled."""
 
 
+class ProcessOutputTooLarge(AgentError):
+    """The command printed more on stdout than the adapter reads, and was killed."""
+
+
 class ProcessGroup:
     """The processes one adapter has in flight, so ``cancel()`` can kill them all."""
 
@@ -49,12 +66,13 @@ class ProcessGroup:
 
     async def run(self, argv: Sequence[str], *, stdin: bytes = b"", cwd: str | None = None,
                   env: Mapping[str, str] | None = None, timeout: float | None = None,
-                  ) -> ProcessResult:
-        """Run ``argv`` to completion; raise ProcessTimeout, AgentUnavailable or CancelledError."""
+                  max_stdout: int = MAX_STDOUT) -> ProcessResult:
+        """Run ``argv`` to completion; raise ProcessTimeout, ProcessOutputTooLarge,
+        AgentUnavailable, another AgentError (it cannot be started) or CancelledError."""
         proc = await _spawn(argv, cwd=cwd, env=env)
         self._running.add(proc)
         try:
-            result = await _communicate(proc, stdin, timeout, argv[0])
+            result = await _communicate(proc, stdin, timeout, argv[0], max_stdout)
         finally:
             self._running.discard(proc)
         if proc.pid in self._cancelled:
@@ -86,29 +104,101 @@ async def _spawn(argv: Sequence[str], *, cwd: str | None,
         raise AgentUnavailable(f"cannot run {argv[0]!r}: not found{where}") from exc
     except PermissionError as exc:
         raise AgentUnavailable(f"cannot run {argv[0]!r}: permission denied") from exc
+    except (OSError, ValueError) as exc:  # a bad cwd, E2BIG, a NUL byte or '=' in env/argv
+        raise AgentError(f"cannot start {argv[0]!r}: {exc}") from exc
 
 
 async def _communicate(proc: asyncio.subprocess.Process, stdin: bytes, timeout: float | None,
-                       program: str) -> ProcessResult:
+                       program: str, max_stdout: int) -> ProcessResult:
     assert proc.stdout is not None and proc.stderr is not None
-    stdout_task = asyncio.ensure_future(proc.stdout.read())
-    stderr_task = asyncio.ensure_future(proc.stderr.read())
+    stdout = _Capture(max_stdout, on_overflow=lambda: _signal_group(proc.pid, signal.SIGKILL))
+    stderr = _Capture(STDERR_KEEP, keep_tail=True)
+    readers = [asyncio.ensure_future(stdout.drain(proc.stdout)),
+               asyncio.ensure_future(stderr.drain(proc.stderr))]
     try:
         async with asyncio.timeout(timeout):
             await _feed(proc, stdin)
             await _leader_exited(proc)
     except TimeoutError:
         await terminate_group(proc)
-        _drop(stdout_task, stderr_task)
+        _abandon(proc, readers)
         raise ProcessTimeout(f"{program} timed out after {timeout:g}s and was killed") from None
     except BaseException:
         await terminate_group(proc)
-        _drop(stdout_task, stderr_task)
+        _abandon(proc, readers)
         raise
     _kill_leftovers(proc.pid)
-    stdout, stderr = await asyncio.gather(stdout_task, stderr_task)
-    await proc.wait()
-    return ProcessResult(proc.returncode or 0, _decode(stdout), _decode(stderr))
+    await _finish_reading(proc, readers)
+    if stdout.overflowed:
+        raise ProcessOutputTooLarge(
+            f"{program} printed more than {_size(max_stdout)} on stdout (the most that is read) "
+            "and was killed")
+    returncode = await proc.wait()
+    out = stdout.data()
+    return ProcessResult(returncode or 0, _decode(out), _decode(stderr.data()), _bad_utf8_at(out))
+
+
+class _Capture:
+    """Drains one pipe to its end, keeping at most ``limit`` bytes: the head (stdout, where
+    more than the limit is an overflow) or the tail (stderr, where only the end matters)."""
+
+    def __init__(self, limit: int, *, keep_tail: bool = False, on_overflow=None) -> None:
+        self.limit = limit
+        self.keep_tail = keep_tail
+        self.on_overflow = on_overflow
+        self.overflowed = False
+        self._chunks: list[bytes] = []
+        self._size = 0
+
+    async def drain(self, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(_CHUNK):
+            if self.overflowed and not self.keep_tail:
+                continue  # the group is being killed; read on so nothing blocks on the pipe
+            self._chunks.append(chunk)
+            self._size += len(chunk)
+            if self._size > self.limit:
+                self._overflow()
+
+    def _overflow(self) -> None:
+        if self.keep_tail:
+            data = b"".join(self._chunks)[-self.limit:]
+            self._chunks, self._size = [data], len(data)
+            return
+        self.overflowed = True
+        self._chunks, self._size = [], 0
+        if self.on_overflow is not None:
+            self.on_overflow()
+
+    def data(self) -> bytes:
+        return b"".join(self._chunks)
+
+
+async def _finish_reading(proc: asyncio.subprocess.Process, readers: list[asyncio.Future]) -> None:
+    """Let the pipes reach end of file, but not for long: a descendant outside the group may
+    hold them open forever. Whatever the leader printed is in the pipe when it exits."""
+    done, pending = await asyncio.wait(readers, timeout=PIPE_GRACE_S)
+    if pending:
+        _abandon(proc, readers)
+        await asyncio.gather(*pending, return_exceptions=True)
+    for reader in done:
+        reader.result()
+
+
+def _abandon(proc: asyncio.subprocess.Process, readers: list[asyncio.Future]) -> None:
+    """Stop reading and close our ends of the pipes, so the transport (and ``wait()``)
+    finishes even while a process outside the group still holds the other ends."""
+    for reader in readers:
+        reader.cancel()
+    transport = getattr(proc, "_transport", None)  # asyncio offers no public way to the pipes
+    for fd in (0, 1, 2):
+        pipe = transport.get_pipe_transport(fd) if transport is not None else None
+        if pipe is not None:
+            pipe.close()
+
+
+def _size(limit: int) -> str:
+    mib = limit / (1024 * 1024)
+    return f"{mib:g} MiB" if mib >= 1 else f"{limit} bytes"
 
 
 async def _leader_exited(proc: asyncio.subprocess.Process) -> None:
@@ -151,11 +241,11 @@ async def terminate_group(proc: asyncio.subprocess.Process) -> None:
     """SIGTERM the process group, wait up to the grace period, then SIGKILL whatever is left."""
     _signal_group(proc.pid, signal.SIGTERM)
     try:
-        await asyncio.wait_for(asyncio.shield(proc.wait()), TERM_GRACE_S)
+        await asyncio.wait_for(_leader_exited(proc), TERM_GRACE_S)
     except TimeoutError:
         pass
     _signal_group(proc.pid, signal.SIGKILL)
-    await proc.wait()
+    await _leader_exited(proc)  # not proc.wait(): that also waits for the pipes to close
 
 
 def _kill_leftovers(pgid: int) -> None:
@@ -169,10 +259,13 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         pass
 
 
-def _drop(*tasks: asyncio.Future[bytes]) -> None:
-    for task in tasks:
-        task.cancel()
-
-
 def _decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
+
+
+def _bad_utf8_at(data: bytes) -> int | None:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start
+    return None
