@@ -34,8 +34,10 @@ Every problem is a ConfigError naming the file and the key (``lockgate.toml: age
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import importlib
+import math
 import re
 import shlex
 import sys
@@ -44,6 +46,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 from ...errors import ConfigError
 from .base import Agent
@@ -66,12 +70,21 @@ def _fail(where: str, message: str) -> ConfigError:
 def _str(value: Any, where: str) -> str:
     if not isinstance(value, str) or not value:
         raise _fail(where, f"expected a non-empty string, got {value!r}")
+    return _no_nul(value, where)
+
+
+def _no_nul(value: str, where: str) -> str:
+    """No U+0000: no command line, environment or header can carry one."""
+    if "\x00" in value:
+        raise _fail(where, f"a string may not contain U+0000, got {value!r}")
     return value
 
 
 def _number(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _fail(where, f"expected a number, got {value!r}")
+    if not math.isfinite(value):
+        raise _fail(where, f"expected a finite number, got {value!r}")
     return float(value)
 
 
@@ -110,13 +123,64 @@ def _bool(value: Any, where: str) -> bool:
 def _str_list(value: Any, where: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise _fail(where, f"expected a list of strings, got {value!r}")
-    return list(value)
+    return [_no_nul(v, where) for v in value]
 
 
 def _str_table(value: Any, where: str) -> dict[str, str]:
     if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
         raise _fail(where, f"expected a table of strings, got {value!r}")
-    return dict(value)
+    return {_no_nul(k, where): _no_nul(v, f"{where}.{k}") for k, v in value.items()}
+
+
+def _env(value: Any, where: str) -> dict[str, str]:
+    table = _str_table(value, where)
+    for name in table:
+        if not name or "=" in name:
+            raise _fail(where, f"an environment variable name must be non-empty and without "
+                               f"'=', got {name!r}")
+    return table
+
+
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+
+def _headers(value: Any, where: str) -> dict[str, str]:
+    table = _str_table(value, where)
+    for name, text in table.items():
+        if not _HEADER_NAME.match(name):
+            raise _fail(where, f"not an HTTP header name: {name!r}")
+        if any(c in text for c in "\r\n"):
+            raise _fail(f"{where}.{name}", "a header value may not contain a line break")
+    return table
+
+
+def _url(value: Any, where: str) -> str:
+    text = _str(value, where)
+    try:
+        url = httpx.URL(text)
+    except (httpx.InvalidURL, ValueError, TypeError) as exc:
+        raise _fail(where, f"not a valid URL ({exc}): {text!r}") from exc
+    if url.scheme not in ("http", "https") or not url.host:
+        raise _fail(where, f"expected an http:// or https:// URL with a host, got {text!r}")
+    return text
+
+
+def _json_table(value: Any, where: str) -> dict[str, Any]:
+    """A table that goes into a JSON request body: no dates or times, no NaN or infinity."""
+    table = _table(value, where)
+    _check_json(table, where)
+    return table
+
+
+def _check_json(value: Any, where: str) -> None:
+    if isinstance(value, (datetime.date, datetime.time)):
+        raise _fail(where, f"a date or time is not JSON, got {value!r} (quote it)")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _fail(where, f"expected a finite number, got {value!r}")
+    items = value.items() if isinstance(value, dict) else enumerate(value) \
+        if isinstance(value, list) else ()
+    for key, item in items:
+        _check_json(item, f"{where}.{key}" if isinstance(key, str) else f"{where}[{key}]")
 
 
 def _table(value: Any, where: str) -> dict[str, Any]:
@@ -135,7 +199,7 @@ def _command(value: Any, where: str) -> list[str]:
         parts = _str_list(value, where)
     if not parts:
         raise _fail(where, "the command is empty")
-    return parts
+    return [_no_nul(part, where) for part in parts]
 
 
 def _one_of(*choices: str) -> Check:
@@ -148,20 +212,20 @@ def _one_of(*choices: str) -> Check:
 
 _HARNESS: dict[str, Check] = {
     "binary": _str, "model": _str, "effort": _str, "timeout": _positive,
-    "extra_args": _str_list, "env": _str_table, "check_credentials": _bool,
+    "extra_args": _str_list, "env": _env, "check_credentials": _bool,
 }
 
 #: type -> (adapter factory, {key: check}, required keys)
 ADAPTERS: dict[str, tuple[Callable[..., Agent], dict[str, Check], frozenset[str]]] = {
-    "command": (CommandAgent, {"command": _command, "timeout": _positive, "env": _str_table,
+    "command": (CommandAgent, {"command": _command, "timeout": _positive, "env": _env,
                                "cwd": _str}, frozenset({"command"})),
     "openai": (OpenAIAgent, {
-        "model": _str, "base_url": _str, "api_key_env": _str, "timeout": _positive,
+        "model": _str, "base_url": _url, "api_key_env": _str, "timeout": _positive,
         "max_retries": _count, "backoff": _non_negative, "max_backoff": _non_negative,
         "temperature": _number, "system_prompt": _str,
         "structured": _one_of("auto", "json_schema", "json_object"),
         "usd_per_1k_input": _non_negative, "usd_per_1k_output": _non_negative,
-        "headers": _str_table, "extra_body": _table}, frozenset({"model"})),
+        "headers": _headers, "extra_body": _json_table}, frozenset({"model"})),
     "claude": (ClaudeCodeAgent, {
         **_HARNESS, "permission_mode": _str, "allowed_tools": _str_list,
         "disallowed_tools": _str_list, "max_turns": _positive_int, "json_schema": _bool},
