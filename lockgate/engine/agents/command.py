@@ -110,6 +110,6 @@ def preview(text: str) -> str:
 
 
 def clip(value: object, limit: int = PREVIEW_CHARS) -> str:
-    """``value`` as text of at most ``limit`` characters (a message from the other side)."""
-    text = str(value)
+    """``value`` as one line of at most ``limit`` characters (a message from the other side)."""
+    text = " ".join(str(value).split())
     return text if len(text) <= limit else text[:limit] + "..."

@@ -45,13 +45,16 @@ def _finite(text: str) -> float:
     return number
 
 
+_MAX_COUNT = 2 ** 53  # the largest integer every JSON reader keeps exact
+
+
 def count(value: Any) -> int:
-    """A token count from an untrusted reply: the number if it is a finite one >= 0, else 0."""
+    """A token count from an untrusted reply: the number if it is one in 0..2**53, else 0."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return 0
-    if isinstance(value, float) and not math.isfinite(value):
+    if not 0 <= value <= _MAX_COUNT:  # also false for NaN
         return 0
-    return max(int(value), 0)
+    return int(value)
 
 
 def amount(value: Any) -> float:
