@@ -5,6 +5,7 @@ within the adapter's own timeout, never an exception."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import socket
 import struct
@@ -192,6 +193,12 @@ async def test_an_oversized_body_is_not_read_past_the_bound(server):
     failure = await fails(server, endless(b" " * 65536, 0))
     bound = MAX_BODY_BYTES // (1024 * 1024)
     assert f"answered with a body larger than {bound} MiB (the most that is read)" in failure
+
+
+async def test_a_compressed_body_is_bounded_by_its_decoded_size(server):
+    bomb = gzip.compress(b" " * (64 << 20), compresslevel=9)
+    failure = await fails(server, reply(200, bomb, headers={"Content-Encoding": "gzip"}))
+    assert "answered with a body larger than" in failure
 
 
 async def test_a_trickled_body_is_bounded_by_the_request_timeout(server):

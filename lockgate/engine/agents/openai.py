@@ -160,7 +160,9 @@ class OpenAIAgent:
 
     async def _post(self, client: httpx.AsyncClient, body: bytes) -> _Reply:
         """One request, bounded in time (the whole of it) and in the bytes read."""
-        headers = httpx.Headers({"content-type": "application/json"})
+        # identity: a compressed reply would expand past what its bytes on the wire suggest
+        headers = httpx.Headers({"content-type": "application/json",
+                                 "accept-encoding": "identity"})
         headers.update(self._auth_headers())
         try:
             async with asyncio.timeout(self.timeout):
