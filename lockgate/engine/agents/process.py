@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ...errors import AgentError, AgentUnavailable
@@ -120,20 +120,18 @@ async def _communicate(proc: asyncio.subprocess.Process, stdin: bytes, timeout: 
             await _feed(proc, stdin)
             await _leader_exited(proc)
     except TimeoutError:
-        await terminate_group(proc)
-        _abandon(proc, readers)
+        await _stop(proc, readers)
         raise ProcessTimeout(f"{program} timed out after {timeout:g}s and was killed") from None
     except BaseException:
-        await terminate_group(proc)
-        _abandon(proc, readers)
+        await _stop(proc, readers)
         raise
     _kill_leftovers(proc.pid)
     await _finish_reading(proc, readers)
+    returncode = await proc.wait()  # prompt: the leader has exited and our pipe ends are closed
     if stdout.overflowed:
         raise ProcessOutputTooLarge(
             f"{program} printed more than {_size(max_stdout)} on stdout (the most that is read) "
             "and was killed")
-    returncode = await proc.wait()
     out = stdout.data()
     return ProcessResult(returncode or 0, _decode(out), _decode(stderr.data()), _bad_utf8_at(out))
 
@@ -142,7 +140,8 @@ class _Capture:
     """Drains one pipe to its end, keeping at most ``limit`` bytes: the head (stdout, where
     more than the limit is an overflow) or the tail (stderr, where only the end matters)."""
 
-    def __init__(self, limit: int, *, keep_tail: bool = False, on_overflow=None) -> None:
+    def __init__(self, limit: int, *, keep_tail: bool = False,
+                 on_overflow: Callable[[], None] | None = None) -> None:
         self.limit = limit
         self.keep_tail = keep_tail
         self.on_overflow = on_overflow
@@ -176,12 +175,20 @@ class _Capture:
 async def _finish_reading(proc: asyncio.subprocess.Process, readers: list[asyncio.Future]) -> None:
     """Let the pipes reach end of file, but not for long: a descendant outside the group may
     hold them open forever. Whatever the leader printed is in the pipe when it exits."""
-    done, pending = await asyncio.wait(readers, timeout=PIPE_GRACE_S)
-    if pending:
-        _abandon(proc, readers)
-        await asyncio.gather(*pending, return_exceptions=True)
+    try:
+        done, pending = await asyncio.wait(readers, timeout=PIPE_GRACE_S)
+    finally:
+        _abandon(proc, readers)  # also closes the transport when we are cancelled here
+    await asyncio.gather(*pending, return_exceptions=True)
     for reader in done:
         reader.result()
+
+
+async def _stop(proc: asyncio.subprocess.Process, readers: list[asyncio.Future]) -> None:
+    """Kill the group, stop reading, and reap the leader (so its transport is finished)."""
+    await terminate_group(proc)
+    _abandon(proc, readers)
+    await proc.wait()
 
 
 def _abandon(proc: asyncio.subprocess.Process, readers: list[asyncio.Future]) -> None:
