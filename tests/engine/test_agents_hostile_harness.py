@@ -8,10 +8,9 @@ import json
 import os
 
 import pytest
+from agent_support import write_script
 
 from lockgate.engine.agents import ClaudeCodeAgent, CodexAgent, Task
-
-from agent_support import write_script
 
 PRINTS = """
 import os, sys

@@ -11,15 +11,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from agent_support import pid_alive, read_pid, wait_until, write_script
 
 from lockgate.engine.agents import CommandAgent, Task
 from lockgate.engine.agents.process import MAX_STDOUT
 
-from agent_support import pid_alive, read_pid, wait_until, write_script
-
 
 def task(**kw) -> Task:
-    base = dict(run_id="r1", step_id="write", prompt="Write", agent="lint")
+    base = {"run_id": "r1", "step_id": "write", "prompt": "Write", "agent": "lint"}
     return Task(**{**base, **kw})
 
 
