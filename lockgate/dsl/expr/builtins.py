@@ -96,12 +96,12 @@ def builtin_int(value: Any) -> int | float:
 
 
 def _integer_text(text: str) -> int | float:
-    if len(text) <= 400:
+    if len(text) <= 300:  # below 1e300: always a finite double
         return normalize_number(int(text))
     value = float(text)  # beyond Python's int-from-str limit a double is what JS gets anyway
     if math.isinf(value):
         raise _type_error("int() result is not a finite number")
-    return value
+    return normalize_number(value)
 
 
 def builtin_bool(value: Any) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from ...dsl.values import UNDEFINED
@@ -137,7 +138,7 @@ def _write_json(value: Any, out: list[str]) -> None:
         for i, (key, item) in enumerate(value.items()):
             if i:
                 out.append(",")
-            out.append(json.dumps(key, ensure_ascii=False))
+            out.append(_json_string(key))
             out.append(":")
             _write_json(item, out)
         out.append("}")
@@ -149,10 +150,22 @@ def _write_json(value: Any, out: list[str]) -> None:
             _write_json(item, out)
         out.append("]")
     elif kind is str:
-        out.append(json.dumps(value, ensure_ascii=False))
+        out.append(_json_string(value))
     else:
         text = js_string(value)
         out.append("null" if text in ("Infinity", "-Infinity", "NaN") else text)  # as JSON.stringify
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]")
+
+
+def _json_string(text: str) -> str:
+    """A JSON string literal as ``JSON.stringify`` writes it: a lone surrogate is escaped as
+    ``\\udXXX`` (ES2019 well-formed stringify); other characters are kept."""
+    quoted = json.dumps(text, ensure_ascii=False)
+    if text.isascii():
+        return quoted
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m[0]):04x}", quoted)
 
 
 def js_number(value: float) -> str:
@@ -200,15 +213,25 @@ def _place_point(digits: str, n: int) -> str:
 
 
 def is_json(value: Any) -> bool:
-    """Whether ``value`` passes :func:`check_json` (no exception, no message)."""
-    return _scan(value, 0) is None
+    """Whether ``value`` passes :func:`check_json` as it is (no exception, no message)."""
+    return _scan(value, 0, [_SCAN_BUDGET]) is None
 
 
-def check_json(value: Any, name: str) -> None:
-    """Validate a whole bound value: plain JSON types, finite numbers, depth <= 128, no cycles."""
-    problem = _scan(value, 0)
+def check_json(value: Any, name: str) -> Any:
+    """Validate a whole bound value: plain JSON types, finite numbers, depth <= 128, no cycles.
+
+    Returns the value JavaScript would see: ``value`` itself, or, when it holds integers beyond
+    2**53, a copy where they are rounded to doubles (beyond the double range they are Infinity,
+    which is not a JSON value).
+    """
+    problem = _scan(value, 0, [_SCAN_BUDGET])
+    if problem is _OVER_BUDGET:
+        problem = _scan_shared(value)
+    if problem is _UNSAFE_INTEGER:
+        value = _as_doubles(value, 0, {})
+        problem = _scan_shared(value)
     if problem is None:
-        return
+        return value
     if problem == "depth":
         if _has_cycle(value):
             raise ExprError("type", f"'{name}' is not a JSON value (it contains a cycle)")
@@ -217,12 +240,23 @@ def check_json(value: Any, name: str) -> None:
     raise ExprError("type", f"'{name}' is not a JSON value ({problem})")
 
 
-def _scan(value: Any, depth: int) -> str | None:
-    """None when valid, "depth" when too deep, or a description of the first non-JSON part."""
+# Containers the plain scan visits before it assumes shared sub-values (a DAG of depth 60 has
+# 2**60 paths) and restarts with the scan that visits each container once.
+_SCAN_BUDGET = 50_000
+_OVER_BUDGET = "over budget"
+_UNSAFE_INTEGER = "unsafe integer"
+
+
+def _scan(value: Any, depth: int, budget: list[int]) -> str | None:
+    """None when valid, "depth" when too deep, _OVER_BUDGET, _UNSAFE_INTEGER (an integer beyond
+    2**53, which JavaScript rounds) or a description of the first non-JSON part."""
     kind = type(value)
     if kind is dict or kind is list:
         if depth >= MAX_JSON_DEPTH:
             return "depth"
+        budget[0] -= 1
+        if budget[0] < 0:
+            return _OVER_BUDGET
         if kind is dict:
             for key in value:
                 if type(key) is not str:
@@ -231,12 +265,21 @@ def _scan(value: Any, depth: int) -> str | None:
         for item in value:
             kind = type(item)
             if kind in _PLAIN_SCALARS or (kind is float and item - item == 0):  # finite float
-                continue
-            problem = _scan(item, depth + 1)
+                if kind is not int or -_MAX_SAFE_INTEGER <= item <= _MAX_SAFE_INTEGER:
+                    continue
+                return _UNSAFE_INTEGER
+            problem = _scan(item, depth + 1, budget)
             if problem is not None:
                 return problem
         return None
-    if kind is str or kind is int or kind is bool or value is None:
+    return _scalar_problem(value)
+
+
+def _scalar_problem(value: Any) -> str | None:
+    kind = type(value)
+    if kind is int:
+        return None if -_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER else _UNSAFE_INTEGER
+    if kind is str or kind is bool or value is None:
         return None
     if kind is float:
         return None if math.isfinite(value) else f"the number {value!r} is not finite"
@@ -245,17 +288,85 @@ def _scan(value: Any, depth: int) -> str | None:
     return f"a {kind.__name__} is not a JSON type"
 
 
+def _scan_shared(value: Any) -> str | None:
+    """:func:`_scan` visiting each container once: linear in distinct objects, even for a DAG."""
+    heights: dict[int, int] = {}
+
+    def height(node: Any, depth: int) -> int | str:
+        """The nesting height below ``node`` (a container at ``depth``), or a problem."""
+        if depth >= MAX_JSON_DEPTH:
+            return "depth"
+        known = heights.get(id(node))
+        if known is not None:
+            return "depth" if depth + known >= MAX_JSON_DEPTH else known
+        items: Any = node
+        if type(node) is dict:
+            for key in node:
+                if type(key) is not str:
+                    return f"an object key is a {type(key).__name__}, not a string"
+            items = node.values()
+        tallest = 0
+        for item in items:
+            if type(item) is dict or type(item) is list:
+                below = height(item, depth + 1)
+                if type(below) is str:
+                    return below
+                tallest = max(tallest, below + 1)
+            elif (problem := _scalar_problem(item)) is not None:
+                return problem
+        heights[id(node)] = tallest
+        return tallest
+
+    if type(value) is not dict and type(value) is not list:
+        return _scalar_problem(value)
+    found = height(value, 0)
+    return found if type(found) is str else None
+
+
+def _as_doubles(value: Any, depth: int, copies: dict[int, Any]) -> Any:
+    """``value`` with integers beyond 2**53 rounded to doubles, sharing (and cycles) preserved;
+    an integer beyond the double range becomes ``inf``, which the next scan reports."""
+    kind = type(value)
+    if kind is int:
+        if -_MAX_SAFE_INTEGER <= value <= _MAX_SAFE_INTEGER:
+            return value
+        try:
+            return float(value)
+        except OverflowError:
+            return math.inf if value > 0 else -math.inf
+    if (kind is not dict and kind is not list) or depth > MAX_JSON_DEPTH:
+        return value
+    if id(value) in copies:
+        return copies[id(value)]
+    if kind is list:
+        items: list[Any] = []
+        copies[id(value)] = items
+        items.extend(_as_doubles(item, depth + 1, copies) for item in value)
+        return items
+    members: dict[str, Any] = {}
+    copies[id(value)] = members
+    for key, item in value.items():
+        members[key] = _as_doubles(item, depth + 1, copies)
+    return members
+
+
 def _has_cycle(value: Any) -> bool:
-    """Whether a container is its own descendant (only called once a value is known too deep)."""
+    """Whether a container is its own descendant (only called once a value is known too deep).
+
+    A depth-first walk that enters each container once, so shared sub-values cost nothing."""
     path: set[int] = set()
+    done: set[int] = set()
     stack: list[tuple[Any, bool]] = [(value, True)]
     while stack:
         node, entering = stack.pop()
         if not entering:
             path.discard(id(node))
+            done.add(id(node))
             continue
         if id(node) in path:
             return True
+        if id(node) in done:
+            continue
         path.add(id(node))
         stack.append((node, False))
         items = node.values() if type(node) is dict else node

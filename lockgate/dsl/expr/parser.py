@@ -148,7 +148,7 @@ class _Builder(Transformer):
         if not number.value.isdigit():
             raise ExprError("parse", f"an index must be a non-negative integer literal such as [0], "
                             f"not [{number.value}]", _span(number))
-        return _checked(Index(target, int(number.value), (target.span[0], close.end_pos), _span(number),
+        return _checked(Index(target, _index(number.value), (target.span[0], close.end_pos), _span(number),
                               size=target.size + 1, depth=target.depth))
 
     def call(self, c):
@@ -186,6 +186,12 @@ class _Builder(Transformer):
 
     def null(self, c):
         return Literal(None, _span(c[0]))
+
+
+def _index(digits: str) -> int:
+    """An index literal's value; one of 20+ digits is past any array's end whatever its value,
+    and Python refuses to convert more than 4300 digits, so such an index is capped."""
+    return int(digits) if len(digits) < 20 else 10**20
 
 
 def _number(token: Token) -> int | float:

@@ -42,7 +42,7 @@ class Bindings(dict):
         if value is UNDEFINED:
             raise ExprError("type", f"'{name}' is not a JSON value (it is undefined here)", span)
         try:
-            check_json(value, name)
+            value = check_json(value, name)
         except ExprError as exc:
             exc.span = span
             raise
