@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 
 from lockgate.engine.store.base import Event, VerifyReport
 from lockgate.engine.store.codec import (
+    check_text,
     decode,
     encode_json,
     encode_storable,
@@ -145,16 +146,8 @@ def _check_text(offset: int, detail_json: str, type_: str, step_id: str | None, 
     """Refuse an event whose text no store can keep, naming the field: U+0000 in ``type``,
     ``step_id`` or ``at`` (``detail`` was checked as JSON), or a lone surrogate in any of them."""
     for name, text in (("detail", detail_json), ("type", type_), ("step_id", step_id), ("at", at)):
-        if text is None:
-            continue
-        if "\0" in text:
-            raise UnstorableValue(f"events[{offset}].{name} contains the character U+0000, which a store cannot "
-                                  "keep (PostgreSQL refuses it); remove it")
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise UnstorableValue(f"events[{offset}].{name} is not valid Unicode (it holds a lone surrogate): "
-                                  f"{exc}") from exc
+        if text is not None:
+            check_text(text, f"events[{offset}].{name}")
 
 
 def _check_event(event: Any, offset: int, now: str) -> tuple[str, str | None, dict[str, Any], str]:

@@ -22,7 +22,12 @@ from json.encoder import (  # type: ignore[attr-defined]
 )
 from typing import Any, NamedTuple
 
-from lockgate.errors import ConcurrencyConflict, RunNotFound, StoreError, UnstorableValue
+from lockgate.errors import (
+    ConcurrencyConflict,
+    RunNotFound,
+    StoreError,
+    UnstorableValue,
+)
 
 MAX_RUN_ID = 200
 #: The longest step id a store keeps, in UTF-8 bytes (so 1,000 ASCII characters): PostgreSQL
@@ -194,15 +199,21 @@ def check_step_id_text(step_id: str) -> None:
     """Refuse a step id holding U+0000 or a lone surrogate (UnstorableValue), or longer than
     :data:`MAX_STEP_ID` bytes of UTF-8 (StoreError); return for any other."""
     what = f"step id {step_id[:40]!r}{'...' if len(step_id) > 40 else ''}"
-    if "\0" in step_id:
-        raise UnstorableValue(f"{what} contains the character U+0000, which a store cannot keep (PostgreSQL "
-                              "refuses it); remove it from the step id")
-    try:
-        size = len(step_id.encode("utf-8"))
-    except UnicodeEncodeError as exc:
-        raise UnstorableValue(f"{what} is not valid Unicode (it holds a lone surrogate): {exc}") from exc
+    size = len(check_text(step_id, what))
     if size > MAX_STEP_ID:
         raise StoreError(f"{what} is {size} bytes long in UTF-8; a step id may have at most {MAX_STEP_ID}")
+
+
+def check_text(text: str, what: str) -> bytes:
+    """``text`` as UTF-8; UnstorableValue naming ``what`` when it holds U+0000 (PostgreSQL refuses
+    it) or a lone surrogate (not valid Unicode)."""
+    if "\0" in text:
+        raise UnstorableValue(f"{what} contains the character U+0000, which a store cannot keep (PostgreSQL "
+                              "refuses it); remove it")
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise UnstorableValue(f"{what} is not valid Unicode (it holds a lone surrogate): {exc}") from exc
 
 
 def check_steps(steps: Any) -> dict[Any, Any]:
