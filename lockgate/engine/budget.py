@@ -102,6 +102,12 @@ def finite_number(value: Any) -> bool:
     return isinstance(value, float) and math.isfinite(value)
 
 
+def reported_spend(usage: Mapping[str, Any]) -> dict[str, Any]:
+    """What a reported usage adds to the ledgers: every key but ``dispatches``, which the engine
+    counts itself when it dispatches."""
+    return {k: v for k, v in usage.items() if k != "dispatches"}
+
+
 def usage_problem(usage: Any) -> str | None:
     """Why a reported usage dict is unacceptable, or None. ``dispatches`` is checked apart."""
     if usage is None:

@@ -142,7 +142,7 @@ def item_result(run: LiveRun, loc: Located, item: StepState, result: Any, failur
         _item_failed(run, fan_loc, fan_st, item, {"kind": "usage", "violations": [],
                                                    "reason": f"invalid usage (nothing recorded): {problem}"})
         return
-    spend = {k: v for k, v in usage.items() if k != "dispatches"} if usage else None
+    spend = budget.reported_spend(usage) if usage else None
     if not _item_spend(run, loc, fan_loc, fan_st, item, spend):
         return
     if rejected is not None or failure is not None:

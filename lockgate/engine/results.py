@@ -128,7 +128,7 @@ def late_spend(run: LiveRun, key: str, token: Any, usage: Any) -> None:
     if (run.header.status not in (RUN_RUNNING, RUN_CANCELLED) and st is not None and not st.dropped
             and st.status == READY and isinstance(token, str) and st.token == token
             and budget.usage_problem(usage) is None and usage):
-        spend = {k: v for k, v in usage.items() if k != "dispatches" and v}
+        spend = {k: v for k, v in budget.reported_spend(usage).items() if v}
     if not spend:
         raise EngineError(f"nothing to record for step {key}", error_type="nothing_to_record",
                           run_id=run.header.id, step_id=key)
@@ -185,7 +185,7 @@ def _settle_usage(run: LiveRun, loc: Located, st: StepState, usage: Any, reporte
         fail_attempt(run, loc, st, {"kind": "usage", "reason": f"invalid usage (nothing recorded): {problem}",
                                     "violations": []})
         return False
-    spend = {k: v for k, v in (usage or {}).items() if k != "dispatches"}
+    spend = budget.reported_spend(usage)
     task = st if loc.index is None else run.steps[loc.cstep.id]
     over = budget.charge(run, st.key, budget.ledgers(run, loc.scope, task, loc.cstep.budget), spend) if spend else None
     if over is not None:
