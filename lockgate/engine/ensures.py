@@ -9,7 +9,6 @@ configured judge, an agent callable ``judge(statement, stakes, result, input) ->
 from __future__ import annotations
 
 import inspect
-import math
 import threading
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
