@@ -2,8 +2,9 @@
 
 At most ``max_running`` agent calls (a judge's included) run at once, and at most
 ``max_outstanding`` are running or queued; a run that would exceed the second bound stops with a
-:class:`~lockgate.errors.RunnerError` instead of queueing without limit. Kept apart from the
-driving loop (:mod:`lockgate.engine.drive`) so the limits read in one place.
+:class:`OutstandingLimit` (a :class:`~lockgate.errors.RunnerError`) instead of queueing without
+limit, and the runner records the run cancelled. Kept apart from the driving loop
+(:mod:`lockgate.engine.drive`) so the limits read in one place.
 """
 
 from __future__ import annotations
@@ -13,6 +14,11 @@ from typing import Any
 
 from ..errors import RunnerError
 from .agents.config import RunnerSettings
+
+
+class OutstandingLimit(RunnerError):
+    """Starting one more call would exceed ``max_outstanding``: the run cannot go on under these
+    limits, so the runner ends it (cancelled) rather than leave it looking alive."""
 
 
 class Admission:
@@ -28,7 +34,7 @@ class Admission:
 
     def reserve(self, run_id: str, step_id: str) -> None:
         if self.outstanding >= self.settings.max_outstanding:
-            raise RunnerError(
+            raise OutstandingLimit(
                 f"run {run_id}: starting {step_id!r} would make more than max_outstanding = "
                 f"{self.settings.max_outstanding} agent calls outstanding (running or queued); "
                 "raise [runner] max_outstanding in lockgate.toml or bound the fanout's "

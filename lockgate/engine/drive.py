@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConcurrencyConflict, EngineError, RunnerError, StaleToken
-from .admission import Admission
+from .admission import Admission, OutstandingLimit
 from .agents import AgentResult
 from .dispatches import (
     DISPATCH_STATUSES,
@@ -97,6 +97,10 @@ class Drive:
             except asyncio.CancelledError:
                 await self._stop_all()
                 self._cancel_run()
+                raise
+            except OutstandingLimit as exc:  # the run cannot go on under these limits: end it
+                await self._stop_all()
+                self._cancel_run(str(exc))
                 raise
             except BaseException:
                 await self._stop_all()
@@ -371,14 +375,16 @@ class Drive:
         self.calls.clear()
         self.asks.clear()
 
-    def _cancel_run(self) -> None:
+    def _cancel_run(self, why: str | None = None) -> None:
+        """Record the run cancelled in the store (``why``: the message of its ``run_finished``)."""
         if not self.run_id:
             return
         try:  # a cancel evaluates no ensure: no judge, so no need to await anything
             response = self._note(retry_conflicts(lambda: self.engine.cancel(self.run_id)))
         except EngineError:
             return
-        self._finish(response if isinstance(response, dict) else {"status": "cancelled"})
+        response = response if isinstance(response, dict) else {"status": "cancelled"}
+        self._finish({**response, "message": why} if why else response)
 
     def _finish(self, response: dict[str, Any]) -> RunResult:
         status = str(response.get("status"))

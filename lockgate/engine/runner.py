@@ -8,8 +8,9 @@ only waits at gates nobody answered (status ``await_gate``).
 
 Limits: at most ``max_running`` agent calls run at once (default 10); at most
 ``max_outstanding`` may be running or queued (default 100): a run that would exceed it stops with a
-:class:`~lockgate.errors.RunnerError` instead of queueing without bound. Fanout ``concurrency`` is
-enforced by the engine, which issues no more items than that at once.
+:class:`~lockgate.errors.RunnerError` instead of queueing without bound, and is recorded cancelled
+in the store (its calls stopped), so it does not look alive or resumable. Fanout ``concurrency``
+is enforced by the engine, which issues no more items than that at once.
 
 Cancelling the task running :func:`run` cancels every agent call (their processes are killed),
 records the run as cancelled and re-raises.
