@@ -41,7 +41,7 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
     ("LG201", "SCHEMA_INVALID", "a value has the wrong type or shape"),
     ("LG202", "E2_UNKNOWN_FIELD", "a key that this object does not allow"),
     ("LG203", "SCHEMA_INVALID", "a required key is missing"),
-    ("LG204", "E2_CONSTRUCT_MIX", "a step needs exactly one of do, set, gate, fanout, run"),
+    ("LG204", "E2_CONSTRUCT_MIX", "a step needs exactly one of do, set, gate, fanout, run, evaluate"),
     ("LG205", "E2_FIELD_FOR_KIND", "a key not allowed for this kind of step"),
     ("LG206", "E2_RESERVED_FIELD", "__proto__, constructor and prototype are reserved names"),
     ("LG207", "SCHEMA_INVALID", "a value outside the allowed set"),

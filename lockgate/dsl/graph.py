@@ -43,7 +43,8 @@ DEFAULT_AGENT = "claude"
 # -- scanned fields (§3.2) -------------------------------------------------------------------
 
 FieldContext = Literal[
-    "do", "when", "set", "until", "ensure", "with", "over", "stage_do", "stage_when", "stage_ensure"
+    "do", "when", "set", "until", "ensure", "with", "evaluate_in", "over", "stage_do", "stage_when",
+    "stage_ensure",
 ]
 EXPRESSION_CONTEXTS: frozenset[str] = frozenset(
     {"when", "set", "until", "ensure", "stage_when", "stage_ensure"}
@@ -75,8 +76,8 @@ class ScannedField:
 def scanned_fields(step: Step) -> Iterator[ScannedField]:
     """Every scanned string of ``step`` in the validator's order (§3.2, §4 item 12.5).
 
-    ``with`` is scanned only on ``run`` steps; ``output.from`` and carry values are not step
-    fields and are checked separately.
+    ``with`` is scanned only on ``run`` steps and ``evaluate.in`` only on ``evaluate`` steps;
+    ``output.from`` and carry values are not step fields and are checked separately.
     """
     at = step.at
     if step.when is not None:
@@ -94,6 +95,8 @@ def scanned_fields(step: Step) -> Iterator[ScannedField]:
             yield ScannedField((*ensure.at, "expr"), ensure.expr, "ensure")
     if step.kind == "run" and step.with_ is not None:
         yield from _with_leaves(step.with_, (*at, "with"))
+    if step.kind == "evaluate" and step.evaluate is not None and step.evaluate.in_ is not None:
+        yield ScannedField((*step.evaluate.at, "in"), step.evaluate.in_, "evaluate_in")
     if step.fanout is not None:
         fan = step.fanout
         if fan.over is not None:
@@ -524,7 +527,7 @@ def step_agent(step: Step) -> str | None:
 def flow_graph(spec: Spec, flow_name: str) -> nx.DiGraph:
     """A networkx DiGraph of ``flow_name``: one node per step, one edge per connected pair.
 
-    Node attributes: ``kind`` (do/set/gate/fanout/run or None), ``agent`` (for ``do`` steps;
+    Node attributes: ``kind`` (do/set/gate/fanout/run/evaluate or None), ``agent`` (for ``do`` steps;
     for a fanout, the stages' agents joined by ``,``), ``label`` (the step id, plus the called
     flow for ``run``), ``index`` (position in the list). Edge attributes: ``kind`` (one of
     data, after, on_fail, approve, kill, revise; when a pair has several, the first of that

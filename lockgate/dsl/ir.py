@@ -17,7 +17,7 @@ from typing import Any
 
 from .diagnostics import YamlPath
 
-STEP_KINDS = ("do", "set", "gate", "fanout", "run")
+STEP_KINDS = ("do", "set", "gate", "fanout", "run", "evaluate")
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,9 +114,20 @@ class Fanout:
 
 
 @dataclass(frozen=True, slots=True)
+class Evaluate:
+    """An external checker the engine runs itself: ``command`` (a ``/bin/sh -c`` line), the
+    ``in`` template rendered to its stdin as JSON, and ``timeout_ms``."""
+
+    command: str | None
+    in_: str | None
+    timeout_ms: int | None
+    at: YamlPath
+
+
+@dataclass(frozen=True, slots=True)
 class Step:
-    """A step: ``kind`` names its construct (``do``, ``set``, ``gate``, ``fanout`` or ``run``),
-    or is None when the step has none or several (the schema reports it)."""
+    """A step: ``kind`` names its construct (``do``, ``set``, ``gate``, ``fanout``, ``run`` or
+    ``evaluate``), or is None when the step has none or several (the schema reports it)."""
 
     id: str | None
     index: int
@@ -137,6 +148,7 @@ class Step:
     fanout: Fanout | None = None
     run: str | None = None
     with_: Any = None
+    evaluate: Evaluate | None = None
     keys: tuple[str, ...] = ()
 
     @property
@@ -273,6 +285,7 @@ def _step(index: int, data: Any, at: YamlPath) -> Step:
     gate = body.get("gate")
     fanout = body.get("fanout")
     iterate = body.get("iterate")
+    evaluate = body.get("evaluate")
     return Step(
         id=_str(body.get("id")),
         index=index,
@@ -303,6 +316,7 @@ def _step(index: int, data: Any, at: YamlPath) -> Step:
         fanout=_fanout(fanout, (*at, "fanout")) if isinstance(fanout, Mapping) else None,
         run=_str(body.get("run")),
         with_=body.get("with"),
+        evaluate=_evaluate(evaluate, (*at, "evaluate")) if isinstance(evaluate, Mapping) else None,
         keys=tuple(k for k in body if isinstance(k, str)),
     )
 
@@ -334,6 +348,10 @@ def _fanout(data: Mapping[str, Any], at: YamlPath) -> Fanout:
         pre_merge=tuple(c for c in _list(data.get("pre_merge")) if isinstance(c, str)),
         dispatch=dispatch if isinstance(dispatch, str) else "engine",
     )
+
+
+def _evaluate(data: Mapping[str, Any], at: YamlPath) -> Evaluate:
+    return Evaluate(_str(data.get("command")), _str(data.get("in")), _int(data.get("timeout_ms")), at)
 
 
 def _ensures(data: Any, at: YamlPath) -> tuple[Ensure, ...]:

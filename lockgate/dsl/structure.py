@@ -6,7 +6,7 @@ maps each error to one :class:`Finding` with a stable code, the exact YAML path 
 value) and a message a person can act on:
 
 LG202 unknown key (one per key, with a did-you-mean) · LG203 missing required key (at the parent's
-key) · LG204 not exactly one of do/set/gate/fanout/run · LG205 a key not allowed for the step's
+key) · LG204 not exactly one of do/set/gate/fanout/run/evaluate · LG205 a key not allowed for the step's
 kind · LG206 reserved names · LG207 a value outside an enum · LG208 a name that breaks its pattern
 · LG209 version · LG210 a number out of range · LG201 anything else.
 
@@ -37,6 +37,7 @@ _NOUNS = {
     "step": "a step", "stage": "a fanout stage", "gate": "a gate", "fanout": "a fanout",
     "budget": "a budget", "iterate": "iterate", "ensureItem": "an ensure item",
     "file_contains": "file_contains", "judged": "judged", "carryVar": "a carry variable",
+    "evaluate": "evaluate",
 }
 _PATTERN_NAMES = {
     "stepId": "a step id", "contractName": "a contract name", "fieldName": "a field name",
@@ -117,7 +118,7 @@ class _Mapper:
         self.missing.setdefault(path, set()).add(key)
         owner = schema_path[1] if len(schema_path) > 1 and schema_path[0] == "$defs" else ""
         if owner in _KIND_DEFS:
-            message = f"a {_KIND_DEFS[owner]} step needs `{key}`"
+            message = f"{_a(_KIND_DEFS[owner])} step needs `{key}`"
         else:
             message = f"missing required key `{key}` in {_noun(schema_path[:-1])}"
         self._add(Finding("LG203", message, path, at="key", hint=_required_hint(key)))
@@ -205,6 +206,10 @@ class _Mapper:
         value = _value_at(self.data, path)
         self._add(Finding("LG210", f"{_name(path)} must be greater than {limit}, got {_describe(value)}", path))
 
+    def _on_minLength(self, err: Any, path: YamlPath, schema_path: list[str]) -> None:
+        hint = "write the shell command line to run" if path and path[-1] == "command" else None
+        self._add(Finding("LG201", f"{_name(path)} must not be empty", path, hint=hint))
+
     def _on_minItems(self, err: Any, path: YamlPath, schema_path: list[str]) -> None:
         if path and path[-1] == "steps" and len(path) >= 2 and path[-2] == "fanout":
             message = "a fanout needs at least one stage in `steps`"
@@ -247,8 +252,12 @@ class _Mapper:
         if not homes:  # not a step key at all: the step's own additionalProperties reports it
             return
         where = " and ".join(homes)
-        message = f"`{key}` is not allowed on a {kind} step; it belongs to {where} steps"
-        self._add(Finding("LG205", message, (*step_path, key), at="key"))
+        message = f"`{key}` is not allowed on {_a(kind)} step; it belongs to {where} steps"
+        hint = None
+        if kind == "evaluate":
+            hint = ("an evaluate step takes only `evaluate` and `out` (besides id, after and when); "
+                    "its failures are final: never retried, never routed to on_fail")
+        self._add(Finding("LG205", message, (*step_path, key), at="key", hint=hint))
 
     def _unknown_key(self, path: YamlPath, key: str, free: list[str], allowed: list[str], noun: str) -> None:
         suggestion = _closest(key, free)
@@ -354,7 +363,14 @@ def _required_hint(key: str) -> str | None:
         "on_kill": "a gate lists all three routes; use null to end the flow",
         "out": "name the contract the computed object must satisfy",
         "with": "give the subflow's input fields (use {} when it has none)",
+        "command": "the shell command line the engine runs (as /bin/sh -c) in the workspace",
+        "timeout_ms": "the longest the command may run, in milliseconds (e.g. 60000)",
     }.get(key)
+
+
+def _a(word: str) -> str:
+    """``word`` with its indefinite article ("a gate", "an evaluate")."""
+    return f"an {word}" if word[:1] in "aeiou" else f"a {word}"
 
 
 # -- value helpers ------------------------------------------------------------------------------

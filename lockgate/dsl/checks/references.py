@@ -26,6 +26,7 @@ def check(ctx: Context) -> Iterator[Finding]:
 
 
 _FIELDS = attrgetter("fields")
+_WHERE = {"over": "fanout.over", "evaluate_in": "evaluate.in"}
 
 
 def field_findings(ctx: Context, flow: Flow, step: Step, field: ScannedField) -> Iterator[Finding]:
@@ -50,7 +51,7 @@ def field_findings(ctx: Context, flow: Flow, step: Step, field: ScannedField) ->
 def _ref(ctx: Context, flow: Flow, step: Step, field: ScannedField, ref: Ref) -> Iterator[Finding]:
     if ref.kind in ("item", "prev"):
         if not field.in_stage:
-            where = "fanout.over" if field.context == "over" else f"'{field.context}'"
+            where = _WHERE.get(field.context, f"'{field.context}'")
             yield Finding(
                 "LG402",
                 f"${{{ref.kind}}} is only bound inside a fanout stage, not in {where}",
@@ -71,7 +72,7 @@ def _carry(ctx: Context, flow: Flow, field: ScannedField, ref: Ref) -> Iterator[
         yield Finding(
             "LG408",
             f"${{{name}}} reads a carry variable, and carry variables cannot be read in "
-            f"expressions ('{field.context}'); use it in a 'do' text or 'with' value",
+            f"expressions ('{field.context}'); use it in a 'do' text, a 'with' value or 'evaluate.in'",
             field.path,
             span=ref.span,
         )

@@ -97,7 +97,7 @@ def output_type(ctx: Context, flow: Flow, step: Step) -> OutputType | Finding | 
     """What ``step``'s output is typed against, a Finding (without location) saying why it has
     none, or None when the declared contract is unknown (reported elsewhere)."""
     sid = step.id
-    if step.kind in ("do", "set"):
+    if step.kind in ("do", "set", "evaluate"):
         if step.out is None:
             return Finding(
                 "LG405",
