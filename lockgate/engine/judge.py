@@ -49,6 +49,9 @@ STAKES_GUIDANCE = {
 }
 #: Distinct judge questions one engine call may raise before the runner gives up (see settle).
 MAX_QUESTIONS = 256
+#: Seconds a cancelled judge callable may take to end before the run stops waiting for it (an
+#: agent's process gets the same grace between SIGTERM and SIGKILL).
+CANCEL_GRACE_S = 2.0
 
 
 class JudgeError(LockgateError):
@@ -132,16 +135,48 @@ def as_judge(target: Any, resolve_agent: Callable[[str], Any] | None = None) -> 
 async def ask_judge(judge: Judge, question: Question, *, run_id: str = "",
                     step_id: str | None = None, cwd: str | None = None) -> Any:
     """Ask ``judge`` on the running loop: an agent judge gets the run's context; a coroutine
-    function is awaited; a plain function runs in a worker thread (a slow one never blocks)."""
+    function is awaited (cancelled with the run, see :func:`_stoppable`); a plain function runs
+    in a worker thread (a slow one never blocks)."""
     args = (question.statement, question.stakes, question.result, question.input)
     if isinstance(judge, JudgeBridge):
         judge = judge.judge
     if isinstance(judge, AgentJudge):
         return await judge.ask(*args, run_id=run_id, step_id=step_id, cwd=cwd)
     if _is_async(judge):
-        return await judge(*args)
+        return await _stoppable(judge(*args))
     value = await asyncio.to_thread(judge, *args)
-    return await value if inspect.isawaitable(value) else value
+    return await _stoppable(value) if inspect.isawaitable(value) else value
+
+
+_abandoned: set[asyncio.Future[Any]] = set()  # judge calls left running: referenced until they end
+
+
+async def _stoppable(awaitable: Awaitable[Any]) -> Any:
+    """What a judge callable's ``awaitable`` answers, awaited as a task of its own.
+
+    A judge callable has no ``cancel()`` to stop it, as an agent has, so one that does not end
+    when cancelled would hold a cancelled run forever. Cancelling this cancels the judge's task,
+    waits up to :data:`CANCEL_GRACE_S` for it to end, then leaves it behind (its answer unused)
+    and lets the cancellation through.
+    """
+    call = asyncio.ensure_future(awaitable)
+    try:
+        return await asyncio.shield(call)
+    except asyncio.CancelledError:
+        if call.done():  # the judge itself raised CancelledError: its answer, as before
+            raise
+        call.cancel()
+        await asyncio.wait({call}, timeout=CANCEL_GRACE_S)
+        if not call.done():
+            _abandoned.add(call)
+            call.add_done_callback(_forget)
+        raise
+
+
+def _forget(call: asyncio.Future[Any]) -> None:
+    _abandoned.discard(call)
+    if not call.cancelled():
+        call.exception()  # retrieved: an abandoned judge's failure concerns nobody now
 
 
 @dataclass(frozen=True)
