@@ -104,6 +104,8 @@ def _consider(run: LiveRun, loc: Located, st: StepState) -> None:
         fanout.start_fanout(run, loc, st)
     elif kind == "run":
         subflows.start_subflow(run, loc, st)
+    elif kind == "evaluate":
+        evaluate.run_evaluate(run, loc, st)
 
 
 # -- do -------------------------------------------------------------------------------------------
@@ -401,4 +403,4 @@ def json_equal(a: Any, b: Any) -> bool:
 
 # Imported last: these modules build on the helpers above (import cycle), and a module reference
 # resolved once costs nothing per transition, unlike an import statement inside a function.
-from . import fanout, subflows
+from . import evaluate, fanout, subflows

@@ -291,6 +291,8 @@ def _scanned_texts(step: Step) -> Iterator[str]:
             yield ensure.expr
     if step.kind == "run":
         yield from _leaves(step.with_)
+    if step.kind == "evaluate" and step.evaluate is not None and step.evaluate.in_:
+        yield step.evaluate.in_
     if step.fanout is not None:
         if step.fanout.over:
             yield step.fanout.over

@@ -29,6 +29,7 @@ from . import checkpoints
 from .advance import advance
 from .carry import materialise
 from .compiled import CompiledSpec, compiled
+from .evaluate import EvaluateEnv, Evaluator, run_command
 from .gates import gate_resolve as _gate_resolve
 from .live import Env, LiveRun
 from .model import (
@@ -53,11 +54,14 @@ class Engine:
     ``store`` defaults to an in-memory store; ``workspace`` is the directory file predicates and
     worktrees are jailed to (None: file predicates fail closed); ``judge`` answers ``judged``
     ensures; ``dispatcher`` lets the engine execute engine-dispatch fanout items itself (an
-    agent with ``async execute(task)``, or a sync/async callable taking the dispatch dict).
+    agent with ``async execute(task)``, or a sync/async callable taking the dispatch dict);
+    ``evaluator`` runs ``evaluate`` steps (see :mod:`lockgate.engine.evaluate`): by default
+    ``/bin/sh -c`` in the workspace, None for none (evaluate steps then fail).
     """
 
     def __init__(self, store: Any = None, workspace: str | Path | None = None,
-                 judge: Callable[..., Any] | None = None, dispatcher: Any = None) -> None:
+                 judge: Callable[..., Any] | None = None, dispatcher: Any = None,
+                 evaluator: Evaluator | None = run_command) -> None:
         if store is None:
             from .store import open_store
 
@@ -66,6 +70,7 @@ class Engine:
         self.workspace = Path(workspace).resolve() if workspace is not None else None
         self.judge = judge
         self.dispatcher = dispatcher
+        self.evaluator = evaluator
         self._live: dict[str, LiveRun] = {}
 
     # -- protocol ---------------------------------------------------------------------------------
@@ -250,7 +255,7 @@ class Engine:
     # -- machinery ----------------------------------------------------------------------------------
 
     def _env(self) -> Env:
-        return Env(judge=self.judge)
+        return EvaluateEnv(judge=self.judge, evaluator=self.evaluator)
 
     def _get(self, run_id: str, fresh: bool = False) -> LiveRun:
         run = self._live.get(run_id)

@@ -94,6 +94,10 @@ def _step(step: Step) -> dict[str, Any]:
     elif step.kind == "run":
         out["run"] = step.run
         out["with"] = step.with_
+    elif step.kind == "evaluate" and step.evaluate is not None:
+        evaluate = step.evaluate
+        out["evaluate"] = {"command": evaluate.command, "timeout_ms": evaluate.timeout_ms}
+        _put(out["evaluate"], "in", evaluate.in_)
     _put(out, "out", step.out)
     if step.ensure:
         out["ensure"] = [_ensure(e) for e in step.ensure]

@@ -1,0 +1,244 @@
+"""``evaluate`` steps: the engine runs an external checker itself (reference §1.7, §6.11).
+
+The step runs synchronously inside ``advance``, with no intermediate persisted state: render
+``in`` (recursively, like ``with``: a full reference keeps its JSON type; no ``in`` is ``null``),
+call the run's evaluator, check its result against the fixed evaluator-result contract
+``{status: closed|open|failed, children: any[], reason: string, score?: number, route?:
+claude|codex}`` (``closed`` has no children, ``open`` at least one), then against ``out``. The
+result is the step's output. Every failure is forced exhausted: no retry, and an evaluate step
+has no ``on_fail`` (the validator refuses one), so it fails its scope.
+
+**The evaluator** is pluggable: ``Engine(evaluator=...)`` takes a callable (sync or async)
+``evaluator(command, input_value, timeout_ms, workspace)`` that returns the envelope
+``{"ok": True, "result": value}`` or ``{"ok": False, "kind": "exit" | "timeout" | "parse",
+"reason": str}``. The default is :func:`run_command`; ``evaluator=None`` configures none, and
+every evaluate step then fails with "evaluate: no evaluate runner configured".
+
+Because the command runs inside the engine transaction, a transaction replayed after a
+concurrent write runs it again: evaluate commands should be checks without side effects.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..dsl.contracts import ContractSet
+from ..dsl.refs import render_value
+from ..dsl.values import UNDEFINED
+from ..errors import RefError, UnstorableValue
+from .advance import fail_attempt, output_source_failure, resolver, succeed
+from .ensures import call_sync, contract_violations
+from .live import Env, LiveRun, Located
+from .model import StepState, now
+
+Evaluator = Callable[[str, Any, int, "Path | None"], Any]
+
+#: the most of the command's stdout that is read (as for command agents)
+MAX_STDOUT = 32 * 1024 * 1024
+#: a timeout_ms beyond this (a week) is taken as this: a float of seconds cannot hold every int
+MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000
+REASON_CHARS = 2000
+SHELL = "/bin/sh"
+
+NO_RUNNER = "evaluate: no evaluate runner configured"
+_KIND_REASONS = {
+    "exit": "command exited with a non-zero status ({})",
+    "timeout": "command timed out ({})",
+    "parse": "output was not valid JSON ({})",
+}
+RESULT_CONTRACT = "EvaluatorResult"
+_RESULT_FIELDS = {
+    "status": "closed|open|failed", "children": "array", "reason": "string",
+    "score": "number?", "route": "claude|codex?",
+}
+_CONTRACTS = ContractSet.from_decls({RESULT_CONTRACT: _RESULT_FIELDS})
+
+
+# -- the default runner -------------------------------------------------------------------------
+
+
+def run_command(command: str, input_value: Any, timeout_ms: int, workspace: Path | None, *,
+                max_stdout: int = MAX_STDOUT) -> dict[str, Any]:
+    """The built-in evaluator: ``/bin/sh -c command`` in its own process group, with cwd the
+    workspace (None: the engine process's cwd) and the environment inherited, JSON of
+    ``input_value`` on stdin. Its whole stdout must be one JSON value (UTF-8, no NaN or
+    Infinity, storable, at most ``max_stdout`` bytes). On timeout the process group is killed
+    (SIGTERM, a grace period, SIGKILL), grandchildren too. Raises when the shell cannot be
+    started (the engine reports that as "evaluate: runner threw: ...")."""
+    payload = json.dumps(input_value, allow_nan=False, ensure_ascii=False).encode()
+    return call_sync(_run, command, payload, timeout_ms, workspace, max_stdout)
+
+
+async def _run(command: str, payload: bytes, timeout_ms: int, workspace: Path | None,
+               max_stdout: int) -> dict[str, Any]:
+    from .agents.process import ProcessGroup, ProcessOutputTooLarge, ProcessTimeout
+
+    try:
+        done = await ProcessGroup().run(
+            [SHELL, "-c", command], stdin=payload, cwd=None if workspace is None else str(workspace),
+            timeout=min(timeout_ms, MAX_TIMEOUT_MS) / 1000, max_stdout=max_stdout)
+    except ProcessTimeout:
+        return failed("timeout", f"after {timeout_ms} ms; its process group was killed")
+    except ProcessOutputTooLarge:
+        return failed("parse", f"more than {max_stdout} bytes on stdout; the command was killed")
+    return _interpret(done)
+
+
+def _interpret(done: Any) -> dict[str, Any]:
+    from .agents.command import preview
+    from .agents.jsontext import NotJSON, loads
+
+    if done.returncode != 0:
+        status = f"killed by signal {-done.returncode}" if done.returncode < 0 else f"status {done.returncode}"
+        tail = done.stderr_tail(REASON_CHARS)
+        return failed("exit", f"{status}: {tail}" if tail else f"{status}, no stderr")
+    if done.bad_utf8_at is not None:
+        return failed("parse", f"stdout is not UTF-8 at byte {done.bad_utf8_at}")
+    try:
+        value = loads(done.stdout)
+    except NotJSON as exc:
+        return failed("parse", f"{exc}: {preview(done.stdout)}")
+    value, problem = storable(value)
+    if problem is not None:
+        return failed("parse", problem)
+    return {"ok": True, "result": value}
+
+
+def failed(kind: str, reason: str) -> dict[str, Any]:
+    """A failure envelope (for evaluators to build theirs with)."""
+    return {"ok": False, "kind": kind, "reason": reason}
+
+
+def storable(value: Any) -> tuple[Any, str | None]:
+    """(``value`` as the plain JSON a store gives back, None), or (UNDEFINED, why no store
+    could keep it: not JSON, NaN, U+0000, a lone surrogate, nested too deeply)."""
+    from .store.codec import encode_storable
+
+    try:
+        text = encode_storable(value, "the result")
+    except UnstorableValue as exc:
+        return UNDEFINED, f"the result cannot be stored: {exc}"
+    return json.loads(text), None
+
+
+# -- the step -----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class EvaluateEnv(Env):
+    """A run's environment with the evaluator of its engine (None: none configured)."""
+
+    evaluator: Evaluator | None = run_command
+
+
+def run_evaluate(run: LiveRun, loc: Located, st: StepState) -> None:
+    """Run one evaluate step to success or to a forced failure."""
+    scope, cstep = loc.scope, loc.cstep
+    spec = cstep.step.evaluate
+    assert spec is not None and spec.command is not None and spec.timeout_ms is not None
+    st.started_at = now()
+    evaluator = getattr(run.env, "evaluator", run_command)
+    if evaluator is None:
+        _fail(run, loc, st, NO_RUNNER)
+        return
+    try:
+        value = None if spec.in_ is None else render_value(spec.in_, resolver(run, scope))
+    except RefError as exc:
+        _fail(run, loc, st, f"evaluate: input render failed: {exc.message}")
+        return
+    started = time.perf_counter()
+    try:
+        envelope = call_sync(evaluator, spec.command, value, spec.timeout_ms, run.workspace())
+    except Exception as exc:  # an evaluator is foreign code: its failure is the step's
+        _event(run, st, spec.command, started, "threw")
+        _fail(run, loc, st, f"evaluate: runner threw: {_clean(str(exc) or type(exc).__name__)}")
+        return
+    result, problem, outcome = _opened(envelope)
+    _event(run, st, spec.command, started, outcome)
+    if problem is not None:
+        _fail(run, loc, st, problem)
+        return
+    failure = checked(run, cstep.step.out, result)
+    if failure is None:
+        failure = output_source_failure(run, scope, cstep, result)
+    if failure is not None:
+        fail_attempt(run, loc, st, failure, output=result, forced=True)
+        return
+    st.attempts.append({"attempt": len(st.attempts) + 1, "at": now(), "result": result})
+    succeed(run, loc, st, result)
+
+
+def _opened(envelope: Any) -> tuple[Any, str | None, str]:
+    """(the result as plain JSON, None, "ok") of a success envelope; otherwise (UNDEFINED, the
+    failure reason, the outcome: the envelope's kind, or "malformed")."""
+    malformed = UNDEFINED, f"evaluate: malformed result envelope: {_shape(envelope)}", "malformed"
+    if not isinstance(envelope, Mapping) or not isinstance(envelope.get("ok"), bool):
+        return malformed
+    if envelope["ok"]:
+        if envelope.keys() != {"ok", "result"}:
+            return malformed
+        result, problem = storable(envelope["result"])
+        if problem is not None:
+            return UNDEFINED, _KIND_REASONS["parse"].format(problem), "parse"
+        return result, None, "ok"
+    kind, reason = envelope.get("kind"), envelope.get("reason")
+    if envelope.keys() != {"ok", "kind", "reason"} or kind not in _KIND_REASONS or not isinstance(reason, str):
+        return malformed
+    return UNDEFINED, _KIND_REASONS[kind].format(_clean(reason)), kind
+
+
+def checked(run: LiveRun, out: str | None, result: Any) -> dict[str, Any] | None:
+    """The evaluator-result contract, its cross-field rules, then ``out``: the first failure."""
+    violations = contract_violations(_CONTRACTS[RESULT_CONTRACT], result)
+    if not violations:
+        violations = _cross_field(result)
+    if violations:
+        return _schema_failure("the evaluator-result contract", violations)
+    if out is not None:
+        violations = contract_violations(run.cspec.contract(out), result)
+        if violations:
+            return _schema_failure(f"the {out} contract", violations)
+    return None
+
+
+def _cross_field(result: dict[str, Any]) -> list[dict[str, str]]:
+    status, children = result["status"], result["children"]
+    if status == "closed" and children:
+        return [{"path": "result.children", "message": f"a closed result has no children, found {len(children)}"}]
+    if status == "open" and not children:
+        return [{"path": "result.children", "message": "an open result needs at least one child"}]
+    return []
+
+
+def _schema_failure(what: str, violations: list[dict[str, str]]) -> dict[str, Any]:
+    summary = "; ".join(f"{v['path']}: {v['message']}" for v in violations[:5])
+    return {"kind": "schema", "reason": f"evaluate: the result failed {what}: {summary}", "violations": violations}
+
+
+def _fail(run: LiveRun, loc: Located, st: StepState, reason: str) -> None:
+    fail_attempt(run, loc, st, {"kind": "evaluate", "reason": reason, "violations": []}, forced=True)
+
+
+def _event(run: LiveRun, st: StepState, command: str, started: float, outcome: str) -> None:
+    """An ``evaluated`` event: what ran, for how long, and how it ended (ok, exit, timeout,
+    parse, malformed or threw)."""
+    run.event("evaluated", st.key, command=command, outcome=outcome,
+              duration_ms=round((time.perf_counter() - started) * 1000, 3))
+
+
+def _shape(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "an object with keys " + ", ".join(sorted(map(str, value))) if value else "an empty object"
+    return f"a {type(value).__name__}, not an object"
+
+
+def _clean(text: str) -> str:
+    """``text`` made storable (it may come from a command's stderr: U+0000 and lone surrogates
+    are replaced) and cut to REASON_CHARS characters."""
+    text = text.replace("\0", "\ufffd").encode("utf-8", "replace").decode("utf-8")
+    return text if len(text) <= REASON_CHARS else text[:REASON_CHARS] + "..."
