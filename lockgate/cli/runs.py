@@ -25,6 +25,12 @@ STORE_HELP = "Run store: a SQLite path, sqlite://, postgresql://... or memory (d
 # The engine's run statuses (lockgate.engine.model.RUN_STATUSES), spelled out to keep this import cheap.
 RUN_STATUSES = ("running", "complete", "failed", "killed", "cancelled")
 
+# What `lockgate run` (the protocol's responses) calls a stored status by another name: a failed
+# run answers "error" (lockgate.engine.responses.error_response). The waiting statuses
+# (execute_step, await_gate) are not here: both are "running" in the store, which cannot tell a
+# run waiting at a gate from one waiting for an agent.
+STATUS_ALIASES = {"error": "failed"}
+
 
 def store_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--store", metavar="URL", envvar="LOCKGATE_STORE", help=STORE_HELP)(fn)
@@ -81,13 +87,15 @@ def _table(rows: list[list[str]], header: list[str]) -> None:
 
 
 @click.command("runs")
-@click.option("--status", type=click.Choice(RUN_STATUSES), help="Only runs with this status.")
+@click.option("--status", type=click.Choice([*RUN_STATUSES, *STATUS_ALIASES]),
+              help="Only runs with this status (error: failed, as `lockgate run` reports it).")
 @click.option("--limit", type=click.IntRange(1), default=50, show_default=True,
               help="At most this many runs.")
 @store_option
 @format_option
 def runs_cmd(status: str | None, limit: int, store: str | None, fmt: str) -> None:
     """List runs, newest first."""
+    status = STATUS_ALIASES.get(status, status) if status else None
     found = _call(lambda: _engine(store).runs(status=status, limit=limit))
     if fmt == "json":
         _json(found)
