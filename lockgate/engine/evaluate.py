@@ -38,8 +38,6 @@ from .model import StepState, now
 
 Evaluator = Callable[[str, Any, int, "Path | None"], Any]
 
-#: the most of the command's stdout that is read (as for command agents)
-MAX_STDOUT = 32 * 1024 * 1024
 #: a timeout_ms beyond this (a week) is taken as this: a float of seconds cannot hold every int
 MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000
 REASON_CHARS = 2000
@@ -63,21 +61,23 @@ _CONTRACTS = ContractSet.from_decls({RESULT_CONTRACT: _RESULT_FIELDS})
 
 
 def run_command(command: str, input_value: Any, timeout_ms: int, workspace: Path | None, *,
-                max_stdout: int = MAX_STDOUT) -> dict[str, Any]:
+                max_stdout: int | None = None) -> dict[str, Any]:
     """The built-in evaluator: ``/bin/sh -c command`` in its own process group, with cwd the
     workspace (None: the engine process's cwd) and the environment inherited, JSON of
     ``input_value`` on stdin. Its whole stdout must be one JSON value (UTF-8, no NaN or
-    Infinity, storable, at most ``max_stdout`` bytes). On timeout the process group is killed
-    (SIGTERM, a grace period, SIGKILL), grandchildren too. Raises when the shell cannot be
-    started (the engine reports that as "evaluate: runner threw: ...")."""
+    Infinity, storable, at most ``max_stdout`` bytes: by default 32 MiB, as for command
+    agents). On timeout the process group is killed (SIGTERM, a grace period, SIGKILL),
+    grandchildren too. Raises when the shell cannot be started (the engine reports that as
+    "evaluate: runner threw: ...")."""
     payload = json.dumps(input_value, allow_nan=False, ensure_ascii=False).encode()
     return call_sync(_run, command, payload, timeout_ms, workspace, max_stdout)
 
 
 async def _run(command: str, payload: bytes, timeout_ms: int, workspace: Path | None,
-               max_stdout: int) -> dict[str, Any]:
-    from .agents.process import ProcessGroup, ProcessOutputTooLarge, ProcessTimeout
+               max_stdout: int | None) -> dict[str, Any]:
+    from .agents.process import MAX_STDOUT, ProcessGroup, ProcessOutputTooLarge, ProcessTimeout
 
+    max_stdout = MAX_STDOUT if max_stdout is None else max_stdout
     try:
         done = await ProcessGroup().run(
             [SHELL, "-c", command], stdin=payload, cwd=None if workspace is None else str(workspace),

@@ -422,3 +422,32 @@ def test_the_stored_spec_keeps_evaluate_and_a_fresh_engine_runs_it(tmp_path: Pat
     fresh = Engine(store=open_store(url), workspace=tmp_path)
     done = fresh.gate_resolve(first["run_id"], "wait", "approve", "go", "test", first["gate_token"])
     assert done["status"] == "complete" and done["output"] == CLOSED
+
+
+def test_a_gate_revise_runs_the_evaluate_step_again_and_rewrites_carry() -> None:
+    text = spec("""
+        - id: check
+          evaluate: {command: x, timeout_ms: 10}
+          out: Verdict
+        - id: review
+          after: [check]
+          gate: {on_approve: null, on_revise: check, on_kill: null}
+        """, extra="""
+        max_rounds: 2
+        carry:
+          last:
+            initial: "${check.output.reason}"
+        """)
+    reasons = iter(["first", "second"])
+
+    def evaluator(command: str, value: Any, timeout_ms: int, workspace: Any) -> dict[str, Any]:
+        return {"ok": True, "result": {**CLOSED, "reason": next(reasons)}}
+
+    engine, out = run_with(evaluator, text)
+    run = out["run_id"]
+    again = engine.gate_resolve(run, "review", "revise", "redo", "test", out["gate_token"])
+    assert again["status"] == "await_gate"
+    done = engine.gate_resolve(run, "review", "approve", "ok", "test", again["gate_token"])
+    assert done["output"]["reason"] == "second"
+    assert engine.audit(run)["carry"]["last"]["value"] == "second"
+    assert len(events(engine, run, "evaluated")) == 2
