@@ -24,7 +24,8 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WAITING = 0, 1, 2, 3
 @click.command("run")
 @click.argument("spec", required=False, metavar="SPEC")
 @click.option("--input", "pairs", multiple=True, metavar="KEY=VALUE",
-              help="A flow input; VALUE is parsed as JSON when it is valid JSON, else a string.")
+              help="A flow input; VALUE is taken as written for a string or enum input, else "
+                   "parsed as JSON when it is valid JSON.")
 @click.option("--inputs", "inputs_file", type=click.Path(dir_okay=False), metavar="FILE",
               help="Flow inputs from a JSON or YAML file (--input values override them).")
 @click.option("--flow", help="The flow to run (default: the spec's entry flow).")
@@ -82,12 +83,14 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
          resume_id: str | None) -> int:
     from ..engine.agents.config import load_config
     from ..engine.engine import Engine
+    from ..engine.flowneeds import as_spec
     from ..engine.gatechannel import TerminalGates
     from ..engine.runner import make_runner
     from ..engine.store import open_store
     from . import interrupt
 
-    inputs = read_inputs(pairs, inputs_file)
+    loaded = as_spec(Path(spec)) if spec else None
+    inputs = read_inputs(pairs, inputs_file, _declared_inputs(loaded, flow))
     agents = load_agents(agents_module) if agents_module else {}
     config = load_config(start=Path(spec).resolve().parent if spec else Path.cwd())
     engine = Engine(store=open_store(store_url), workspace=Path.cwd())
@@ -101,7 +104,7 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
         with display:
             if resume_id:
                 return await runner.resume(resume_id)
-            return await runner.start(Path(spec), inputs, flow=flow)
+            return await runner.start(loaded, inputs, flow=flow)
 
     try:
         # stdout carries only the flow's output (for `> out.json` or `| jq`): what agents print
@@ -111,6 +114,15 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     finally:
         engine.close()
     return _conclude(result)
+
+
+def _declared_inputs(spec: Any, flow: str | None) -> dict[str, Any]:
+    """The ``input`` declarations of the flow to run (none when there is no such flow: the
+    engine then says so)."""
+    if spec is None:
+        return {}
+    chosen = spec.flows.get(flow or spec.entry)
+    return dict(chosen.input) if chosen is not None else {}
 
 
 def _conclude(result: Any) -> int:

@@ -7,26 +7,33 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import click
 
 
-def read_inputs(pairs: tuple[str, ...], inputs_file: str | None) -> dict[str, Any]:
-    """The flow inputs: the --inputs file, then each --input KEY=VALUE over it (VALUE as JSON
-    when it parses, else the string)."""
+def read_inputs(pairs: tuple[str, ...], inputs_file: str | None,
+                declared: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The flow inputs: the --inputs file, then each --input KEY=VALUE over it.
+
+    VALUE is read by the type ``declared`` (the flow's ``input``) gives KEY, as the notebook's
+    ``%flow run`` reads it (:func:`lockgate.dsl.inputtext.input_from_text`): verbatim for a
+    string or enum input (``topic=42`` is ``"42"``), else as JSON when it parses."""
+    from ..dsl.inputtext import input_from_text
+
+    declared = declared or {}
     inputs: dict[str, Any] = {}
     if inputs_file:
         inputs.update(_read_inputs_file(Path(inputs_file)))
     for pair in pairs:
         key, sep, raw = pair.partition("=")
-        if not sep or not key.strip():
+        key = key.strip()
+        if not sep or not key:
             raise click.BadParameter(f"--input expects KEY=VALUE, got {pair!r}")
-        try:
-            inputs[key.strip()] = json.loads(raw)
-        except json.JSONDecodeError:
-            inputs[key.strip()] = raw
+        kind = declared.get(key)
+        inputs[key] = input_from_text(raw, kind if isinstance(kind, str) else None)
     return inputs
 
 
