@@ -9,6 +9,7 @@ configured judge, an agent callable ``judge(statement, stakes, result, input) ->
 from __future__ import annotations
 
 import inspect
+import json
 import threading
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..dsl.expr import Bindings
+from ..dsl.expr import compile as compile_expr
 from ..errors import ExprError, LockgateError
 from .budget import finite_number
 from .compiled import CEnsure, CExpr
@@ -74,12 +76,57 @@ def first_failed_ensure(
                 shared = Bindings(bindings, workspace)
             holds, reason = _holds(ensure.expression, shared, None)
         if not holds:
-            label = ensure.source if ensure.kind != "judged" else f"judged: {ensure.statement}"
-            message = f'ensure "{label}" failed: {reason}'
-            # "message" is the field every violation kind carries (contract ones add "path")
-            return {"ensure": label, "kind": ensure.kind, "message": message,
-                    "reason": message, "detail": reason}
+            return _violation(ensure, reason, shared)
     return None
+
+
+def _violation(ensure: CEnsure, reason: str | None, bindings: Bindings | None) -> dict[str, Any]:
+    """The violation dict of a failed ensure. A predicate that evaluated to false names the
+    values it read, so whoever retries sees what was wrong, not only that something was."""
+    label = ensure.source if ensure.kind != "judged" else f"judged: {ensure.statement}"
+    message = f'ensure "{label}" failed: {reason}'
+    read = values_read(ensure.expression, bindings) if bindings is not None and reason == FALSE else {}
+    if read:
+        message += " (" + ", ".join(f"{path} = {value}" for path, value in read.items()) + ")"
+    # "message" is the field every violation kind carries (contract ones add "path")
+    violation = {"ensure": label, "kind": ensure.kind, "message": message, "reason": message, "detail": reason}
+    return {**violation, "values": read} if read else violation
+
+
+FALSE = "predicate evaluated to false"
+#: At most this many values are shown, each cut to this many characters of JSON.
+MAX_VALUES, MAX_VALUE_TEXT = 6, 80
+
+
+def values_read(expression: Any, bindings: Bindings) -> dict[str, str]:
+    """``{path as written: its value as short JSON text}`` for the member paths an expression
+    reads (``result.path``, ``input.item``, ``result.items[0]``), in source order, at most
+    :data:`MAX_VALUES`; a path that does not resolve (the predicate never reached it) is left out."""
+    shown: dict[str, str] = {}
+    for path in expression.member_paths:
+        text = expression.source[path.span[0]:path.span[1]]
+        if text in shown or not path.path and path.root not in _VALUE_ROOTS:
+            continue
+        if len(shown) == MAX_VALUES:
+            break
+        try:
+            value = compile_expr(text).evaluate(bindings)
+        except ExprError:
+            continue
+        shown[text] = _short_json(value)
+    return shown
+
+
+#: Roots whose bare name is a value worth showing (a bare ``result`` is the whole output).
+_VALUE_ROOTS = frozenset({"item", "prev"})
+
+
+def _short_json(value: Any) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=repr)
+    except (ValueError, RecursionError):  # not JSON all the way down; the store refuses it anyway
+        return "…"
+    return text if len(text) <= MAX_VALUE_TEXT else text[:MAX_VALUE_TEXT - 1] + "…"
 
 
 def until_holds(until: CExpr, bindings: Mapping[str, Any], workspace: Path | None) -> tuple[bool, str | None]:

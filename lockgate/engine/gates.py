@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import EngineError
+from ..errors import EngineError, StaleToken
 from .advance import fail_parent, notify
 from .live import Located, LiveRun, Scope
 from .model import FAILED, RUN_KILLED, RUNNING, SUCCEEDED, now
@@ -28,7 +28,10 @@ def gate_resolve(run: LiveRun, key: str, outcome: Any, rationale: Any, resolved_
     if decision is None:
         raise EngineError(f"invalid gate decision {outcome!r}; expected approve, revise or kill (reject)",
                           error_type="invalid_decision", run_id=run.header.id, step_id=key)
-    st = check_issuance(run, key, token, gate=True)
+    try:
+        st = check_issuance(run, key, token, gate=True)
+    except StaleToken as exc:
+        raise _decided_otherwise(run, key, decision, exc) from None
     loc = run.locate(key)
     gate = loc.cstep.step.gate
     assert gate is not None
@@ -59,6 +62,20 @@ def gate_resolve(run: LiveRun, key: str, outcome: Any, rationale: Any, resolved_
         run.touch(tst)
         run.work.append(tst.key)
     notify(run, loc, st)
+
+
+def _decided_otherwise(run: LiveRun, key: str, decision: str, exc: StaleToken) -> StaleToken:
+    """``exc``, unless it calls a decision a duplicate of an accepted one it differs from: that
+    decision lost to the one taken first (say, a person's revise at the CLI while an agent
+    approved) and must say so rather than read as done (reason ``decided``)."""
+    decided = (run.steps[key].decisions or [{}])[-1]
+    if exc.detail.get("reason") != "duplicate" or decided.get("decision") in (None, decision):
+        return exc
+    by, why = decided.get("resolved_by") or "someone", decided.get("rationale")
+    return StaleToken(f"gate {key} was already decided for this token: {decided['decision']} by {by}"
+                      f"{f' ({why})' if why else ''}; your {decision} was not applied and nothing changed",
+                      run_id=run.header.id, step_id=key, reason="decided", decision=decided["decision"],
+                      resolved_by=by)
 
 
 def _revise(run: LiveRun, loc: Located, st: Any, entry: dict[str, Any]) -> None:

@@ -20,6 +20,9 @@ def _stale(detail: dict[str, Any]) -> str:
     reason = detail.get("reason")
     if reason == "missing":
         return "Pass the `token` of the dispatch or gate you are answering."
+    if reason == "decided":
+        return (f"Another decision ({detail.get('decision')}, by {detail.get('resolved_by')}) was taken first; "
+                "yours was not applied. Call lockgate_status for what the run waits on now.")
     if reason == "duplicate":
         return ("That result was already accepted; nothing more to do for it. Call lockgate_status for the "
                 "run's current work.")
@@ -93,13 +96,25 @@ def _spec_error(exc: SpecError) -> tuple[str, dict[str, Any]]:
     return message, data
 
 
+def _rejection(result: dict[str, Any]) -> str:
+    """Why the last attempt was rejected: its violations, or the failure's reason when it has none
+    (a reported failure, invalid usage, a budget), which an agent must read to do better."""
+    violations = result.get("violations") or []
+    if violations:
+        first = violations[0]
+        text = first.get("message") or first.get("reason") if isinstance(first, dict) else first
+        more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
+        return f"{text}{more}."
+    reason = (result.get("previous_failure") or {}).get("reason")
+    return f"{reason}." if reason else "the attempt failed."
+
+
 def next_steps(result: dict[str, Any]) -> str | None:
     """One line telling the agent what the response asks of it (None for non-protocol results)."""
     status, run = result.get("status"), result.get("run_id")
     if status in ("ensure_failed", "schema_failed"):
-        count = len(result.get("violations") or [])
-        return (f"Rejected ({status}, {count} violation(s)): fix the work for step {result.get('step_id')}, then "
-                f"call lockgate_step_done with the new token {result.get('token')} "
+        return (f"Rejected ({status}): {_rejection(result)} Redo step {result.get('step_id')} and call "
+                f"lockgate_step_done with the new token {result.get('token')} "
                 f"({result.get('retries_remaining')} retries left after that).")
     if status == "execute_step":
         ready = result.get("ready") or []

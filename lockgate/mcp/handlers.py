@@ -71,10 +71,15 @@ def _load(ctx: ToolContext, args: Args) -> LoadResult:
     return load(text, path)
 
 
+#: Warnings that do not apply to a host doing the steps itself: an agent name is only a hint to
+#: it, so "agent not configured" (LG905) would only tempt a model into renaming agents.
+_NOT_FOR_HOSTS = frozenset({"LG905"})
+
+
 def validate(ctx: ToolContext, args: Args) -> dict[str, Any]:
     result = _load(ctx, args)
     return {"valid": result.ok, "errors": [d.to_dict() for d in result.errors],
-            "warnings": [d.to_dict() for d in result.warnings]}
+            "warnings": [d.to_dict() for d in result.warnings if d.code not in _NOT_FOR_HOSTS]}
 
 
 def plan(ctx: ToolContext, args: Args) -> dict[str, Any]:
