@@ -64,6 +64,24 @@ def gate_resolve(run: LiveRun, key: str, outcome: Any, rationale: Any, resolved_
     notify(run, loc, st)
 
 
+def revise_blocked(run: LiveRun, loc: Located, st: Any) -> str | None:
+    """Why a revise of this waiting gate would fail the run (semantics §6.7: no ``on_revise``
+    target, no flow ``max_rounds``, or a round limit reached), or None when it sends the work
+    back. Views leave revise out of the decisions they offer when it would."""
+    gate = loc.cstep.step.gate
+    assert gate is not None
+    limit = loc.scope.flow.flow.max_rounds
+    if gate.on_revise is None:
+        return "the gate has no on_revise target"
+    if limit is None:
+        return "the flow sets no max_rounds"
+    if _rounds(run, loc.scope) + 1 > limit:
+        return f"the flow's {limit} revision round(s) are used up"
+    if gate.max_rounds is not None and st.iterations + 1 > gate.max_rounds:
+        return f"the gate's {gate.max_rounds} revision round(s) are used up"
+    return None
+
+
 def _decided_otherwise(run: LiveRun, key: str, decision: str, exc: StaleToken) -> StaleToken:
     """``exc``, unless it calls a decision a duplicate of an accepted one it differs from: that
     decision lost to the one taken first (say, a person's revise at the CLI while an agent
@@ -84,13 +102,7 @@ def _revise(run: LiveRun, loc: Located, st: Any, entry: dict[str, Any]) -> None:
     assert gate is not None
     total = _rounds(run, scope) + 1
     limit = scope.flow.flow.max_rounds
-    exhausted = (
-        gate.on_revise is None
-        or limit is None
-        or total > limit
-        or (gate.max_rounds is not None and st.iterations + 1 > gate.max_rounds)
-    )
-    if exhausted:
+    if revise_blocked(run, loc, st) is not None:
         st.decisions = [*(st.decisions or []), entry]
         st.accepted = st.token
         st.token = None
