@@ -61,10 +61,10 @@ class NotebookRun:
         self.runner = make_runner(engine=engine, agents=agents, gates=self.gates,
                                   on_event=self._on_event, workspace=workspace)
         self._task: asyncio.Task | None = None
-        self._view = None
+        self._view = None  # the RunWidget: one widget model, shown by every display of the run
         self._picture = None
-        self._handle = None
-        self._view_handle = None
+        self._view_id: str | None = None  # display ids shared by every display of the run, so
+        self._image_id: str | None = None  # that each one (not only the newest) stays live
         self._redraw_scheduled = False
         self._waiters: list[asyncio.Future] = []
 
@@ -227,8 +227,8 @@ class NotebookRun:
         return response
 
     def _show_gate(self, card: GateCard) -> None:
-        if self._view is not None and card.widget is not None:
-            self._view.gates.children = (*self._view.gates.children, card.widget)
+        if self._view is not None:
+            self._view.show_cards(self.gates.cards)
         self._update_live_status()
         self._redraw()
         self._notify()
@@ -299,33 +299,39 @@ class NotebookRun:
 
     def _flush(self) -> None:
         self._redraw_scheduled = False
-        if self._view is None and self._handle is None:
+        if self._view_id is None:  # never displayed
             return
-        from IPython.display import Image
+        from IPython.display import Image, update_display
 
         png = self.png()
-        if self._handle is not None:
-            self._handle.update(Image(png))
+        update_display(Image(png), display_id=self._image_id)
         if self._view is not None:
             self._view.refresh(self, png)
             if self.done:
-                self._view_handle.update(self._view_bundle(), raw=True)
-        elif self._view_handle is not None:  # no widgets: the text summary is the live view
-            self._view_handle.update({"text/plain": self.text_summary()}, raw=True)
+                update_display(self._view_bundle(), display_id=self._view_id, raw=True)
+        else:  # no widgets: the text summary is the live view
+            update_display({"text/plain": self.text_summary()}, display_id=self._view_id, raw=True)
 
     def _ipython_display_(self) -> None:
+        """Show the live view. Every display of the run shows the same widget (one model, so a
+        click in one disables the card in all) under the same display ids (so every output,
+        the first as the newest, is updated while the run goes on and in the saved notebook)."""
         from IPython.display import Image, display
 
-        from .widgets import RunWidget
+        if self._view is None:
+            try:
+                from .widgets import RunWidget
 
-        try:
-            self._view = RunWidget(self)
-        except ImportError:  # IPython without ipywidgets: text and picture, gates decided in code
-            self._view_handle = display({"text/plain": self.text_summary()}, raw=True, display_id=True)
-        else:
+                self._view = RunWidget(self)
+            except ImportError:  # IPython without ipywidgets: text and picture, gates decided in code
+                pass
+        if self._view is not None:
             self._view.refresh(self, None)
-            self._view_handle = display(self._view_bundle(), raw=True, display_id=True)
-        self._handle = display(Image(self.png()), display_id=True)
+            bundle = self._view_bundle()
+        else:
+            bundle = {"text/plain": self.text_summary()}
+        self._view_id = display(bundle, raw=True, display_id=self._view_id or True).display_id
+        self._image_id = display(Image(self.png()), display_id=self._image_id or True).display_id
 
     def _view_bundle(self) -> dict[str, Any]:
         """The widget plus a text summary, which is what a saved notebook or a log shows."""

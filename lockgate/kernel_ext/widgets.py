@@ -22,12 +22,17 @@ class RunWidget:
         self.progress = w.IntProgress(min=0, max=max(1, len(run.rows)), value=0,
                                       layout=w.Layout(width="60%"))
         self.gates = w.VBox([])
+        self.show_cards(run.gates.cards)  # gates already waiting when the run is first shown
         self.table = w.HTML()
         self.audit = w.HTML("<i>Open to load the audit log.</i>")
         self.audit_box = w.Accordion(children=[self.audit], selected_index=None)
         self.audit_box.set_title(0, "Audit log")
         self.audit_box.observe(lambda change: self._load_audit(run, change), names="selected_index")
         self.widget = w.VBox([self.header, self.progress, self.gates, self.table, self.audit_box])
+
+    def show_cards(self, cards: Any) -> None:
+        """Show the card of every gate of the run so far, waiting or decided, in order."""
+        self.gates.children = tuple(card.widget for card in cards if card.widget is not None)
 
     def refresh(self, run: Any, png: bytes | None) -> None:
         from .run_view import html_table
