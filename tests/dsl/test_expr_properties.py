@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lockgate.dsl.expr import compile, evaluate
-from lockgate.dsl.expr.jsonvalues import json_equal
+from lockgate.dsl.expr.equality import json_equal
 from lockgate.errors import ExprError
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

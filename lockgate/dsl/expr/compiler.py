@@ -18,8 +18,9 @@ from ...errors import ExprError
 from . import calls, fused
 from . import operators as ops
 from .builtins import BUILTINS, arity_error
+from .equality import json_equal
 from .hints import unknown_identifier_message
-from .jsonvalues import json_equal, type_name
+from .jsonvalues import type_name
 from .nodes import (
     Binary,
     FunctionCall,

@@ -1,4 +1,5 @@
-"""JSON values with JavaScript's semantics: equality, String(), UTF-16 lengths and order, truthiness.
+"""JSON values with JavaScript's semantics: String(), UTF-16 lengths and order, truthiness
+(deep equality is in :mod:`.equality`).
 
 Values are plain Python JSON data (``dict`` with ``str`` keys, ``list``, ``str``, ``int``,
 ``float``, ``bool``, ``None``). ``bool`` is a subclass of ``int`` in Python but a distinct JSON
@@ -14,9 +15,8 @@ from typing import Any
 
 from ...dsl.values import UNDEFINED
 from ...errors import ExprError
-from .limits import MAX_JSON_DEPTH
+from .limits import MAX_JSON_DEPTH, MAX_JSON_TEXT_LENGTH
 
-_NUMBER_TYPES = (int, float)
 _PLAIN_SCALARS = frozenset({str, int, bool, type(None)})
 _MAX_SAFE_INTEGER = 2**53
 
@@ -44,24 +44,6 @@ def type_name(value: Any) -> str:
 def is_number(value: Any) -> bool:
     kind = type(value)
     return kind is int or kind is float
-
-
-def json_equal(a: Any, b: Any) -> bool:
-    """Deep JSON equality: same type and value; arrays element-wise; objects by own key set."""
-    if a is b:
-        return True
-    ta, tb = type(a), type(b)
-    if ta is bool or tb is bool:
-        return ta is tb and a == b
-    if ta in _NUMBER_TYPES and tb in _NUMBER_TYPES:
-        return a == b
-    if ta is not tb:
-        return False
-    if ta is list:
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
-    if ta is dict:
-        return a.keys() == b.keys() and all(json_equal(v, b[k]) for k, v in a.items())
-    return a == b
 
 
 def truthy(value: Any) -> bool:
@@ -125,35 +107,75 @@ def js_string(value: Any) -> str:
 
 
 def js_json(value: Any) -> str:
-    """``JSON.stringify(value)``: compact, insertion order, non-ASCII kept, JS number format."""
+    """``JSON.stringify(value)``: compact, insertion order, non-ASCII kept, JS number format.
+
+    The length of the text is computed first, visiting each container once (shared parts make
+    the text exponentially longer than the value): beyond ``MAX_JSON_TEXT_LENGTH`` it is a
+    ``resource_limit`` error and nothing is built.
+    """
+    quoted: dict[int, str] = {}
+    if _json_length(value, {}, quoted) > MAX_JSON_TEXT_LENGTH:
+        raise ExprError("resource_limit", "str() would build a JSON text longer than "
+                        f"{MAX_JSON_TEXT_LENGTH} characters")
     parts: list[str] = []
-    _write_json(value, parts)
+    _write_json(value, parts, quoted)
     return "".join(parts)
 
 
-def _write_json(value: Any, out: list[str]) -> None:
+def _json_length(value: Any, sizes: dict[int, int], quoted: dict[int, str]) -> int:
+    """The UTF-16 length of ``JSON.stringify(value)``, memoised by container id in ``sizes``;
+    string literals are kept in ``quoted`` (by the id of the string) for the writer."""
+    kind = type(value)
+    if kind is str:
+        text = quoted.get(id(value))
+        if text is None:
+            text = quoted[id(value)] = _json_string(value)
+        return len(text) if text.isascii() else utf16_len(text)
+    if kind is not dict and kind is not list:
+        return len(_json_scalar(value))
+    known = sizes.get(id(value))
+    if known is not None:
+        return known
+    if kind is dict:  # braces, a colon per member and the commas between them
+        total = 2 * len(value) + 1 if value else 2
+        for key, item in value.items():
+            total += _json_length(key, sizes, quoted) + _json_length(item, sizes, quoted)
+    else:
+        total = len(value) + 1 if value else 2
+        for item in value:
+            total += _json_length(item, sizes, quoted)
+    sizes[id(value)] = total
+    return total
+
+
+def _write_json(value: Any, out: list[str], quoted: dict[int, str]) -> None:
+    """Append the text of ``value`` to ``out``; every string is in ``quoted`` already."""
     kind = type(value)
     if kind is dict:
         out.append("{")
         for i, (key, item) in enumerate(value.items()):
             if i:
                 out.append(",")
-            out.append(_json_string(key))
+            out.append(quoted[id(key)])
             out.append(":")
-            _write_json(item, out)
+            _write_json(item, out, quoted)
         out.append("}")
     elif kind is list:
         out.append("[")
         for i, item in enumerate(value):
             if i:
                 out.append(",")
-            _write_json(item, out)
+            _write_json(item, out, quoted)
         out.append("]")
     elif kind is str:
-        out.append(_json_string(value))
+        out.append(quoted[id(value)])
     else:
-        text = js_string(value)
-        out.append("null" if text in ("Infinity", "-Infinity", "NaN") else text)  # as JSON.stringify
+        out.append(_json_scalar(value))
+
+
+def _json_scalar(value: Any) -> str:
+    text = js_string(value)
+    return "null" if text in ("Infinity", "-Infinity", "NaN") else text  # as JSON.stringify
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]")

@@ -1,7 +1,8 @@
 """The resource limits of the expression language (semantics reference, section 5.3).
 
 Exceeding any of them is an ``ExprError`` of kind ``resource_limit``, except the file size cap,
-which is a ``validation`` error as in the reference.
+which is a ``validation`` error as in the reference. ``MAX_JSON_TEXT_LENGTH`` is Lockgate's own
+(the reference has no cap on ``str()``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ MAX_MATCH_INPUT_LENGTH: Final = 4096
 
 MAX_FILE_BYTES: Final = 16 * 1024 * 1024
 """The largest file ``file_contains`` reads."""
+
+MAX_JSON_TEXT_LENGTH: Final = 16 * 1024 * 1024
+"""The longest JSON text ``str()`` of an array or object builds, in UTF-16 code units (a bound
+value with shared parts can stand for an exponentially long text); the same 16 Mi as files."""
 
 MAX_QUANTIFIERS: Final = 32
 """Quantifiers allowed in one ``matches`` pattern by the safety filter."""

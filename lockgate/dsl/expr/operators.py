@@ -13,7 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ...errors import ExprError
-from .jsonvalues import json_equal, normalize_number, string_compare, type_name
+from .equality import json_equal, json_in
+from .jsonvalues import normalize_number, string_compare, type_name
 from .parser import BLOCKED_MEMBERS
 
 Code = Callable[[Any], Any]
@@ -92,7 +93,7 @@ def contains(a: Any, b: Any) -> bool:
     """``a in b`` over arrays (deep equality), strings (substring) and objects (own keys)."""
     kind = type(b)
     if kind is list:
-        return any(json_equal(a, item) for item in b)
+        return json_in(a, b)
     if kind is str:
         if type(a) is not str:
             raise _error(f"'in' with a string needs a string on the left, received {type_name(a)}")
