@@ -38,11 +38,35 @@ def _gate(shell, args):
         raise UsageError("%flow revise: a revision needs a note saying what to change (--note TEXT)")
     run = _run_object(shell, args.run)
     if run is not None:
-        return _planned(run, args.command).decide(args.step, args.command, args.note)
+        _planned(run, args.command)
+        _refuse_unoffered(args, _waiting_gate(run.gates, run.engine, run.run_id, args.step))
+        return run.decide(args.step, args.command, args.note)
     try:
-        return _engine().resolve_waiting_gate(args.run, args.step, args.command, args.note, "human")
+        engine = _engine()
+        _refuse_unoffered(args, _waiting_gate(None, engine, args.run, args.step))
+        return engine.resolve_waiting_gate(args.run, args.step, args.command, args.note, "human")
     except EngineError as exc:
         raise UsageError(f"%flow {args.command}: {exc.message}") from None
+
+
+def _waiting_gate(gates, engine, run_id: str | None, step: str):
+    """Waiting gate ``step`` as its card here shows it, else as the engine lists it; None when
+    it is not waiting (deciding it is then refused with the engine's own message)."""
+    entry = gates.waiting.get(step) if gates is not None else None
+    if entry is not None:
+        return entry[1].request.response
+    if run_id is None:
+        return None
+    return next((g for g in engine.status(run_id).get("gates", []) if g["step_id"] == step), None)
+
+
+def _refuse_unoffered(args, gate) -> None:
+    """A decision the gate does not offer (a revise that would fail the run) is a one-line error."""
+    from .gates import not_offered, offered
+
+    why = not_offered(gate, args.command) if gate is not None else None
+    if why:
+        raise UsageError(f"%flow {args.command}: gate {args.step}: {why} (it offers {', '.join(offered(gate))})")
 
 
 def _runs(shell, args):

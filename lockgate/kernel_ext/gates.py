@@ -10,12 +10,28 @@ from __future__ import annotations
 
 import asyncio
 import html
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..engine.gatechannel import Decision, GateRequest, StoreGates
+from ..engine.gatechannel import OUTCOMES, Decision, GateRequest, StoreGates
 
 DecideCallback = Callable[[str, str], bool]
+
+
+def offered(gate: Mapping[str, Any]) -> tuple[str, ...]:
+    """The decisions a waiting gate offers: the engine's ``decisions`` for it (it leaves revise
+    out when a revise would fail the run), all three when it does not say."""
+    listed = gate.get("decisions")
+    return tuple(o for o in OUTCOMES if o in listed) if listed is not None else OUTCOMES
+
+
+def not_offered(gate: Mapping[str, Any], outcome: str) -> str | None:
+    """Why ``outcome`` is not offered for this waiting gate (one line), or None when it is."""
+    if outcome in offered(gate):
+        return None
+    if outcome == "revise" and gate.get("revise_unavailable"):
+        return str(gate["revise_unavailable"])
+    return f"the gate does not offer {outcome}"
 
 
 class GateCard:
@@ -28,19 +44,26 @@ class GateCard:
         self.request = request
         self._on_decide = on_decide
         self.decided = False
+        self.offered = offered(request.response)
         routes = request.response.get("routes") or {}
-        detail = ", ".join(f"{k} → {v or 'end of flow'}" for k, v in routes.items())
+        detail = "; ".join(
+            [", ".join(f"{k} → {v or 'end of flow'}" for k, v in routes.items() if k in self.offered)]
+            + [why for why in [not_offered(request.response, "revise")] if why]
+        )
         self.title = w.HTML(
             f"<b>Gate <code>{html.escape(request.step_id)}</code></b> is waiting for a decision"
             + (f" <span style='color:#57606a'>({html.escape(detail)})</span>" if detail else "")
         )
-        self.note = w.Textarea(placeholder="Rationale (required to revise)", layout=w.Layout(width="100%", height="4em"))
+        hint = "Rationale (required to revise)" if "revise" in self.offered else "Rationale (optional)"
+        self.note = w.Textarea(placeholder=hint, layout=w.Layout(width="100%", height="4em"))
         self.approve = w.Button(description="Approve", button_style="success", icon="check")
         self.revise = w.Button(description="Revise", button_style="warning", icon="undo")
         self.kill = w.Button(description="Kill", button_style="danger", icon="times")
         self.message = w.HTML("")
         for button, outcome in ((self.approve, "approve"), (self.revise, "revise"), (self.kill, "kill")):
             button.on_click(lambda _b, o=outcome: self.click(o))
+            if outcome not in self.offered:  # e.g. revise where it would fail the run
+                button.layout.display = "none"
         self.widget = w.VBox(
             [self.title, self.note, w.HBox([self.approve, self.revise, self.kill]), self.message],
             layout=w.Layout(border="1px solid #f2cc60", padding="6px", margin="4px 0"),
@@ -53,6 +76,10 @@ class GateCard:
     def click(self, outcome: str) -> None:
         """What a button press does: check, disable, record."""
         if any(b.disabled for b in self.buttons):
+            return
+        refused = not_offered(self.request.response, outcome)
+        if refused:
+            self.message.value = f"<span style='color:#a40e26'>{html.escape(refused)}.</span>"
             return
         note = self.note.value.strip()
         if outcome == "revise" and not note:
