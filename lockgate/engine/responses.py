@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..dsl.values import UNDEFINED
+from .gates import revise_blocked
 from .live import LiveRun
 from .model import (
     READY,
@@ -214,7 +215,7 @@ def gate_entry(run: LiveRun, key: str) -> dict[str, Any]:
     gate = loc.cstep.step.gate
     assert gate is not None
     rounds = run.header.rounds if loc.scope.parent is None else run.steps[loc.scope.parent].rounds
-    return {
+    entry = {
         "step_id": key,
         "kind": "gate",
         "step_number": loc.cstep.index + 1,
@@ -226,8 +227,12 @@ def gate_entry(run: LiveRun, key: str) -> dict[str, Any]:
         "max_rounds": loc.scope.flow.flow.max_rounds,
         "gate_max_rounds": gate.max_rounds,
         "revisions": st.iterations,
-        "decisions": ["approve", "revise", "kill"],
     }
+    blocked = revise_blocked(run, loc, st)
+    if blocked is None:
+        return {**entry, "decisions": ["approve", "revise", "kill"]}
+    # revise is still taken (it fails the run, semantics §6.7) but not offered
+    return {**entry, "decisions": ["approve", "kill"], "revise_unavailable": f"revise would fail the run: {blocked}"}
 
 
 def trace(run: LiveRun) -> list[dict[str, Any]]:

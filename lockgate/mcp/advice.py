@@ -122,7 +122,8 @@ def next_steps(result: dict[str, Any]) -> str | None:
         return (f"Next: do step {result.get('step_id')} and call lockgate_step_done with run_id {run}, its "
                 f"step_id and token {result.get('token')}{others}.")
     if status == "await_gate":
-        return (f"Gate {result.get('step_id')} waits for a decision: ask the user (approve / revise / kill) and "
+        offered = " / ".join(result.get("decisions") or ("approve", "revise", "kill"))
+        return (f"Gate {result.get('step_id')} waits for a decision: ask the user ({offered}) and "
                 f"call lockgate_gate_resolve with token {result.get('token')}, or let a person decide with "
                 f"`lockgate gate approve {run} {result.get('step_id')}` and call lockgate_status with wait_seconds.")
     if status == "complete":

@@ -23,8 +23,9 @@ For non-trivial tasks (several steps, anything with tests or a review), run the 
    `output_schema`, or a `failure` when you cannot do it. Narrate progress in plain English.
 4. On `ensure_failed` or `schema_failed`, read `violations`, fix the work itself and report again
    with the new `token`. Never fake a result to pass a check.
-5. On `await_gate`, show the user what the gate reviews and ask approve / revise / kill; record their
-   decision with `lockgate_gate_resolve` (`resolved_by: human`). A person may also decide from a terminal
+5. On `await_gate`, show the user what the gate reviews and offer the gate's `decisions` (approve /
+   revise / kill; revise is left out, and `revise_unavailable` says why, when it would fail the run);
+   record their decision with `lockgate_gate_resolve` (`resolved_by: human`). A person may also decide from a terminal
    (`lockgate gate approve RUN STEP`); `lockgate_status` with `wait_seconds` picks the decision up, and
    `lockgate_gates` lists every gate that waits.
 6. Before risky steps `lockgate_commit` a checkpoint; `lockgate_revert` returns to it (new tokens).

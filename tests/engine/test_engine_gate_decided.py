@@ -29,3 +29,33 @@ def test_a_different_decision_under_a_decided_token_names_the_one_taken(first):
         engine.gate_resolve(run, "review", first, "", "bot", gate["token"])
     assert again.value.detail["reason"] == "duplicate"
     assert engine.store.current_version(run) == version
+
+
+def _gate_spec(on_revise: str, gate_rounds: int = 2) -> str:
+    return REVIEWED.replace("on_revise: work", f"on_revise: {on_revise}").replace(
+        "max_rounds: 2", f"max_rounds: {gate_rounds}")
+
+
+def _at_gate(engine: Engine, spec: str) -> dict:
+    resp = engine.plan(spec, {"text": "t"})
+    return engine.step_done(resp["run_id"], "work", {"result": "r", "quality_score": 0.9}, resp["token"])
+
+
+def test_a_gate_offers_revise_only_while_it_sends_the_work_back():
+    engine = Engine(store=open_store("memory"))
+    gate = _at_gate(engine, _gate_spec("work", gate_rounds=1))
+    assert gate["decisions"] == ["approve", "revise", "kill"] and "revise_unavailable" not in gate
+    work = engine.gate_resolve(gate["run_id"], "review", "revise", "again", "ana", gate["token"])
+    again = engine.step_done(gate["run_id"], "work", {"result": "r", "quality_score": 0.9}, work["token"])
+    assert again["decisions"] == ["approve", "kill"]
+    assert again["revise_unavailable"] == "revise would fail the run: the gate's 1 revision round(s) are used up"
+    assert engine.status(gate["run_id"])["decisions"] == ["approve", "kill"]
+
+
+def test_a_gate_without_a_revise_target_does_not_offer_revise_but_still_takes_it():
+    engine = Engine(store=open_store("memory"))
+    gate = _at_gate(engine, _gate_spec("null"))
+    assert gate["decisions"] == ["approve", "kill"]
+    assert gate["revise_unavailable"] == "revise would fail the run: the gate has no on_revise target"
+    ended = engine.gate_resolve(gate["run_id"], "review", "revise", "", "ana", gate["token"])
+    assert ended["status"] == "error" and ended["error_type"] == "rounds_exhausted"
