@@ -29,7 +29,7 @@ from . import checkpoints
 from .advance import advance
 from .carry import materialise
 from .compiled import CompiledSpec, compiled
-from .evaluate import EvaluateEnv, Evaluator, run_command
+from .evaluate import Evaluator, run_command
 from .gates import gate_resolve as _gate_resolve
 from .live import Env, LiveRun
 from .model import (
@@ -255,7 +255,7 @@ class Engine:
     # -- machinery ----------------------------------------------------------------------------------
 
     def _env(self) -> Env:
-        return EvaluateEnv(judge=self.judge, evaluator=self.evaluator)
+        return Env(judge=self.judge, evaluator=self.evaluator)
 
     def _get(self, run_id: str, fresh: bool = False) -> LiveRun:
         run = self._live.get(run_id)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,7 @@ from ..dsl.values import UNDEFINED
 from ..errors import RefError, UnstorableValue
 from .advance import fail_attempt, output_source_failure, resolver, succeed
 from .ensures import call_sync, contract_violations
-from .live import Env, LiveRun, Located
+from .live import LiveRun, Located
 from .model import StepState, now
 
 Evaluator = Callable[[str, Any, int, "Path | None"], Any]
@@ -129,20 +128,13 @@ def storable(value: Any) -> tuple[Any, str | None]:
 # -- the step -----------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class EvaluateEnv(Env):
-    """A run's environment with the evaluator of its engine (None: none configured)."""
-
-    evaluator: Evaluator | None = run_command
-
-
 def run_evaluate(run: LiveRun, loc: Located, st: StepState) -> None:
     """Run one evaluate step to success or to a forced failure."""
     scope, cstep = loc.scope, loc.cstep
     spec = cstep.step.evaluate
     assert spec is not None and spec.command is not None and spec.timeout_ms is not None
     st.started_at = now()
-    evaluator = getattr(run.env, "evaluator", run_command)
+    evaluator = run.env.evaluator
     if evaluator is None:
         _fail(run, loc, st, NO_RUNNER)
         return

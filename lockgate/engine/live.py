@@ -61,6 +61,8 @@ class Env:
     """What a run needs from the process driving it (not persisted)."""
 
     judge: Callable[..., Any] | None = None
+    #: runs evaluate steps' commands (see :mod:`lockgate.engine.evaluate`); None: none configured
+    evaluator: Callable[..., Any] | None = None
 
 
 @dataclass(slots=True)
