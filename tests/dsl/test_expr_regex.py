@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+import re
+import time
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lockgate.dsl.expr import compile, evaluate
-from lockgate.dsl.expr.regex_safety import UNSAFE, check_safety, translate
+from lockgate.dsl.expr.regex_safety import (
+    SEARCH_TIMEOUT_SECONDS,
+    UNSAFE,
+    _scanned,
+    check_safety,
+    compile_pattern,
+    search,
+    search_form,
+    translate,
+)
 from lockgate.errors import ExprError
 
 ACCEPTED = ["a*ba+", "(foo|bar)baz", "^(ab)+$", ".*error.*", "^[A-Z]", "x{2}", "x{2,}y",
@@ -132,3 +146,48 @@ def test_polynomial_patterns_finish() -> None:
     """Accepted by the filter yet polynomial under backtracking: bounded by the input limit."""
     result = evaluate("matches(input.s, '.*a.*a.*a.*b')", {"input": {"s": "a" * 300}})
     assert result is False
+
+
+@pytest.mark.parametrize(("pattern", "reduced"), [
+    (".*x.*y", "x.*y"), (".*?x", "x"), ("[^x]*x.*y", "x.*y"), ("\\s*foo", "foo"), ("a+b", "ab"),
+    ("a{3,}b", "a{3}b"), ("a{0,5}b", "b"), ("\\d{2,3}$", "\\d{2}$"), (".*", ""),
+    ("a*|b", None), ("^.*x", None), ("(a|b)c*", None), ("(ab)*c", None), ("x.*y", None), ("a{2}b", None),
+])
+def test_a_leading_quantifier_is_cut_to_its_minimum_for_the_search(pattern, reduced) -> None:
+    form = search_form(pattern, _scanned(pattern))
+    assert (form and form[0]) == reduced
+
+
+@pytest.mark.parametrize("pattern", [".*x.*y", ".*?x.*y", "[^z]*x.*y", ".*error.*fatal"])
+@pytest.mark.parametrize("subject", ["x" * 4096, "xa" * 2048, "y" * 2048 + "x" * 2048, "error " * 682])
+def test_leading_dot_star_searches_finish_well_within_the_time_limit(pattern, subject) -> None:
+    """These ran into the 1 s search limit (cubic backtracking) before the leading cut."""
+    started = time.perf_counter()
+    assert evaluate("matches(input.s, input.p)", {"input": {"s": subject, "p": pattern}}) is False
+    assert evaluate(f"matches(input.s, '{pattern}')", {"input": {"s": subject}}) is False
+    assert time.perf_counter() - started < SEARCH_TIMEOUT_SECONDS
+
+
+@pytest.mark.parametrize(("subject", "pattern", "expected"), [
+    ("ab", ".*b", True), ("a\nb", ".*a.b", False), ("aab", "a{2,}b", True), ("ab", "a{2,}b", False),
+    ("1234", "\\d{2,3}$", True), ("12a", "\\d{2,3}$", False), ("", ".*", True), ("x", "[]*x", True),
+    ("b", "[]+b", False), ("\n", "[^]*\\n", True), ("xay", ".*?x.*?y", True), ("ya", "a*|b", True),
+])
+def test_the_cut_keeps_what_a_search_finds(subject, pattern, expected) -> None:
+    assert evaluate("matches(input.s, input.p)", {"input": {"s": subject, "p": pattern}}) is expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([".", "a", "[ab]", "\\s", "[^a]", "\\d"]),
+       st.sampled_from(["*", "+", "?", "*?", "{2,}", "{0,3}", "{1,2}", "{2}"]),
+       st.sampled_from(["", "a", "b$", "\\bb", "a.b", "(a|b)", "^a", "\\n", "b|a"]),
+       st.text(alphabet="ab1 \n", max_size=8))
+def test_the_cut_agrees_with_the_uncut_pattern(atom, quantifier, rest, subject) -> None:
+    pattern = atom + quantifier + rest
+    try:
+        scanner = _scanned(pattern)
+    except ExprError:
+        return  # the filter refuses it: nothing is searched
+    python = re.compile(translate(pattern), re.ASCII)
+    assert bool(python.search(subject)) is search(compile_pattern(pattern), subject)
+    assert search_form(pattern, scanner) is None or rest != "b|a"  # a top-level alternation

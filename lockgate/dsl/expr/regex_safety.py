@@ -50,12 +50,16 @@ class _Group:
 def check_safety(pattern: str) -> int:
     """Raise ``ExprError('validation', ...)`` if the filter rejects ``pattern``; otherwise return
     the number of unbounded quantifiers (``* + {m,}``), which decides how the search is run."""
+    return _scanned(pattern).unbounded
+
+
+def _scanned(pattern: str) -> _Scanner:
     scanner = _Scanner(pattern)
     try:
         scanner.scan()
     except UnsafePattern as exc:
         raise ExprError("validation", f"{UNSAFE} ({exc})") from None
-    return scanner.unbounded
+    return scanner
 
 
 class _Scanner:
@@ -70,6 +74,7 @@ class _Scanner:
         self.last_quantified = False  # the most recent atom (groups transparent) was quantified
         self.before_atom = False  # last_quantified as it was before the pending atom
         self.pending: _Group | None | bool = False  # False: nothing to repeat; None: plain atom
+        self.top_alternation = False  # a '|' outside every group
 
     def scan(self) -> None:
         p = self.p
@@ -149,6 +154,8 @@ class _Scanner:
     def _alternation(self) -> None:
         if self.groups:
             self.groups[-1].alternation = True
+        else:
+            self.top_alternation = True
         self.last_quantified = False
         self.pending = False
         self.i += 1
@@ -319,6 +326,32 @@ def _is_hex(text: str, width: int) -> bool:
     return len(text) == width and all(c in "0123456789abcdefABCDEF" for c in text)
 
 
+# A leading atom (any character, a class escape, a class or a plain character) and its quantifier.
+_LEADING = re.compile(r"(\.|\\[dDwWsS]|\[\^?(?:\\.|[^\]\\])*\]|[^\\^$.*+?()\[\]{}|])"
+                      r"(?:[*+?]|\{(\d+)(,\d*)?\})\??")
+
+
+def search_form(pattern: str, scanner: _Scanner) -> tuple[str, int] | None:
+    """A pattern that a search finds exactly where ``pattern`` is found, with fewer unbounded
+    quantifiers, and how many it keeps; None when there is none.
+
+    Without a top-level alternation, a leading ``X{m,n}`` (``*`` ``+`` ``?`` alike) can be cut
+    to ``X{m}``: wherever ``X{m,n}R`` matches, ``X{m}R`` matches too, later by the extra
+    repetitions, and conversely. ``.*x.*y`` becomes ``x.*y``; the search then no longer retries
+    ``.*`` from every start position (cubic backtracking on ``xxx...``, beyond the time limit
+    on 4096 characters, becomes quadratic: about 20 ms).
+    """
+    leading = _LEADING.match(pattern)
+    if leading is None or scanner.top_alternation:
+        return None
+    atom, quantifier = leading[1], pattern[leading.end(1)]
+    least = int(leading[2]) if quantifier == "{" else int(quantifier == "+")
+    kept = atom * least if least <= 1 else f"{atom}{{{least}}}"
+    unbounded = scanner.unbounded - (quantifier in "*+" or leading[3] == ",")
+    reduced = kept + pattern[leading.end():]
+    return None if reduced == pattern else (reduced, unbounded)
+
+
 @lru_cache(maxsize=512)
 def compile_pattern(pattern: str) -> Any:
     """Filter, translate and compile ``pattern``; raises ``ExprError('validation', ...)``.
@@ -326,8 +359,16 @@ def compile_pattern(pattern: str) -> Any:
     A pattern with one unbounded quantifier at most backtracks polynomially in degree 2 at worst
     over a 4096-character input, so it runs on ``re``; several unbounded quantifiers (``.*a.*b``)
     can be slow enough to matter, so they run on ``regex`` with a timeout when it is installed.
+    The pattern compiled for the search is its :func:`search_form` when it has one (the pattern
+    itself is compiled first, so that its errors are reported as they are).
     """
-    unbounded = check_safety(pattern)
+    scanner = _scanned(pattern)
+    compiled = _compile(pattern, scanner.unbounded)
+    reduced = search_form(pattern, scanner)
+    return compiled if reduced is None else _compile(*reduced)
+
+
+def _compile(pattern: str, unbounded: int) -> Any:
     try:
         python_pattern = translate(pattern)
         engine = _regex_module if unbounded > 1 and _regex_module is not None else re
