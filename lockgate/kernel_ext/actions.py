@@ -18,6 +18,8 @@ def dispatch(shell: Any, args: argparse.Namespace) -> Any:
 
 
 def _run(shell, args):
+    from .run_view import start_run
+
     spec = _flowspec(shell, args.name)
     inputs = dict(_mapping(shell, args.inputs, "--inputs") if args.inputs else {})
     for item in args.input:
@@ -27,7 +29,7 @@ def _run(shell, args):
         declared = spec.spec.flows[spec.flow].input.get(key)
         inputs[key] = value if str(declared).startswith("string") else _parse_value(value)
     agents = _mapping(shell, args.agents, "--agents") if args.agents else None
-    run = spec.start(inputs, agents=agents)
+    run = start_run(spec, inputs, agents=agents)  # refusals: LockgateErrors, shown as %flow run: ...
     if args.bind:
         shell.user_ns[args.bind] = run
     return run

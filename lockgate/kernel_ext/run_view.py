@@ -361,10 +361,17 @@ class NotebookRun:
             raise RuntimeError("the run has not been planned yet")
 
 
-def start_run(flowspec: Any, inputs: dict[str, Any], *, agents: Mapping[str, Any] | None = None,
+def start_run(flowspec: Any, inputs: Mapping[str, Any], *, agents: Mapping[str, Any] | None = None,
               store: Any = None, workspace: Any = None) -> NotebookRun:
-    """Plan and drive a run of ``flowspec`` as a task on the running loop; returns at once."""
+    """Plan and drive a run of ``flowspec`` as a task on the running loop; returns at once.
+
+    Inputs the flow refuses and agents that resolve from nowhere raise here (a LockgateError),
+    not when the run is awaited."""
+    from .startcheck import check_agents, check_inputs
+
+    inputs = check_inputs(flowspec.spec, flowspec.flow, inputs)
     run = _notebook_run(flowspec, agents, store, workspace)
+    check_agents(run.runner, flowspec.spec, flowspec.flow)
     run._launch(run.runner.start(flowspec.spec, inputs, flow=flowspec.flow))
     return run
 

@@ -55,10 +55,22 @@ class FlowSpec:
         return self._png
 
     def start(self, inputs: Mapping[str, Any] | None = None, *, agents: Mapping[str, Any] | None = None, **options: Any):
-        """Start a run as an asyncio task on the kernel's loop and return its live view at once."""
-        from .run_view import start_run
+        """Start a run as an asyncio task on the kernel's loop and return its live view at once.
 
-        return start_run(self, dict(inputs or {}), agents=agents, **options)
+        Inputs the flow's input contract refuses, an agent the flow uses that is neither in
+        ``agents`` nor registered nor configured, and ``agents`` that is not a mapping are a
+        one-line UsageError here (the engine's error is its ``__cause__``); nothing starts."""
+        from IPython.core.error import UsageError
+
+        from ..errors import LockgateError
+        from .run_view import start_run
+        from .startcheck import agents_mapping
+
+        agents = agents_mapping(agents, f"{self.name}.start")
+        try:
+            return start_run(self, {} if inputs is None else inputs, agents=agents, **options)
+        except LockgateError as exc:
+            raise UsageError(f"{self.name}.start: {getattr(exc, 'message', None) or exc}") from exc
 
     def summary(self) -> str:
         flow = self.spec.flows[self.flow]

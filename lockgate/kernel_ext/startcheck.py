@@ -1,0 +1,48 @@
+"""What a notebook run needs before it starts, checked when it is started rather than later.
+
+A notebook run is a task on the kernel's loop: an error the runner meets before planning (inputs
+the flow's input contract refuses, an agent name nothing provides) would show only when the run
+is awaited, as "run None is error: ...". These are the engine's own checks, made up front as the
+CLI and the MCP server make them: the input contract check of ``Engine.plan`` and the runner's
+agent resolution. An agent's ``preflight`` (a binary or an endpoint to reach) is asynchronous and
+stays in the run's task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def check_inputs(spec: Any, flow: str, inputs: Any) -> dict[str, Any]:
+    """A copy of ``inputs``; InputValidationError (the message ``Engine.plan`` gives) when they
+    do not match the flow's input contract (or are not a mapping)."""
+    from ..engine.compiled import compiled
+    from ..engine.engine import _check_inputs
+    from ..engine.specdata import spec_data
+
+    data, digest = spec_data(spec)
+    return _check_inputs(compiled(spec, data, digest), flow, inputs)
+
+
+def check_agents(runner: Any, spec: Any, flow: str) -> None:
+    """ConfigError naming the agent when one the flow may dispatch to (or the configured judge)
+    resolves from nowhere: not in agents=, not registered, not in lockgate.toml."""
+    from ..engine.flowneeds import agent_names
+
+    runner.install_judge()
+    for name in agent_names(spec, flow):
+        runner.agent(name)
+
+
+def agents_mapping(agents: Any, where: str) -> Mapping[str, Any] | None:
+    """``agents`` when it is a mapping (or None); otherwise a one-line UsageError saying what
+    agents= takes (a bare function is the usual slip)."""
+    from IPython.core.error import UsageError
+
+    if agents is None or isinstance(agents, Mapping):
+        return agents
+    name = getattr(agents, "__name__", None)
+    example = f"{{{name!r}: {name}}}" if callable(agents) and name and name.isidentifier() else "{'writer': writer}"
+    raise UsageError(f"{where}: agents= takes a mapping {{name: callable}}, e.g. agents={example}, "
+                     f"not a {type(agents).__name__}")

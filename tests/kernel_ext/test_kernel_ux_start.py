@@ -1,0 +1,101 @@
+"""Starting a run refuses bad inputs, missing agents and a bare agents= function at once, in one
+line, as the CLI and the MCP server do (a real kernel)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from kernel_session import KernelSession
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+WORK = 'def work(task):\n    return {"result": "done", "quality_score": 0.9}\nagents = {"codex": work}'
+RUNS = ("from lockgate.engine.engine import Engine\nfrom lockgate.engine.store import open_store\n"
+        "def stored_runs():\n    return len(Engine(store=open_store(None)).runs())")
+UNAVAILABLE = '''
+from lockgate.errors import AgentUnavailable
+class Offline:
+    """An agent whose preflight finds it cannot run (a missing binary, an endpoint down)."""
+    name = "codex"
+    def preflight(self):
+        raise AgentUnavailable("codex: endpoint down")
+    async def execute(self, task):
+        raise AssertionError("not called")
+    async def cancel(self):
+        pass
+'''
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory):
+    cwd = tmp_path_factory.mktemp("kernel")
+    shutil.copy(EXAMPLES / "reviewed-work.stratum.yaml", cwd / "rw.yaml")
+    # scribe: an agent name nothing provides (codex is built in: it resolves, then its preflight runs)
+    text = (EXAMPLES / "reviewed-work.stratum.yaml").read_text().replace("agent: codex", "agent: scribe")
+    (cwd / "scribed.yaml").write_text(text)
+    session = KernelSession(cwd)
+    session.run("import pathlib\n"
+                'get_ipython().run_cell_magic("flow", "rw", pathlib.Path("rw.yaml").read_text());'
+                'get_ipython().run_cell_magic("flow", "scribed", pathlib.Path("scribed.yaml").read_text());')
+    session.run(WORK + "\n" + RUNS + "\n" + UNAVAILABLE)
+    yield session
+    session.close()
+
+
+def _one_line_usage_error(out, *expected: str) -> None:
+    assert out.error is None or out.error["ename"] == "UsageError", out.traceback  # IPython prints it
+    assert out.stderr.startswith("UsageError: ") and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "Traceback" not in out.shown
+    for text in expected:
+        assert text in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("code, expected", [
+    ('bad = rw.start({"txet": "t"}, agents=agents)',
+     ["rw.start: inputs do not match flow 'reviewed_work': input.text: missing required field",
+      'input.txet: unknown field "txet"']),
+    ('bad = rw.start({"text": 42}, agents=agents)', ["rw.start: inputs do not match flow", "input.text"]),
+    ('bad = rw.start("t", agents=agents)', ["rw.start: flow inputs must be an object"]),
+    ('bad = scribed.start({"text": "t"})', ["scribed.start: no agent named 'scribe': pass it in agents="]),
+    ('bad = scribed.start({"text": "t"}, agents=agents)', ["scribed.start: no agent named 'scribe'"]),
+    ('bad = rw.start({"text": "t"}, agents=work)',
+     ["rw.start: agents= takes a mapping {name: callable}, e.g. agents={'work': work}, not a function"]),
+    ('bad = rw.start({"text": "t"}, agents=[work])', ["agents= takes a mapping", "not a list"]),
+    ("%flow run rw --input txet=t --agents agents --as bad",
+     ["%flow run: inputs do not match flow 'reviewed_work': input.text: missing required field"]),
+    ("%flow run scribed --input text=t --as bad", ["%flow run: no agent named 'scribe'"]),
+])
+def test_a_run_that_cannot_start_is_refused_at_once(kernel, code, expected):
+    before = kernel.value("stored_runs()")
+    _one_line_usage_error(kernel.run(code), *expected)
+    assert kernel.value('"bad" in globals()') is False  # nothing bound, nothing started
+    assert kernel.value("stored_runs()") == before
+
+
+def test_the_engines_error_is_kept_as_the_cause(kernel):
+    kernel.run('try:\n    rw.start({"txet": "t"}, agents=agents)\nexcept Exception as exc:\n    refused = exc')
+    assert kernel.value("type(refused.__cause__).__name__") == "InputValidationError"
+    assert kernel.value('refused.__cause__.detail["violations"][0]["path"]') == "input.text"
+
+
+def test_agents_registered_or_passed_are_found(kernel):
+    kernel.run('import lockgate.engine.agents as la\nla.register("scribe", work)')
+    try:
+        out = kernel.run('s = scribed.start({"text": "t"})\nawait s.wait_until(lambda r: "review" in r.waiting_gates())')
+        assert out.error is None, out.traceback
+        kernel.run('s.approve("review")')
+        assert kernel.value("await s") == {"result": "done", "quality_score": 0.9}
+    finally:
+        kernel.run('la.DEFAULT_REGISTRY.unregister("scribe")')
+    _one_line_usage_error(kernel.run('scribed.start({"text": "t"})'), "no agent named 'scribe'")
+
+
+def test_a_run_whose_agent_cannot_run_fails_before_it_is_planned(kernel):
+    out = kernel.run('n = rw.start({"text": "t"}, agents={"codex": Offline()})\n'
+                     'await n.wait_until(lambda run: run.done)')
+    assert out.error is None, out.traceback
+    assert kernel.value("n.status") == "error"
+    _one_line_usage_error(kernel.run("%flow audit n"),
+                          "%flow audit: the run has not been planned (it is error: ", "endpoint down")
+    _one_line_usage_error(kernel.run("%flow approve n review"), "%flow approve: the run has not been planned")
