@@ -72,6 +72,9 @@ def named_nodes(expr: TypeExpr | None) -> Iterator[Named]:
         yield expr
 
 
+BUILTIN_TYPES = SCALARS | {"object", "array"}
+
+
 def _field_name_problem(key: Any, path: YamlPath) -> Finding | None:
     if not isinstance(key, str):
         return Finding("LG208", f"a field name must be a string, found {describe_value(key)}", path, at="key")
@@ -103,11 +106,26 @@ def _type_finding(text: str, exc: ContractError, path: YamlPath, declared: Colle
             f"uppercase letter (rename the contract to {word[0].upper()}{word[1:]})"
         )
         return Finding("LG301", message, path, span=(0, len(word)))
+    if lowercase and exc.replacement is not None and exc.replacement not in BUILTIN_TYPES | set(declared):
+        return _misspelt_type(lowercase.group(1), path, declared)
     return Finding("LG301", exc.message, path, span=exc.span, replacement=exc.replacement)
 
 
+def _misspelt_type(word: str, path: YamlPath, declared: Collection[str]) -> Finding:
+    """An unknown lowercase type word: most often a misspelt built-in type (``nubmer``), else a
+    contract name in the wrong case; the fix offered is only ever a name that exists."""
+    close = difflib.get_close_matches(word, sorted(BUILTIN_TYPES), n=1, cutoff=0.7)
+    if not close:
+        close = difflib.get_close_matches(word[0].upper() + word[1:], list(declared), n=1, cutoff=0.7)
+    fix = close[0] if close else None
+    message = (f'unknown type "{word}"; ' + (f"did you mean {fix}?" if fix else
+               "the built-in types are string, integer, number, boolean, object and array, and contract "
+               "references start with an uppercase letter"))
+    return Finding("LG301", message, path, span=(0, len(word)), replacement=fix)
+
+
 def _unknown_ref(node: Named, path: YamlPath, declared: Collection[str]) -> Finding:
-    if node.name.lower() in SCALARS | {"object", "array"}:
+    if node.name.lower() in BUILTIN_TYPES:
         fix: str | None = node.name.lower()
     else:
         close = difflib.get_close_matches(node.name, list(declared), n=1, cutoff=0.6)

@@ -47,6 +47,10 @@ ISSUES = [
     # fields, code, path (under contracts.C), span, message fragment
     ({"a": "str"}, "LG301", ("a",), (0, 3), "did you mean 'string'"),
     ({"a": "string?[]"}, "LG301", ("a",), (0, 9), "write string[]?"),
+    ({"a": "nubmer"}, "LG301", ("a",), (0, 6), 'unknown type "nubmer"; did you mean number?'),
+    ({"a": "strng[]?"}, "LG301", ("a",), (0, 5), "did you mean string?"),
+    ({"a": "okk"}, "LG301", ("a",), (0, 3), "did you mean Ok?"),
+    ({"a": "zzz"}, "LG301", ("a",), (0, 3), "contract references start with an uppercase letter"),
     ({"a": "(x|y)"}, "LG301", ("a",), (0, 5), "plain enum"),
     ({"a": 3}, "LG301", ("a",), None, "found integer 3"),
     ({"a": "Missing"}, "LG302", ("a",), (0, 7), 'unknown contract "Missing"'),
