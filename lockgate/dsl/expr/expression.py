@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 from ...errors import ExprError
 from .builtins import BUILTINS, arity_error
 from .compiler import compile_tree
+from .folding import constant_errors
 from .hints import unknown_function_message, unknown_identifier_message
 from .jsonvalues import type_name, utf16_len
 from .limits import MAX_PATTERN_LENGTH
@@ -52,7 +53,7 @@ def reason(error: ExprError) -> str:
 class Expression:
     """One compiled expression. Immutable; safe to share between threads and evaluations."""
 
-    __slots__ = ("_code", "_names", "calls", "identifiers", "member_paths", "source", "tree")
+    __slots__ = ("_code", "_folded", "_names", "calls", "identifiers", "member_paths", "source", "tree")
 
     def __init__(self, source: str, tree: Node) -> None:
         self.source = source
@@ -64,6 +65,7 @@ class Expression:
         self.member_paths: tuple[MemberPath, ...] = tuple(_member_paths(nodes))
         self._names = tuple(sorted(self.identifiers & BINDING_NAMES))
         self._code = _with_room(compile_tree(tree, source), tree.depth)
+        self._folded: tuple[tuple[str, str, Span | None], ...] | None = None
 
     def __repr__(self) -> str:
         return f"Expression({self.source!r})"
@@ -102,8 +104,13 @@ class Expression:
 
     def static_errors(self, allowed: Collection[str]) -> list[ExprError]:
         """Problems certain to fail whenever reached: identifiers not in ``allowed``, wrong
-        builtin arity and literal ``matches`` patterns the safety filter or compiler rejects."""
-        return _static_errors(self.tree, allowed)
+        builtin arity, literal ``matches`` patterns the safety filter or compiler rejects, and
+        constant sub-expressions that fail (``1 && true``, ``len(3)``) and can run."""
+        errors = _static_errors(self.tree, allowed)
+        if self._folded is None:
+            self._folded = tuple((e.kind, e.message, e.span)
+                                 for e in _new_constant_errors(self.tree, self.source, errors))
+        return errors + [ExprError(*found) for found in self._folded]
 
 
 def _static_errors(tree: Node, allowed: Collection[str]) -> list[ExprError]:
@@ -115,6 +122,21 @@ def _static_errors(tree: Node, allowed: Collection[str]) -> list[ExprError]:
         elif isinstance(node, FunctionCall):
             errors.extend(_call_errors(node))
     return errors
+
+
+def _new_constant_errors(tree: Node, source: str, known: list[ExprError]) -> list[ExprError]:
+    """The failing constant sub-expressions, less those whose error is one of ``known`` located
+    inside them (a wrong arity, a literal pattern the filter rejects)."""
+    return [error for error in constant_errors(tree, source)
+            if not any(_same_inside(other, error) for other in known)]
+
+
+def _same_inside(inner: ExprError, outer: ExprError) -> bool:
+    if (inner.kind, inner.message) != (outer.kind, outer.message):
+        return False
+    if inner.span is None or outer.span is None:
+        return inner.span == outer.span
+    return outer.span[0] <= inner.span[0] and inner.span[1] <= outer.span[1]
 
 
 def _identifier_message(name: str, allowed: Collection[str]) -> str:
@@ -218,9 +240,12 @@ def evaluate(source: str, bindings: Mapping[str, Any] | Bindings, *,
 
 def check(source: str, allowed: Collection[str]) -> list[ExprError]:
     """Every static problem of ``source`` for a context binding ``allowed``: a parse or limit
-    error alone, otherwise all unknown functions and identifiers, arity and pattern errors."""
+    error alone, otherwise all unknown functions and identifiers, arity and pattern errors,
+    and the failing constant sub-expressions that can run."""
     try:
         tree = parse(source)
     except ExprError as error:
         return [error]
-    return _static_errors(tree, allowed)
+    errors = _static_errors(tree, allowed)
+    _ensure_recursion_room(_FRAMES_PER_LEVEL * (tree.depth + 1) + _FRAMES_BASE)
+    return errors + _new_constant_errors(tree, source, errors)
