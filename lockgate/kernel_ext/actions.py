@@ -10,6 +10,7 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from ..errors import EngineError
+from .runref import is_run, live_run, referenced, run_target
 
 
 def dispatch(shell: Any, args: argparse.Namespace) -> Any:
@@ -38,15 +39,15 @@ def _run(shell, args):
 def _gate(shell, args):
     if args.command == "revise" and not args.note.strip():
         raise UsageError("%flow revise: a revision needs a note saying what to change (--note TEXT)")
-    run = _run_object(shell, args.run)
+    run, run_id = run_target(shell, args.run, args.command)
     if run is not None:
         _planned(run, args.command)
         _refuse_unoffered(args, _waiting_gate(run.gates, run.engine, run.run_id, args.step))
         return run.decide(args.step, args.command, args.note)
     try:
         engine = _engine()
-        _refuse_unoffered(args, _waiting_gate(None, engine, args.run, args.step))
-        return engine.resolve_waiting_gate(args.run, args.step, args.command, args.note, "human")
+        _refuse_unoffered(args, _waiting_gate(None, engine, run_id, args.step))
+        return engine.resolve_waiting_gate(run_id, args.step, args.command, args.note, "human")
     except EngineError as exc:
         raise UsageError(f"%flow {args.command}: {exc.message}") from None
 
@@ -77,21 +78,19 @@ def _runs(shell, args):
 
 
 def _show(shell, args):
-    run = _run_object(shell, args.run)
-    if run is not None:
-        return run
-    return _engine().status(args.run)
+    run, run_id = run_target(shell, args.run, "show")
+    return run if run is not None else _engine().status(run_id)
 
 
 def _audit(shell, args):
-    run = _run_object(shell, args.run)
-    record = _planned(run, "audit").audit() if run is not None else _engine().audit(args.run)
+    run, run_id = run_target(shell, args.run, "audit")
+    record = _planned(run, "audit").audit() if run is not None else _engine().audit(run_id)
     print(json.dumps(record, indent=2, default=str))
 
 
 def _cancel(shell, args):
-    run = _run_object(shell, args.run)
-    return run.cancel() if run is not None else _engine().cancel(args.run)
+    run, run_id = run_target(shell, args.run, "cancel")
+    return run.cancel() if run is not None else _engine().cancel(run_id)
 
 
 def _resume(shell, args):
@@ -100,14 +99,19 @@ def _resume(shell, args):
     from .run_view import resume_run
     from .spec_view import FlowSpec
 
-    engine = _engine()
-    record = engine.audit(args.run)
-    if record["status"] in ("cancelled", "killed"):  # final: the engine refuses to go on
-        raise UsageError(f"%flow resume: run {args.run} is {record['status']}; it cannot be resumed")
-    spec = stored_spec(engine.store, args.run)
-    flowspec = FlowSpec(f"run_{args.run}", LoadResult("", None, [], spec), record["flow"])
-    agents = _mapping(shell, args.agents, "--agents") if args.agents else None
-    run = resume_run(flowspec, args.run, agents=agents, store=engine.store)
+    here, run_id = run_target(shell, args.run, "resume")
+    if here is not None and here._task is not None and not here._task.done():
+        run = here  # driven here already: a second driver would race it
+    else:
+        run_id = _planned(here, "resume").run_id if here is not None else run_id
+        engine = _engine()
+        record = engine.audit(run_id)
+        if record["status"] in ("cancelled", "killed"):  # final: the engine refuses to go on
+            raise UsageError(f"%flow resume: run {run_id} is {record['status']}; it cannot be resumed")
+        spec = stored_spec(engine.store, run_id)
+        flowspec = FlowSpec(f"run_{run_id}", LoadResult("", None, [], spec), record["flow"])
+        agents = _mapping(shell, args.agents, "--agents") if args.agents else getattr(here, "agents", None)
+        run = resume_run(flowspec, run_id, agents=agents, store=engine.store)
     if args.bind:
         shell.user_ns[args.bind] = run
     return run
@@ -116,13 +120,14 @@ def _resume(shell, args):
 def _graph(shell, args):
     from IPython.display import SVG, Image, Markdown
 
-    obj = shell.user_ns.get(args.target)
-    if obj is None:
+    obj = referenced(shell, args.target, "graph")
+    obj = (live_run(shell, obj) or obj) if isinstance(obj, str) else obj
+    if isinstance(obj, str):
         from ..engine.graphs import run_graph
         from ..engine.store import open_store
 
-        graph, statuses, title = run_graph(open_store(None), args.target)
-    elif hasattr(obj, "rows"):
+        graph, statuses, title = run_graph(open_store(None), obj)
+    elif is_run(obj):
         graph, statuses, title = obj.flowspec.graph(), obj.statuses(), f"run {obj.run_id}"
     elif hasattr(obj, "graph"):
         graph, statuses, title = obj.graph(), None, obj.name
@@ -156,11 +161,6 @@ def _flowspec(shell, name: str):
     if obj is None or not hasattr(obj, "start"):
         raise UsageError(f"{name!r} is not a spec bound by %%flow")
     return obj
-
-
-def _run_object(shell, name: str):
-    obj = shell.user_ns.get(name)
-    return obj if obj is not None and hasattr(obj, "rows") else None
 
 
 def _planned(run, verb: str):

@@ -9,6 +9,7 @@ tests): run, approve, revise, kill, runs, show, audit, graph, resume, cancel.
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 from typing import Any
 
@@ -67,13 +68,14 @@ class FlowMagics(Magics):
         %flow runs | show RUN | audit RUN | resume RUN [--as VAR] | cancel RUN
         %flow graph NAME|RUN [--format png|svg|mermaid]
 
-        RUN is a variable holding a run, or a run id in the store.
+        RUN is a run id in the store, or a variable holding a run or a run id (also as $name
+        or {expression}).
         """
         from ..errors import LockgateError
         from . import actions
 
         try:
-            words = shlex.split(line)
+            words = _words(line)
         except ValueError as exc:
             raise UsageError(f"%flow: {exc}") from None
         if not words or words[0] in _HELP_WORDS:
@@ -107,7 +109,25 @@ _LINE_HELP = """%flow SUBCOMMAND ...   (%flow SUBCOMMAND --help for its options)
   graph NAME|RUN [--format png|svg|mermaid]
                                draw a spec or a run
 
-RUN is a variable holding a run, or a run id in the store."""
+RUN is a run id in the store, or a variable holding a run or a run id (also as $name or
+{expression})."""
+
+
+# a whole word in braces (one level of nesting: {runs[{"a": 1}["a"]]}), as IPython expands it
+_BRACED = re.compile(r"(?<!\S)\{(?:[^{}]|\{[^{}]*\})*\}(?!\S)")
+
+
+def _words(line: str) -> list[str]:
+    """The words of a %flow line as shlex splits them, except that a word written as a braced
+    expression (a RUN given as ``{runs["a"]}``) stays whole and verbatim, quotes and spaces included."""
+    kept: list[str] = []
+
+    def keep(match: re.Match) -> str:
+        kept.append(match.group(0))
+        return f"\0{len(kept) - 1}\0"
+
+    words = shlex.split(_BRACED.sub(keep, line))
+    return [re.sub("\0(\\d+)\0", lambda m: kept[int(m.group(1))], word) for word in words]
 
 
 def _message(exc: Exception) -> str:

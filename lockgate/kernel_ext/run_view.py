@@ -52,6 +52,7 @@ class NotebookRun:
 
         self.flowspec = flowspec
         self.engine = engine
+        self.agents = agents  # what agents= gave, for %flow resume of this run
         self.run_id: str | None = None
         self.status = "starting"
         self.response: dict[str, Any] = {}
