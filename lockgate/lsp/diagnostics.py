@@ -35,6 +35,8 @@ def to_lsp(
 ) -> list[lsp.Diagnostic]:
     """The analysis' diagnostics for the client, with ranges clamped into the document."""
     out = [_convert(d, analysis, encoding, related, code_links) for d in analysis.diagnostics]
+    if analysis.limit is not None:
+        out.append(too_large(analysis.doc.size, analysis.limit))
     if analysis.failure is not None:
         out.append(
             lsp.Diagnostic(
@@ -45,6 +47,21 @@ def to_lsp(
             )
         )
     return out
+
+
+def too_large(size: int, limit: int) -> lsp.Diagnostic:
+    """What a document over the size limit shows instead of its diagnostics."""
+    return lsp.Diagnostic(
+        range=lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=0, character=0)),
+        message=(f"document too large for full analysis: {_amount(size)} > {_amount(limit)} limit; "
+                 f"set lockgate.maxDocumentBytes to a larger value (0: no limit) to analyse it"),
+        severity=lsp.DiagnosticSeverity.Warning,
+        source=SOURCE,
+    )
+
+
+def _amount(size: int) -> str:
+    return f"{size / 1_000_000:.1f} MB" if size >= 100_000 else f"{size:,} bytes"
 
 
 def to_lsp_one(diag: Diagnostic, analysis: Analysis, encoding: Encoding = "utf-16", *,

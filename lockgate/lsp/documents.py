@@ -43,7 +43,7 @@ class Text:
     """One version of a document's text; its line index, lines and outline are built once, on
     first use, and shared by everything that reads this version."""
 
-    __slots__ = ("_lines", "_outline", "_raw", "text", "version")
+    __slots__ = ("_lines", "_outline", "_raw", "_size", "text", "version")
 
     def __init__(self, text: str, version: int | None = None) -> None:
         self.text = text
@@ -51,9 +51,18 @@ class Text:
         self._lines: LineIndex | None = None
         self._raw: list[str] | None = None
         self._outline: Any = None
+        self._size: int | None = None
 
     def __repr__(self) -> str:
         return f"Text(version={self.version}, {len(self.text)} chars)"
+
+    @property
+    def size(self) -> int:
+        """The text's length in UTF-8 bytes (what the size limit counts; editors show it too)."""
+        if self._size is None:
+            text = self.text
+            self._size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        return self._size
 
     @property
     def lines(self) -> LineIndex:
@@ -89,6 +98,7 @@ class Analysis:
     elapsed_ms: float = 0.0
     failure: str | None = field(default=None, repr=False)
     stale: bool = False  # the IR comes from ``base``, an analysis of an earlier text
+    limit: int | None = None  # the size limit ``doc`` exceeds: it was not analysed
     base: Analysis | None = field(default=None, repr=False, compare=False)
     _memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -101,6 +111,11 @@ class Analysis:
     @property
     def version(self) -> int | None:
         return self.doc.version
+
+    @property
+    def too_large(self) -> bool:
+        """Whether the text is over the size limit, so only cheap features answer for it."""
+        return self.limit is not None
 
     @property
     def text(self) -> str:
@@ -158,6 +173,11 @@ def analyze(
     return Analysis(uri, doc, result, elapsed, failure)
 
 
+def over_limit(doc: Text, limit: int) -> bool:
+    """Whether ``doc`` is too large to analyse under ``limit`` bytes (0: no limit)."""
+    return 0 < limit < doc.size
+
+
 def _path_of(uri: str) -> str | None:
     if uri.startswith("file://"):
         from urllib.parse import unquote, urlparse
@@ -185,6 +205,7 @@ class DocumentStore:
         self._generation = 0  # bumped when settings change what an analysis reports
         self.agents: tuple[str, ...] = ()
         self.lint: bool = True
+        self.max_bytes: int = 0  # documents above this many bytes are not analysed (0: no limit)
 
     def __contains__(self, uri: str) -> bool:
         return uri in self._entries
@@ -271,6 +292,8 @@ class DocumentStore:
 
     def _start(self, uri: str, entry: _Entry) -> asyncio.Future[Analysis]:
         doc, generation = entry.doc, self._generation
+        if over_limit(doc, self.max_bytes):
+            return self._skip(uri, entry, doc, generation)
         key = (id(doc), generation)
         future = entry.pending.get(key)
         if future is None:
@@ -279,6 +302,14 @@ class DocumentStore:
             future = loop.run_in_executor(self._executor, lambda: analyze(uri, doc, agents=agents, lint=lint))
             entry.pending[key] = future
             future.add_done_callback(lambda f: self._settle(entry, key, doc, generation, f))
+        return future
+
+    def _skip(self, uri: str, entry: _Entry, doc: Text, generation: int) -> asyncio.Future[Analysis]:
+        """The analysis of a text over the size limit: the loader does not run, so the server
+        keeps no more than the text and its line tables for it."""
+        future: asyncio.Future[Analysis] = asyncio.get_running_loop().create_future()
+        future.set_result(Analysis(uri, doc, None, limit=self.max_bytes))
+        self._finished(entry, doc, generation, future.result())
         return future
 
     def _settle(self, entry: _Entry, key: tuple[int, int], doc: Text, generation: int,

@@ -10,6 +10,7 @@ types. Navigation, highlight, rename and hover all read this one table.
 from __future__ import annotations
 
 import re
+import threading
 from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
@@ -88,7 +89,7 @@ def occurrence_at(analysis: Analysis, pos: Position) -> Occurrence | None:
     source = analysis.source_map
     for flow, step in _steps_at(analysis, pos):
         rng = source.value_range(step.at)
-        candidates.extend(_step_entries(analysis, flow, step, rng.start.line, rng.end.line))
+        candidates.extend(_step_entries(analysis, flow, step, rng))
     return SymbolIndex(candidates).at(pos)
 
 
@@ -110,8 +111,8 @@ def _build(analysis: Analysis) -> SymbolIndex:
     if not analysis.parsed:
         return SymbolIndex([])
     out = list(_header(analysis))
-    for flow, step, first, last in _step_spans(analysis):
-        out.extend(_step_entries(analysis, flow, step, first, last))
+    for flow, step, rng in _step_spans(analysis):
+        out.extend(_step_entries(analysis, flow, step, rng))
     return SymbolIndex(out)
 
 
@@ -138,40 +139,45 @@ def _build_header(analysis: Analysis) -> list[Occurrence]:
     return out
 
 
-def _step_spans(analysis: Analysis) -> list[tuple[Flow, Step, int, int]]:
-    """Every step with its first and last line, in document order of flows."""
+def _step_spans(analysis: Analysis) -> list[tuple[Flow, Step, Range]]:
+    """Every step with its range, in document order of flows."""
     return analysis.memo("index.steps", _build_step_spans)
 
 
-def _build_step_spans(analysis: Analysis) -> list[tuple[Flow, Step, int, int]]:
+def _build_step_spans(analysis: Analysis) -> list[tuple[Flow, Step, Range]]:
     source, spec = analysis.source_map, analysis.ir
     assert spec is not None  # callers check ``parsed``
     out = []
     for flow in spec.flows.values():
         for step in flow.steps:
-            rng = source.value_range(step.at)
-            out.append((flow, step, rng.start.line, rng.end.line))
+            out.append((flow, step, source.value_range(step.at)))
     return out
 
 
-# A step's occurrences depend only on its flow's name, its index and its text, unless the step
-# borrows content through a YAML alias or merge key; those steps are not reused.
+# A step's occurrences depend only on its flow's name, its index, its text and the column it
+# starts at, unless the step borrows content through a YAML alias or merge key; those steps are
+# not reused.
 _ALIAS = re.compile(r"(?:^|[\s,\[{:-])(?:\*[^\s,\[\]{}]|<<\s*:)")
 _STEP_CACHE: OrderedDict[tuple, tuple[int, list[Occurrence]]] = OrderedDict()
 _STEP_CACHE_SIZE = 8192
+_STEP_CACHE_LOCK = threading.Lock()  # indexes are built on the event loop and the features thread
 
 
-def _step_entries(analysis: Analysis, flow: Flow, step: Step, first: int, last: int) -> list[Occurrence]:
-    """The occurrences inside one step, reused from an earlier analysis when the step's lines
-    are the same (moved up or down when lines were added or removed above it)."""
+def _step_entries(analysis: Analysis, flow: Flow, step: Step, rng: Range) -> list[Occurrence]:
+    """The occurrences inside one step, reused from an earlier analysis when the step's text
+    is the same (moved up or down when lines were added or removed above it).
+
+    The key is the step's own text, not its lines: in a one-line document (JSON, flow style)
+    every step's line is the whole document, and keying on it made indexing quadratic."""
     memo = analysis._memo.setdefault("index.entries", {})
     if step.at in memo:
         return memo[step.at]
-    text = "\n".join(analysis.doc.raw_lines[first:last + 1])
-    key = (flow.name, step.at, text)
-    cached = _STEP_CACHE.get(key) if not _ALIAS.search(text) else None
+    lines, first = analysis.lines, rng.start.line
+    text = analysis.text[lines.offset(rng.start):lines.offset(rng.end)]
+    key = (flow.name, step.at, text, rng.start.character)
+    reusable = not _ALIAS.search(text)
+    cached = _cached(key) if reusable else None
     if cached is not None:
-        _STEP_CACHE.move_to_end(key)
         then, found = cached
         if then != first:
             found = [_moved(o, first - then) for o in found]
@@ -179,17 +185,26 @@ def _step_entries(analysis: Analysis, flow: Flow, step: Step, first: int, last: 
     else:
         found = [o for field in F.walk_step(flow, step) for o in _field_occurrences(field, analysis.source_map)]
         found += _call_inputs(step, analysis.source_map)
-        if not _ALIAS.search(text):
+        if reusable:
             _remember(key, (first, found))
     memo[step.at] = found
     return found
 
 
+def _cached(key: tuple) -> tuple[int, list[Occurrence]] | None:
+    with _STEP_CACHE_LOCK:
+        found = _STEP_CACHE.get(key)
+        if found is not None:
+            _STEP_CACHE.move_to_end(key)
+        return found
+
+
 def _remember(key: tuple, value: tuple[int, list[Occurrence]]) -> None:
-    _STEP_CACHE[key] = value
-    _STEP_CACHE.move_to_end(key)
-    while len(_STEP_CACHE) > _STEP_CACHE_SIZE:
-        _STEP_CACHE.popitem(last=False)
+    with _STEP_CACHE_LOCK:
+        _STEP_CACHE[key] = value
+        _STEP_CACHE.move_to_end(key)
+        while len(_STEP_CACHE) > _STEP_CACHE_SIZE:
+            _STEP_CACHE.popitem(last=False)
 
 
 def _moved(occ: Occurrence, lines: int) -> Occurrence:

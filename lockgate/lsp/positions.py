@@ -35,12 +35,13 @@ def _unit_width(ch: str, encoding: Encoding) -> int:
 class LineIndex:
     """Line starts of one text, for offset <-> position conversions in O(log n)."""
 
-    __slots__ = ("_ends", "_starts", "_units", "text")
+    __slots__ = ("_ascii", "_ends", "_starts", "_units", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self._starts, self._ends = _line_bounds(text)
         self._units: dict[tuple[int, Encoding], _LineUnits | None] = {}
+        self._ascii: bool | None = None  # whether the whole text is ASCII (no unit tables at all)
 
     @property
     def line_count(self) -> int:
@@ -100,10 +101,16 @@ class LineIndex:
     def _line_units(self, number: int, encoding: Encoding) -> _LineUnits | None:
         """The unit table of line ``number`` (None when units and code points agree); built
         once per line and encoding, so converting many positions of one long line stays linear."""
+        if encoding == "utf-32":
+            return None
+        if self._ascii is None:
+            self._ascii = self.text.isascii()
+        if self._ascii:
+            return None
         key = (number, encoding)
         if key not in self._units:
             text = self.line(number)
-            self._units[key] = None if encoding == "utf-32" or text.isascii() else _LineUnits(text, encoding)
+            self._units[key] = None if text.isascii() else _LineUnits(text, encoding)
         return self._units[key]
 
     def splits_character(self, pos: lsp.Position, encoding: Encoding = "utf-16") -> bool:

@@ -13,9 +13,11 @@ and code actions need ranges exact for the current text, so they await its analy
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from lsprotocol import types as lsp
@@ -45,6 +47,10 @@ class LockgateServer(LanguageServer):
         )
         self.documents = DocumentStore()
         self.settings = Settings()
+        self.documents.max_bytes = self.settings.max_document_bytes
+        #: one thread for the features whose first answer on a large document takes seconds
+        #: (semantic tokens, symbols, the symbol index): the event loop keeps answering meanwhile
+        self.features = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lockgate-features")
         #: the workspace folder from ``initialize``: the root whenever no setting names one
         self.folder_root: str | None = None
         self.debouncer = diag.Debouncer()
@@ -62,6 +68,7 @@ class LockgateServer(LanguageServer):
         """Stop serving; analyses still queued are dropped rather than run before the end."""
         super().shutdown()
         self.documents.shutdown()
+        self.features.shutdown(wait=False, cancel_futures=True)
 
     # -- helpers used by handlers -----------------------------------------------------------------
 
@@ -81,12 +88,18 @@ class LockgateServer(LanguageServer):
         """The analysis to answer requests from while typing (last good IR if needed)."""
         return await self.documents.usable(uri)
 
+    async def off_loop(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` on the features thread: a feature that takes seconds on a large
+        document (and the GIL, in turns) no longer holds up diagnostics and completion."""
+        return await asyncio.get_running_loop().run_in_executor(self.features, functools.partial(fn, *args))
+
     def apply_settings(self, settings: Settings) -> None:
-        changed = (settings.agents, settings.lint) != (self.documents.agents, self.documents.lint)
+        store = self.documents
+        changed = (settings.agents, settings.lint, settings.max_document_bytes) != (store.agents, store.lint, store.max_bytes)
         self.settings = settings
-        self.documents.agents, self.documents.lint = settings.agents, settings.lint
+        store.agents, store.lint, store.max_bytes = settings.agents, settings.lint, settings.max_document_bytes
         if changed:
-            self.documents.invalidate()
+            store.invalidate()
 
 
 def guarded(default: Any = None) -> Callable[[F], F]:
@@ -356,7 +369,8 @@ def _register_features(ls: LockgateServer) -> None:
         if found is None:
             return []
         analysis, pos = found
-        return navigation.locations(params.text_document.uri, navigation.definition(analysis, pos), analysis, ls.encoding)
+        ranges = await ls.off_loop(navigation.definition, analysis, pos)
+        return navigation.locations(params.text_document.uri, ranges, analysis, ls.encoding)
 
     @ls.feature(lsp.TEXT_DOCUMENT_REFERENCES)
     @guarded([])
@@ -365,7 +379,8 @@ def _register_features(ls: LockgateServer) -> None:
         if found is None:
             return []
         analysis, pos = found
-        ranges = navigation.references(analysis, pos, include_declaration=params.context.include_declaration)
+        include = params.context.include_declaration
+        ranges = await ls.off_loop(lambda: navigation.references(analysis, pos, include_declaration=include))
         return navigation.locations(params.text_document.uri, ranges, analysis, ls.encoding)
 
     @ls.feature(lsp.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT)
@@ -375,7 +390,7 @@ def _register_features(ls: LockgateServer) -> None:
         if found is None:
             return []
         analysis, pos = found
-        return navigation.highlights_to_lsp(navigation.highlights(analysis, pos), analysis, ls.encoding)
+        return navigation.highlights_to_lsp(await ls.off_loop(navigation.highlights, analysis, pos), analysis, ls.encoding)
 
     @ls.feature(lsp.TEXT_DOCUMENT_PREPARE_RENAME)
     @guarded(None)
@@ -407,7 +422,7 @@ def _register_features(ls: LockgateServer) -> None:
         analysis = await ls.analysis(params.text_document.uri)
         if analysis is None or not analysis.parsed:
             return []
-        return symbols.to_lsp(symbols.document_symbols(analysis), analysis, ls.encoding)
+        return await ls.off_loop(lambda: symbols.to_lsp(symbols.document_symbols(analysis), analysis, ls.encoding))
 
     @ls.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, semantic_tokens.LEGEND)
     @guarded(lsp.SemanticTokens(data=[]))
@@ -415,7 +430,7 @@ def _register_features(ls: LockgateServer) -> None:
         analysis = await ls.analysis(params.text_document.uri)
         if analysis is None:
             return lsp.SemanticTokens(data=[])
-        return lsp.SemanticTokens(data=semantic_tokens.encode(semantic_tokens.tokens(analysis), analysis, ls.encoding))
+        return lsp.SemanticTokens(data=await ls.off_loop(semantic_tokens.data, analysis, ls.encoding))
 
     @ls.feature(lsp.TEXT_DOCUMENT_INLAY_HINT)
     @guarded([])

@@ -13,6 +13,9 @@ from typing import Any
 
 SECTION = "lockgate"
 DEFAULT_DEBOUNCE_MS = 150
+#: Documents larger than this (UTF-8 bytes) get no full analysis: a generated 6 MB spec took the
+#: server to ~650 MB resident and tens of seconds; 0 turns the limit off.
+DEFAULT_MAX_DOCUMENT_BYTES = 5_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,13 +23,15 @@ class Settings:
     """``workspace_root``: where file predicates (``file_exists``, ``file_contains``) resolve;
     ``agents``: agent names configured beyond the built-ins; ``lint``: advisory warnings on or
     off; ``debounce_ms``: delay of diagnostics while typing; ``inlay_hints``: show reference
-    types inline."""
+    types inline; ``max_document_bytes``: the size above which a document is not analysed (0:
+    no limit)."""
 
     workspace_root: str | None = None
     agents: tuple[str, ...] = ()
     lint: bool = True
     debounce_ms: int = DEFAULT_DEBOUNCE_MS
     inlay_hints: bool = True
+    max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
     extra: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -38,12 +43,14 @@ class Settings:
         agents = _get(data, "agents", [])
         debounce = _get(data, "debounce_ms", DEFAULT_DEBOUNCE_MS)
         workspace = _get(data, "workspace_root", None)
+        limit = _get(data, "max_document_bytes", DEFAULT_MAX_DOCUMENT_BYTES)
         return cls(
             workspace_root=workspace if isinstance(workspace, str) and workspace else root,
             agents=tuple(a for a in agents if isinstance(a, str)) if isinstance(agents, list) else (),
             lint=_bool(_get(data, "lint", True), True),
             debounce_ms=debounce if type(debounce) is int and 0 <= debounce <= 10_000 else DEFAULT_DEBOUNCE_MS,
             inlay_hints=_bool(_get(data, "inlay_hints", True), True),
+            max_document_bytes=limit if type(limit) is int and limit >= 0 else DEFAULT_MAX_DOCUMENT_BYTES,
             extra=dict(data),
         )
 
