@@ -19,6 +19,7 @@ def dispatch(shell: Any, args: argparse.Namespace) -> Any:
 
 
 def _run(shell, args):
+    from ..dsl.inputtext import input_from_text
     from .run_view import start_run
 
     spec = _flowspec(shell, args.name)
@@ -27,8 +28,8 @@ def _run(shell, args):
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise UsageError(f"%flow run: --input takes KEY=VALUE, got {item!r}")
-        declared = spec.spec.flows[spec.flow].input.get(key)
-        inputs[key] = value if str(declared).startswith("string") else _parse_value(value)
+        declared = spec.spec.flows[spec.flow].input.get(key)  # as `lockgate run --input` reads it
+        inputs[key] = input_from_text(value, declared if isinstance(declared, str) else None)
     agents = _mapping(shell, args.agents, "--agents") if args.agents else None
     run = start_run(spec, inputs, agents=agents)  # refusals: LockgateErrors, shown as %flow run: ...
     if args.bind:
@@ -184,9 +185,3 @@ def _mapping(shell, name: str, option: str) -> Mapping[str, Any]:
         raise UsageError(f"%flow: {option} {name} must name a dict, not a {type(value).__name__}")
     return value
 
-
-def _parse_value(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
