@@ -91,20 +91,19 @@ class Drive:
     async def drive(self) -> RunResult:
         if self.first.get("status") == "error" and not self.run_id:
             return self._finish(self.first)
-        with self.runner.driving():
-            try:
-                return await self._loop(self.first)
-            except asyncio.CancelledError:
-                await self._stop_all()
-                self._cancel_run()
-                raise
-            except OutstandingLimit as exc:  # the run cannot go on under these limits: end it
-                await self._stop_all()
-                self._cancel_run(str(exc))
-                raise
-            except BaseException:
-                await self._stop_all()
-                raise
+        try:
+            return await self._loop(self.first)
+        except asyncio.CancelledError:
+            await self._stop_all()
+            self._cancel_run()
+            raise
+        except OutstandingLimit as exc:  # the run cannot go on under these limits: end it
+            await self._stop_all()
+            self._cancel_run(str(exc))
+            raise
+        except BaseException:
+            await self._stop_all()
+            raise
 
     async def _loop(self, response: dict[str, Any]) -> RunResult:
         """Every response's new dispatches are started as soon as it arrives (by the call or gate
@@ -227,7 +226,8 @@ class Drive:
         task = dispatch_task(entry, run_id=self.run_id, agent=name, workspace=self.runner.workspace)
         self.emit("step_started", self.run_id, step_id=task.step_id, attempt=task.attempt,
                   agent=name, data=stage_data(entry))
-        return await agent.execute(task)
+        with self.runner.calling(agent, self.run_id):
+            return await agent.execute(task)
 
     async def _report(self, entry: dict[str, Any], result: AgentResult) -> dict[str, Any] | None:
         """``step_done`` for one result; None when the dispatch went stale meanwhile."""
@@ -369,8 +369,7 @@ class Drive:
         pending = [*self.calls.values(), *self.asks.values()]
         for task in pending:
             task.cancel()
-        await asyncio.gather(*(a.cancel() for a in self.runner.cancellable()),
-                             return_exceptions=True)
+        await self.runner.cancel_calls(self.run_id)
         await asyncio.gather(*pending, return_exceptions=True)
         self.calls.clear()
         self.asks.clear()

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,6 +39,7 @@ from typing import Any
 from ..errors import ConfigError, RunnerError
 from .admission import Admission
 from .agents import Agent, preflight
+from .agents.base import cancels_by_run
 from .agents.config import ProjectConfig, RunnerSettings, load_config
 from .agents.registry import AgentLike, AgentRegistry, known_agents, resolve_agent
 from .dispatches import DISPATCH_STATUSES  # noqa: F401  (re-exported, as before the split)
@@ -76,7 +78,7 @@ class Runner:
         self._judge_choice = judge
         self._bridge: JudgeBridge | None = None
         self._judge_ready = False
-        self._drives = 0  # runs being driven now (see cancellable)
+        self._in_flight: dict[int, Counter[str]] = {}  # id(agent) -> its calls in flight by run
 
     def agent(self, name: str) -> Agent:
         """The adapter for ``name`` (resolved once per runner, by precedence)."""
@@ -155,31 +157,52 @@ class Runner:
         async def ask(question: Question) -> Any:
             # asked as the step being judged, in its directory (not the one whose result this is)
             about = {"run_id": run_id, "step_id": question.step_id or step_id, "cwd": question.cwd or where}
-            if admission is None:
-                return await ask_judge(bridge.judge, question, **about)
-            async with admission:
-                return await ask_judge(bridge.judge, question, **about)
+            judge = bridge.judge
+            with self.calling(judge.agent if isinstance(judge, AgentJudge) else None, run_id):
+                if admission is None:
+                    return await ask_judge(judge, question, **about)
+                async with admission:
+                    return await ask_judge(judge, question, **about)
 
         return await bridge.settle(call, ask)
 
+    # --- stopping a run's calls --------------------------------------------------------------------
+
     @contextmanager
-    def driving(self) -> Iterator[None]:
-        """Count a run being driven for the time of the block (see :meth:`cancellable`)."""
-        self._drives += 1
+    def calling(self, agent: Any, run_id: str) -> Iterator[None]:
+        """Count a call of ``agent`` (None: no agent) for run ``run_id`` while the block runs,
+        so that another run stopping knows whose calls the agent has in flight."""
+        if agent is None:
+            yield
+            return
+        runs = self._in_flight.setdefault(id(agent), Counter())
+        runs[run_id] += 1
         try:
             yield
         finally:
-            self._drives -= 1
+            runs[run_id] -= 1
+            if not runs[run_id]:
+                del runs[run_id]
 
-    def cancellable(self) -> list[Any]:
-        """Every agent with calls this runner may have in flight: step agents and the judge's.
+    async def cancel_calls(self, run_id: str) -> None:
+        """Stop run ``run_id``'s calls through ``cancel`` of every agent that may have some in
+        flight (step agents and the judge's), leaving other runs' calls be (two runs driven at
+        once, or an agent driving a nested run): an adapter taking ``cancel(run_id=...)`` is
+        told the run; one with only ``cancel()``, which stops every call, is cancelled only
+        while no other run has a call of it in flight (a call of this run it has then gets its
+        task's cancellation only)."""
+        await asyncio.gather(*(self._cancel_calls_of(agent, run_id) for agent in self._cancellable()),
+                             return_exceptions=True)
 
-        Empty while more than one run is being driven (two runs at once, or an agent driving a
-        nested run): ``cancel()`` stops every call of an agent, so a run that stops cancels
-        only its own calls' tasks then, and leaves the other run's calls of a shared agent be.
-        """
-        if self._drives > 1:
-            return []
+    async def _cancel_calls_of(self, agent: Any, run_id: str) -> None:
+        # checked as this cancel starts: a call another run starts meanwhile is then counted
+        if cancels_by_run(agent):
+            await agent.cancel(run_id=run_id)
+        elif all(owner == run_id for owner in self._in_flight.get(id(agent), ())):
+            await agent.cancel()
+
+    def _cancellable(self) -> list[Any]:
+        """Every agent with calls this runner may have in flight: step agents and the judge's."""
         agents: list[Any] = list(self._agents.values())
         judge = self._bridge.judge if self._bridge is not None else None
         if isinstance(judge, AgentJudge) and all(judge.agent is not a for a in agents):

@@ -9,6 +9,7 @@ the agent cannot run here at all (a missing binary or credentials), normally fro
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -145,13 +146,32 @@ class AgentResult:
 
 @runtime_checkable
 class Agent(Protocol):
-    """An asynchronous agent. ``cancel`` stops every call in flight (signal, then kill)."""
+    """An asynchronous agent. ``cancel()`` stops every call in flight (signal, then kill).
+
+    An adapter may also take ``cancel(run_id=...)``: stop only the calls of tasks of that run
+    (``Task.run_id``), leaving other runs' calls be. The runner uses it when a run stops while
+    others share the adapter (see :func:`cancels_by_run`); every built-in adapter takes it.
+    """
 
     name: str
 
     async def execute(self, task: Task) -> AgentResult: ...
 
     async def cancel(self) -> None: ...
+
+
+def cancels_by_run(agent: Any) -> bool:
+    """Whether ``agent.cancel`` takes ``run_id=``, so it can stop one run's calls only. Only a
+    parameter of that name counts: a ``cancel(**options)`` may well stop every call."""
+    cancel = getattr(agent, "cancel", None)
+    if cancel is None:
+        return False
+    try:
+        parameters = inspect.signature(cancel).parameters.values()
+    except (TypeError, ValueError):  # no signature to read (some builtins): assume the old form
+        return False
+    return any(p.name == "run_id" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+               for p in parameters)
 
 
 async def preflight(agent: Agent) -> None:

@@ -61,7 +61,8 @@ class CommandAgent:
         try:
             result = await self._processes.run(
                 self.command, stdin=payload, cwd=self.cwd or task.cwd,
-                env={**os.environ, **self.env}, timeout=_timeout(task, self.timeout))
+                env={**os.environ, **self.env}, timeout=_timeout(task, self.timeout),
+                run_id=task.run_id)
         except AgentError as exc:
             return AgentResult.failed(f"command `{self.display}`: {exc}")
         elapsed = (time.perf_counter() - started) * 1000
@@ -87,8 +88,9 @@ class CommandAgent:
                 f"{preview(result.stdout)}", telemetry=telemetry)
         return AgentResult.success(output, telemetry=telemetry)
 
-    async def cancel(self) -> None:
-        await self._processes.kill_all()
+    async def cancel(self, run_id: str | None = None) -> None:
+        """Kill every call's process group, or only those of run ``run_id``."""
+        await self._processes.kill_all(run_id)
 
     def __repr__(self) -> str:
         return f"CommandAgent({self.name!r}, {self.display!r})"

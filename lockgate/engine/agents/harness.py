@@ -67,7 +67,7 @@ class HarnessAgent(ABC):
             with self._prepared(task) as (argv, stdin):
                 result = await self._processes.run(
                     argv, stdin=stdin, cwd=task.cwd, env=self._environ(),
-                    timeout=min(limits) if limits else None)
+                    timeout=min(limits) if limits else None, run_id=task.run_id)
         except AgentError as exc:
             return AgentResult.failed(f"agent {self.name!r} ({self.harness}): {exc}")
         elapsed = (time.perf_counter() - started) * 1000
@@ -86,8 +86,9 @@ class HarnessAgent(ABC):
     def _parse(self, result: ProcessResult) -> AgentResult:
         """The CLI's JSON output as an AgentResult (never prose parsing)."""
 
-    async def cancel(self) -> None:
-        await self._processes.kill_all()
+    async def cancel(self, run_id: str | None = None) -> None:
+        """Kill every call's process group, or only those of run ``run_id``."""
+        await self._processes.kill_all(run_id)
 
     def _fail(self, message: str, result: ProcessResult | None = None, *,
               usage: Usage | None = None, model: str | None = None) -> AgentResult:

@@ -88,7 +88,7 @@ class OpenAIAgent:
         self.headers = dict(headers or {})
         self.extra_body = dict(extra_body or {})
         self._schema_supported = structured != "json_object"
-        self._calls: set[asyncio.Task[AgentResult]] = set()
+        self._calls: dict[asyncio.Future[AgentResult], str] = {}  # call in flight -> its run
 
     @property
     def url(self) -> str:
@@ -102,7 +102,7 @@ class OpenAIAgent:
 
     async def execute(self, task: Task) -> AgentResult:
         call = asyncio.ensure_future(self._execute(task))
-        self._calls.add(call)
+        self._calls[call] = task.run_id
         try:
             return await call
         except asyncio.CancelledError:
@@ -111,11 +111,13 @@ class OpenAIAgent:
                 return AgentResult.failed(f"agent {self.name!r} was cancelled")
             raise
         finally:
-            self._calls.discard(call)
+            self._calls.pop(call, None)
 
-    async def cancel(self) -> None:
-        for call in list(self._calls):
-            call.cancel()
+    async def cancel(self, run_id: str | None = None) -> None:
+        """Cancel every call in flight, or only the calls of run ``run_id``."""
+        for call, owner in list(self._calls.items()):
+            if run_id is None or owner == run_id:
+                call.cancel()
 
     async def _execute(self, task: Task) -> AgentResult:
         started = time.perf_counter()

@@ -61,28 +61,30 @@ class ProcessGroup:
     """The processes one adapter has in flight, so ``cancel()`` can kill them all."""
 
     def __init__(self) -> None:
-        self._running: set[asyncio.subprocess.Process] = set()
+        self._running: dict[asyncio.subprocess.Process, str | None] = {}  # process -> its run
         self._cancelled: set[int] = set()
 
     async def run(self, argv: Sequence[str], *, stdin: bytes = b"", cwd: str | None = None,
                   env: Mapping[str, str] | None = None, timeout: float | None = None,
-                  max_stdout: int = MAX_STDOUT) -> ProcessResult:
-        """Run ``argv`` to completion; raise ProcessTimeout, ProcessOutputTooLarge,
-        AgentUnavailable, another AgentError (it cannot be started) or CancelledError."""
+                  max_stdout: int = MAX_STDOUT, run_id: str | None = None) -> ProcessResult:
+        """Run ``argv`` to completion (for run ``run_id``, see :meth:`kill_all`); raise
+        ProcessTimeout, ProcessOutputTooLarge, AgentUnavailable, another AgentError (it cannot be
+        started) or CancelledError."""
         proc = await _spawn(argv, cwd=cwd, env=env)
-        self._running.add(proc)
+        self._running[proc] = run_id
         try:
             result = await _communicate(proc, stdin, timeout, argv[0], max_stdout)
         finally:
-            self._running.discard(proc)
+            self._running.pop(proc, None)
         if proc.pid in self._cancelled:
             self._cancelled.discard(proc.pid)
             raise ProcessCancelled(f"{argv[0]} was cancelled and its process group killed")
         return result
 
-    async def kill_all(self) -> None:
-        """Terminate every process group in flight (SIGTERM, grace, SIGKILL)."""
-        procs = list(self._running)
+    async def kill_all(self, run_id: str | None = None) -> None:
+        """Terminate every process group in flight (SIGTERM, grace, SIGKILL), or only those
+        started for run ``run_id``."""
+        procs = [p for p, owner in self._running.items() if run_id is None or owner == run_id]
         self._cancelled.update(p.pid for p in procs)
         await asyncio.gather(*(terminate_group(p) for p in procs))
 

@@ -37,8 +37,9 @@ class PythonAgent:
         self.fn = fn
         self._is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
             getattr(fn, "__call__", None))
-        #: the tasks running a call -> whether cancel() cancelled it
+        #: the tasks running a call -> whether cancel() cancelled it; and -> the call's run
         self._calls: dict[asyncio.Task[Any], bool] = {}
+        self._runs: dict[asyncio.Task[Any], str] = {}
 
     async def execute(self, task: Task) -> AgentResult:
         started = time.perf_counter()
@@ -71,6 +72,7 @@ class PythonAgent:
         if current is None or current in self._calls:
             return await self._call(task)
         self._calls[current] = False
+        self._runs[current] = task.run_id
         try:
             return await self._call(task)
         except asyncio.CancelledError:
@@ -82,6 +84,7 @@ class PythonAgent:
                 raise _CancelledByAgent from None
             raise
         finally:
+            self._runs.pop(current, None)
             if self._calls.pop(current):  # cancel() reached the call, which ended another way
                 current.uncancel()
 
@@ -93,10 +96,11 @@ class PythonAgent:
             return await result
         return result
 
-    async def cancel(self) -> None:
-        """Cancel every call in flight (a sync function's thread finishes on its own)."""
+    async def cancel(self, run_id: str | None = None) -> None:
+        """Cancel every call in flight, or only the calls of run ``run_id`` (a sync function's
+        thread finishes on its own)."""
         for call, cancelled in list(self._calls.items()):
-            if not cancelled:
+            if not cancelled and (run_id is None or self._runs.get(call) == run_id):
                 self._calls[call] = True
                 call.cancel()
 

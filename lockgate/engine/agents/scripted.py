@@ -69,7 +69,7 @@ class ScriptedAgent:
     def prompts(self, step_id: str | None = None) -> list[str]:
         return [t.prompt for t in self.calls if step_id is None or t.step_id == step_id]
 
-    async def cancel(self) -> None:
+    async def cancel(self, run_id: str | None = None) -> None:
         return None
 
 
