@@ -46,6 +46,8 @@ from .results import step_done as _step_done
 from .specdata import digest, spec_data
 
 MAX_REPLAYS = 8
+#: A cancel reason longer than this is cut in the audit.
+MAX_CANCEL_REASON = 1000
 
 
 class Engine:
@@ -132,8 +134,13 @@ class Engine:
                               error_type="not_awaiting")
         return self.gate_resolve(run_id, step_id, outcome, rationale, resolved_by, gates[step_id]["token"])
 
-    def cancel(self, run_id: str) -> dict[str, Any]:
-        """Cancel a running run, burning every outstanding token; other statuses are reported."""
+    def cancel(self, run_id: str, reason: str | None = None) -> dict[str, Any]:
+        """Cancel a running run, burning every outstanding token; other statuses are reported.
+        ``reason`` (why it was cancelled: a limit, a person) is kept in the audit's
+        ``flow_cancelled`` event, cut to :data:`MAX_CANCEL_REASON` characters."""
+        if reason is not None and not isinstance(reason, str):
+            raise EngineError(f"a cancel reason is text, not {type(reason).__name__}", error_type="invalid_arguments")
+
         def apply(run: LiveRun) -> None:
             if run.header.status != RUN_RUNNING:
                 return
@@ -148,7 +155,7 @@ class Engine:
             run.header.status = RUN_CANCELLED
             run.header.cancel_requested = True
             run.header.finished_at = now()
-            run.event("flow_cancelled", None, burned=burned)
+            run.event("flow_cancelled", None, burned=burned, **({"reason": reason[:MAX_CANCEL_REASON]} if reason else {}))
 
         before = self._get(run_id, fresh=True).header.status
         out = self._transact(run_id, apply)

@@ -59,3 +59,4 @@ def test_a_gate_without_a_revise_target_does_not_offer_revise_but_still_takes_it
     assert gate["revise_unavailable"] == "revise would fail the run: the gate has no on_revise target"
     ended = engine.gate_resolve(gate["run_id"], "review", "revise", "", "ana", gate["token"])
     assert ended["status"] == "error" and ended["error_type"] == "rounds_exhausted"
+
