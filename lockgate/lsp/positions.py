@@ -86,9 +86,15 @@ class LineIndex:
 
     def to_client(self, pos: Position, encoding: Encoding = "utf-16") -> lsp.Position:
         """A code-point position as an LSP position in ``encoding`` (clamped into the document)."""
+        line, character = self.client_units(pos, encoding)
+        return lsp.Position(line=line, character=character)
+
+    def client_units(self, pos: Position, encoding: Encoding = "utf-16") -> tuple[int, int]:
+        """:meth:`to_client` as a plain ``(line, character)``, for callers converting a great
+        many positions (semantic tokens), which need no LSP object for each."""
         pos = self.clamp(pos)
         units = self._line_units(pos.line, encoding)
-        return lsp.Position(line=pos.line, character=units.to_units(pos.character) if units else pos.character)
+        return pos.line, units.to_units(pos.character) if units else pos.character
 
     def from_client(self, pos: lsp.Position, encoding: Encoding = "utf-16") -> Position:
         """An LSP position as a code-point position; a unit inside a character rounds down."""
