@@ -1,19 +1,24 @@
 """Running the CLI's event loop so that Ctrl-C ends the command promptly.
 
+The first Ctrl-C calls the command's ``on_interrupt`` (``lockgate run`` detaches its engine, so
+the run is left resumable rather than cancelled), then cancels the main task: the runner stops
+the agent calls in flight, and :func:`run` raises KeyboardInterrupt. A second Ctrl-C raises
+KeyboardInterrupt at once.
+
 ``asyncio.run`` waits, on the way out, for every worker thread of the loop's default executor:
 a synchronous Python agent in the middle of a slow call, or a gate prompt blocked reading the
-terminal, would keep the command hanging after Ctrl-C (the run itself is already recorded as
-cancelled). Here an interrupt abandons those threads instead; :func:`exit_now` then ends the
-process without joining them.
+terminal, would keep the command hanging after Ctrl-C. Here an interrupt abandons those
+threads instead; :func:`exit_now` then ends the process without joining them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NoReturn
 
@@ -30,16 +35,63 @@ class _AbandonableExecutor(ThreadPoolExecutor):
             super().shutdown(wait=wait, cancel_futures=cancel_futures)
 
 
-def run(coro: Coroutine[Any, Any, Any]) -> Any:
-    """``asyncio.run(coro)``, except that a KeyboardInterrupt does not wait for worker threads."""
+class _Interrupts:
+    """SIGINT while the main task runs: ``on_interrupt()`` and the task's cancellation first,
+    KeyboardInterrupt the second time (or when there is no task to cancel)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, on_interrupt: Callable[[], None]) -> None:
+        self.loop = loop
+        self.on_interrupt = on_interrupt
+        self.task: asyncio.Task[Any] | None = None
+        self.count = 0
+
+    async def main(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        self.task = asyncio.current_task()
+        return await coro
+
+    def handle(self, signum: int, frame: Any) -> None:
+        self.count += 1
+        task = self.task
+        if self.count > 1 or task is None or task.done():
+            raise KeyboardInterrupt
+        self.on_interrupt()
+        task.cancel()
+        self.loop.call_soon_threadsafe(lambda: None)  # wake the loop if it is waiting
+
+
+def run(coro: Coroutine[Any, Any, Any], on_interrupt: Callable[[], None] = lambda: None) -> Any:
+    """``asyncio.run(coro)``, except that Ctrl-C calls ``on_interrupt`` before the main task is
+    cancelled, then raises KeyboardInterrupt without waiting for worker threads."""
     executor = _AbandonableExecutor(thread_name_prefix="lockgate-worker")
     with asyncio.Runner() as runner:
-        runner.get_loop().set_default_executor(executor)
+        loop = runner.get_loop()
+        loop.set_default_executor(executor)
+        interrupts = _Interrupts(loop, on_interrupt)
+        installed = _take_sigint(interrupts.handle)
         try:
-            return runner.run(coro)
+            return runner.run(interrupts.main(coro))
+        except asyncio.CancelledError:
+            if not interrupts.count:
+                raise
+            executor.abandoned = True
+            raise KeyboardInterrupt from None
         except KeyboardInterrupt:
             executor.abandoned = True
             raise
+        finally:
+            if installed:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _take_sigint(handler: Callable[[int, Any], None]) -> bool:
+    """Make ``handler`` the SIGINT handler when Python's default one is in place (as
+    ``asyncio.Runner`` does: an ignored SIGINT, as in a shell's background job, stays ignored;
+    only the main thread may set one). Whether it was installed."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        return False
+    signal.signal(signal.SIGINT, handler)
+    return True
 
 
 def exit_now(code: int) -> NoReturn:

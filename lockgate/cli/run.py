@@ -2,7 +2,9 @@
 
 Exit status: 0 complete, 1 failed (error, killed, cancelled), 2 usage error (bad arguments, an
 invalid spec, inputs or configuration, an unavailable agent), 3 waiting at a gate (``--no-prompt``,
-or no terminal to ask).
+or no terminal to ask), 4 another process is driving the same run (its result for a step was
+accepted first; nothing was lost), 130 interrupted (Ctrl-C: the agent calls are stopped and the
+run is left as it was, to resume or cancel).
 """
 
 from __future__ import annotations
@@ -11,14 +13,27 @@ import json
 import sys
 from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 import click
 
+from . import hints
 from .runargs import load_agents, read_inputs
 from .text import one_line
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WAITING = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WAITING, EXIT_ELSEWHERE = 0, 1, 2, 3, 4
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command ended by Ctrl-C
+
+
+class Options(NamedTuple):
+    """The options a run is driven with, which a command to resume it must repeat."""
+
+    agents: str | None
+    store: str | None
+    judge: str | None
+
+    def resume(self, run_id: str) -> str:
+        return hints.resume_command(run_id, agents=self.agents, store=self.store, judge=self.judge)
 
 
 @click.command("run")
@@ -49,19 +64,25 @@ def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | Non
     Steps run concurrently where the flow allows; failed checks are retried with the violations
     fed back to the agent; gates are asked at the terminal (approve / revise with a note / kill).
     The flow's output is printed as JSON on stdout; progress goes to stderr.
+
+    Ctrl-C stops the agent calls in flight and leaves the run as it was (exit status 130): it
+    prints the command that resumes it and the one that cancels it (`lockgate cancel RUN`).
     """
     from ..errors import (AgentUnavailable, ConfigError, EngineError, LockgateError,
                           RunnerError, SpecError)
 
     if (spec is None) == (resume_id is None):
         _usage("give a SPEC to run, or --resume RUN to continue one (not both)")
+    options = Options(agents_module, store, judge)
     try:
-        code = _run(spec, pairs, inputs_file, flow, agents_module, store, judge, no_prompt, resume_id)
+        code = _run(spec, pairs, inputs_file, flow, options, no_prompt, resume_id)
     except SpecError as exc:
         _report_spec_error(spec, exc)
         code = EXIT_USAGE
     except (ConfigError, AgentUnavailable, click.BadParameter) as exc:
-        click.echo(f"error: {_message(exc)}", err=True)
+        message = _message(exc)
+        message = hints.unknown_agent(message, agents=agents_module) or message
+        click.echo(f"error: {message}", err=True)
         code = EXIT_USAGE
     except EngineError as exc:
         _report_engine_error(exc)
@@ -70,35 +91,38 @@ def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | Non
     except (RunnerError, LockgateError) as exc:
         click.echo(f"error: {exc}", err=True)
         code = EXIT_FAILED
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # before the event loop started: nothing was planned or changed
+        click.echo("interrupted before the run started" if spec else
+                   f"interrupted: run {resume_id} is left as it was", err=True)
+        code = EXIT_INTERRUPTED
+    if code == EXIT_INTERRUPTED:
         from .interrupt import exit_now
 
-        click.echo("interrupted: the run was cancelled", err=True)
-        exit_now(EXIT_FAILED)
+        exit_now(code)  # an agent's worker thread may still be busy: do not wait for it
     sys.exit(code)
 
 
 def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow: str | None,
-         agents_module: str | None, store_url: str | None, judge: str | None, no_prompt: bool,
-         resume_id: str | None) -> int:
+         options: Options, no_prompt: bool, resume_id: str | None) -> int:
     from ..engine.agents.config import load_config
-    from ..engine.engine import Engine
     from ..engine.flowneeds import as_spec
     from ..engine.gatechannel import TerminalGates
     from ..engine.runner import make_runner
     from ..engine.store import open_store
+    from ..errors import RunnerError
     from . import interrupt
+    from .runengine import RunEngine
 
     loaded = as_spec(Path(spec)) if spec else None
     inputs = read_inputs(pairs, inputs_file, _declared_inputs(loaded, flow))
-    agents = load_agents(agents_module) if agents_module else {}
+    agents = load_agents(options.agents) if options.agents else {}
     config = load_config(start=Path(spec).resolve().parent if spec else Path.cwd())
-    engine = Engine(store=open_store(store_url), workspace=Path.cwd())
+    engine = RunEngine(store=open_store(options.store), workspace=Path.cwd())
     display = Progress()
     gates = None if no_prompt else TerminalGates(
         ask=_ask, say=lambda text: click.echo(text, err=True), pause=display.paused)
     runner = make_runner(engine=engine, config=config, agents=agents, gates=gates,
-                         on_event=display.update, judge=judge)
+                         on_event=display.update, judge=options.judge)
 
     async def main() -> Any:
         with display:
@@ -110,10 +134,18 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
         # stdout carries only the flow's output (for `> out.json` or `| jq`): what agents print
         # while the run is going goes to stderr, with the progress
         with redirect_stdout(sys.stderr):
-            result = interrupt.run(main())
+            result = interrupt.run(main(), on_interrupt=engine.detach)
+    except KeyboardInterrupt:
+        _report_detached(engine, options)
+        return EXIT_INTERRUPTED
+    except RunnerError:
+        if not engine.stale_steps:
+            raise
+        _report_driven_elsewhere(engine, options)
+        return EXIT_ELSEWHERE
     finally:
         engine.close()
-    return _conclude(result)
+    return _conclude(result, options)
 
 
 def _declared_inputs(spec: Any, flow: str | None) -> dict[str, Any]:
@@ -125,18 +157,20 @@ def _declared_inputs(spec: Any, flow: str | None) -> dict[str, Any]:
     return dict(chosen.input) if chosen is not None else {}
 
 
-def _conclude(result: Any) -> int:
+def _conclude(result: Any, options: Options) -> int:
     if result.status == "complete":
         click.echo(json.dumps(result.output, indent=2, ensure_ascii=False))
         return EXIT_OK
     response = result.response
     if result.status == "await_gate":
         for gate in result.waiting_gates:
+            decide = [hints.command("gate", verb, result.run_id, gate["step_id"], store=options.store)
+                      for verb in ("approve", "revise", "reject")]
             click.echo(f"run {result.run_id} waits at gate {gate['step_id']!r}; decide with:\n"
-                       f"  lockgate gate approve {result.run_id} {gate['step_id']}\n"
-                       f"  lockgate gate revise {result.run_id} {gate['step_id']} --note '...'\n"
-                       f"  lockgate gate reject {result.run_id} {gate['step_id']}\n"
-                       f"then continue it with: lockgate run --resume {result.run_id}", err=True)
+                       f"  {decide[0]}\n"
+                       f"  {decide[1]} --note '...'\n"
+                       f"  {decide[2]}\n"
+                       f"then continue it with: {options.resume(result.run_id)}", err=True)
     else:
         reason = response.get("message") or response.get("reason") or response.get("error_type")
         click.echo(f"run {result.run_id} {result.status}: {one_line(reason or '')}".rstrip(": "), err=True)
@@ -199,6 +233,36 @@ def _report_spec_error(spec: str | None, exc: Any) -> None:
             click.echo(format_text(spec, excerpted, diagnostics), err=True)
             return
     click.echo(f"error: {exc}", err=True)
+
+
+def _report_detached(engine: Any, options: Options) -> None:
+    """After Ctrl-C: what became of the run, and the commands to go on from there."""
+    run_id = engine.run_id
+    if run_id is None:
+        click.echo("interrupted before the run started", err=True)
+        return
+    try:
+        status = engine.status(run_id).get("status")
+    except Exception:  # noqa: BLE001 - the store is unreadable: say what we know
+        status = None
+    if status in ("complete", "error", "killed", "cancelled"):
+        click.echo(f"interrupted: run {run_id} had already ended ({status}); see: "
+                   f"{hints.command('show', run_id, store=options.store)}", err=True)
+        return
+    click.echo(f"interrupted: run {run_id} is left as it was (its agent calls were stopped; "
+               f"nothing recorded is lost)\n"
+               f"  continue it with: {options.resume(run_id)}\n"
+               f"  or cancel it for good: {hints.cancel_command(run_id, store=options.store)}",
+               err=True)
+
+
+def _report_driven_elsewhere(engine: Any, options: Options) -> None:
+    """A result of ours came too late: another process driving the same run had its result
+    for the step accepted first, and carries the run on."""
+    run_id, step = str(engine.run_id), engine.stale_steps[0]
+    click.echo(f"another process is driving run {run_id} (its result for step {step!r} was "
+               f"accepted first); nothing was lost: see "
+               f"`{hints.command('show', run_id, store=options.store)}`", err=True)
 
 
 class Progress:

@@ -16,7 +16,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
+from . import hints
 from .text import one_line
 
 STORE_HELP = "Run store: a SQLite path, sqlite://, postgresql://... or memory (default: $LOCKGATE_STORE or .lockgate/lockgate.db)."
@@ -60,6 +62,23 @@ def _call(action: Callable[[], Any]) -> Any:
         kind = getattr(exc, "error_type", type(exc).__name__)
         click.echo(f"error ({kind}): {exc}", err=True)
         sys.exit(1)
+
+
+def _named_store(store: str | None) -> str | None:
+    """``--store`` when given on the command line, for the commands this one prints: they then
+    reach the same store (a store from $LOCKGATE_STORE reaches them the same way)."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None or ctx.get_parameter_source("store") != ParameterSource.COMMANDLINE:
+        return None
+    return store
+
+
+def _resume_lines(engine: Any, run_id: str, store: str | None) -> list[str]:
+    """The command that continues ``run_id`` with agents, and when it needs an --agents module
+    this command cannot know, the line that says so."""
+    command, note = hints.resume_hint(run_id, store=store,
+                                      agents_needed=hints.agents_needed(engine, run_id))
+    return [command, *([f"({note})"] if note else [])]
 
 
 def _json(value: Any) -> None:
@@ -158,15 +177,24 @@ def audit_cmd(run_id: str, store: str | None, fmt: str) -> None:
 @format_option
 def why_cmd(run_id: str, store: str | None, fmt: str) -> None:
     """Say what a run is waiting on and the exact command that unblocks it."""
-    why = _call(lambda: _engine(store).why(run_id))
+    engine = _engine(store)
+    why = _call(lambda: engine.why(run_id))
     if fmt == "json":
         _json(why)
         return
+    named = _named_store(store)
+    resume: list[str] = []  # the resume command's lines, worked out once
     click.echo(one_line(why["summary"]))
     for wait in why["waits"]:
         click.echo(f"- {one_line(wait['reason'])}")
         for command in wait["commands"]:
-            click.echo(f"    {command}")
+            if command.startswith("lockgate run --resume "):
+                resume = resume or _resume_lines(engine, run_id, named)
+                lines = resume
+            else:
+                lines = [hints.with_store(command, named)]
+            for line in lines:
+                click.echo(f"    {line}")
 
 
 @click.command("verify")
@@ -205,7 +233,7 @@ def _gate_command(decision: str, summary: str) -> click.Command:
     def command(run_id: str, step_id: str, note: str, resolved_by: str, store: str | None, fmt: str) -> None:
         engine = _engine(store)
         result = _call(lambda: engine.resolve_waiting_gate(run_id, step_id, decision, note, resolved_by))
-        _print_response(result, fmt)
+        _print_response(result, fmt, engine, store)
 
     return command
 
@@ -237,7 +265,8 @@ def commit_cmd(run_id: str, label: str, store: str | None, fmt: str) -> None:
 @format_option
 def revert_cmd(run_id: str, label: str, store: str | None, fmt: str) -> None:
     """Restore a checkpoint (spend is not rolled back) and continue from there."""
-    _print_response(_call(lambda: _engine(store).revert(run_id, label)), fmt)
+    engine = _engine(store)
+    _print_response(_call(lambda: engine.revert(run_id, label)), fmt, engine, store)
 
 
 @click.command("cancel")
@@ -246,7 +275,8 @@ def revert_cmd(run_id: str, label: str, store: str | None, fmt: str) -> None:
 @format_option
 def cancel_cmd(run_id: str, store: str | None, fmt: str) -> None:
     """Cancel a running run; outstanding results and decisions are refused afterwards."""
-    _print_response(_call(lambda: _engine(store).cancel(run_id)), fmt)
+    engine = _engine(store)
+    _print_response(_call(lambda: engine.cancel(run_id)), fmt, engine, store)
 
 
 @click.command("resume")
@@ -255,22 +285,28 @@ def cancel_cmd(run_id: str, store: str | None, fmt: str) -> None:
 @format_option
 def resume_cmd(run_id: str, store: str | None, fmt: str) -> None:
     """Rehydrate a run from the store and show what it waits on (same tokens as before)."""
-    _print_response(_call(lambda: _engine(store).resume(run_id)), fmt)
+    engine = _engine(store)
+    _print_response(_call(lambda: engine.resume(run_id)), fmt, engine, store)
 
 
-def _print_response(resp: dict[str, Any], fmt: str) -> None:
+def _print_response(resp: dict[str, Any], fmt: str, engine: Any, store: str | None) -> None:
     if fmt == "json":
         _json(resp)
         return
     status = resp["status"]
     rid = resp.get("run_id")
+    named = _named_store(store)
     if status in ("execute_step", "ensure_failed", "schema_failed"):
         ready = resp.get("ready") or [resp]
         click.echo(f"run {rid}: {len(ready)} step(s) to execute: " + ", ".join(r["step_id"] for r in ready))
-        click.echo(f"continue with agents: lockgate run --resume {rid}")
+        command, *note = _resume_lines(engine, str(rid), named)
+        click.echo(f"continue with agents: {command}")
+        for line in note:
+            click.echo(f"  {line}")
     elif status == "await_gate":
-        click.echo(f"run {rid}: gate {resp['step_id']} waits for a decision: "
-                   f"lockgate gate approve|revise|reject {rid} {resp['step_id']} --note \"...\"")
+        decide = hints.with_store(f"lockgate gate approve|revise|reject {rid} {resp['step_id']} "
+                                  f"--note \"...\"", named)
+        click.echo(f"run {rid}: gate {resp['step_id']} waits for a decision: {decide}")
     elif status == "complete":
         click.echo(f"run {rid}: complete\noutput: " + json.dumps(resp.get("output"), sort_keys=True))
     elif status == "error":

@@ -1,0 +1,98 @@
+"""What the CLI tells the user to do next, spelled so that it works when typed.
+
+A resume command needs the options the run was driven with: its store and, when its agents
+are Python functions, the ``--agents`` module. ``lockgate run`` knows them (it was given them);
+the other commands know the store but not the module, which the store does not record: they
+write a placeholder for it, and say so, unless every agent of the run's flow resolves without
+one (configured in lockgate.toml, or built in).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any
+
+AGENTS_PLACEHOLDER = "<your agents module>"
+NOT_RECORDED = ("the store does not record the --agents module a run was started with: give "
+                "the same one")
+
+
+def command(*words: str, **options: str | None) -> str:
+    """``lockgate WORDS... --OPTION VALUE...`` quoted for a POSIX shell (options given None
+    left out; an underscore in an option's name is a dash)."""
+    parts = ["lockgate", *words]
+    for name, value in options.items():
+        if value is not None:
+            parts += [f"--{name.replace('_', '-')}", value]
+    return shlex.join(parts)
+
+
+def resume_command(run_id: str, *, agents: str | None = None, store: str | None = None,
+                   judge: str | None = None) -> str:
+    """The command that continues run ``run_id`` with these options (those given)."""
+    return command("run", "--resume", run_id, agents=agents, store=store, judge=judge)
+
+
+def cancel_command(run_id: str, *, store: str | None = None) -> str:
+    """The command that cancels run ``run_id`` for good."""
+    return command("cancel", run_id, store=store)
+
+
+def with_store(text: str, store: str | None) -> str:
+    """A command the engine wrote (``lockgate gate approve R S --note "..."``) with ``--store``
+    added when the user named one (the command then reaches the same store)."""
+    return text if store is None else f"{text} --store {shlex.quote(store)}"
+
+
+def resume_hint(run_id: str, *, store: str | None, agents_needed: bool) -> tuple[str, str | None]:
+    """(the resume command, a note about it or None) for a command that cannot know the
+    ``--agents`` module: ``agents_needed`` when some agent of the run resolves from none of
+    lockgate.toml, the registry and the built-ins."""
+    resume = resume_command(run_id, store=store)
+    if agents_needed:
+        return f"{resume} --agents {AGENTS_PLACEHOLDER}", NOT_RECORDED
+    return resume, None
+
+
+def agents_needed(engine: Any, run_id: str) -> bool:
+    """Whether some agent of run ``run_id``'s flow resolves only from an ``--agents`` module:
+    none of lockgate.toml (the nearest, from here), the registry and the built-ins knows it.
+    True when that cannot be told (the spec cannot be read back, the configuration is broken):
+    the placeholder then asks for the module rather than promising a command that may fail."""
+    from pathlib import Path
+
+    from ..engine.agents.config import load_config
+    from ..engine.agents.registry import known_agents
+    from ..engine.flowneeds import agent_names
+    from ..engine.graphs import stored_spec
+
+    try:
+        spec = stored_spec(engine.store, run_id)
+        flow = engine.status(run_id).get("flow")
+        known = set(known_agents(config=load_config(start=Path.cwd())))
+        return not set(agent_names(spec, flow)) <= known
+    except Exception:  # noqa: BLE001 - a hint must not fail the command that prints it
+        return True
+
+
+# lockgate.engine.agents.registry.resolve_agent's message, naming the configuration file it read
+_UNKNOWN_AGENT = re.compile(r"^no agent named '([^']+)': pass it in agents=")
+_CONFIG_READ = re.compile(r"to the project configuration in (.+)$")
+
+
+def unknown_agent(message: str, *, agents: str | None) -> str | None:
+    """The engine's "no agent named X" (written for Python callers: ``agents=``, ``register``)
+    in command-line terms; None for any other message."""
+    found = _UNKNOWN_AGENT.match(message)
+    if found is None:
+        return None
+    name = found.group(1)
+    function = name.replace("-", "_")
+    read = _CONFIG_READ.search(message)
+    config = read.group(1) if read else "lockgate.toml"
+    if agents:
+        source = f"define {function}() in {agents} (--agents)"
+    else:
+        source = f"pass --agents FILE.py defining {function}()"
+    return f"no agent named {name!r}: {source}, or configure it in {config} ([agents.{name}])"

@@ -1,0 +1,141 @@
+"""Two ``lockgate run --resume`` of one run at once: both call the agent for the step waiting;
+the process whose result is accepted second says another process is driving the run (nothing
+was lost) and exits 4, instead of an internal error with exit status 1. Real subprocesses; the
+agents are held on FIFOs so that the order of the two results is fixed by the test."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from lockgate.dsl.loader import load
+from lockgate.engine.engine import Engine
+from lockgate.engine.store import open_store
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SPEC = textwrap.dedent("""
+    version: 1
+    contracts:
+      Draft:
+        text: string
+    flows:
+      entry: main
+      main:
+        input:
+          topic: string
+        output:
+          from: "${draft.output}"
+          contract: Draft
+        steps:
+          - id: draft
+            do: "Write about ${input.topic}"
+            agent: writer
+            out: Draft
+          - id: review
+            after: [draft]
+            gate:
+              on_approve: null
+              on_revise: null
+              on_kill: null
+    """).lstrip()
+
+# each call announces its pid on the "calls" FIFO, then waits until the test writes to its own
+AGENTS = textwrap.dedent('''
+    import os
+
+    def writer(task):
+        go = f"go-{os.getpid()}"
+        os.mkfifo(go)
+        with open("calls", "w") as calls:
+            calls.write(f"{os.getpid()}\\n")
+        with open(go) as fifo:
+            fifo.read()
+        return {"text": f"by {os.getpid()}"}
+    ''')
+
+
+@pytest.fixture
+def planned(tmp_path):
+    """A run of SPEC whose first step is dispatched and nobody is driving: (directory, run id)."""
+    (tmp_path / "agents.py").write_text(AGENTS)
+    os.mkfifo(tmp_path / "calls")
+    engine = Engine(store=open_store(str(tmp_path / "runs.db")))
+    rid = engine.plan(load(SPEC).spec, {"topic": "x"})["run_id"]
+    engine.close()
+    return tmp_path, rid
+
+
+def resume(cwd: Path, rid: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("LOCKGATE_STORE", None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "lockgate", "run", "--resume", rid, "--agents", "agents.py",
+         "--store", "runs.db", "--no-prompt"], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def read_calls(path: Path, count: int, procs: list[subprocess.Popen], timeout: float = 60) -> list[int]:
+    """The pids of the first ``count`` agent calls; fails instead of waiting forever when a
+    command ends (or a minute passes) first."""
+    fd = os.open(path, os.O_RDWR)  # never waits for a writer, never reads end of file
+    try:
+        data, deadline = b"", time.monotonic() + timeout
+        while data.count(b"\n") < count:
+            ended = [p for p in procs if p.poll() is not None]
+            if ended:
+                pytest.fail(f"a command ended before its agent was called: {ended[0].communicate()}")
+            assert time.monotonic() < deadline, "the agents were not called within a minute"
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if ready:
+                data += os.read(fd, 4096)
+        return [int(line) for line in data.decode().split()]
+    finally:
+        os.close(fd)
+
+
+def release(cwd: Path, pid: int) -> None:
+    with open(cwd / f"go-{pid}", "w") as fifo:
+        fifo.write("go\n")
+
+
+def test_the_second_result_is_reported_as_another_process_driving(planned):
+    cwd, rid = planned
+    procs = [resume(cwd, rid), resume(cwd, rid)]
+    try:
+        called = read_calls(cwd / "calls", 2, procs)
+        by_pid = {proc.pid: proc for proc in procs}  # a Python agent runs in its command's process
+        first, second = (by_pid[pid] for pid in called)
+        release(cwd, called[0])
+        _, err = first.communicate(timeout=60)
+        assert first.returncode == 3, err  # it carried the run on to the gate
+        release(cwd, called[1])
+        out2, err2 = second.communicate(timeout=60)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+                proc.communicate()
+    assert second.returncode == 4, err2
+    assert "Traceback" not in err2 and "no work to do" not in err2
+    assert err2.strip().splitlines()[-1] == (
+        f"another process is driving run {rid} (its result for step 'draft' was accepted first); "
+        f"nothing was lost: see `lockgate show {rid} --store runs.db`")
+    assert out2 == ""
+    # the accepted result is the first one's, and the run waits at its gate
+    engine = Engine(store=open_store(str(cwd / "runs.db")))
+    status = engine.status(rid)
+    audit = engine.audit(rid)
+    engine.close()
+    assert status["status"] == "await_gate"
+    assert json.dumps(audit).count(f"by {called[0]}") >= 1
+    assert f"by {called[1]}" not in json.dumps(audit)

@@ -1,0 +1,168 @@
+"""The commands the CLI prints for going on with a run work when typed: a resume command carries
+``--store`` when one was named and ``--agents`` when the run needs a module (the one given to
+``lockgate run``; a placeholder, said to be one, where the store cannot tell), and an agent
+nobody defines is explained in command-line terms."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+from lockgate.cli import main
+from lockgate.dsl.loader import load
+from lockgate.engine.engine import Engine
+from lockgate.engine.store import open_store
+
+SPEC = textwrap.dedent("""
+    version: 1
+    contracts:
+      Draft:
+        text: string
+    flows:
+      entry: main
+      main:
+        input:
+          topic: string
+        output:
+          from: "${draft.output}"
+          contract: Draft
+        max_rounds: 2
+        steps:
+          - id: draft
+            do: "Write about ${input.topic}"
+            agent: writer
+            out: Draft
+          - id: review
+            after: [draft]
+            gate:
+              on_approve: null
+              on_revise: draft
+              on_kill: null
+    """).lstrip()
+
+AGENTS = "def writer(task):\n    return {'text': task.prompt}\n"
+PLACEHOLDER_NOTE = ("(the store does not record the --agents module a run was started with: "
+                    "give the same one)")
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LOCKGATE_STORE", raising=False)
+    (tmp_path / "flow.stratum.yaml").write_text(SPEC)
+    (tmp_path / "agents.py").write_text(AGENTS)
+    return tmp_path
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def at_gate(store: str) -> str:
+    """A run of SPEC in ``store`` waiting at its gate, driven through the engine (no agent)."""
+    engine = Engine(store=open_store(store))
+    first = engine.plan(load(SPEC).spec, {"topic": "x"})
+    engine.step_done(first["run_id"], "draft", {"text": "t"}, first["token"])
+    engine.close()
+    return first["run_id"]
+
+
+def configure_writer(project) -> None:
+    (project / "lockgate.toml").write_text(textwrap.dedent(f"""
+        [agents.writer]
+        type = "command"
+        command = [{json.dumps(sys.executable)}, "-c", "print('{{}}')"]
+        """))
+
+
+def test_run_at_a_gate_prints_commands_with_its_own_options(project):
+    result = invoke("run", "flow.stratum.yaml", "--agents", "agents.py", "--input", "topic=x",
+                    "--store", "runs.db", "--no-prompt")
+    assert result.exit_code == 3, result.stderr
+    rid = json.loads(result.stdout)["run_id"]
+    assert result.stderr.splitlines()[-5:] == [
+        f"run {rid} waits at gate 'review'; decide with:",
+        f"  lockgate gate approve {rid} review --store runs.db",
+        f"  lockgate gate revise {rid} review --store runs.db --note '...'",
+        f"  lockgate gate reject {rid} review --store runs.db",
+        f"then continue it with: lockgate run --resume {rid} --agents agents.py --store runs.db",
+    ]
+
+
+def test_after_a_revise_the_resume_command_asks_for_the_agents_module(project):
+    rid = at_gate("runs.db")
+    revised = invoke("gate", "revise", rid, "review", "--note", "more", "--store", "runs.db")
+    assert revised.exit_code == 0, revised.stderr
+    command = f"lockgate run --resume {rid} --store runs.db --agents <your agents module>"
+    assert revised.stdout.splitlines()[-2:] == [f"continue with agents: {command}",
+                                               f"  {PLACEHOLDER_NOTE}"]
+    # with the module filled in, the command carries the run on
+    resumed = invoke(*command.replace("<your agents module>", "agents.py").split()[1:], "--no-prompt")
+    assert resumed.exit_code == 3, resumed.stderr
+    assert f"run {rid} waits at gate 'review'" in resumed.stderr
+
+
+def test_why_spells_the_resume_command_the_same_way(project):
+    rid = at_gate("runs.db")
+    invoke("gate", "revise", rid, "review", "--store", "runs.db")
+    why = invoke("why", rid, "--store", "runs.db")
+    assert why.exit_code == 0, why.stderr
+    assert why.stdout.splitlines()[-3:] == [
+        f"    lockgate run --resume {rid} --store runs.db --agents <your agents module>",
+        f"    {PLACEHOLDER_NOTE}",
+        f"    lockgate cancel {rid} --store runs.db",
+    ]
+    # tools get the engine's data as it is
+    data = json.loads(invoke("why", rid, "--store", "runs.db", "--format", "json").stdout)
+    assert data["waits"][0]["commands"] == [f"lockgate run --resume {rid}", f"lockgate cancel {rid}"]
+
+
+def test_a_store_from_the_environment_is_not_repeated(project, monkeypatch):
+    monkeypatch.setenv("LOCKGATE_STORE", str(project / "runs.db"))
+    rid = at_gate(str(project / "runs.db"))
+    waiting = invoke("why", rid)
+    assert f'    lockgate gate approve {rid} review --note "..."' in waiting.stdout.splitlines()
+    revised = invoke("gate", "revise", rid, "review")
+    assert (f"continue with agents: lockgate run --resume {rid} --agents <your agents module>"
+            in revised.stdout.splitlines())
+
+
+def test_agents_from_the_configuration_need_no_module(project):
+    configure_writer(project)
+    rid = at_gate("runs.db")
+    revised = invoke("gate", "revise", rid, "review", "--store", "runs.db")
+    assert revised.stdout.splitlines()[-1] == (
+        f"continue with agents: lockgate run --resume {rid} --store runs.db")
+    why = invoke("why", rid, "--store", "runs.db")
+    assert f"    lockgate run --resume {rid} --store runs.db" in why.stdout.splitlines()
+    assert "--agents" not in why.stdout
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ((), ("no agent named 'writer': pass --agents FILE.py defining writer(), "
+          "or configure it in lockgate.toml ([agents.writer])")),
+    (("--agents", "other.py"), ("no agent named 'writer': define writer() in other.py (--agents), "
+                                "or configure it in lockgate.toml ([agents.writer])")),
+])
+def test_an_unknown_agent_is_explained_for_the_command_line(project, args, message):
+    (project / "other.py").write_text("def reviewer(task):\n    return {}\n")
+    started = invoke("run", "flow.stratum.yaml", "--input", "topic=x", "--store", "runs.db", *args)
+    assert (started.exit_code, started.stderr.strip()) == (2, f"error: {message}")
+    engine = Engine(store=open_store("runs.db"))
+    rid = engine.plan(load(SPEC).spec, {"topic": "x"})["run_id"]
+    engine.close()
+    resumed = invoke("run", "--resume", rid, "--store", "runs.db", *args)
+    assert (resumed.exit_code, resumed.stderr.strip()) == (2, f"error: {message}")
+
+
+def test_an_unknown_agent_names_the_configuration_read(project):
+    (project / "lockgate.toml").write_text('[agents.reviewer]\ntype = "command"\ncommand = ["true"]\n')
+    started = invoke("run", "flow.stratum.yaml", "--input", "topic=x", "--store", "runs.db")
+    assert started.exit_code == 2
+    assert started.stderr.strip() == (
+        "error: no agent named 'writer': pass --agents FILE.py defining writer(), or configure it "
+        f"in {project / 'lockgate.toml'} ([agents.writer])")
