@@ -29,11 +29,12 @@ CASES = [
     ('matches(result.title, "^[A-Z]")', "matches(result['title'], '^[A-Z]')"),
     ("all(result.checks)", "all(result['checks'])"),
     ("result.a.b.c == input.x", "result['a']['b']['c'] == input['x']"),
+    ("result.items == input.items", "result['items'] == input['items']"),
 ]
 VALUES = {
     "result": {"score": 0.93, "items": [1, 2, 3], "labels": ["draft", "approved"],
                "title": "Release notes", "checks": [True, True, True], "a": {"b": {"c": 7}}},
-    "input": {"x": 7},
+    "input": {"x": 7, "items": [1, 2, 3]},
 }
 REPEAT, NUMBER = 15, 5000
 

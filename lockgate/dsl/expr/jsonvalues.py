@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
+from itertools import chain
 from typing import Any
 
 from ...dsl.values import UNDEFINED
@@ -113,67 +115,76 @@ def js_json(value: Any) -> str:
     the text exponentially longer than the value): beyond ``MAX_JSON_TEXT_LENGTH`` it is a
     ``resource_limit`` error and nothing is built.
     """
-    quoted: dict[int, str] = {}
-    if _json_length(value, {}, quoted) > MAX_JSON_TEXT_LENGTH:
+    texts: dict[int, str] = {}
+    if _json_length(value, {}, texts) > MAX_JSON_TEXT_LENGTH:
         raise ExprError("resource_limit", "str() would build a JSON text longer than "
                         f"{MAX_JSON_TEXT_LENGTH} characters")
     parts: list[str] = []
-    _write_json(value, parts, quoted)
+    _write_json(value, parts, texts)
     return "".join(parts)
 
 
-def _json_length(value: Any, sizes: dict[int, int], quoted: dict[int, str]) -> int:
-    """The UTF-16 length of ``JSON.stringify(value)``, memoised by container id in ``sizes``;
-    string literals are kept in ``quoted`` (by the id of the string) for the writer."""
+def _json_length(value: Any, sizes: dict[int, int], texts: dict[int, str]) -> int:
+    """The UTF-16 length of ``JSON.stringify(value)``, memoised by container id in ``sizes``.
+    The text of every scalar (keys included) is kept in ``texts``, by id, for the writer: the
+    value holds them all, so their ids stay theirs while it is written."""
     kind = type(value)
-    if kind is str:
-        text = quoted.get(id(value))
-        if text is None:
-            text = quoted[id(value)] = _json_string(value)
-        return len(text) if text.isascii() else utf16_len(text)
     if kind is not dict and kind is not list:
-        return len(_json_scalar(value))
+        text = texts.get(id(value))
+        if text is None:
+            text = texts[id(value)] = _json_scalar(value)
+        return len(text) if text.isascii() else utf16_len(text)
     known = sizes.get(id(value))
     if known is not None:
         return known
     if kind is dict:  # braces, a colon per member and the commas between them
         total = 2 * len(value) + 1 if value else 2
-        for key, item in value.items():
-            total += _json_length(key, sizes, quoted) + _json_length(item, sizes, quoted)
+        items: Iterable[Any] = chain.from_iterable(value.items())
     else:
         total = len(value) + 1 if value else 2
-        for item in value:
-            total += _json_length(item, sizes, quoted)
+        items = value
+    for item in items:
+        kind = type(item)
+        if kind is dict or kind is list:
+            total += _json_length(item, sizes, texts)
+            continue
+        text = texts.get(id(item))
+        if text is None:
+            text = texts[id(item)] = _json_scalar(item)
+        total += len(text) if text.isascii() else utf16_len(text)
     sizes[id(value)] = total
     return total
 
 
-def _write_json(value: Any, out: list[str], quoted: dict[int, str]) -> None:
-    """Append the text of ``value`` to ``out``; every string is in ``quoted`` already."""
-    kind = type(value)
-    if kind is dict:
+def _write_json(value: Any, out: list[str], texts: dict[int, str]) -> None:
+    """Append the text of the container ``value`` to ``out``; scalars are in ``texts``."""
+    if type(value) is dict:
         out.append("{")
         for i, (key, item) in enumerate(value.items()):
-            if i:
-                out.append(",")
-            out.append(quoted[id(key)])
-            out.append(":")
-            _write_json(item, out, quoted)
+            out.append(("," if i else "") + texts[id(key)] + ":")
+            if type(item) is dict or type(item) is list:
+                _write_json(item, out, texts)
+            else:
+                out.append(texts[id(item)])
         out.append("}")
-    elif kind is list:
-        out.append("[")
-        for i, item in enumerate(value):
-            if i:
-                out.append(",")
-            _write_json(item, out, quoted)
-        out.append("]")
-    elif kind is str:
-        out.append(quoted[id(value)])
-    else:
-        out.append(_json_scalar(value))
+        return
+    if type(value) is not list:
+        out.append(texts[id(value)])
+        return
+    out.append("[")
+    for i, item in enumerate(value):
+        if i:
+            out.append(",")
+        if type(item) is dict or type(item) is list:
+            _write_json(item, out, texts)
+        else:
+            out.append(texts[id(item)])
+    out.append("]")
 
 
 def _json_scalar(value: Any) -> str:
+    if type(value) is str:
+        return _json_string(value)
     text = js_string(value)
     return "null" if text in ("Infinity", "-Infinity", "NaN") else text  # as JSON.stringify
 
