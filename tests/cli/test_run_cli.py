@@ -149,7 +149,7 @@ def test_inputs_file_and_json_values(project):
     ((), "give a SPEC to run"),
     (("flow.stratum.yaml", "--agents", "agents.py", "--input", "oops"),
      "--input expects KEY=VALUE"),
-    (("flow.stratum.yaml", "--agents", "agents.py", "--input", "ask=1"),
+    (("flow.stratum.yaml", "--agents", "agents.py", "--input", "ask=x", "--input", "extra=1"),
      "inputs do not match flow 'main'"),
     (("flow.stratum.yaml", "--agents", "agents.py"), "input.ask"),
     (("flow.stratum.yaml", "--input", "ask=x"), "no agent named 'writer'"),
