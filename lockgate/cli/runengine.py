@@ -48,9 +48,9 @@ class RunEngine(Engine):
             self.stale_steps.append(step_id)
             raise
 
-    def cancel(self, run_id: str) -> dict[str, Any]:
+    def cancel(self, run_id: str, reason: str | None = None) -> dict[str, Any]:
         if self.detached:
             # the runner records nothing when its cancel is refused (an EngineError)
             raise EngineError(f"run {run_id} is detached, not cancelled", error_type="detached",
                               run_id=run_id)
-        return super().cancel(run_id)
+        return super().cancel(run_id, reason)
