@@ -14,6 +14,7 @@ from lockgate.dsl.expr.regex_safety import (
     SEARCH_TIMEOUT_SECONDS,
     UNSAFE,
     _scanned,
+    chain_form,
     check_safety,
     compile_pattern,
     search,
@@ -191,3 +192,39 @@ def test_the_cut_agrees_with_the_uncut_pattern(atom, quantifier, rest, subject) 
     python = re.compile(translate(pattern), re.ASCII)
     assert bool(python.search(subject)) is search(compile_pattern(pattern), subject)
     assert search_form(pattern, scanner) is None or rest != "b|a"  # a top-level alternation
+
+
+@pytest.mark.parametrize(("pattern", "chained"), [
+    (".*x.*y.*z", True), ("x.*y.*z", True), ("^.*x.*y", True), (".*error.*disk.*full.*", True),
+    ("a\\..*b.*c\\*d", True), ("x.*?y.*?z", True),
+    ("x.*y$", False), ("x.+y.*z", False), ("\\.*x.*y", False), ("a*.*b.*c", False), (".*", False),
+    ("x.*(y|z).*w", False), ("x.*[yz].*w", False),
+])
+def test_literal_chains_take_the_earliest_next_literal(pattern, chained) -> None:
+    assert (chain_form(pattern) is not None) is chained
+
+
+@pytest.mark.parametrize(("pattern", "subject"), [
+    (".*x.*y.*z", "xy" * 2048), (".*x.*y.*z", "x" * 4096), ("x.*y.*z.*w", "xyz" * 1365),
+    ("^.*x.*y.*z", "xy" * 2048), (".*ab.*cd.*ef", "abcd" * 1024),
+])
+def test_chains_of_three_literals_finish_well_within_the_time_limit(pattern, subject) -> None:
+    """Cubic backtracking with two '.*' left after the cut: past the limit before the chain form."""
+    started = time.perf_counter()
+    assert evaluate("matches(input.s, input.p)", {"input": {"s": subject, "p": pattern}}) is False
+    assert time.perf_counter() - started < SEARCH_TIMEOUT_SECONDS
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.booleans(), st.booleans(), st.lists(st.sampled_from(["x", "y", "xy", "\\.", "é"]), min_size=2, max_size=4),
+       st.lists(st.sampled_from([".*", ".*?"]), min_size=4, max_size=4), st.booleans(),
+       st.text(alphabet="xyé.\n\u2028", max_size=10))
+def test_the_chain_form_finds_what_the_pattern_finds(anchored, leading, literals, gaps, trailing, subject) -> None:
+    pattern = ("^" if anchored else "") + (".*" if leading else "") + "".join(
+        (gap if i else "") + literal for i, (gap, literal) in enumerate(zip(gaps, literals)))
+    pattern += ".*" if trailing else ""
+    chain = chain_form(pattern)
+    assert chain is not None
+    expected = re.compile(translate(pattern), re.ASCII).search(subject) is not None
+    assert (re.compile(chain, re.ASCII).search(subject) is not None) is expected
+    assert search(compile_pattern(pattern), subject) is expected

@@ -29,7 +29,8 @@ except ImportError:  # pragma: no cover - depends on the environment
 SEARCH_TIMEOUT_SECONDS = 1.0
 UNSAFE = "regex contains a potentially unsafe construct"
 _JS_SPACE = "\\t\\n\\x0b\\x0c\\r \\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
-_DOT = "[^\\n\\r\\u2028\\u2029]"
+_LINE_TERMINATORS = "\\n\\r\\u2028\\u2029"
+_DOT = f"[^{_LINE_TERMINATORS}]"
 _QUANTIFIER = re.compile(r"\{(\d+)(,(\d*))?\}")
 _SYNTAX = set("^$\\.*+?()[]{}|/")
 _CLASS_SPECIAL = set("\\]^-[&~|")
@@ -352,6 +353,51 @@ def search_form(pattern: str, scanner: _Scanner) -> tuple[str, int] | None:
     return None if reduced == pattern else (reduced, unbounded)
 
 
+# A literal run of a chain: plain characters other than line terminators, or escaped syntax.
+_CHAIN_LITERAL = re.compile(r"(?:[^\\^$.*+?()\[\]{}|\n\r\u2028\u2029]|\\[\\^$.*+?()\[\]{}|/])+")
+_CHAIN_GAP = re.compile(r"\.\*\??")
+
+
+def chain_form(pattern: str) -> str | None:
+    """For ``[^][.*]L1.*L2 ... .*Ln[.*]`` with literal runs ``Lk``: a Python pattern that takes
+    each ``.*Lk`` at its earliest ``Lk`` and never backtracks into it (an atomic group); None
+    for any other pattern.
+
+    That is exact for a search: ``.`` matches every character of a run (no line terminator),
+    so ending ``Lk`` earlier leaves every later match reachable. The search is then at most
+    quadratic, where ``.*x.*y.*z`` backtracks cubically (beyond the time limit on
+    ``xyxy...``, 4096 characters).
+    """
+    anchored = pattern.startswith("^")
+    at = int(anchored)
+    gap = _CHAIN_GAP.match(pattern, at)
+    leading_gap = gap is not None
+    at = gap.end() if gap else at
+    segments: list[str] = []
+    while at < len(pattern):
+        literal = _CHAIN_LITERAL.match(pattern, at)
+        if literal is None:
+            return None
+        segments.append(literal.group())
+        gap = _CHAIN_GAP.match(pattern, literal.end())
+        at = gap.end() if gap else literal.end()
+        if gap is None and at < len(pattern):
+            return None
+    if not segments:
+        return None
+    first = _earliest(segments[0]) if anchored and leading_gap else translate(segments[0])
+    return ("^" if anchored else "") + first + "".join(_earliest(s) for s in segments[1:])
+
+
+def _earliest(literal: str) -> str:
+    """``.*literal`` committed to the first ``literal`` it can reach (a single character by a
+    negated class, which the engines scan fastest)."""
+    if len(literal) == 1:
+        char = _code_point(ord(literal))
+        return f"(?>[^{char}{_LINE_TERMINATORS}]*{char})"
+    return f"(?>{_DOT}*?{translate(literal)})"
+
+
 @lru_cache(maxsize=512)
 def compile_pattern(pattern: str) -> Any:
     """Filter, translate and compile ``pattern``; raises ``ExprError('validation', ...)``.
@@ -359,12 +405,15 @@ def compile_pattern(pattern: str) -> Any:
     A pattern with one unbounded quantifier at most backtracks polynomially in degree 2 at worst
     over a 4096-character input, so it runs on ``re``; several unbounded quantifiers (``.*a.*b``)
     can be slow enough to matter, so they run on ``regex`` with a timeout when it is installed.
-    The pattern compiled for the search is its :func:`search_form` when it has one (the pattern
-    itself is compiled first, so that its errors are reported as they are).
+    The pattern compiled for the search is its :func:`search_form` when it has one, or its
+    :func:`chain_form` when that still leaves several unbounded quantifiers (the pattern itself
+    is compiled first, so that its errors are reported as they are).
     """
     scanner = _scanned(pattern)
     compiled = _compile(pattern, scanner.unbounded)
     reduced = search_form(pattern, scanner)
+    if (reduced[1] if reduced else scanner.unbounded) > 1 and (chain := chain_form(pattern)):
+        return re.compile(chain, re.ASCII)  # greedy '.*' is faster while only one is left
     return compiled if reduced is None else _compile(*reduced)
 
 
