@@ -269,23 +269,27 @@ def test_gates_notebook_approved_in_a_real_browser(chromium, lab, tmp_path, caps
         lab.shutdown_kernels()
 
 
-def _drive(page, lab: Lab) -> tuple[Colours, Colours]:
-    """Open, Run All, click Approve, check; returns the DAG colour counts before and after."""
-    from playwright.sync_api import expect
-
+def _open_and_run_all(page, lab: Lab, name: str) -> None:
+    """Open notebook ``name`` of the server's root in a fresh workspace and Run All Cells."""
     timeout_ms = UI_TIMEOUT * 1000
     page.set_default_timeout(timeout_ms)
     workspace = f"gates-{uuid.uuid4().hex[:8]}"  # a fresh workspace: nothing from earlier sessions reopens
-    page.goto(f"{lab.url}/lab/workspaces/{workspace}/tree/{NOTEBOOK.name}?reset&token={lab.token}")
+    page.goto(f"{lab.url}/lab/workspaces/{workspace}/tree/{name}?reset&token={lab.token}")
     page.wait_for_selector(".jp-NotebookPanel .jp-Cell")
     page.wait_for_function(
         "() => window.jupyterapp?.shell.currentWidget?.sessionContext?.session?.kernel?.status === 'idle'",
         timeout=timeout_ms,
     )
-
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
 
+
+def _drive(page, lab: Lab) -> tuple[Colours, Colours]:
+    """Open, Run All, click Approve, check; returns the DAG colour counts before and after."""
+    from playwright.sync_api import expect
+
+    timeout_ms = UI_TIMEOUT * 1000
+    _open_and_run_all(page, lab, NOTEBOOK.name)
     outputs = page.locator(".jp-OutputArea-output")
     approve = outputs.locator("button.jupyter-button", has_text="Approve")
     approve.wait_for(state="visible")
@@ -322,3 +326,51 @@ def _drive(page, lab: Lab) -> tuple[Colours, Colours]:
     expect(page.locator(".jp-Cell").last.locator(".jp-OutputArea-output")).to_contain_text("killed")
     run_cell.scroll_into_view_if_needed()
     return before, after
+
+
+# -- a run shown twice --------------------------------------------------------------------------------
+
+TWICE_CELLS = [
+    "%load_ext lockgate",
+    "%%flow rw\n" + (NOTEBOOK.parents[1] / "examples" / "reviewed-work.stratum.yaml").read_text(),
+    'agents = {"codex": lambda task: {"result": "done", "quality_score": 0.9}}\n'
+    'run = rw.start({"text": "t"}, agents=agents)\nrun',
+    'await run.wait_until(lambda r: "review" in r.waiting_gates())',
+    "%flow show run",
+    "result = await run\nresult",
+]
+
+
+def test_a_run_shown_twice_stays_live_in_both_views_in_a_real_browser(chromium, lab, tmp_path):
+    """The run shown as it starts and again once its gate waits: both views get the card, a
+    click in the second one decides the gate, and both say complete with the card disabled."""
+    import nbformat
+    from playwright.sync_api import expect
+
+    book = nbformat.v4.new_notebook()
+    book.cells = [nbformat.v4.new_code_cell(source) for source in TWICE_CELLS]
+    book.metadata["kernelspec"] = json.loads(NOTEBOOK.read_text())["metadata"]["kernelspec"]  # no kernel dialog
+    nbformat.write(book, lab.root / "twice.ipynb")
+    lab.shutdown_kernels()
+    context = chromium.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    try:
+        _open_and_run_all(page, lab, "twice.ipynb")
+        timeout_ms = UI_TIMEOUT * 1000
+        views = page.locator(".jp-Cell").filter(has=page.locator(".lockgate-status"))
+        approve = views.locator("button.jupyter-button", has_text="Approve")
+        expect(approve).to_have_count(2, timeout=timeout_ms)  # the first view got the card too
+        approve.last.click()
+        for index in range(2):
+            expect(views.nth(index).locator(".lockgate-status")).to_have_text("complete", timeout=timeout_ms)
+            expect(approve.nth(index)).to_be_disabled(timeout=timeout_ms)
+        last = page.locator(".jp-Cell").last.locator(".jp-OutputArea-output")
+        expect(last).to_contain_text("'result': 'done'", timeout=timeout_ms)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            page.screenshot(path=str(tmp_path / "twice-failed.png"))
+        raise
+    finally:
+        with contextlib.suppress(Exception):
+            context.close()
+        lab.shutdown_kernels()
