@@ -23,7 +23,7 @@ def referenced(shell: Any, word: str, verb: str) -> Any:
     if len(word) > 2 and word.startswith("{") and word.endswith("}"):
         try:
             return shell.ev(word[1:-1])
-        except Exception as exc:  # the user's expression: any error is theirs to see, in one line
+        except Exception as exc:  # noqa: BLE001 - the user's expression: any error is theirs to see, in one line
             raise UsageError(f"%flow {verb}: {word} failed: {type(exc).__name__}: {exc}") from None
     if word.isidentifier() and word in shell.user_ns:
         return shell.user_ns[word]

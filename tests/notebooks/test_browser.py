@@ -333,8 +333,8 @@ def _drive(page, lab: Lab) -> tuple[Colours, Colours]:
 TWICE_CELLS = [
     "%load_ext lockgate",
     "%%flow rw\n" + (NOTEBOOK.parents[1] / "examples" / "reviewed-work.stratum.yaml").read_text(),
-    'agents = {"codex": lambda task: {"result": "done", "quality_score": 0.9}}\n'
-    'run = rw.start({"text": "t"}, agents=agents)\nrun',
+    ('agents = {"codex": lambda task: {"result": "done", "quality_score": 0.9}}\n'
+     'run = rw.start({"text": "t"}, agents=agents)\nrun'),
     'await run.wait_until(lambda r: "review" in r.waiting_gates())',
     "%flow show run",
     "result = await run\nresult",
