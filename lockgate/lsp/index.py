@@ -156,7 +156,7 @@ def _build_step_spans(analysis: Analysis) -> list[tuple[Flow, Step, Range]]:
 
 # A step's occurrences depend only on its flow's name, its index, its text and the column it
 # starts at, unless the step borrows content through a YAML alias or merge key; those steps are
-# not reused.
+# not reused. Entries are kept per document (the last key part), so closing one drops them.
 _ALIAS = re.compile(r"(?:^|[\s,\[{:-])(?:\*[^\s,\[\]{}]|<<\s*:)")
 _STEP_CACHE: OrderedDict[tuple, tuple[int, list[Occurrence]]] = OrderedDict()
 _STEP_CACHE_SIZE = 8192
@@ -174,7 +174,7 @@ def _step_entries(analysis: Analysis, flow: Flow, step: Step, rng: Range) -> lis
         return memo[step.at]
     lines, first = analysis.lines, rng.start.line
     text = analysis.text[lines.offset(rng.start):lines.offset(rng.end)]
-    key = (flow.name, step.at, text, rng.start.character)
+    key = (flow.name, step.at, text, rng.start.character, analysis.uri)
     reusable = not _ALIAS.search(text)
     cached = _cached(key) if reusable else None
     if cached is not None:
@@ -189,6 +189,16 @@ def _step_entries(analysis: Analysis, flow: Flow, step: Step, rng: Range) -> lis
             _remember(key, (first, found))
     memo[step.at] = found
     return found
+
+
+def forget(uri: str) -> None:
+    """Drop the reusable step entries of a closed document. They are small (6 MB for a 1 MB
+    spec), but were allocated among the analysis' objects and keep the allocator's pages of
+    them: in-process, dropping them after indexing a 1 MB spec returned ~55 MB of resident
+    memory."""
+    with _STEP_CACHE_LOCK:
+        for key in [key for key in _STEP_CACHE if key[-1] == uri]:
+            del _STEP_CACHE[key]
 
 
 def _cached(key: tuple) -> tuple[int, list[Occurrence]] | None:

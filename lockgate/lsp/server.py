@@ -27,6 +27,7 @@ from pygls.lsp.server import LanguageServer
 from lockgate import __version__
 
 from . import diagnostics as diag
+from . import index
 from .documents import Analysis, DocumentStore
 from .positions import Encoding, encoding_of
 from .protocol import LockgateProtocol
@@ -234,6 +235,7 @@ def _register_sync(ls: LockgateServer) -> None:
         uri = params.text_document.uri
         ls.debouncer.cancel(uri)
         ls.documents.close(uri)
+        index.forget(uri)
         if not diag.supports_pull(ls.client_caps):
             ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 

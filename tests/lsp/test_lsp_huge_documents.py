@@ -155,3 +155,12 @@ def test_steps_of_a_one_line_document_reused_after_an_edit_equal_a_fresh_index(e
     reused = occurrences(edited)
     index._STEP_CACHE.clear()
     assert reused == occurrences(edited)
+
+
+def test_closing_a_document_drops_its_reusable_step_entries():
+    kept, closed = "file:///tmp/kept.stratum.yaml", "file:///tmp/closed.stratum.yaml"
+    for uri in (kept, closed):
+        index.index_of(analyze(uri, generated(5)))
+    index.forget(closed)
+    owners = {key[-1] for key in index._STEP_CACHE}
+    assert kept in owners and closed not in owners
