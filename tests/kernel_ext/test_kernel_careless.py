@@ -160,14 +160,6 @@ def test_interrupting_a_cell_that_waits_at_a_gate_leaves_the_gate_waiting(kernel
     assert kernel.value("await q") == {"result": "done", "quality_score": 0.9}
 
 
-def test_auditing_or_deciding_a_run_that_was_never_planned_is_a_one_line_message(kernel):
-    kernel.run('n = rw.start({"txet": "typo"}, agents=agents)')
-    kernel.run("await n.wait_until(lambda run: run.done)")
-    _short_usage_error(kernel.run("%flow audit n"), "%flow audit: the run has not been planned (it is error: ",
-                       "missing required field")
-    _short_usage_error(kernel.run("%flow approve n review"), "%flow approve: the run has not been planned")
-
-
 def test_the_status_says_await_gate_while_only_a_gate_waits(kernel):
     kernel.run('s = rw.start({"text": "t"}, agents=agents)')
     kernel.run('await s.wait_until(lambda run: "review" in run.waiting_gates())')
