@@ -80,13 +80,7 @@ class Engine:
     def plan(self, spec: Spec | str | Path, inputs: Mapping[str, Any] | None, flow: str | None = None) -> dict[str, Any]:
         """Validate ``inputs`` strictly, create a run of ``flow`` (default the entry flow) and
         return its first dispatches. Nothing is stored when the spec or the inputs are invalid."""
-        spec_obj = _coerce_spec(spec)
-        data, text = spec_data(spec_obj)
-        cspec = compiled(spec_obj, data, text)
-        name = flow or spec_obj.entry
-        if name not in cspec.flows:
-            raise EngineError(f"the spec has no flow {name!r}", error_type="unknown_flow",
-                              flows=sorted(cspec.flows))
+        data, cspec, name = _compiled_flow(spec, flow)
         inputs = _check_inputs(cspec, name, inputs)
         stamp = now()
         header = Header(id=uuid.uuid4().hex[:16], flow=name, inputs=inputs, digest=cspec.digest,
@@ -401,6 +395,25 @@ def loaded_spec(result: Any) -> Spec:
         raise SpecError(f"the spec is invalid: {errors[0].message}", result.diagnostics)
     first = f"; the first: {errors[0].message}" if errors else ""
     raise SpecError(f"the spec is invalid ({len(errors)} errors){first}", result.diagnostics)
+
+
+def check_inputs(spec: Spec | str | Path, inputs: Mapping[str, Any] | None, flow: str | None = None) -> dict[str, Any]:
+    """The check :meth:`Engine.plan` makes of ``inputs`` before it stores anything, for callers
+    that start a run later (a notebook run's task) and must refuse bad inputs now: a copy of
+    ``inputs``, or the same InputValidationError (or EngineError for an unknown flow)."""
+    _, cspec, name = _compiled_flow(spec, flow)
+    return _check_inputs(cspec, name, inputs)
+
+
+def _compiled_flow(spec: Spec | str | Path, flow: str | None) -> tuple[Any, CompiledSpec, str]:
+    """(the spec's stored data, its compiled form, the flow's name: ``flow`` or the entry)."""
+    spec_obj = _coerce_spec(spec)
+    data, text = spec_data(spec_obj)
+    cspec = compiled(spec_obj, data, text)
+    name = flow or spec_obj.entry
+    if name not in cspec.flows:
+        raise EngineError(f"the spec has no flow {name!r}", error_type="unknown_flow", flows=sorted(cspec.flows))
+    return data, cspec, name
 
 
 def _check_inputs(cspec: CompiledSpec, flow: str, inputs: Any) -> Any:

@@ -17,12 +17,9 @@ from typing import Any
 def check_inputs(spec: Any, flow: str, inputs: Any) -> dict[str, Any]:
     """A copy of ``inputs``; InputValidationError (the message ``Engine.plan`` gives) when they
     do not match the flow's input contract (or are not a mapping)."""
-    from ..engine.compiled import compiled
-    from ..engine.engine import _check_inputs
-    from ..engine.specdata import spec_data
+    from ..engine.engine import check_inputs as engine_check
 
-    data, digest = spec_data(spec)
-    return _check_inputs(compiled(spec, data, digest), flow, inputs)
+    return engine_check(spec, inputs, flow)
 
 
 def check_agents(runner: Any, spec: Any, flow: str) -> None:
