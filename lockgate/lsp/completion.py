@@ -17,7 +17,7 @@ from typing import Any
 from lsprotocol import types as lsp
 
 from lockgate.dsl.diagnostics import Position, Range
-from lockgate.dsl.ir import Flow, Spec, Step
+from lockgate.dsl.ir import STEP_KINDS, Flow, Spec, Step
 from lockgate.dsl.types import SCALARS, Named, TypeExpr
 
 from . import builtins, shapes
@@ -38,6 +38,7 @@ _SNIPPETS = {
     "fanout": 'id: ${1:each}\nfanout:\n  over: "\\${${2:input.items}}"\n  concurrency: ${3:2}\n  isolation: ${4:none}\n'
               '  require: ${5:all}\n  merge: sequential\n  steps:\n    - do: "${6:Handle \\${item\\}}"\n      out: ${7:Result}',
     "run": 'id: ${1:sub}\nrun: ${2:flow}\nwith:\n  ${3:field}: "\\${input.${4:field}\\}"',
+    "evaluate": 'id: ${1:check}\nevaluate:\n  command: "${2:./check.sh}"\n  in: "\\${${3:input.text}}"\n  timeout_ms: ${4:60000}',
 }
 _ENSURE_SNIPPETS = {
     "expr": 'expr: "${1:result.ok == true}"',
@@ -112,7 +113,7 @@ def _keys(spec: Spec | None, ctx: CursorContext) -> list[Candidate]:
         body = _KEY_SNIPPETS.get(name) or _key_body(name, sub)
         doc = S.description(sub) or ""
         out.append(Candidate(name, "property", body, replace, _short(doc), doc, snippet=True, sort="1"))
-    if len(path) == 4 and path[2] == "steps" and isinstance(path[3], int) and not (ctx.present_keys & {"do", "set", "gate", "fanout", "run"}):
+    if len(path) == 4 and path[2] == "steps" and isinstance(path[3], int) and not (ctx.present_keys & set(STEP_KINDS)):
         for kind, body in _SNIPPETS.items():
             text = body if "id" not in ctx.present_keys else body.split("\n", 1)[1]
             out.append(Candidate(f"{kind} step", "snippet", text, replace, f"a new {kind} step", snippet=True, sort="0"))

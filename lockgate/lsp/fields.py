@@ -129,6 +129,8 @@ def _step(flow: Flow, step: Step) -> Iterator[Field]:
     if step.run is not None and step.with_ is not None:
         for path, text in _strings(step.with_, (*at, "with")):
             yield Field(path, text, "template", flow, step)
+    if step.kind == "evaluate" and step.evaluate is not None and step.evaluate.in_ is not None:
+        yield Field((*step.evaluate.at, "in"), step.evaluate.in_, "template", flow, step)
     if step.fanout is not None:
         yield from _fanout(flow, step)
 

@@ -79,11 +79,11 @@ def _input(flow: Flow) -> dict[str, Any]:
 
 
 def step_output(spec: Spec, flow: Flow | None, step: Step | None) -> TypeExpr | None:
-    """The type of ``${step.output}``: its ``out`` contract, a fanout's array of its last
-    stage's ``out``, or a subflow's output contract."""
+    """The type of ``${step.output}``: its ``out`` contract (do, set and evaluate steps), a
+    fanout's array of its last stage's ``out``, or a subflow's output contract."""
     if step is None:
         return None
-    if step.kind in ("do", "set") and step.out:
+    if step.kind in ("do", "set", "evaluate") and step.out:
         return Named(step.out)
     if step.kind == "fanout" and step.fanout and step.fanout.stages:
         last = step.fanout.stages[-1].out
