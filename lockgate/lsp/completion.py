@@ -9,6 +9,7 @@ the current text.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -60,7 +61,9 @@ _CONTRACT_SNIPPET = "${1:summary}: ${2:string}\n${3:confidence}: ${4:number}"
 @dataclass(frozen=True, slots=True)
 class Candidate:
     """One completion: ``insert`` is a snippet when ``snippet`` is true; ``replace`` is the
-    document range the text replaces (code points)."""
+    document range the text replaces (code points): the word at the cursor, the part after the
+    cursor included. ``insert_end`` is the cursor's column when the word goes on past it (the
+    end of an InsertReplaceEdit's insert range)."""
 
     label: str
     kind: str
@@ -70,14 +73,16 @@ class Candidate:
     documentation: str = ""
     snippet: bool = False
     sort: str = "5"
+    insert_end: int | None = None
 
 
 def complete(analysis: Analysis, ctx: CursorContext, agents: tuple[str, ...] = ()) -> list[Candidate]:
     """Completion candidates at the cursor described by ``ctx``."""
     margin = "\n" + " " * ctx.word_start
+    cursor = ctx.position.character
     return [
-        c if "\n" not in c.insert else Candidate(c.label, c.kind, c.insert.replace("\n", margin), c.replace,
-                                                 c.detail, c.documentation, c.snippet, c.sort)
+        dataclasses.replace(c, insert=c.insert.replace("\n", margin),
+                            insert_end=cursor if c.replace.end.character != cursor else None)
         for c in _candidates(analysis, ctx, agents)
     ]
 
@@ -98,9 +103,18 @@ def _candidates(analysis: Analysis, ctx: CursorContext, agents: tuple[str, ...])
 # -- keys ------------------------------------------------------------------------------------------
 
 
-def _replace(ctx: CursorContext, start: int | None = None) -> Range:
+_VALUE_TAIL = re.compile(r"[A-Za-z0-9_-]*")
+_SEGMENT_TAIL = re.compile(r"[\w-]*")
+_IDENT_TAIL_AFTER = re.compile(r"\w*")
+
+
+def _replace(ctx: CursorContext, start: int | None = None, tail: re.Pattern[str] | None = None) -> Range:
+    """From ``start`` (default: the word's start) to the cursor, and on through the rest of
+    the word after it when ``tail`` says what the word is made of: picking a candidate in the
+    middle of ``claude`` or ``${plan.output}`` replaces the whole word, not just its head."""
     line = ctx.position.line
-    return Range(Position(line, ctx.word_start if start is None else start), ctx.position)
+    end = ctx.position.character + (len(tail.match(ctx.after).group(0)) if tail is not None else 0)
+    return Range(Position(line, ctx.word_start if start is None else start), Position(line, end))
 
 
 def _keys(spec: Spec | None, ctx: CursorContext) -> list[Candidate]:
@@ -156,7 +170,7 @@ def _indent(text: str) -> str:
 def _values(spec: Spec | None, ctx: CursorContext, agents: tuple[str, ...]) -> list[Candidate]:
     path = ctx.path
     field = next((p for p in reversed(path) if isinstance(p, str)), None)
-    replace = _replace(ctx)
+    replace = _replace(ctx, tail=_VALUE_TAIL)
     flow = _flow(spec, ctx)
     if field == "agent":
         names = dict.fromkeys([*DEFAULT_AGENTS, *(str(e) for e in S.examples(path)), *agents])
@@ -222,7 +236,7 @@ def _references(spec: Spec, ctx: CursorContext) -> list[Candidate]:
     ref = ctx.ref or ""
     parts, partial = _split(ref)
     start = ctx.position.character - len(partial)
-    replace = _replace(ctx, start)
+    replace = _replace(ctx, start, _SEGMENT_TAIL)
     flow = _flow(spec, ctx)
     if flow is None:
         return []
@@ -256,11 +270,15 @@ def _references(spec: Spec, ctx: CursorContext) -> list[Candidate]:
 
 
 def _ref_roots(spec: Spec, flow: Flow, ctx: CursorContext, replace: Range) -> list[Candidate]:
-    out = [Candidate("input", "variable", "input.", replace, "the flow's input", sort="0")]
+    # a reference that goes on after the replaced name (``${pl|an.output.x}``) keeps its rest
+    rest = ctx.after[replace.end.character - ctx.position.character:]
+    continued = rest.startswith((".", "["))
+    out = [Candidate("input", "variable", "input" if continued else "input.", replace, "the flow's input", sort="0")]
     own = _current_step(flow, ctx)
     for step in flow.steps:
         if step.id and step is not own:
-            out.append(Candidate(step.id, "reference", f"{step.id}.output", replace, _step_detail(step), sort="1"))
+            insert = step.id if continued else f"{step.id}.output"
+            out.append(Candidate(step.id, "reference", insert, replace, _step_detail(step), sort="1"))
     carry_flow = spec.entry_flow or flow
     out.extend(Candidate(name, "variable", name, replace, "carry variable", sort="2") for name in carry_flow.carry)
     if ctx.stage_index is not None:
@@ -290,13 +308,13 @@ def _expression(spec: Spec, ctx: CursorContext) -> list[Candidate]:
     chain = _CHAIN.search(text)
     if chain is not None and not _in_string_literal(text):
         partial = chain.group(2) or ""
-        replace = _replace(ctx, ctx.position.character - len(partial))
+        replace = _replace(ctx, ctx.position.character - len(partial), _IDENT_TAIL_AFTER)
         parts = [m.group(1) or int(m.group(2)) for m in _SEGMENT.finditer(chain.group(1))]
         return _members(spec, flow, ctx, parts, replace)
     if _in_string_literal(text):
         return []
     partial = (_IDENT_TAIL.search(text) or re.match("", "")).group(0)
-    replace = _replace(ctx, ctx.position.character - len(partial))
+    replace = _replace(ctx, ctx.position.character - len(partial), _IDENT_TAIL_AFTER)
     out = [Candidate(b, "variable", b, replace, _binding_doc(ctx, b), sort="0") for b in _bindings(ctx)]
     for name in builtins.names():
         out.append(Candidate(name, "function", f"{name}($1)", replace, builtins.signature(name) or name,
@@ -422,9 +440,11 @@ def plain_text(snippet: str) -> str:
 
 
 def to_lsp(items: list[Candidate], analysis: Analysis, encoding: Encoding, snippets: bool,
-           as_is: bool = False) -> lsp.CompletionList:
+           as_is: bool = False, insert_replace: bool = False) -> lsp.CompletionList:
     """Candidates as an LSP completion list; multi-line texts carry absolute indentation, so
-    clients that support it are told to insert them as is."""
+    clients that support it are told to insert them as is. A candidate whose word goes on past
+    the cursor replaces the whole word: with an InsertReplaceEdit for clients that support one
+    (``insert_replace``: the editor's insert mode then keeps the rest), else a plain TextEdit."""
     out = []
     for c in items:
         if c.snippet and not snippets and c.kind == "snippet":
@@ -443,10 +463,27 @@ def to_lsp(items: list[Candidate], analysis: Analysis, encoding: Encoding, snipp
                 filter_text=c.label if c.kind != "snippet" else None,
                 insert_text_format=fmt,
                 insert_text_mode=lsp.InsertTextMode.AsIs if "\n" in insert and as_is else None,
-                text_edit=lsp.TextEdit(range=analysis.lines.range_to_client(c.replace, encoding), new_text=insert),
+                text_edit=_edit(c, insert, analysis, encoding, insert_replace),
             )
         )
     return lsp.CompletionList(is_incomplete=False, items=out)
+
+
+def _edit(c: Candidate, text: str, analysis: Analysis, encoding: Encoding,
+          insert_replace: bool) -> lsp.TextEdit | lsp.InsertReplaceEdit:
+    replace = analysis.lines.range_to_client(c.replace, encoding)
+    if c.insert_end is None or not insert_replace:
+        return lsp.TextEdit(range=replace, new_text=text)
+    head = Range(c.replace.start, Position(c.replace.start.line, c.insert_end))
+    return lsp.InsertReplaceEdit(new_text=text, insert=analysis.lines.range_to_client(head, encoding), replace=replace)
+
+
+def supports_insert_replace(caps: lsp.ClientCapabilities | None) -> bool:
+    """Whether the client takes InsertReplaceEdit completion edits."""
+    try:
+        return bool(caps.text_document.completion.completion_item.insert_replace_support)  # type: ignore[union-attr]
+    except AttributeError:
+        return False
 
 
 def supports_snippets(caps: lsp.ClientCapabilities | None) -> bool:

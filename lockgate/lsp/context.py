@@ -249,7 +249,8 @@ class CursorContext:
     for ``item`` a new list item (``- |``), the item's path. ``before`` is the string value's
     text before the cursor (decoded for plain and quoted scalars, block indentation removed).
     ``word_start`` is the column where the word under completion starts on the cursor line.
-    ``ref`` is the text after an unclosed ``${`` before the cursor, or None.
+    ``ref`` is the text after an unclosed ``${`` before the cursor, or None. ``after`` is the
+    rest of the cursor line in a value (what a completion may replace the end of the word in).
     """
 
     position: Position
@@ -260,6 +261,7 @@ class CursorContext:
     ref: str | None = None
     present_keys: frozenset[str] = frozenset()
     key_column: int = 0
+    after: str = ""
 
     @property
     def prefix(self) -> str:
@@ -354,7 +356,7 @@ def _in_value(outline: Outline, line: Line, pos: Position, raw: str, col: int) -
         before = re.split(r"[\[,]", text)[-1].strip().strip("'\"")
     return CursorContext(
         pos, path, "value", before, col - len(_WORD.search(raw[:col]).group(0)),
-        _open_ref(before), key_column=line.key_col,
+        _open_ref(before), key_column=line.key_col, after=raw[col:],
     )
 
 
@@ -371,6 +373,7 @@ def _in_block(outline: Outline, pos: Position, col: int) -> CursorContext:
     return CursorContext(
         pos, outline.key_path(owner_number), "value", before,
         col - len(_WORD.search(raw[:col]).group(0)), _open_ref(before), key_column=owner.key_col,
+        after=raw[col:],
     )
 
 
