@@ -14,7 +14,7 @@ import threading
 from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Literal
 
 from lockgate.dsl.diagnostics import Position, Range, YamlPath
 from lockgate.dsl.ir import Flow, Step
@@ -22,6 +22,7 @@ from lockgate.dsl.refs import scan
 
 from . import fields as F
 from .documents import Analysis
+from .spans import SpanRanges, span_ranges
 
 SymbolKey = tuple[str, ...]
 _TYPE_NAME = re.compile(r"[A-Z][A-Za-z0-9_]*")
@@ -122,7 +123,7 @@ def _header(analysis: Analysis) -> list[Occurrence]:
 
 
 def _build_header(analysis: Analysis) -> list[Occurrence]:
-    spec, source = analysis.ir, analysis.source_map
+    spec, source, spans = analysis.ir, analysis.source_map, span_ranges(analysis)
     assert spec is not None  # callers check ``parsed``
     out: list[Occurrence] = []
     for name in spec.contracts:
@@ -135,7 +136,7 @@ def _build_header(analysis: Analysis) -> list[Occurrence]:
         for carry in flow.carry.values():
             out.append(Occurrence(("carry", carry.name), source.key_range(carry.at), carry.at, True, at="key"))
     for field in F.walk_header(spec):
-        out.extend(_field_occurrences(field, source))
+        out.extend(_field_occurrences(field, spans))
     return out
 
 
@@ -183,8 +184,9 @@ def _step_entries(analysis: Analysis, flow: Flow, step: Step, rng: Range) -> lis
             found = [_moved(o, first - then) for o in found]
             _remember(key, (first, found))
     else:
-        found = [o for field in F.walk_step(flow, step) for o in _field_occurrences(field, analysis.source_map)]
-        found += _call_inputs(step, analysis.source_map)
+        spans = span_ranges(analysis)
+        found = [o for field in F.walk_step(flow, step) for o in _field_occurrences(field, spans)]
+        found += _call_inputs(step, spans)
         if reusable:
             _remember(key, (first, found))
     memo[step.at] = found
@@ -223,57 +225,57 @@ def _moved(occ: Occurrence, lines: int) -> Occurrence:
     return Occurrence(occ.key, rng, occ.path, occ.definition, occ.span, occ.at)
 
 
-def _field_occurrences(field: F.Field, source: Any) -> list[Occurrence]:
+def _field_occurrences(field: F.Field, spans: SpanRanges) -> list[Occurrence]:
     flow = field.flow.name if field.flow is not None else ""
     role = field.role
     if role in ("step", "step_id"):
-        return [_whole(("step", flow, field.value), field, source, definition=role == "step_id")]
+        return [_whole(("step", flow, field.value), field, spans, definition=role == "step_id")]
     if role == "gate_key":
-        return [Occurrence(("step", flow, field.value), source.key_range(field.path), field.path, at="key")]
+        return [Occurrence(("step", flow, field.value), spans.key_range(field.path), field.path, at="key")]
     if role == "contract":
-        return [_whole(("contract", field.value), field, source)]
+        return [_whole(("contract", field.value), field, spans)]
     if role == "flow":
-        return [_whole(("flow", field.value), field, source)]
+        return [_whole(("flow", field.value), field, spans)]
     if role == "type":
-        return [_span(("contract", m.group()), field, source, m.span()) for m in _TYPE_NAME.finditer(field.value)]
+        return [_span(("contract", m.group()), field, spans, m.span()) for m in _TYPE_NAME.finditer(field.value)]
     if role == "template":
-        return _template(field, flow, source)
-    return _expression(field, flow, source)
+        return _template(field, flow, spans)
+    return _expression(field, flow, spans)
 
 
-def _call_inputs(step: Step, source: Any) -> list[Occurrence]:
+def _call_inputs(step: Step, spans: SpanRanges) -> list[Occurrence]:
     """The keys of a subflow call's ``with`` mapping: uses of the called flow's input fields
     (renaming a field must rename them too, or the call passes an unknown input)."""
     if not isinstance(step.run, str) or not isinstance(step.with_, dict):
         return []
     keys = [key for key in step.with_ if isinstance(key, str)]
-    return [Occurrence(("input", step.run, key), source.key_range((*step.at, "with", key)), (*step.at, "with", key), at="key")
+    return [Occurrence(("input", step.run, key), spans.key_range((*step.at, "with", key)), (*step.at, "with", key), at="key")
             for key in keys]
 
 
-def _template(field: F.Field, flow: str, source: Any) -> list[Occurrence]:
+def _template(field: F.Field, flow: str, spans: SpanRanges) -> list[Occurrence]:
     out = []
     for ref in scan(field.value).refs:
         if ref.kind == "step" and ref.name and ref.name_span:
-            out.append(_span(("step", flow, ref.name), field, source, ref.name_span))
+            out.append(_span(("step", flow, ref.name), field, spans, ref.name_span))
         elif ref.kind == "carry" and ref.name and ref.name_span:
-            out.append(_span(("carry", ref.name), field, source, ref.name_span))
+            out.append(_span(("carry", ref.name), field, spans, ref.name_span))
         elif ref.kind == "input" and ref.path and ref.segment_spans and isinstance(ref.path[0], str):
             start, end = ref.segment_spans[0]
             start += field.value[start:end].startswith(".")
-            out.append(_span(("input", flow, ref.path[0]), field, source, (start, end)))
+            out.append(_span(("input", flow, ref.path[0]), field, spans, (start, end)))
     return out
 
 
-def _expression(field: F.Field, flow: str, source: Any) -> list[Occurrence]:
+def _expression(field: F.Field, flow: str, spans: SpanRanges) -> list[Occurrence]:
     out = []
     for root, name, span in member_roots(field.value):
         if root == "input":
-            out.append(_span(("input", flow, name), field, source, span))
+            out.append(_span(("input", flow, name), field, spans, span))
         elif root == "result" and field.binds_step_outputs:
-            out.append(_span(("step", flow, name), field, source, span))
+            out.append(_span(("step", flow, name), field, spans, span))
     # `${...}` inside expressions is accepted syntactically and orders steps
-    return out + _template(field, flow, source)
+    return out + _template(field, flow, spans)
 
 
 @lru_cache(maxsize=4096)
@@ -308,9 +310,10 @@ def parse_expression(expression: str):
         return None
 
 
-def _whole(key: SymbolKey, field: F.Field, source: Any, *, definition: bool = False) -> Occurrence:
-    return Occurrence(key, source.span_range(field.path, 0, len(field.value)), field.path, definition, (0, len(field.value)))
+def _whole(key: SymbolKey, field: F.Field, spans: SpanRanges, *, definition: bool = False) -> Occurrence:
+    end = len(field.value)
+    return Occurrence(key, spans.range(field.path, field.value, 0, end), field.path, definition, (0, end))
 
 
-def _span(key: SymbolKey, field: F.Field, source: Any, span: tuple[int, int]) -> Occurrence:
-    return Occurrence(key, source.span_range(field.path, *span), field.path, span=span)
+def _span(key: SymbolKey, field: F.Field, spans: SpanRanges, span: tuple[int, int]) -> Occurrence:
+    return Occurrence(key, spans.range(field.path, field.value, *span), field.path, span=span)

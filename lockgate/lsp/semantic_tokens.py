@@ -15,6 +15,7 @@ from . import fields as F
 from .documents import Analysis
 from .index import parse_expression
 from .positions import Encoding
+from .spans import span_ranges
 
 TOKEN_TYPES = ["namespace", "variable", "property", "function", "operator", "number", "string", "keyword", "type"]
 TOKEN_MODIFIERS = ["defaultLibrary", "readonly"]
@@ -40,6 +41,7 @@ def tokens(analysis: Analysis) -> list[Token]:
     if spec is None or source is None or not analysis.parsed:
         return []
     out: list[Token] = []
+    ranges = span_ranges(analysis)
     for field in F.walk(spec):
         spans: list[tuple[int, int, str, tuple[str, ...]]] = []
         if field.role in ("template", "expression"):
@@ -50,7 +52,7 @@ def tokens(analysis: Analysis) -> list[Token]:
             spans.append((0, len(field.value), "type", ()))
         for start, end, kind, mods in spans:
             if end > start:
-                rng = source.span_range(field.path, start, end)
+                rng = ranges.range(field.path, field.value, start, end)
                 if rng.start.line == rng.end.line:
                     out.append(Token(rng, kind, mods))
     out.sort(key=_order)

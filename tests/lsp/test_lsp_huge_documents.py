@@ -5,17 +5,21 @@ below it, a long generated spec (one line or many) still answers every feature."
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
 from lsp_harness import at, diagnostics, next_publish, open_doc, uses_pull
 from lsprotocol import types as lsp
 
+from lockgate.lsp import fields as F
 from lockgate.lsp import index
 from lockgate.lsp.documents import analyze
 from lockgate.lsp.settings import DEFAULT_MAX_DOCUMENT_BYTES, Settings
+from lockgate.lsp.spans import span_ranges
 
 on_server = pytest.mark.asyncio(loop_scope="session")
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 SMALL = "file:///tmp/huge-small.stratum.yaml"
 BIG = "file:///tmp/huge-big.stratum.yaml"
@@ -164,3 +168,68 @@ def test_closing_a_document_drops_its_reusable_step_entries():
     index.forget(closed)
     owners = {key[-1] for key in index._STEP_CACHE}
     assert kept in owners and closed not in owners
+
+
+STYLES = r"""version: 1
+contracts:
+  Out:
+    note: string
+flows:
+  entry: main
+  main:
+    input:
+      topic: string
+    output:
+      from: '${a.output}'
+      contract: Out
+    steps:
+      - id: a
+        do: plain ${input.topic} text   # comment
+        out: Out
+      - id: b
+        do: "double ${a.output.note} with \"escapes\" and \u00e9 ${input.topic}"
+        after: [a]
+      - id: c
+        do: 'single ''quoted'' ${b.output} 😀 ${input.topic}'
+        when: "result.a.note != '' && len(input.topic) > 0"
+      - id: d
+        do: "folded
+          over ${c.output} two lines"
+      - id: e
+        do: |
+          literal ${d.output}
+
+            indented ${input.topic}
+      - id: e2
+        do: |-   # a comment
+          stripped ${e.output}
+      - id: e3
+        do: |+
+
+          kept ${e2.output}	and a tab
+
+      - id: f
+        do: >-
+          folded block ${e.output}
+          next ${input.topic}
+      - {id: g, do: "flow ${f.output} in a flow mapping", out: Out}
+"""
+
+
+@pytest.mark.parametrize("name", [*sorted(p.name for p in EXAMPLES.glob("*.stratum.yaml")), "styles"])
+def test_span_ranges_equal_the_source_maps(name):
+    text = STYLES if name == "styles" else (EXAMPLES / name).read_text(encoding="utf-8")
+    analysis = analyze("file:///tmp/spans.stratum.yaml", text)
+    assert analysis.parsed
+    ranges, source = span_ranges(analysis), analysis.source_map
+    checked = 0
+    for field in F.walk(analysis.ir):
+        value = field.value
+        for start, end in [(0, len(value)), (1, len(value) - 1), (len(value), len(value) + 3),
+                           *((k, k + width) for k in range(len(value)) for width in (0, 2, 7))]:
+            assert ranges.range(field.path, value, start, end) == source.span_range(field.path, start, end), (field.path, start, end)
+            checked += 1
+    assert checked > 100
+    if name == "styles":  # the verbatim strings were mapped here, the others by the source map
+        mapped = {path[3] for path, layout in ranges._layouts.items() if path[-1] == "do" and layout is not None}
+        assert mapped == {0, 4, 5, 6, 8}  # plain, the three literal blocks, the flow mapping's
