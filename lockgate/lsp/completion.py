@@ -202,18 +202,44 @@ def _scalar(value: Any) -> str:
 
 
 def _step_targets(flow: Flow, ctx: CursorContext, field: str, replace: Range) -> list[Candidate]:
-    current = flow.steps[ctx.step_index] if ctx.step_index is not None and ctx.step_index < len(flow.steps) else None
+    """Steps ``field`` (a route or ``after``) may name without a guaranteed error: never the
+    step itself, an ``after`` entry already listed, or a step that would close a cycle (the
+    validator's graph answers that); ``on_revise`` only to an upstream step."""
+    current = _current_step(flow, ctx)
     own = current.id if current else None
     ids = [s.id for s in flow.steps if s.id and s.id != own]
-    if field == "on_revise" and own is not None:
-        from lockgate.dsl.graph import upstream
-
-        ancestors = upstream(flow, own)
-        ids = [i for i in ids if i in ancestors]
+    if own is not None and flow.step(own) is current:
+        ids = [i for i in ids if _target_allowed(flow, own, i, field)]
+    if field == "after" and current is not None:
+        editing = ctx.path[-1] if ctx.where == "item" else ctx.item_index
+        listed = {name for i, name in enumerate(current.after) if i != editing}
+        ids = [i for i in ids if i not in listed]
     out = [Candidate(i, "reference", i, replace, _step_detail(flow.step(i)), sort="1") for i in ids]
     if field in ("on_approve", "on_revise", "on_kill"):
         out.append(Candidate("null", "keyword", "null", replace, "no route", sort="2"))
     return out
+
+
+def _target_allowed(flow: Flow, own: str, target: str, field: str) -> bool:
+    from lockgate.dsl.graph import reaches, upstream
+
+    if field == "on_revise":
+        return target in upstream(flow, own)
+    if field == "after":  # target -> own; a cycle when own already leads to target
+        return not reaches(flow, own, target)
+    return not reaches(flow, target, own)  # a route own -> target
+
+
+def _referable(spec: Spec, flow: Flow, own: Step | None, step: Step) -> bool:
+    """Whether ``${step.output}`` may be written in ``own`` (None: outside steps): the step has
+    an output (gates and steps without ``out`` have none) and does not depend on ``own``."""
+    if step is own or not step.id or shapes.step_output(spec, flow, step) is None:
+        return False
+    if own is None or own.id is None or flow.step(own.id) is not own:
+        return True
+    from lockgate.dsl.graph import reaches
+
+    return not reaches(flow, own.id, step.id)
 
 
 # -- ${...} references -----------------------------------------------------------------------------
@@ -273,10 +299,13 @@ def _ref_roots(spec: Spec, flow: Flow, ctx: CursorContext, replace: Range) -> li
     # a reference that goes on after the replaced name (``${pl|an.output.x}``) keeps its rest
     rest = ctx.after[replace.end.character - ctx.position.character:]
     continued = rest.startswith((".", "["))
+    if ctx.path[2:] == ("output", "from"):  # exactly one step output: not input, carry or item
+        return [Candidate(s.id, "reference", s.id if continued else f"{s.id}.output", replace, _step_detail(s), sort="1")
+                for s in flow.steps if s.id and _referable(spec, flow, None, s)]
     out = [Candidate("input", "variable", "input" if continued else "input.", replace, "the flow's input", sort="0")]
     own = _current_step(flow, ctx)
     for step in flow.steps:
-        if step.id and step is not own:
+        if step.id and _referable(spec, flow, own, step):
             insert = step.id if continued else f"{step.id}.output"
             out.append(Candidate(step.id, "reference", insert, replace, _step_detail(step), sort="1"))
     carry_flow = spec.entry_flow or flow

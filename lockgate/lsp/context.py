@@ -251,6 +251,7 @@ class CursorContext:
     ``word_start`` is the column where the word under completion starts on the cursor line.
     ``ref`` is the text after an unclosed ``${`` before the cursor, or None. ``after`` is the
     rest of the cursor line in a value (what a completion may replace the end of the word in).
+    ``item_index`` is the index of the entry at the cursor in a flow-style list (``[a, b|]``).
     """
 
     position: Position
@@ -262,6 +263,7 @@ class CursorContext:
     present_keys: frozenset[str] = frozenset()
     key_column: int = 0
     after: str = ""
+    item_index: int | None = None
 
     @property
     def prefix(self) -> str:
@@ -337,7 +339,7 @@ def _partial_key(outline: Outline, line: Line, pos: Position, raw: str, col: int
     start = line.key_col
     if line.dash is not None and col >= start:
         path = outline.container_path(pos.line, start, line.dash)
-        return CursorContext(pos, path, "item", raw[start:col], start, key_column=start)
+        return CursorContext(pos, path, "item", raw[start:col], start, key_column=start, after=raw[col:])
     path = outline.container_path(pos.line, line.first)
     return CursorContext(
         pos, path, "key", raw[line.first:col], line.first,
@@ -357,6 +359,7 @@ def _in_value(outline: Outline, line: Line, pos: Position, raw: str, col: int) -
     return CursorContext(
         pos, path, "value", before, col - len(_WORD.search(raw[:col]).group(0)),
         _open_ref(before), key_column=line.key_col, after=raw[col:],
+        item_index=text.count(",") if flow_item else None,
     )
 
 
