@@ -17,7 +17,7 @@ from typing import Any
 
 from lsprotocol import types as lsp
 
-from lockgate.dsl.diagnostics import Position, Range
+from lockgate.dsl.diagnostics import Position, Range, YamlPath
 from lockgate.dsl.ir import STEP_KINDS, Flow, Spec, Step
 from lockgate.dsl.types import SCALARS, Named, TypeExpr
 
@@ -121,13 +121,14 @@ def _keys(spec: Spec | None, ctx: CursorContext) -> list[Candidate]:
     path = ctx.path
     replace = _replace(ctx)
     out = []
+    allowed = _step_keys(ctx.present_keys) if _is_step_path(path) else None
     for name, sub in S.properties(path).items():
-        if name in ctx.present_keys:
+        if name in ctx.present_keys or (allowed is not None and name not in allowed):
             continue
         body = _KEY_SNIPPETS.get(name) or _key_body(name, sub)
         doc = S.description(sub) or ""
         out.append(Candidate(name, "property", body, replace, _short(doc), doc, snippet=True, sort="1"))
-    if len(path) == 4 and path[2] == "steps" and isinstance(path[3], int) and not (ctx.present_keys & set(STEP_KINDS)):
+    if _is_step_path(path) and not (ctx.present_keys & set(STEP_KINDS)):
         for kind, body in _SNIPPETS.items():
             text = body if "id" not in ctx.present_keys else body.split("\n", 1)[1]
             out.append(Candidate(f"{kind} step", "snippet", text, replace, f"a new {kind} step", snippet=True, sort="0"))
@@ -139,6 +140,22 @@ def _keys(spec: Spec | None, ctx: CursorContext) -> list[Candidate]:
     if path == ("contracts",):
         out.append(Candidate("contract", "snippet", "${1:Result}:\n" + _indent(_CONTRACT_SNIPPET.replace("${1", "${5").replace("${2", "${6").replace("${3", "${7").replace("${4", "${8")), replace, "a new contract", snippet=True, sort="0"))
     return out
+
+
+def _is_step_path(path: YamlPath) -> bool:
+    return len(path) == 4 and path[0] == "flows" and path[2] == "steps" and isinstance(path[3], int)
+
+
+def _step_keys(present: frozenset[str]) -> frozenset[str] | None:
+    """The keys a step whose construct is already written may still take, read from the
+    schema's per-kind definitions (``doStep``, ``evaluateStep``, ...) like the validator's
+    LG205; None when the step has no construct yet (or several: the diagnostics say which)."""
+    kinds = [k for k in STEP_KINDS if k in present]
+    if len(kinds) != 1:
+        return None
+    from lockgate.dsl.schema import spec_schema
+
+    return frozenset(spec_schema()["$defs"].get(f"{kinds[0]}Step", {}).get("properties", ()))
 
 
 def _item_keys(spec: Spec | None, ctx: CursorContext) -> list[Candidate]:
