@@ -28,14 +28,18 @@ flows:
 """
 
 
-async def keys_after(client, step: str) -> set[str]:
-    """The labels offered on a blank line at the end of ``step`` (a step's lines)."""
+async def items_after(client, step: str) -> dict[str, lsp.CompletionItem]:
+    """The items offered on a blank line at the end of ``step`` (a step's lines)."""
     text = HEAD + step + "        \n"
     await open_doc(client, URI, text)
     line = text.count("\n") - 1
     answer = await client.text_document_completion_async(lsp.CompletionParams(
         text_document=lsp.TextDocumentIdentifier(uri=URI), position=lsp.Position(line=line, character=8)))
-    return {i.label for i in answer.items}
+    return {i.label: i for i in answer.items}
+
+
+async def keys_after(client, step: str) -> set[str]:
+    return set(await items_after(client, step))
 
 
 async def test_do_step_keys(client):
@@ -56,3 +60,9 @@ async def test_gate_step_keys(client):
 async def test_a_step_without_construct_gets_every_key_and_the_snippets(client):
     found = await keys_after(client, "      - id: plan\n")
     assert {"do", "evaluate", "agent", "with", "do step", "evaluate step"} <= found
+
+
+async def test_construct_keys_are_snippets_in_a_step_without_construct(client):
+    # what tests/lsp/test_completion.py checked on a do step, where a gate is no longer offered
+    gate = (await items_after(client, "      - id: plan\n"))["gate"]
+    assert gate.insert_text_format == lsp.InsertTextFormat.Snippet and "on_revise" in gate.text_edit.new_text
