@@ -12,6 +12,9 @@ milliseconds):
 - ``completion (typing)``/``hover (typing)``: sent right after the edit, as an editor does
   while the user types; a server that analyses before answering pays for it here.
 
+and the servers' resident memory at the end of each session (peak and current, MB, from
+``/proc``; Linux only).
+
 ``--baseline REF`` also runs the language server as of git commit ``REF`` (its
 ``lockgate/lsp`` package, everything else from the working tree) in the same run, and prints
 the ratios of the two.
@@ -84,9 +87,11 @@ REQUESTS = ("diagnostics", "completion", "hover", "completion (typing)", "hover 
 
 
 async def session(command: list[str], text: str, uri: str, *, pull: bool, settings: dict, edits: int,
-                  env: dict | None = None, cwd: str | None = None) -> dict[str, list[float]]:
+                  env: dict | None = None, cwd: str | None = None) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """Request latencies (seconds) of one server session, and the server's memory at its end."""
     client = Client(settings)
     await client.start_io(*command, env=env, cwd=cwd)
+    pid = client._server.pid if client._server is not None else None
     caps = lsp.ClientCapabilities(
         workspace=lsp.WorkspaceClientCapabilities(configuration=True),
         text_document=lsp.TextDocumentClientCapabilities(
@@ -143,10 +148,21 @@ async def session(command: list[str], text: str, uri: str, *, pull: bool, settin
             results["completion (typing)"].append(await timed(complete()))
             results["hover (typing)"].append(await timed(hover()))
             await diagnostics()
+    memory = resident_mb(pid)
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
-    return results
+    return results, memory
+
+
+def resident_mb(pid: int | None) -> dict[str, float]:
+    """Peak (VmHWM) and current (VmRSS) resident memory of a process in MB; empty off Linux."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (OSError, TypeError):
+        return {}
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    return {name: int(fields[key].split()[0]) / 1024 for name, key in (("peak", "VmHWM"), ("now", "VmRSS")) if key in fields}
 
 
 def in_process(text: str, runs: int) -> list[float]:
@@ -186,6 +202,7 @@ def main() -> None:
     ours = [sys.executable, "-m", "lockgate", "lsp"]
     yls = [args.yls, "--stdio"] if os.path.exists(args.yls) else None
     rows = []
+    memory: list[tuple[str, ...]] = []
     summary: dict[tuple[str, str, str], tuple[float, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         servers: list[tuple[str, list[str], dict | None]] = [("lockgate", ours, None)]
@@ -204,13 +221,15 @@ def main() -> None:
             runs = {}
             for name, command, env in servers:
                 cwd = env["PYTHONPATH"].split(os.pathsep)[0] if env else None
-                runs[name] = asyncio.run(session(command, text, uri, pull=True, settings={"lockgate": {"debounceMs": 0}},
-                                                 edits=args.edits, env=env, cwd=cwd))
+                runs[name], used = asyncio.run(session(command, text, uri, pull=True, settings={"lockgate": {"debounceMs": 0}},
+                                                       edits=args.edits, env=env, cwd=cwd))
+                memory.append((f"{size}", name, *(f"{used[k]:.0f}" if k in used else "-" for k in ("peak", "now"))))
             if yls:
                 yaml_settings = {"yaml": {"schemas": {schema_path(): "*.stratum.yaml"}, "validate": True,
                                           "completion": True, "hover": True}}
-                runs["yaml-language-server"] = asyncio.run(
+                runs["yaml-language-server"], used = asyncio.run(
                     session(yls, text, uri, pull=False, settings=yaml_settings, edits=args.edits))
+                memory.append((f"{size}", "yaml-language-server", *(f"{used[k]:.0f}" if k in used else "-" for k in ("peak", "now"))))
             for server, result in runs.items():
                 for what, samples in result.items():
                     rows.append((f"{size}", server, what, *_stats(samples)))
@@ -218,6 +237,8 @@ def main() -> None:
     print_table("LSP latency over stdio (ms; yaml-language-server diagnostics minus its 200 ms debounce)",
                 rows, ("lines", "server", "request", "median", "p95"))
     _print_ratios(summary, [name for name, _, _ in servers], yls is not None)
+    if memory:
+        print_table("Server resident memory at the end of the session (MB)", memory, ("lines", "server", "peak", "now"))
     if not yls:
         print(f"\nyaml-language-server not found at {args.yls}; install it with npm to compare.")
 

@@ -12,8 +12,9 @@ import yaml
 from lsp_harness import at, diagnostics, next_publish, open_doc, uses_pull
 from lsprotocol import types as lsp
 
+from lockgate.dsl.diagnostics import Position, Range
 from lockgate.lsp import fields as F
-from lockgate.lsp import index
+from lockgate.lsp import index, inlay_hints
 from lockgate.lsp.documents import analyze
 from lockgate.lsp.settings import DEFAULT_MAX_DOCUMENT_BYTES, Settings
 from lockgate.lsp.spans import span_ranges
@@ -233,3 +234,13 @@ def test_span_ranges_equal_the_source_maps(name):
     if name == "styles":  # the verbatim strings were mapped here, the others by the source map
         mapped = {path[3] for path, layout in ranges._layouts.items() if path[-1] == "do" and layout is not None}
         assert mapped == {0, 4, 5, 6, 8}  # plain, the three literal blocks, the flow mapping's
+
+
+def test_inlay_hints_of_the_lines_on_screen_are_those_of_the_whole_document_there():
+    text = generated(40)
+    analysis = analyze("file:///tmp/hints.stratum.yaml", text)
+    everything = inlay_hints.inlay_hints(analysis, Range(Position(0, 0), Position(10_000, 0)))
+    assert len(everything) > 40
+    for first in range(0, len(text.splitlines()), 7):
+        screen = Range(Position(first, 0), Position(first + 9, 0))
+        assert inlay_hints.inlay_hints(analysis, screen) == [h for h in everything if screen.start <= h.position <= screen.end]
