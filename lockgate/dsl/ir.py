@@ -343,7 +343,7 @@ def _fanout(data: Mapping[str, Any], at: YamlPath) -> Fanout:
         at=at,
         concurrency=_int(data.get("concurrency")),
         isolation=_str(data.get("isolation")),
-        require=require if isinstance(require, (str, int)) and not isinstance(require, bool) else None,
+        require=require if isinstance(require, str) else _int(require),
         merge=_str(data.get("merge")),
         pre_merge=tuple(c for c in _list(data.get("pre_merge")) if isinstance(c, str)),
         dispatch=dispatch if isinstance(dispatch, str) else "engine",
@@ -402,6 +402,10 @@ def _str(value: Any) -> str | None:
 
 
 def _int(value: Any) -> int | None:
+    """An integer field's value: ``3`` or ``3.0`` (JSON Schema, like JavaScript, counts an
+    integral float as an integer, so the schema lets it through), else None."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
