@@ -54,7 +54,10 @@ class Event:
     hash: str
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The event as a dict sharing its ``detail`` (a store gives every reader fresh events;
+        ``asdict``'s deep copy would also recurse once per level of a deeply nested detail)."""
+        return {"seq": self.seq, "at": self.at, "type": self.type, "step_id": self.step_id,
+                "detail": self.detail, "prev_hash": self.prev_hash, "hash": self.hash}
 
 
 @dataclass(frozen=True, slots=True)
