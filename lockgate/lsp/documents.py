@@ -12,6 +12,10 @@ valid YAML. Completion and hover answer from a *view* (:meth:`DocumentStore.usab
 current text (for the cursor context) with the result of the last analysis whose YAML parsed
 (for the names and types). The view's ``base`` is that analysis, so hover can map an unchanged
 line of the current text into it and answer exactly.
+
+A text over the size limit (``lockgate.maxDocumentBytes``) is not given to the loader at all:
+its analysis has no result and carries the limit, which diagnostics report; completion, hover
+and folding still answer from the text's outline.
 """
 
 from __future__ import annotations
@@ -111,11 +115,6 @@ class Analysis:
     @property
     def version(self) -> int | None:
         return self.doc.version
-
-    @property
-    def too_large(self) -> bool:
-        """Whether the text is over the size limit, so only cheap features answer for it."""
-        return self.limit is not None
 
     @property
     def text(self) -> str:

@@ -8,7 +8,9 @@ gets an empty answer, so a bug in one feature never takes the server down.
 Analyses run on a worker thread (see :class:`DocumentStore`), started by a debounce after each
 edit. Completion, hover and folding never wait for one: they answer from the current text and
 the last good analysis. Diagnostics, navigation, rename, symbols, semantic tokens, inlay hints
-and code actions need ranges exact for the current text, so they await its analysis.
+and code actions need ranges exact for the current text, so they await its analysis. Semantic
+tokens, symbols and navigation, seconds of work on a large document, then run on a features
+thread (:meth:`LockgateServer.off_loop`), so the event loop keeps answering meanwhile.
 """
 
 from __future__ import annotations
