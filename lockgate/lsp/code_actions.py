@@ -2,8 +2,8 @@
 
 Each action is a minimal text edit computed from the analysis: the diagnostic's own ``fix``
 (did-you-mean), a ``max_rounds`` for a flow whose gate can revise (LG506), a stub for an
-unknown contract (LG302), and the missing ``after`` of a ``when`` that reads a step it does not
-depend on (LG904).
+unknown contract (LG302), the missing ``after`` of a ``when`` that reads a step it does not
+depend on (LG904), and a subflow call's missing or unknown ``with`` inputs (LG703).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from lockgate.dsl.diagnostics import Diagnostic, Position, Range, TextEdit
 
 from .documents import Analysis
+from .fields import step_at
 
 SHOW_GRAPH = "lockgate.showFlowGraph"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -84,12 +85,9 @@ def _add_after(analysis: Analysis, diag: Diagnostic) -> Action | None:
     outline = analysis.outline
     after_line = outline.line_of.get((*step_path, "after"))
     if after_line is not None:
-        raw = outline.raw[after_line]
-        close = raw.rfind("]")
-        if close < 0:
+        edit = _extend_after(analysis, after_line, target)
+        if edit is None:
             return None
-        sep = "" if raw[raw.find("[") + 1 : close].strip() == "" else ", "
-        edit = TextEdit(Range(Position(after_line, close), Position(after_line, close)), f"{sep}{target}")
     else:
         when_line = outline.line_of.get(diag.path)
         info = outline.lines[when_line] if when_line is not None else None
@@ -102,7 +100,66 @@ def _add_after(analysis: Analysis, diag: Diagnostic) -> Action | None:
     return Action(f"Run after '{target}'", (edit,), diag)
 
 
-_MAKERS = {"LG506": _add_max_rounds, "LG302": _contract_stub, "LG904": _add_after}
+def _extend_after(analysis: Analysis, line: int, target: str) -> TextEdit | None:
+    """``target`` appended to the ``after`` list on ``line``: inside ``[...]``, or as a new
+    ``- target`` item below a block-style list."""
+    outline = analysis.outline
+    raw = outline.raw[line]
+    info = outline.lines[line]
+    if info is None or info.colon is None:
+        return None
+    value = raw[info.colon + 1 :].split("#", 1)[0].strip()
+    if not value:  # a block list: after its last item, at its items' indentation
+        end = outline.ends[line]
+        if end == line:
+            return None
+        indent = _child_indent(analysis, line, info.key_col)
+        return TextEdit(Range(Position(end + 1, 0), Position(end + 1, 0)), f"{' ' * indent}- {target}\n")
+    close = raw.rfind("]")
+    if close < 0:
+        return None
+    sep = "" if raw[raw.find("[") + 1 : close].strip() == "" else ", "
+    return TextEdit(Range(Position(line, close), Position(line, close)), f"{sep}{target}")
+
+
+def _with_inputs(analysis: Analysis, diag: Diagnostic) -> Action | None:
+    """LG703: a ``with`` key that is no input (and has no did-you-mean) is removed; a ``with``
+    missing inputs gets them, from the caller's input of the same name where there is one."""
+    if len(diag.path) >= 2 and diag.path[-2] == "with":
+        return _remove_key(analysis, diag) if diag.fix is None else None
+    found = step_at(analysis.ir, diag.path) if analysis.ir is not None and diag.path[-1:] == ("with",) else None
+    if found is None:
+        return None
+    flow, step = found
+    callee = analysis.ir.flows.get(step.run or "")
+    given = step.with_ if isinstance(step.with_, dict) else {}
+    missing = [k for k in (callee.input if callee else ()) if isinstance(k, str) and k not in given]
+    line = analysis.outline.line_of.get(diag.path)
+    info = analysis.outline.lines[line] if line is not None else None
+    if not missing or info is None or info.colon is None or analysis.outline.raw[line][info.colon + 1 :].split("#", 1)[0].strip():
+        return None
+    indent = " " * _child_indent(analysis, line, info.key_col)
+    text = "".join(f'{indent}{k}: "{_input_ref(flow, k)}"\n' for k in missing)
+    names = ", ".join(f"'{k}'" for k in missing)
+    title = f"Add input{'s' if len(missing) > 1 else ''} {names} to 'with'"
+    return Action(title, (TextEdit(Range(Position(line + 1, 0), Position(line + 1, 0)), text),), diag)
+
+
+def _input_ref(flow, name: str) -> str:
+    return f"${{input.{name}}}" if name in flow.input else ""
+
+
+def _remove_key(analysis: Analysis, diag: Diagnostic) -> Action | None:
+    outline = analysis.outline
+    line = outline.line_of.get(diag.path)
+    info = outline.lines[line] if line is not None else None
+    if info is None or info.dash is not None:
+        return None
+    end = outline.ends[line] + 1
+    return Action(f"Remove '{diag.path[-1]}'", (TextEdit(Range(Position(line, 0), Position(end, 0)), ""),), diag)
+
+
+_MAKERS = {"LG506": _add_max_rounds, "LG302": _contract_stub, "LG904": _add_after, "LG703": _with_inputs}
 
 
 def _child_indent(analysis: Analysis, line: int, column: int) -> int:

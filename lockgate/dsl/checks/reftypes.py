@@ -9,6 +9,7 @@ not in the contract, with did-you-mean on the failing segment).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -64,7 +65,7 @@ def _step_ref(ctx: Context, flow: Flow, path: YamlPath, ref: Ref, flow_output: b
             f"'{name}' is not a step of flow '{flow.name}'{suffix(guess)}",
             path,
             span=_name_span(ref),
-            replacement=guess,
+            replacement=guess if guess and _valid_step_id(guess) else None,  # an invalid id is LG208's fix
             hint=None if guess else f"steps of '{flow.name}': {', '.join(ids) or 'none'}",
         )
         return
@@ -84,6 +85,7 @@ def _step_ref(ctx: Context, flow: Flow, path: YamlPath, ref: Ref, flow_output: b
                     f"index it first, like ${{{name}.output[0]{_render_path(segments)}}}",
                     path,
                     span=ref.span,
+                    replacement=f"${{{name}.output[0]{_render_path(segments)}}}",
                 )
             return
         segments = segments[1:]
@@ -158,6 +160,12 @@ def _walk(ctx: Context, root, segments: Sequence[str | int], offset: int, path: 
         )
     except ContractError:
         return  # an unknown or broken contract: reported where it is declared
+
+
+def _valid_step_id(name: str) -> bool:
+    from ..schema import spec_schema
+
+    return re.fullmatch(spec_schema()["$defs"]["stepId"]["pattern"], name) is not None
 
 
 def _name_span(ref: Ref) -> Span:
