@@ -183,6 +183,8 @@ class Engine:
         """Restore a checkpoint (re-minting tokens) and re-advance; revives finished runs."""
         for _ in range(MAX_REPLAYS):
             run = self._get(run_id)
+            if run.cspec.runs_commands:  # check the copy is current before a command acts on it
+                run = self._get(run_id, fresh=True)
             run.begin()
             try:
                 fresh = checkpoints.revert(run, label, self._env())
@@ -269,6 +271,8 @@ class Engine:
     def _transact(self, run_id: str, apply: Callable[[LiveRun], Any], everything: bool = False) -> dict[str, Any]:
         for _ in range(MAX_REPLAYS):
             run = self._get(run_id)
+            if run.cspec.runs_commands:  # check the copy is current before a command acts on it
+                run = self._get(run_id, fresh=True)
             run.begin()
             try:
                 apply(run)

@@ -1,0 +1,63 @@
+"""An evaluate command runs only on the run as stored: an engine whose copy of the run is out of
+date rereads it first, and a run cancelled elsewhere runs nothing."""
+
+from pathlib import Path
+
+import pytest
+
+from lockgate.engine import Engine
+from lockgate.engine.store import open_store
+from lockgate.errors import EngineError
+
+OK = '{"status": "closed", "children": [], "reason": "ok"}'
+SPEC = """version: 1
+contracts:
+  Note: {text: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${a.output}", contract: Note}
+    steps:
+      - {id: a, agent: claude, do: a, out: Note}
+      - {id: b, agent: claude, do: b, out: Note}
+      - id: check
+        after: [a]
+        evaluate: {command: "sh check.sh", in: "${a.output.text}", timeout_ms: 5000}
+      - {id: fin, after: [check, b], agent: claude, do: fin, out: Note}
+"""
+
+
+@pytest.fixture
+def engines(tmp_path):
+    (tmp_path / "check.sh").write_text(f"echo ran >> count; cat >> seen; echo >> seen; echo '{OK}'\n")
+    first, second = (Engine(workspace=tmp_path, store=open_store(tmp_path / "runs.db")) for _ in range(2))
+    yield first, second
+    first.close()
+    second.close()
+
+
+def _runs_of_the_command(workspace: Path) -> list[str]:
+    count = workspace / "count"
+    return count.read_text().split() if count.exists() else []
+
+
+def test_a_stale_engine_rereads_the_run_before_the_command(engines, tmp_path):
+    first, second = engines
+    plan = first.plan(SPEC, {})
+    tokens = {entry["step_id"]: entry["token"] for entry in plan["ready"]}
+    second.step_done(plan["run_id"], "b", {"text": "b"}, tokens["b"])
+    first.step_done(plan["run_id"], "a", {"text": "from the first engine"}, tokens["a"])
+    assert _runs_of_the_command(tmp_path) == ["ran"]
+    assert (tmp_path / "seen").read_text() == '"from the first engine"\n'
+    assert second.status(plan["run_id"])["step_id"] == "fin"
+
+
+def test_a_run_cancelled_elsewhere_runs_no_command(engines, tmp_path):
+    first, second = engines
+    plan = first.plan(SPEC, {})
+    tokens = {entry["step_id"]: entry["token"] for entry in plan["ready"]}
+    second.cancel(plan["run_id"], "stop")
+    with pytest.raises(EngineError, match="is cancelled"):
+        first.step_done(plan["run_id"], "a", {"text": "a"}, tokens["a"])
+    assert _runs_of_the_command(tmp_path) == []
