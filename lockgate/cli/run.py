@@ -360,9 +360,12 @@ class Progress:
 def _note(event: Any) -> str:
     if event.violations:
         first = event.violations[0]
-        where = first.get("path") or first.get("ensure") or ""
+        message = first.get("message", "")
+        # an ensure's message quotes the ensure; a contract violation's names only the problem
+        ensure = first.get("ensure") or ""
+        where = first.get("path") or ("" if ensure in message else ensure)
         more = f" (+{len(event.violations) - 1} more)" if len(event.violations) > 1 else ""
-        return one_line(f"{where}: {first.get('message', '')}{more}".strip(": "))
+        return one_line(f"{where}: {message}{more}".strip(": "))
     if event.kind == "gate_resolved":
         return one_line(f"{event.data.get('decision')} by {event.data.get('resolved_by')}" + (
             f": {event.message}" if event.message else ""))

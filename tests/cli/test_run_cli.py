@@ -110,8 +110,9 @@ def test_retry_violations_are_shown(project, monkeypatch):
     result = invoke("flow.stratum.yaml", "--agents", "agents.py", "--input", "ask=x",
                     "--no-prompt")
     assert "failed     work  attempt 1  [writer]" in result.stderr
-    assert "result.score >= 0.5" in result.stderr
     assert "retrying   work  attempt 2" in result.stderr
+    failed = next(line for line in result.stderr.splitlines() if line.startswith("failed     work  attempt 1"))
+    assert failed.endswith('- ensure "result.score >= 0.5" failed: predicate evaluated to false (result.score = 0.1)')
 
 
 def test_no_prompt_leaves_the_gate_waiting_then_resume(project):
