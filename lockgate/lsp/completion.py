@@ -89,6 +89,8 @@ def complete(analysis: Analysis, ctx: CursorContext, agents: tuple[str, ...] = (
 
 def _candidates(analysis: Analysis, ctx: CursorContext, agents: tuple[str, ...]) -> list[Candidate]:
     spec = analysis.ir
+    if ctx.where == "other":
+        return []
     if ctx.ref is not None and ctx.where == "value":
         return _references(spec, ctx) if spec is not None else []
     if ctx.in_expression:
@@ -128,6 +130,8 @@ def _keys(spec: Spec | None, ctx: CursorContext) -> list[Candidate]:
         body = _KEY_SNIPPETS.get(name) or _key_body(name, sub)
         doc = S.description(sub) or ""
         out.append(Candidate(name, "property", body, replace, _short(doc), doc, snippet=True, sort="1"))
+    if spec is not None and path[-1:] == ("with",) and _is_step_path(path[:-1]):
+        out.extend(_with_keys(spec, ctx, replace))
     if _is_step_path(path) and not (ctx.present_keys & set(STEP_KINDS)):
         for kind, body in _SNIPPETS.items():
             text = body if "id" not in ctx.present_keys else body.split("\n", 1)[1]
@@ -139,6 +143,24 @@ def _keys(spec: Spec | None, ctx: CursorContext) -> list[Candidate]:
         out.append(Candidate("flow", "snippet", "${1:name}:\n" + _indent(_FLOW_SNIPPET), replace, "a new flow", snippet=True, sort="0"))
     if path == ("contracts",):
         out.append(Candidate("contract", "snippet", "${1:Result}:\n" + _indent(_CONTRACT_SNIPPET.replace("${1", "${5").replace("${2", "${6").replace("${3", "${7").replace("${4", "${8")), replace, "a new contract", snippet=True, sort="0"))
+    return out
+
+
+def _with_keys(spec: Spec, ctx: CursorContext, replace: Range) -> list[Candidate]:
+    """Under a run step's ``with``: the called flow's inputs not given yet, valued with the
+    caller's input of the same name when it has one."""
+    flow = _flow(spec, ctx)
+    step = _current_step(flow, ctx) if flow is not None else None
+    callee = spec.flows.get(step.run) if step is not None and step.run else None
+    if callee is None:
+        return []
+    out = []
+    for name, type_text in callee.input.items():
+        if not isinstance(name, str) or name in ctx.present_keys:
+            continue
+        value = f'"\\${{input.{name}\\}}"' if name in flow.input else "$0"
+        out.append(Candidate(name, "property", f"{name}: {value}", replace, f"input of flow '{callee.name}': {type_text}",
+                             snippet=True, sort="1"))
     return out
 
 
@@ -385,8 +407,8 @@ def _in_string_literal(text: str) -> bool:
 
 
 def _bindings(ctx: CursorContext) -> list[str]:
-    if ctx.stage_index is not None:
-        return ["result", "input", "item", "prev"]
+    if ctx.stage_index is not None:  # no previous stage for the first one
+        return ["result", "input", "item", "prev"] if ctx.stage_index > 0 else ["result", "input", "item"]
     return ["result", "input"]
 
 

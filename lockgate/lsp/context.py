@@ -238,7 +238,7 @@ def _unquote(key: str) -> str:
     return key
 
 
-Where = Literal["key", "value", "item"]
+Where = Literal["key", "value", "item", "other"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,7 +246,8 @@ class CursorContext:
     """Everything completion and hover need to know about the cursor position.
 
     ``path``: for ``key`` the mapping the key belongs to; for ``value`` the value's own path;
-    for ``item`` a new list item (``- |``), the item's path. ``before`` is the string value's
+    for ``item`` a new list item (``- |``), the item's path; ``other`` is where nothing is
+    completed (a comment, a key inside a flow-style mapping). ``before`` is the string value's
     text before the cursor (decoded for plain and quoted scalars, block indentation removed).
     ``word_start`` is the column where the word under completion starts on the cursor line.
     ``ref`` is the text after an unclosed ``${`` before the cursor, or None. ``after`` is the
@@ -317,6 +318,8 @@ def context_at(outline: Outline, pos: Position) -> CursorContext:
         return _in_block(outline, pos, col)
     line = outline.lines[pos.line]
     head = raw[:col]
+    if _comment_start(raw, line) is not None and col > _comment_start(raw, line):  # type: ignore[operator]
+        return CursorContext(pos, outline.container_path(pos.line, _indent(raw)), "other")
     if line is None or not head.strip():
         path = outline.container_path(pos.line, col)
         return CursorContext(
@@ -337,6 +340,8 @@ def context_at(outline: Outline, pos: Position) -> CursorContext:
 
 def _partial_key(outline: Outline, line: Line, pos: Position, raw: str, col: int) -> CursorContext:
     start = line.key_col
+    if line.dash is not None and col > start and raw[start:start + 1] == "{":
+        return _in_flow_mapping(outline, line, pos, raw, col)
     if line.dash is not None and col >= start:
         path = outline.container_path(pos.line, start, line.dash)
         return CursorContext(pos, path, "item", raw[start:col], start, key_column=start, after=raw[col:])
@@ -361,6 +366,72 @@ def _in_value(outline: Outline, line: Line, pos: Position, raw: str, col: int) -
         _open_ref(before), key_column=line.key_col, after=raw[col:],
         item_index=text.count(",") if flow_item else None,
     )
+
+
+_FLOW_ENTRY = re.compile(r"\s*(?P<key>[^\s:'\"{}\[\],]+)\s*:(?:\s(?P<value>.*))?$", re.DOTALL)
+
+
+def _in_flow_mapping(outline: Outline, line: Line, pos: Position, raw: str, col: int) -> CursorContext:
+    """The cursor inside a flow-style list item ``- {id: a, do: "x ${input.|"}``: the value of
+    the entry it is in (nested collections and keys complete nothing: their snippets are
+    block-style)."""
+    item = outline.container_path(pos.line, line.key_col, line.dash)
+    entry_start = _flow_entry_start(raw, line.key_col + 1, col)
+    found = _FLOW_ENTRY.match(raw, entry_start, col) if entry_start is not None else None
+    if found is None or found["value"] is None:
+        return CursorContext(pos, item, "other")
+    before = _decode_prefix(found["value"].lstrip())
+    return CursorContext(
+        pos, (*item, found["key"]), "value", before, col - len(_WORD.search(raw[:col]).group(0)),
+        _open_ref(before), key_column=found.start("key"), after=raw[col:],
+    )
+
+
+def _flow_entry_start(raw: str, start: int, col: int) -> int | None:
+    """Where the entry holding ``col`` starts in the flow mapping opened before ``start``;
+    None when ``col`` is inside a nested collection."""
+    depth, quote, entry = 0, None, start
+    i = start
+    while i < col:
+        ch = raw[i]
+        if quote is not None:
+            if ch == "\\" and quote == '"':
+                i += 1
+            elif ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            entry = i + 1
+        i += 1
+    return entry if depth == 0 else None
+
+
+def _comment_start(raw: str, line: Line | None) -> int | None:
+    """The column of the ``#`` that starts a comment on an outline line (or a comment line)."""
+    stripped = raw.lstrip(" ")
+    if stripped.startswith("#"):
+        return len(raw) - len(stripped)
+    if line is None or line.value_col is None:
+        return None
+    value = raw[line.value_col:]
+    quote = value[:1] if value[:1] in ("'", '"') else None
+    i = 1 if quote else 0
+    while i < len(value):
+        ch = value[i]
+        if quote is not None:
+            if ch == "\\" and quote == '"':
+                i += 1
+            elif ch == quote:
+                quote = None
+        elif ch == "#" and (i == 0 or value[i - 1] in " \t"):
+            return line.value_col + i
+        i += 1
+    return None
 
 
 def _in_block(outline: Outline, pos: Position, col: int) -> CursorContext:
