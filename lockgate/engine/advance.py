@@ -19,13 +19,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..dsl.expr.equality import json_equal
 from ..dsl.refs import Ref, render_text, walk_path
 from ..dsl.values import UNDEFINED
 from ..errors import RefError
 from . import budget, carry
 from .compiled import CStep
 from .ensures import contract_violations, first_failed_ensure, value_or_false
-from .live import Located, LiveRun, Scope
+from .live import LiveRun, Located, Scope
 from .model import (
     FAILED,
     PENDING,
@@ -386,19 +387,6 @@ def complete_root(run: LiveRun) -> None:
     run.header.output = value
     run.header.finished_at = now()
     run.event("completed", None, output=value)
-
-
-def json_equal(a: Any, b: Any) -> bool:
-    """Deep JSON equality: same JSON types (a boolean is never a number) and values."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
-    return type(a) is type(b) and a == b
 
 
 # Imported last: these modules build on the helpers above (import cycle), and a module reference

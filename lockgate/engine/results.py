@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..dsl.expr.equality import json_equal
 from ..errors import EngineError, StaleToken
 from . import budget, fanout
 from .advance import (
     check_result,
     fail_attempt,
     fail_parent,
-    json_equal,
     output_source_failure,
     record_judged,
     succeed,
