@@ -27,7 +27,17 @@ def explain_syntax_error(exc: yaml.MarkedYAMLError, src: str) -> tuple[str, str 
     def line_of(i: int) -> int:
         return src.count("\n", 0, i) + 1
 
-    if "tab" in problem or (ch == "\t" and "cannot start any token" in problem):
+    runaway = None if "quoted scalar" in context else _runaway_quote(src, idx)
+    if runaway is not None:
+        opening, closing = runaway
+        quote = src[opening]
+        kind = "double" if quote == '"' else "single"
+        message = (f"this {kind}-quoted string is not closed on its line; it runs on to line "
+                   f"{line_of(closing)}, where the next {quote} closes it")
+        hint = f"add the closing {quote} at the end of line {line_of(opening)}"
+        related.append((closing, closing + 1, "the string is closed only here"))
+        start, end = opening, opening + 1
+    elif "tab" in problem or (ch == "\t" and "cannot start any token" in problem):
         message = "a tab is used for indentation; YAML indents with spaces only"
         hint = "replace the tab with spaces"
     elif "cannot start any token" in problem:
@@ -84,6 +94,40 @@ def explain_syntax_error(exc: yaml.MarkedYAMLError, src: str) -> tuple[str, str 
     else:
         message = f"{problem}{' (' + context + ')' if context else ''}" or "the YAML does not parse"
     return message, hint, start, end, related
+
+
+def _runaway_quote(src: str, idx: int) -> tuple[int, int] | None:
+    """(opening, closing) offsets of a quoted string that a missing closing quote made run on
+    over lines: the error at ``idx`` follows, on its line, a quote that closes a string opened
+    on an earlier line as a value (``do: "text`` ... ``key: "``)."""
+    line_start = src.rfind("\n", 0, idx) + 1
+    before = src[line_start:idx]
+    quotes = [i for i, c in enumerate(before) if c in "'\""]
+    if not quotes:
+        return None
+    closing = line_start + quotes[0]
+    quote = src[closing]
+    if before.count(quote) % 2 == 0:
+        return None
+    opening = _opening_quote(src, closing, quote)
+    if opening is None or src.rfind("\n", 0, opening) + 1 == line_start:
+        return None
+    head = src[src.rfind("\n", 0, opening) + 1 : opening].rstrip()
+    return (opening, closing) if head.endswith((":", "-")) else None
+
+
+def _opening_quote(src: str, closing: int, quote: str) -> int | None:
+    at = closing
+    while True:
+        at = src.rfind(quote, 0, at)
+        if at < 0:
+            return None
+        if quote == '"' and at > 0 and src[at - 1] == "\\":
+            continue
+        if quote == "'" and at > 0 and src[at - 1] == "'":  # '' is an escaped quote
+            at -= 1
+            continue
+        return at
 
 
 def _after_closing_quote(src: str, idx: int) -> bool:
