@@ -2,7 +2,8 @@
  * The extension's settings, and how they reach the server.
  *
  * VS Code settings are namespaced for people (`lockgate.lint.enable`); the server reads a flat
- * `lockgate` section (`lint`, `inlayHints`, `debounceMs`, `agents`, see lockgate/lsp/settings.py).
+ * `lockgate` section (`lint`, `inlayHints`, `debounceMs`, `maxDocumentBytes`, `agents`, see
+ * lockgate/lsp/settings.py).
  * `toServerSettings` is that one mapping, used for `initializationOptions` and to answer the
  * server's `workspace/configuration` requests. Pure: it takes a getter, not a VS Code object.
  */
@@ -17,11 +18,14 @@ export interface ServerSettings {
   lint: boolean;
   inlayHints: boolean;
   debounceMs: number;
+  maxDocumentBytes: number;
   agents: string[];
   workspaceRoot?: string;
 }
 
-export const DEFAULTS: Readonly<ServerSettings> = Object.freeze({ lint: true, inlayHints: true, debounceMs: 150, agents: [] });
+export const DEFAULTS: Readonly<ServerSettings> = Object.freeze({
+  lint: true, inlayHints: true, debounceMs: 150, maxDocumentBytes: 5_000_000, agents: [],
+});
 
 /** Settings whose change means a new server process, not just new configuration. */
 export const RESTART_KEYS: readonly string[] = ["lockgate.interpreter", "lockgate.serverArgs"];
@@ -31,6 +35,7 @@ export const SERVER_KEYS: readonly string[] = [
   "lockgate.lint.enable",
   "lockgate.inlayHints.enable",
   "lockgate.diagnostics.debounceMs",
+  "lockgate.maxDocumentBytes",
   "lockgate.agents",
   "lockgate.workspaceRoot",
 ];
@@ -45,6 +50,7 @@ const AGENT_NAME = /^[a-z][a-z0-9_-]*$/;
  */
 export function toServerSettings(read: ConfigReader, folder?: string): ServerSettings {
   const debounce = read("diagnostics.debounceMs");
+  const limit = read("maxDocumentBytes");
   const agents = read("agents");
   const root = read("workspaceRoot");
   const settings: ServerSettings = {
@@ -53,6 +59,7 @@ export function toServerSettings(read: ConfigReader, folder?: string): ServerSet
     debounceMs: Number.isInteger(debounce) && (debounce as number) >= 0 && (debounce as number) <= 10_000
       ? (debounce as number)
       : DEFAULTS.debounceMs,
+    maxDocumentBytes: Number.isSafeInteger(limit) && (limit as number) >= 0 ? (limit as number) : DEFAULTS.maxDocumentBytes,
     agents: Array.isArray(agents) ? agents.filter((a): a is string => typeof a === "string" && AGENT_NAME.test(a)) : [],
   };
   const workspaceRoot = typeof root === "string" && root.trim() ? root.trim() : folder;

@@ -9,20 +9,22 @@ describe("toServerSettings", () => {
 
   it("maps the VS Code settings to the server's flat section", () => {
     const read = readerFromObject({
-      lint: { enable: false }, inlayHints: { enable: false }, diagnostics: { debounceMs: 400 },
+      lint: { enable: false }, inlayHints: { enable: false }, diagnostics: { debounceMs: 400 }, maxDocumentBytes: 0,
       agents: ["scanner", "reporter"], workspaceRoot: " /repo ", interpreter: ["python3"],
     });
-    assert.deepEqual(toServerSettings(read), { lint: false, inlayHints: false, debounceMs: 400, agents: ["scanner", "reporter"], workspaceRoot: "/repo" });
+    assert.deepEqual(toServerSettings(read), { lint: false, inlayHints: false, debounceMs: 400, maxDocumentBytes: 0, agents: ["scanner", "reporter"], workspaceRoot: "/repo" });
   });
 
   it("replaces malformed values with defaults and drops invalid agent names", () => {
     const read = readerFromObject({
       lint: { enable: "no" }, diagnostics: { debounceMs: -5 }, agents: ["ok", "Bad Name", 3, "also-ok_2"], workspaceRoot: "",
     });
-    assert.deepEqual(toServerSettings(read), { lint: true, inlayHints: true, debounceMs: 150, agents: ["ok", "also-ok_2"] });
+    assert.deepEqual(toServerSettings(read), { lint: true, inlayHints: true, debounceMs: 150, maxDocumentBytes: 5_000_000, agents: ["ok", "also-ok_2"] });
     assert.equal(toServerSettings(readerFromObject({ diagnostics: { debounceMs: 1.5 } })).debounceMs, 150);
     assert.equal(toServerSettings(readerFromObject({ diagnostics: { debounceMs: 20000 } })).debounceMs, 150);
     assert.deepEqual(toServerSettings(readerFromObject({ agents: "scanner" })).agents, []);
+    assert.equal(toServerSettings(readerFromObject({ maxDocumentBytes: -1 })).maxDocumentBytes, 5_000_000);
+    assert.equal(toServerSettings(readerFromObject({ maxDocumentBytes: 2.5 })).maxDocumentBytes, 5_000_000);
   });
 });
 
@@ -61,7 +63,7 @@ describe("answerConfiguration", () => {
       scopes.push(scope);
       return readerFromObject({ lint: { enable: false } });
     });
-    assert.deepEqual(got, [{ lint: false, inlayHints: true, debounceMs: 150, agents: [] }, { tabSize: 2 }]);
+    assert.deepEqual(got, [{ lint: false, inlayHints: true, debounceMs: 150, maxDocumentBytes: 5_000_000, agents: [] }, { tabSize: 2 }]);
     assert.deepEqual(scopes, ["file:///w"]);
   });
 });
