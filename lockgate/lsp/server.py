@@ -341,7 +341,8 @@ def _register_features(ls: LockgateServer) -> None:
             return lsp.CompletionList(is_incomplete=False, items=[])
         items = completion.complete(analysis, context_at(analysis.outline, pos), ls.settings.agents)
         caps = ls.client_caps
-        return completion.to_lsp(items, analysis, ls.encoding, completion.supports_snippets(caps), completion.supports_as_is(caps))
+        return completion.to_lsp(items, analysis, ls.encoding, completion.supports_snippets(caps),
+                                 completion.supports_as_is(caps), completion.supports_insert_replace(caps))
 
     @ls.feature(lsp.TEXT_DOCUMENT_HOVER)
     @guarded(None)
