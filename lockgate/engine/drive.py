@@ -71,8 +71,11 @@ class RunResult:
 class Drive:
     """The state of one run being driven: agent calls and gate questions in flight."""
 
-    def __init__(self, runner: Runner, response: dict[str, Any]) -> None:
+    def __init__(self, runner: Runner, response: dict[str, Any], *, evaluates: bool = True) -> None:
+        """``evaluates`` false: the run's flow has no evaluate step (its engine calls need no
+        evaluator bridge)."""
         self.runner = runner
+        self.evaluates = evaluates
         self.engine = runner.engine
         self.emit = Emitter(runner.on_event)
         self.watch_store = runner.on_event is not None
@@ -314,7 +317,8 @@ class Drive:
         it needs is asked on the loop, as a running agent call about step ``judging``."""
         async def attempt() -> Any:
             return await self.runner.transition(lambda: method(*args, **kwargs), run_id=self.run_id,
-                                                step_id=judging, cwd=cwd, admission=self.admission)
+                                                step_id=judging, cwd=cwd, admission=self.admission,
+                                                evaluates=self.evaluates)
 
         for _ in range(CONFLICT_RETRIES):
             try:

@@ -16,13 +16,24 @@ every evaluate step then fails with "evaluate: no evaluate runner configured".
 
 Because the command runs inside the engine transaction, a transaction replayed after a
 concurrent write runs it again: evaluate commands should be checks without side effects.
+
+**Under the runner** the engine's evaluator is an :class:`EvaluatorBridge`: the command is not run
+inside the transition (which runs on the runner's event loop and would block it, and every other
+run and agent call on it, for up to ``timeout_ms``) but awaited on the loop like an agent call
+(:func:`evaluate_async`), the transition being abandoned unsaved and replayed with the result
+(:func:`lockgate.engine.judge.settle`, the judge's machinery). Cancelling the run kills the
+command's process group.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
 import time
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +43,7 @@ from ..dsl.values import UNDEFINED
 from ..errors import RefError, UnstorableValue
 from .advance import fail_attempt, output_source_failure, resolver, succeed
 from .ensures import call_sync, contract_violations
+from .judge import AnswerNeeded, SettlePass, _is_async, _stoppable, settling
 from .live import LiveRun, Located
 from .model import StepState, now
 
@@ -54,6 +66,9 @@ _RESULT_FIELDS = {
     "score": "number?", "route": "claude|codex?",
 }
 _CONTRACTS = ContractSet.from_decls({RESULT_CONTRACT: _RESULT_FIELDS})
+#: Evaluate commands one engine call awaits off its transition (each costs a replay of it); any
+#: more in the same call run in place, blocking, as without a runner.
+MAX_AWAITED = 64
 
 
 # -- the default runner -------------------------------------------------------------------------
@@ -108,6 +123,14 @@ def _interpret(done: Any) -> dict[str, Any]:
     return {"ok": True, "result": value}
 
 
+async def run_command_async(command: str, input_value: Any, timeout_ms: int, workspace: Path | None, *,
+                            max_stdout: int | None = None) -> dict[str, Any]:
+    """:func:`run_command` awaited on the running loop (the runner's path): cancelling it kills
+    the command's process group."""
+    payload = json.dumps(input_value, allow_nan=False, ensure_ascii=False).encode()
+    return await _run(command, payload, timeout_ms, workspace, max_stdout)
+
+
 def failed(kind: str, reason: str) -> dict[str, Any]:
     """A failure envelope (for evaluators to build theirs with)."""
     return {"ok": False, "kind": kind, "reason": reason}
@@ -143,15 +166,19 @@ def run_evaluate(run: LiveRun, loc: Located, st: StepState) -> None:
     except RefError as exc:
         _fail(run, loc, st, f"evaluate: input render failed: {exc.message}")
         return
+    call = Evaluation(st.key, replayable=not run.irreversible)
+    current = _EVALUATING.set(call)
     started = time.perf_counter()
     try:
         envelope = call_sync(evaluator, spec.command, value, spec.timeout_ms, run.workspace())
     except Exception as exc:  # an evaluator is foreign code: its failure is the step's
-        _event(run, st, spec.command, started, "threw")
+        _event(run, st, spec.command, call.took(started), "threw")
         _fail(run, loc, st, f"evaluate: runner threw: {_clean(str(exc) or type(exc).__name__)}")
         return
+    finally:
+        _EVALUATING.reset(current)
     result, problem, outcome = _opened(envelope)
-    _event(run, st, spec.command, started, outcome)
+    _event(run, st, spec.command, call.took(started), outcome)
     if problem is not None:
         _fail(run, loc, st, problem)
         return
@@ -216,11 +243,10 @@ def _fail(run: LiveRun, loc: Located, st: StepState, reason: str) -> None:
     fail_attempt(run, loc, st, {"kind": "evaluate", "reason": reason, "violations": []}, forced=True)
 
 
-def _event(run: LiveRun, st: StepState, command: str, started: float, outcome: str) -> None:
+def _event(run: LiveRun, st: StepState, command: str, duration_ms: float, outcome: str) -> None:
     """An ``evaluated`` event: what ran, for how long, and how it ended (ok, exit, timeout,
     parse, malformed or threw)."""
-    run.event("evaluated", st.key, command=command, outcome=outcome,
-              duration_ms=round((time.perf_counter() - started) * 1000, 3))
+    run.event("evaluated", st.key, command=command, outcome=outcome, duration_ms=round(duration_ms, 3))
 
 
 def _shape(value: Any) -> str:
@@ -234,3 +260,111 @@ def _clean(text: str) -> str:
     are replaced) and cut to REASON_CHARS characters."""
     text = text.replace("\0", "\ufffd").encode("utf-8", "replace").decode("utf-8")
     return text if len(text) <= REASON_CHARS else text[:REASON_CHARS] + "..."
+
+
+# -- the evaluator under a runner ---------------------------------------------------------------
+
+
+@dataclass
+class Evaluation:
+    """The evaluate step calling its evaluator now, as an :class:`EvaluatorBridge` sees it:
+    its key, whether the transition may still be abandoned and replayed (not once it did
+    something outside the store: git worktrees, merges), and ``took_ms``, set by a bridge that
+    answers with a result awaited earlier, so the ``evaluated`` event says how long the command
+    really ran."""
+
+    step: str
+    replayable: bool = True
+    took_ms: float | None = None
+
+    def took(self, started: float) -> float:
+        """Milliseconds the evaluation took: the bridge's figure, else since ``started``."""
+        return self.took_ms if self.took_ms is not None else (time.perf_counter() - started) * 1000
+
+
+_EVALUATING: ContextVar[Evaluation | None] = ContextVar("lockgate_evaluating", default=None)
+
+
+@dataclass(frozen=True)
+class EvaluateQuestion:
+    """One evaluator call the engine needs answered, for :func:`evaluate_async`; ``key``
+    identifies it across replays (the nth same call of a pass is the nth question)."""
+
+    command: str
+    input: Any
+    timeout_ms: int
+    workspace: Path | None
+    step: str
+    key: str
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    """What an evaluator answered (``envelope``) or raised (``error``), and in how long."""
+
+    envelope: Any
+    error: Exception | None
+    took_ms: float
+
+
+class EvaluationNeeded(AnswerNeeded):
+    """An evaluate command's result is needed (see :class:`EvaluatorBridge`)."""
+
+    def beyond_limit(self, gathered: int, state: SettlePass) -> None:
+        if gathered >= MAX_AWAITED:  # each costs a replay: the rest of this call run in place
+            state.in_place.add("evaluate")
+
+
+class EvaluatorBridge:
+    """The evaluator as the engine sees it while a runner drives it.
+
+    Called by an evaluate step inside :func:`~lockgate.engine.judge.settle`, it answers with the
+    result awaited so far for that call or raises :class:`EvaluationNeeded`; called anywhere
+    else (a sync caller of the engine, another thread), or in a transition that can no longer be
+    abandoned, it runs the evaluator in place, blocking, exactly as ``Engine(evaluator=...)``.
+    """
+
+    def __init__(self, evaluator: Evaluator) -> None:
+        self.evaluator = evaluator
+
+    def __call__(self, command: str, input_value: Any, timeout_ms: int, workspace: Path | None) -> Any:
+        state, call = settling(), _EVALUATING.get()
+        if state is None or call is None or not call.replayable:
+            return call_sync(self.evaluator, command, input_value, timeout_ms, workspace)
+        base = json.dumps([call.step, command, input_value, timeout_ms, str(workspace)], sort_keys=True,
+                          default=repr)
+        nth = 0
+        while f"{base}#{nth}" in state.asked:
+            nth += 1
+        question = EvaluateQuestion(command, input_value, timeout_ms, workspace, call.step, f"{base}#{nth}")
+        state.asked.add(question.key)
+        if question.key not in state.memo and "evaluate" in state.in_place:
+            return call_sync(self.evaluator, command, input_value, timeout_ms, workspace)
+        answered: Evaluated = state.answer(question, EvaluationNeeded)
+        call.took_ms = answered.took_ms
+        if answered.error is not None:
+            raise answered.error
+        return answered.envelope
+
+    def __repr__(self) -> str:
+        return f"EvaluatorBridge({self.evaluator!r})"
+
+
+async def evaluate_async(evaluator: Evaluator, question: EvaluateQuestion) -> Evaluated:
+    """Run ``evaluator`` for ``question`` on the running loop without blocking it: the built-in
+    :func:`run_command` as a subprocess awaited here, an async evaluator awaited (cancelled with
+    the run, see :func:`lockgate.engine.judge._stoppable`), a sync one in a worker thread."""
+    args = (question.command, question.input, question.timeout_ms, question.workspace)
+    started = time.perf_counter()
+    try:
+        if evaluator is run_command:
+            envelope = await run_command_async(*args)
+        elif _is_async(evaluator):
+            envelope = await _stoppable(evaluator(*args))
+        else:
+            envelope = await asyncio.to_thread(evaluator, *args)
+            if inspect.isawaitable(envelope):
+                envelope = await _stoppable(envelope)
+    except Exception as exc:  # re-raised in the step, which fails it as "runner threw"
+        return Evaluated(None, exc, (time.perf_counter() - started) * 1000)
+    return Evaluated(envelope, None, (time.perf_counter() - started) * 1000)

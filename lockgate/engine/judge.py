@@ -13,7 +13,8 @@ saying why. So :class:`AgentJudge` raises :class:`JudgeError` when its agent fai
 carries the agent's own failure) and hands the agent's answer over unchanged.
 
 :class:`JudgeBridge` lets the asyncio runner ask the judge without blocking its event loop; see
-:meth:`JudgeBridge.settle` for how and why.
+:func:`settle` for how and why (the same machinery serves evaluate steps' commands:
+:class:`~lockgate.engine.evaluate.EvaluatorBridge`).
 """
 
 from __future__ import annotations
@@ -199,17 +200,39 @@ class Question:
         return cls(statement, stakes, result, input, key, step_id, cwd)
 
 
-class VerdictNeeded(BaseException):
+# --- settling: answers an engine transition needs from outside (verdicts, evaluate results) ------
+
+
+class AnswerNeeded(BaseException):
     """Raised through an engine transition for a question not answered yet.
 
-    A BaseException on purpose: the ensure check turns every Exception of a judge into a
-    fail-closed verdict, and this is no verdict; the transition is abandoned unsaved (the engine
-    drops its cached run on any BaseException) and replayed once the judge has answered.
+    A BaseException on purpose: the ensure check turns every Exception of a judge (and the
+    evaluate step every Exception of its evaluator) into a failure, and this is no answer; the
+    transition is abandoned unsaved (the engine drops its cached run on any BaseException) and
+    replayed by :func:`settle` once the question is answered. ``question`` has a ``key``
+    identifying it across replays.
     """
 
-    def __init__(self, question: Question) -> None:
-        super().__init__(question.statement)
+    def __init__(self, question: Any) -> None:
+        super().__init__(question.key)
         self.question = question
+
+    def beyond_limit(self, gathered: int, state: SettlePass) -> None:
+        """Called when one engine call needs a ``gathered``-th answer of this kind; the default
+        lets any number through."""
+
+
+class VerdictNeeded(AnswerNeeded):
+    """A ``judged`` ensure's verdict is needed (see :class:`JudgeBridge`)."""
+
+    def __init__(self, question: Question) -> None:
+        super().__init__(question)
+        self.args = (question.statement,)
+
+    def beyond_limit(self, gathered: int, state: SettlePass) -> None:
+        if gathered > MAX_QUESTIONS:
+            raise RunnerError(f"one engine call asked the judge more than {MAX_QUESTIONS} "
+                              "distinct questions; giving up")
 
 
 @dataclass(frozen=True)
@@ -217,72 +240,107 @@ class _Raised:
     error: BaseException
 
 
+class SettlePass:
+    """What :func:`settle` has gathered for one engine call, read by the bridges the engine
+    calls inside it: ``memo`` (question key -> answer, kept across replays), ``asked`` (the
+    keys answered in this pass, so a judge's spend counts once) and ``in_place`` (kinds of
+    question a bridge is to answer itself, blocking, from now on)."""
+
+    def __init__(self) -> None:
+        self.memo: dict[str, Any] = {}
+        self.asked: set[str] = set()
+        self.counts: dict[type[AnswerNeeded], int] = {}
+        self.in_place: set[str] = set()
+
+    def answer(self, question: Any, need: type[AnswerNeeded]) -> Any:
+        """The gathered answer to ``question``; raises ``need(question)`` when there is none yet,
+        and re-raises what the asking raised."""
+        if question.key not in self.memo:
+            raise need(question)
+        answer = self.memo[question.key]
+        if isinstance(answer, _Raised):
+            raise answer.error
+        return answer
+
+
+_settling = threading.local()  # the SettlePass of the settle running in this thread, if any
+
+
+def settling() -> SettlePass | None:
+    """The pass of the :func:`settle` running the current engine call in this thread, or None
+    (the engine is called some other way: a bridge then asks directly, blocking)."""
+    return getattr(_settling, "current", None)
+
+
+async def settle(transition: Callable[[], Any], ask: Callable[[Any], Awaitable[Any]]) -> Any:
+    """Run the synchronous engine ``transition``, awaiting what it needs from outside on this
+    loop: a judge's verdict (:class:`JudgeBridge`), an evaluate command's result
+    (:class:`~lockgate.engine.evaluate.EvaluatorBridge`).
+
+    Why not run the transition in a worker thread (``asyncio.to_thread``)? The engine is not
+    thread-safe (its ``_live`` cache and each live run are mutated without locks), so every
+    engine call would have to be serialised behind the judge or the command anyway, results of
+    other agents would queue for the whole wait, and a cancelled run could not stop a judge or
+    a command running on another thread. Instead the transition runs here, on the loop; when it
+    reaches a question not answered yet, :class:`AnswerNeeded` abandons it unsaved, ``ask``
+    is awaited like any agent call (other agents and their results carry on meanwhile, and
+    cancelling the run cancels it: an evaluate command's process group is killed), and the
+    transition is replayed on the current state with the answers so far. Each question is
+    asked once per call, in the order the engine asks them, so a replay reaches the next
+    question or completes.
+    """
+    state = SettlePass()
+    while True:
+        previous = settling()
+        _settling.current, state.asked = state, set()
+        try:
+            return transition()
+        except AnswerNeeded as need:
+            question, kind = need.question, type(need)
+            state.counts[kind] = state.counts.get(kind, 0) + 1
+            need.beyond_limit(state.counts[kind], state)
+        finally:
+            _settling.current = previous
+        state.memo[question.key] = await _answer(ask, question)
+
+
 class JudgeBridge:
     """The judge as the engine sees it while a runner drives it.
 
-    Called by the engine inside :meth:`settle`, it answers from the verdicts gathered so far or
+    Called by the engine inside :func:`settle`, it answers from the verdicts gathered so far or
     raises :class:`VerdictNeeded`; called anywhere else (another thread, a sync caller of the
     engine) it asks the judge directly, blocking, exactly as a plain ``Engine(judge=...)`` would.
     """
 
     def __init__(self, judge: Judge) -> None:
         self.judge = judge
-        self._local = threading.local()
 
     def __call__(self, statement: str, stakes: str, result: Any, input: Any) -> Any:
-        memo = getattr(self._local, "memo", None)
+        state = settling()
         subject = judged_subject()
-        if memo is None or (subject is not None and not subject.replayable):
+        if state is None or (subject is not None and not subject.replayable):
             # not inside settle, or the transition already changed something outside the store
             # (git worktrees): it cannot be abandoned, so the judge is asked here, blocking
             return call_sync(self.judge, statement, stakes, result, input)
         question = Question.of(statement, stakes, result, input, subject)
-        if question.key not in memo:
-            raise VerdictNeeded(question)
-        answer = memo[question.key]
-        if isinstance(answer, _Raised):
-            raise answer.error
-        if question.key in self._local.asked:  # the same question again in this pass: spent once
+        answer = state.answer(question, VerdictNeeded)
+        if question.key in state.asked:  # the same question again in this pass: spent once
             return {k: v for k, v in answer.items() if k != "usage"} if isinstance(answer, Mapping) else answer
-        self._local.asked.add(question.key)
+        state.asked.add(question.key)
         return answer
 
     async def settle(self, transition: Callable[[], Any],
                      ask: Callable[[Question], Awaitable[Any]]) -> Any:
-        """Run the synchronous engine ``transition``, asking the judge on this loop as needed.
-
-        Why not run the transition in a worker thread (``asyncio.to_thread``)? The engine is not
-        thread-safe (its ``_live`` cache and each live run are mutated without locks), so every
-        engine call would have to be serialised behind the judge anyway, results of other agents
-        would queue for the whole judgement, and a cancelled run could not stop a judge running
-        on another thread's loop. Instead the transition runs here, on the loop; when it reaches
-        a ``judged`` ensure not answered yet, :class:`VerdictNeeded` abandons it unsaved, the
-        judge is awaited like any agent call (other agents and their results carry on meanwhile,
-        and cancelling the run cancels the judge), and the transition is replayed on the current
-        state with the verdicts so far. Each question is asked once per call, in the order the
-        engine asks them, so a replay reaches the next ``judged`` ensure or completes.
-        """
-        memo: dict[str, Any] = {}
-        while True:
-            previous = getattr(self._local, "memo", None), getattr(self._local, "asked", None)
-            self._local.memo, self._local.asked = memo, set()
-            try:
-                return transition()
-            except VerdictNeeded as need:
-                question = need.question
-            finally:
-                self._local.memo, self._local.asked = previous
-            if len(memo) >= MAX_QUESTIONS:
-                raise RunnerError(f"one engine call asked the judge more than {MAX_QUESTIONS} "
-                                  "distinct questions; giving up")
-            memo[question.key] = await _answer(ask, question)
+        """:func:`settle` (kept for callers of the method)."""
+        return await settle(transition, ask)
 
     def __repr__(self) -> str:
         return f"JudgeBridge({self.judge!r})"
 
 
-async def _answer(ask: Callable[[Question], Awaitable[Any]], question: Question) -> Any:
-    """The verdict, or the judge's exception to re-raise inside the engine (which fails closed)."""
+async def _answer(ask: Callable[[Any], Awaitable[Any]], question: Any) -> Any:
+    """The answer, or the exception asking raised, to re-raise inside the engine (a judge's fails
+    the ensure closed; an evaluator's fails the evaluate step)."""
     try:
         return await ask(question)
     except asyncio.CancelledError:

@@ -18,7 +18,12 @@ records the run as cancelled and re-raises.
 ``judged`` ensures are answered by the judge: ``judge=`` (an agent name, an agent or a callable
 ``judge(statement, stakes, result, input)``), else the engine's own ``judge``, else ``judge`` in
 lockgate.toml. A judge is asked on the runner's loop while other agents keep running (see
-:meth:`lockgate.engine.judge.JudgeBridge.settle`); it counts as a running agent call.
+:func:`lockgate.engine.judge.settle`); it counts as a running agent call.
+
+``evaluate`` steps run their command through ``evaluator=`` (default: the engine's own, by
+default :func:`lockgate.engine.evaluate.run_command`). The command is awaited on the runner's
+loop the same way (:class:`~lockgate.engine.evaluate.EvaluatorBridge`), so other agent calls,
+runs, gate questions and progress go on while it runs, and cancelling the run kills it.
 
 This module owns what lasts across runs (the :class:`Runner`: its agents, its judge, engine
 transitions on the loop) and the public functions. One run in flight is :mod:`.drive`, its limits
@@ -51,11 +56,14 @@ from .drive import retry_conflicts as _retry_conflicts  # noqa: F401
 from .flowneeds import agent_names, as_spec, uses_judged
 from .flowneeds import flow_steps as _flow_steps  # noqa: F401
 from .gatechannel import GateChannel
-from .judge import AgentJudge, JudgeBridge, JudgeLike, Question, as_judge, ask_judge
+from .evaluate import EvaluateQuestion, Evaluator, EvaluatorBridge, evaluate_async
+from .judge import AgentJudge, JudgeBridge, JudgeLike, Question, as_judge, ask_judge, settle
 from .progress import Observer
 
 _Drive = Drive  # the names these had here before the split
 _as_spec = as_spec
+#: ``evaluator=`` not given: the engine's own evaluator is used
+ENGINE_EVALUATOR: Any = object()
 
 
 class Runner:
@@ -65,7 +73,9 @@ class Runner:
                  registry: AgentRegistry | None = None, config: ProjectConfig | None = None,
                  gates: GateChannel | None = None, on_event: Observer | None = None,
                  settings: RunnerSettings | None = None, workspace: str | os.PathLike | None = None,
-                 judge: JudgeLike | None = None) -> None:
+                 judge: JudgeLike | None = None, evaluator: Evaluator | None = ENGINE_EVALUATOR) -> None:
+        """``evaluator`` runs ``evaluate`` steps' commands: not given, the engine's own; given
+        (None: none, evaluate steps then fail), it replaces the engine's when a run starts."""
         self.engine = engine
         self.config = config if config is not None else load_config(start=workspace)
         self.settings = settings or self.config.runner
@@ -78,6 +88,9 @@ class Runner:
         self._judge_choice = judge
         self._bridge: JudgeBridge | None = None
         self._judge_ready = False
+        self._evaluator_choice = evaluator
+        self._evaluator: EvaluatorBridge | None = None
+        self._evaluator_ready = False
         self._in_flight: dict[int, Counter[str]] = {}  # id(agent) -> its calls in flight by run
 
     def agent(self, name: str) -> Agent:
@@ -95,15 +108,19 @@ class Runner:
     async def start(self, spec: Any, inputs: Mapping[str, Any] | None = None, *,
                     flow: str | None = None) -> RunResult:
         spec = as_spec(spec)
+        self.install_evaluator()
         bridge = self.install_judge()
         await self.preflight(agent_names(spec, flow))
         if bridge is not None and isinstance(bridge.judge, AgentJudge) and uses_judged(spec, flow):
             await preflight(bridge.judge.agent)
-        response = await self.transition(lambda: self.engine.plan(spec, dict(inputs or {}), flow=flow))
-        return await Drive(self, response).drive()
+        evaluates = uses_evaluate(spec, flow)
+        response = await self.transition(lambda: self.engine.plan(spec, dict(inputs or {}), flow=flow),
+                                         evaluates=evaluates)
+        return await Drive(self, response, evaluates=evaluates).drive()
 
     async def resume(self, run_id: str) -> RunResult:
         """Continue a run from its durable state (after a crash, or after a gate decision)."""
+        self.install_evaluator()
         self.install_judge()
         response = await self.transition(lambda: self.engine.resume(run_id), run_id=run_id)
         return await Drive(self, response).drive()
@@ -133,6 +150,20 @@ class Runner:
         self._judge_ready = True
         return self._bridge
 
+    def install_evaluator(self) -> EvaluatorBridge | None:
+        """Install the evaluator (``evaluator=`` given to this runner, else the engine's own) on
+        the engine behind an :class:`EvaluatorBridge`, once; None when there is none."""
+        if self._evaluator_ready:
+            return self._evaluator
+        chosen = self._evaluator_choice
+        evaluator = getattr(self.engine, "evaluator", None) if chosen is ENGINE_EVALUATOR else chosen
+        if evaluator is not None and not isinstance(evaluator, EvaluatorBridge):
+            evaluator = EvaluatorBridge(evaluator)
+        if evaluator is not None or chosen is not ENGINE_EVALUATOR:
+            self.engine.evaluator = evaluator
+        self._evaluator, self._evaluator_ready = evaluator, True
+        return evaluator
+
     def _judge_agent(self, name: str, where: str) -> Agent:
         names = known_agents(explicit=self._explicit, registry=self._registry, config=self.config)
         if name not in names:
@@ -144,19 +175,24 @@ class Runner:
 
     async def transition(self, call: Callable[[], Any], *, run_id: str = "",
                          step_id: str | None = None, cwd: str | None = None,
-                         admission: Admission | None = None) -> Any:
+                         admission: Admission | None = None, evaluates: bool = True) -> Any:
         """Run the engine ``call`` on this loop; judged ensures it reaches are asked of the judge
-        here, without blocking the loop (see :meth:`JudgeBridge.settle`)."""
-        bridge = self._bridge
+        and evaluate commands run here, without blocking the loop (see :func:`settle`).
+        ``evaluates`` false (the flow has no evaluate step) skips the evaluator's bridge."""
+        bridge, evaluator = self._bridge, self._evaluator if evaluates else None
         # an engine with a dispatcher settles more transactions after the first is saved, so
-        # abandoning one for a verdict is not safe: it asks the judge blocking, as without a runner
-        if bridge is None or getattr(self.engine, "dispatcher", None) is not None:
+        # abandoning one for an answer is not safe: it asks blocking, as without a runner
+        if (bridge is None and evaluator is None) or getattr(self.engine, "dispatcher", None) is not None:
             return call()
-        where = cwd or self.workspace or os.getcwd()
 
-        async def ask(question: Question) -> Any:
+        async def ask(question: Question | EvaluateQuestion) -> Any:
+            if isinstance(question, EvaluateQuestion):
+                assert evaluator is not None
+                return await evaluate_async(evaluator.evaluator, question)
+            assert bridge is not None
             # asked as the step being judged, in its directory (not the one whose result this is)
-            about = {"run_id": run_id, "step_id": question.step_id or step_id, "cwd": question.cwd or where}
+            where = question.cwd or cwd or self.workspace or os.getcwd()
+            about = {"run_id": run_id, "step_id": question.step_id or step_id, "cwd": where}
             judge = bridge.judge
             with self.calling(judge.agent if isinstance(judge, AgentJudge) else None, run_id):
                 if admission is None:
@@ -164,7 +200,7 @@ class Runner:
                 async with admission:
                     return await ask_judge(judge, question, **about)
 
-        return await bridge.settle(call, ask)
+        return await settle(call, ask)
 
     # --- stopping a run's calls --------------------------------------------------------------------
 
@@ -219,7 +255,7 @@ async def run(spec: Any, inputs: Mapping[str, Any] | None = None, *, flow: str |
               on_event: Observer | None = None, engine: Any = None,
               registry: AgentRegistry | None = None, config: ProjectConfig | None = None,
               max_running: int | None = None, max_outstanding: int | None = None,
-              judge: JudgeLike | None = None) -> RunResult:
+              judge: JudgeLike | None = None, evaluator: Evaluator | None = ENGINE_EVALUATOR) -> RunResult:
     """Run ``spec`` (a Spec, a LoadResult, a path or YAML text) to completion with agents.
 
     ``agents`` maps agent names to adapters or Python callables (highest precedence, then the
@@ -229,15 +265,21 @@ async def run(spec: Any, inputs: Mapping[str, Any] | None = None, *, flow: str |
     and returns with status ``await_gate``. ``judge`` answers ``judged`` ensures: an agent name
     (resolved like a step's agent), an agent, or a callable ``judge(statement, stakes, result,
     input) -> {holds, reason}``; default: the engine's judge, else ``judge`` in lockgate.toml.
+    ``evaluator`` runs ``evaluate`` steps' commands: a callable ``evaluator(command, input,
+    timeout_ms, workspace)`` (sync or async) answering the envelope described in
+    :mod:`lockgate.engine.evaluate`, or None for none (evaluate steps then fail); default: the
+    engine's (``/bin/sh -c`` in the workspace for an engine made here).
     """
     runner = make_runner(engine=engine, store=store, workspace=workspace, agents=agents,
                          registry=registry, config=config, gates=gates, on_event=on_event,
-                         max_running=max_running, max_outstanding=max_outstanding, judge=judge)
+                         max_running=max_running, max_outstanding=max_outstanding, judge=judge,
+                         evaluator=evaluator)
     return await runner.start(spec, inputs, flow=flow)
 
 
 def run_sync(spec: Any, inputs: Mapping[str, Any] | None = None, **options: Any) -> RunResult:
-    """:func:`run` for code that has no event loop running (scripts, the CLI)."""
+    """:func:`run` for code that has no event loop running (scripts, the CLI); same options,
+    ``evaluator`` included."""
     return asyncio.run(run(spec, inputs, **options))
 
 
@@ -252,7 +294,8 @@ def make_runner(*, engine: Any = None, store: Any = None,
                 max_outstanding: int | None = None, config: ProjectConfig | None = None,
                 **options: Any) -> Runner:
     """A Runner over ``engine`` (or a new Engine on ``store``) with limits applied; the other
-    options (``agents``, ``registry``, ``gates``, ``on_event``, ``judge``) go to :class:`Runner`."""
+    options (``agents``, ``registry``, ``gates``, ``on_event``, ``judge``, ``evaluator``) go to
+    :class:`Runner`."""
     config = config if config is not None else load_config(start=workspace)
     if engine is None:
         engine = _engine(store, workspace)
@@ -263,6 +306,11 @@ def make_runner(*, engine: Any = None, store: Any = None,
         raise RunnerError(f"max_outstanding ({settings.max_outstanding}) must be at least "
                           f"max_running ({settings.max_running})")
     return Runner(engine, config=config, settings=settings, workspace=workspace, **options)
+
+
+def uses_evaluate(spec: Any, flow: str | None = None) -> bool:
+    """Whether the flow (or a subflow it runs) has an ``evaluate`` step."""
+    return any(step.evaluate is not None for step in _flow_steps(spec, flow))
 
 
 def _engine(store: Any, workspace: Any) -> Any:
