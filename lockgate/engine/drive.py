@@ -379,11 +379,13 @@ class Drive:
         self.asks.clear()
 
     def _cancel_run(self, why: str | None = None) -> None:
-        """Record the run cancelled in the store (``why``: the message of its ``run_finished``)."""
+        """Record the run cancelled in the store; ``why`` (the limit that stopped it) is the
+        reason of its ``flow_cancelled`` event and the message of its ``run_finished``."""
         if not self.run_id:
             return
+        reason = {"reason": why} if why else {}
         try:  # a cancel evaluates no ensure: no judge, so no need to await anything
-            response = self._note(retry_conflicts(lambda: self.engine.cancel(self.run_id)))
+            response = self._note(retry_conflicts(lambda: self.engine.cancel(self.run_id, **reason)))
         except EngineError:
             return
         response = response if isinstance(response, dict) else {"status": "cancelled"}
