@@ -298,7 +298,10 @@ class Drive:
             response = await self._engine_call(
                 self.engine.gate_resolve, self.run_id, request.step_id, decision.outcome,
                 decision.rationale, decision.resolved_by, request.token, judging=request.step_id)
-        except StaleToken:  # decided elsewhere first: continue from the durable state
+        except StaleToken as stale:  # decided elsewhere first: continue from the durable state
+            report = getattr(self.runner.gates, "not_applied", None)
+            if report is not None:  # the channel tells whoever decided (never dropped in silence)
+                report(request, decision, stale)
             return await self._engine_call(self.engine.status, self.run_id)
         self._emit_resolved(request, decision)
         return response
@@ -393,6 +396,9 @@ class Drive:
 
     def _finish(self, response: dict[str, Any]) -> RunResult:
         status = str(response.get("status"))
+        ended = getattr(self.runner.gates, "run_ended", None)
+        if ended is not None:  # e.g. a terminal prompt stops watching for late answers
+            ended(self.run_id)
         self.emit("run_finished", self.run_id, status=status,
                   message=response.get("message") or response.get("reason"),
                   data={k: response[k] for k in ("error_type", "output", "spent") if k in response})

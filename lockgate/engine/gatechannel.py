@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
+import sys
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -105,12 +107,40 @@ def as_decision(answer: Any, *, resolved_by: str = "human") -> Decision | None:
 Ask = Callable[[str], str]
 
 
-class TerminalGates:
-    """A person decides at the terminal: approve, revise (with a note) or kill.
+def offered(response: Mapping[str, Any]) -> tuple[str, ...]:
+    """The decisions a waiting gate offers: the engine's ``decisions`` for it (revise is left out
+    when it would fail the run, ``revise_unavailable`` saying why), all three when it does not
+    say."""
+    listed = response.get("decisions")
+    return tuple(o for o in OUTCOMES if o in listed) if isinstance(listed, (list, tuple)) else OUTCOMES
 
-    ``ask`` reads one line (``input`` by default) and runs in a worker thread so running agents
-    keep going; ``pause`` returns a context manager that suspends any live display meanwhile.
-    End of input (no terminal) leaves the gate waiting.
+
+def decided_elsewhere(request: GateRequest, decision: Decision) -> str:
+    """One line for a person: the gate was decided by someone else (or its run ended)."""
+    if decision.resolved_by == "system":
+        return f"gate {request.step_id} was decided elsewhere: {decision.rationale}"
+    return f"gate {request.step_id} was decided elsewhere: {decision.outcome} by {decision.resolved_by}"
+
+
+class TerminalGates:
+    """A person decides at the terminal: approve, revise (with a note) or kill, among the
+    decisions the gate offers (a revise that would fail the run is not offered, and the prompt
+    says why).
+
+    Lines are read from standard input on the event loop, through a selector
+    (:class:`TerminalLines`), when ``ask`` is the default ``input`` or ``watch_stdin`` is true and
+    stdin has a file descriptor; otherwise ``ask`` reads each line in a worker thread, so
+    running agents keep going either way. ``pause`` returns a context manager that suspends any
+    live display meanwhile.
+
+    With a ``store``, the prompt also watches the store (:class:`StoreGates`): when the gate is
+    decided elsewhere (``lockgate gate approve`` in another terminal, a notebook, an MCP host)
+    the prompt ends with a line saying so and the run goes on; a line typed after that is
+    reported as not applied, never dropped in silence. (A line ``ask`` is still reading in its
+    thread is reported when it arrives.)
+
+    End of input at the decision prompt leaves the gate waiting; at the (optional) note prompt
+    it is an empty note, and the decision stands.
     """
 
     CHOICES = {"a": "approve", "approve": "approve", "r": "revise", "revise": "revise",
@@ -118,33 +148,303 @@ class TerminalGates:
 
     def __init__(self, *, ask: Ask = input, say: Callable[[str], Any] = print,
                  pause: Callable[[], AbstractContextManager[Any]] = nullcontext,
-                 resolved_by: str = "human") -> None:
+                 resolved_by: str = "human", store: Any = None, watch_stdin: bool | None = None,
+                 prompt: Callable[[str], Any] | None = None, stdin: Any = None) -> None:
         self.ask = ask
         self.say = say
         self.pause = pause
         self.resolved_by = resolved_by
+        self.store = store
+        self.watch_stdin = ask is input if watch_stdin is None else watch_stdin
+        self.prompt = prompt or _write_prompt
+        self.stdin = stdin
+        self._lines: TerminalLines | None = None
+        self._asked: AskedLines | None = None
+        self._abandoned: set[str] = set()  # runs with a prompt ended by a decision made elsewhere
         self._lock = asyncio.Lock()
 
     async def decide(self, request: GateRequest) -> Decision | None:
         async with self._lock:  # one prompt at a time when several gates wait
             with self.pause():
-                return await asyncio.to_thread(self._prompt, request)
+                return await self._race(request)
 
-    def _prompt(self, request: GateRequest) -> Decision | None:
+    async def _race(self, request: GateRequest) -> Decision | None:
+        """The decision typed, or one made elsewhere first (then said, and the prompt ended)."""
+        reader = self._reader()
+        conversation = asyncio.ensure_future(self._converse(request, reader))
+        if self.store is None:
+            return await conversation
+        elsewhere = asyncio.ensure_future(StoreGates(self.store).decide(request))
+        try:
+            done, _ = await asyncio.wait({conversation, elsewhere}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (conversation, elsewhere):
+                if not task.done():
+                    task.cancel()
+        if conversation in done:
+            return conversation.result()
+        decision = elsewhere.result()
+        note = decided_elsewhere(request, decision)
+        reader.interrupt()
+        self.say(note)
+        reader.abandon(lambda line: self.say(f"your answer {line!r} was not applied: {note}"))
+        self._abandoned.add(request.run_id)
+        return decision
+
+    def run_ended(self, run_id: str) -> None:
+        """Run ``run_id`` ended: stop reading the terminal for answers after a prompt of it was
+        abandoned (what is typed now is for whatever reads the terminal next)."""
+        if run_id in self._abandoned:
+            self._abandoned.discard(run_id)
+            if self._lines is not None and not self._abandoned:
+                self._lines.stop()
+
+    def not_applied(self, request: GateRequest, decision: Decision, refusal: Exception) -> None:
+        """The decision typed lost to one made elsewhere at the same moment: say so."""
+        why = str(refusal)
+        self.say(why if "was not applied" in why else
+                 f"your {decision.outcome} of gate {request.step_id} was not applied: {why}")
+
+    def _reader(self) -> LineReader:
+        """Where this prompt's lines come from: stdin through a selector, or ``ask``."""
+        stdin = self.stdin if self.stdin is not None else sys.stdin
+        fd = _fileno(stdin) if self.watch_stdin else None
+        if fd is None:
+            if self._asked is None:
+                self._asked = AskedLines(self.ask, self.say)
+            return self._asked
+        if self._lines is None or self._lines.fd != fd:
+            self._lines = TerminalLines(fd)
+        return PromptedLines(self._lines, self.prompt)
+
+    async def _converse(self, request: GateRequest, lines: LineReader) -> Decision | None:
         self.say(request.summary())
+        choices = offered(request.response)
+        unavailable = request.response.get("revise_unavailable")
+        if "revise" not in choices and unavailable:
+            self.say(f"revise is not offered: {unavailable}")
+        menu = " / ".join(f"[{o[0]}]{o[1:]}" for o in choices)
+        letters = " or ".join(filter(None, (", ".join(o[0] for o in choices[:-1]), choices[-1][0])))
         try:
             while True:
-                choice = self.ask("Decision [a]pprove / [r]evise / [k]ill: ").strip().lower()
+                choice = (await lines.read(f"Decision {menu}: ")).strip().lower()
                 outcome = self.CHOICES.get(choice)
-                if outcome:
+                if outcome in choices:
                     break
-                self.say(f"Please answer a, r or k (got {choice!r}).")
-            label = "Revision note" if outcome == "revise" else "Rationale (optional)"
-            note = self.ask(f"{label}: ").strip()
+                if outcome == "revise" and unavailable:
+                    self.say(f"revise is not offered: {unavailable}")
+                else:
+                    self.say(f"Please answer {letters} (got {choice!r}).")
         except EOFError:
             self.say("No terminal input: the gate stays waiting.")
             return None
+        label = "Revision note" if outcome == "revise" else "Rationale (optional)"
+        try:
+            note = (await lines.read(f"{label}: ")).strip()
+        except EOFError:  # nothing more to say: the decision stands, with no note
+            note = ""
         return Decision(outcome, note, resolved_by=self.resolved_by)
+
+
+class LineReader(Protocol):
+    """Where a prompt's answers come from: ``read`` shows a question and returns the line
+    typed (EOFError at end of input); ``interrupt`` ends the line of a question left unanswered;
+    ``abandon`` hands lines typed from now on, while no question waits, to ``report``."""
+
+    async def read(self, prompt: str) -> str: ...
+
+    def interrupt(self) -> None: ...
+
+    def abandon(self, report: Callable[[str], Any]) -> None: ...
+
+
+class AskedLines:
+    """Lines read by ``ask(prompt)`` in a worker thread, one read at a time. A thread cannot be
+    interrupted: the read of an abandoned prompt goes on, its line goes to the ``report`` given
+    to :meth:`abandon`, or, when another prompt comes first, is that prompt's answer (its
+    question shown with ``show``)."""
+
+    def __init__(self, ask: Ask, show: Callable[[str], Any]) -> None:
+        self.ask = ask
+        self.show = show
+        self._pending: asyncio.Future[str] | None = None  # a read whose line nobody took yet
+        self._report: Callable[[str], Any] | None = None
+
+    async def read(self, prompt: str) -> str:
+        self._report = None
+        if self._pending is None:
+            self._pending = asyncio.ensure_future(asyncio.to_thread(self.ask, prompt))
+            self._pending.add_done_callback(self._done)
+        else:  # an abandoned prompt's read is still going: it reads this answer
+            self.show(prompt)
+        pending = self._pending
+        try:
+            return await asyncio.shield(pending)
+        finally:
+            if pending.done() and self._report is None:
+                self._pending = None
+
+    def interrupt(self) -> None:
+        if self._pending is not None and not self._pending.done():
+            self.show("")  # ask showed a question and reads on: what is said next starts a line
+
+    def abandon(self, report: Callable[[str], Any]) -> None:
+        self._report = report
+        if self._pending is not None and self._pending.done():  # read as the prompt was abandoned
+            self._done(self._pending)
+
+    def _done(self, read: asyncio.Future[str]) -> None:
+        if self._report is None or read is not self._pending:
+            return
+        self._pending = None
+        if not read.cancelled() and read.exception() is None:
+            self._report(read.result())
+
+
+class PromptedLines:
+    """Lines of :class:`TerminalLines`, each after ``prompt(text)`` shows the question."""
+
+    def __init__(self, lines: TerminalLines, prompt: Callable[[str], Any]) -> None:
+        self.lines = lines
+        self.prompt = prompt
+        self._open = False  # a question is shown and its answer not read: the line is open
+
+    async def read(self, prompt: str) -> str:
+        self.prompt(prompt)
+        self._open = True
+        line = await self.lines.readline()
+        self._open = False
+        return line
+
+    def interrupt(self) -> None:
+        if self._open:
+            self.prompt("\n")  # what is said next starts a line of its own
+            self._open = False
+
+    def abandon(self, report: Callable[[str], Any]) -> None:
+        self.lines.abandon(report)
+
+
+class TerminalLines:
+    """Lines from file descriptor ``fd`` (standard input: a terminal or a pipe), read on the
+    event loop: a selector wakes the loop when input is ready, so a prompt can stop waiting
+    (its gate decided elsewhere) with no thread left blocked in a read. After
+    :meth:`abandon`, lines typed while no prompt reads are handed to its ``report``, never
+    left for the next prompt to take as its answer. A descriptor a selector cannot watch (a
+    regular file, /dev/null) never blocks, and is read directly."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._buffer = bytearray()
+        self._ended = False  # the last read found end of input (a terminal may give more later)
+        self._waiter: asyncio.Future[None] | None = None
+        self._report: Callable[[str], Any] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def readline(self) -> str:
+        """The next line (without its end); EOFError at end of input."""
+        self._report = None  # a prompt reads again: lines are its answers
+        while True:
+            line = self._take()
+            if line is not None:
+                return line
+            if self._ended:
+                self._ended = False
+                raise EOFError
+            if not self._watch():
+                self._fill()
+                continue
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+                self._deliver_strays()  # abandoned meanwhile: what was read is not an answer
+                self._settle_watch()
+
+    def abandon(self, report: Callable[[str], Any]) -> None:
+        """No prompt reads now: hand each line that comes to ``report`` until one does."""
+        self._report = report
+        self._deliver_strays()
+        if self._report is not None:
+            self._watch()
+
+    def stop(self) -> None:
+        """Stop handing lines to the report of :meth:`abandon` (no prompt reads now)."""
+        self._report = None
+        self._settle_watch()
+
+    def _watch(self) -> bool:
+        """Have the loop call :meth:`_ready` when input is ready; False when ``fd`` cannot be
+        watched."""
+        loop = asyncio.get_running_loop()
+        if self._loop is loop:
+            return True
+        try:
+            loop.add_reader(self.fd, self._ready)
+        except (OSError, ValueError, NotImplementedError):
+            return False
+        self._loop = loop
+        return True
+
+    def _settle_watch(self) -> None:
+        """Stop watching when nobody wants lines any more (or input ended)."""
+        if self._loop is not None and self._waiter is None and (self._report is None or self._ended):
+            if not self._loop.is_closed():
+                self._loop.remove_reader(self.fd)
+            self._loop = None
+
+    def _ready(self) -> None:
+        self._fill()
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+            return
+        self._deliver_strays()
+        self._settle_watch()
+
+    def _deliver_strays(self) -> None:
+        while self._report is not None:
+            line = self._take()
+            if line is None:
+                break
+            self._report(line)
+        if self._ended and self._report is not None:
+            self._report, self._ended = None, False  # nothing more now (a terminal may give more later)
+
+    def _fill(self) -> None:
+        try:
+            data = os.read(self.fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if data:
+            self._buffer += data
+        else:
+            self._ended = True
+
+    def _take(self) -> str | None:
+        end = self._buffer.find(b"\n")
+        if end < 0:
+            if not self._ended or not self._buffer:
+                return None
+            end = len(self._buffer)  # the last line, with no end of line
+        line = bytes(self._buffer[:end])
+        del self._buffer[:end + 1]
+        return line.decode("utf-8", "replace").rstrip("\r")
+
+
+def _fileno(stream: Any) -> int | None:
+    try:
+        return int(stream.fileno())
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both
+        return None
+
+
+def _write_prompt(text: str) -> None:
+    """Show a prompt without ending the line (on stdout, as ``input`` does)."""
+    sys.stdout.write(text)
+    sys.stdout.flush()
 
 
 RUN_ENDED = ("completed", "flow_cancelled", "killed", "failed")
