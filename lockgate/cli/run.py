@@ -119,8 +119,11 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     config = load_config(start=Path(spec).resolve().parent if spec else Path.cwd())
     engine = RunEngine(store=open_store(options.store), workspace=Path.cwd())
     display = Progress()
+    # the prompt reads stdin through a selector and also watches the store, so a decision made
+    # in another terminal ends it (and a late answer is reported as not applied)
     gates = None if no_prompt else TerminalGates(
-        ask=_ask, say=lambda text: click.echo(text, err=True), pause=display.paused)
+        ask=_ask, say=lambda text: click.echo(text, err=True), pause=display.paused, store=engine.store,
+        watch_stdin=True, prompt=lambda text: click.echo(text, err=True, nl=False))
     runner = make_runner(engine=engine, config=config, agents=agents, gates=gates,
                          on_event=display.update, judge=options.judge)
 

@@ -1,0 +1,78 @@
+"""`lockgate run` prompting at a gate while a person decides it from another terminal: the prompt
+ends, says who decided, and the run goes on; nothing typed is dropped in silence. Real
+subprocesses on pipes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT = 60
+
+SPEC = textwrap.dedent("""
+    version: 1
+    contracts:
+      Draft:
+        text: string
+    flows:
+      entry: main
+      main:
+        input:
+          topic: string
+        output:
+          from: "${draft.output}"
+          contract: Draft
+        steps:
+          - id: draft
+            do: "Write about ${input.topic}"
+            agent: writer
+            out: Draft
+          - id: review
+            after: [draft]
+            gate:
+              on_approve: null
+              on_revise: null
+              on_kill: null
+    """).lstrip()
+
+AGENTS = "def writer(task):\n    return {'text': 'a draft'}\n"
+
+
+def _lockgate(*args: str, cwd: Path, **kwargs) -> subprocess.Popen | subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("LOCKGATE_STORE", None)
+    command = [sys.executable, "-m", "lockgate", *args]
+    if kwargs.pop("background", False):
+        return subprocess.Popen(command, cwd=cwd, env=env, text=True, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.run(command, cwd=cwd, env=env, text=True, capture_output=True, timeout=TIMEOUT, check=False)
+
+
+def test_a_gate_decided_in_another_terminal_ends_the_prompt(tmp_path):
+    (tmp_path / "flow.stratum.yaml").write_text(SPEC)
+    (tmp_path / "agents.py").write_text(AGENTS)
+    run = _lockgate("run", "flow.stratum.yaml", "--agents", "agents.py", "--input", "topic=tea",
+                    cwd=tmp_path, background=True)
+    try:
+        seen = []
+        for line in run.stderr:  # blocks until the prompt's line is out
+            seen.append(line)
+            if line.startswith("Gate 'review' of run "):
+                run_id = line.split()[4]
+                break
+        else:
+            raise AssertionError("no gate prompt:\n" + "".join(seen))
+        decided = _lockgate("gate", "approve", run_id, "review", "--note", "fine by me", cwd=tmp_path)
+        assert decided.returncode == 0, decided.stderr
+        out, rest = run.communicate(timeout=TIMEOUT)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    stderr = "".join(seen) + rest
+    assert run.returncode == 0, stderr
+    assert "gate review was decided elsewhere: approve by human" in stderr
+    assert '"text": "a draft"' in out
