@@ -28,6 +28,7 @@ command's process group.
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import json
 import time
@@ -162,7 +163,9 @@ def run_evaluate(run: LiveRun, loc: Located, st: StepState) -> None:
         _fail(run, loc, st, NO_RUNNER)
         return
     try:
-        value = None if spec.in_ is None else render_value(spec.in_, resolver(run, scope))
+        # a copy: the rendered value shares the run's live outputs and inputs, which an
+        # evaluator changing its argument must not reach
+        value = None if spec.in_ is None else copy.deepcopy(render_value(spec.in_, resolver(run, scope)))
     except RefError as exc:
         _fail(run, loc, st, f"evaluate: input render failed: {exc.message}")
         return

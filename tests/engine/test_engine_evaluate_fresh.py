@@ -61,3 +61,19 @@ def test_a_run_cancelled_elsewhere_runs_no_command(engines, tmp_path):
     with pytest.raises(EngineError, match="is cancelled"):
         first.step_done(plan["run_id"], "a", {"text": "a"}, tokens["a"])
     assert _runs_of_the_command(tmp_path) == []
+
+
+def test_an_evaluator_changing_its_input_changes_nothing_of_the_run(tmp_path):
+    def normalising(command, value, timeout_ms, workspace):
+        value["text"] = "changed by the evaluator"
+        return {"ok": True, "result": {"status": "closed", "children": [], "reason": "ok"}}
+
+    engine = Engine(evaluator=normalising, store=open_store("memory"))
+    spec = SPEC.replace('in: "${a.output.text}"', 'in: "${a.output}"')
+    plan = engine.plan(spec, {})
+    tokens = {entry["step_id"]: entry["token"] for entry in plan["ready"]}
+    engine.step_done(plan["run_id"], "b", {"text": "b"}, tokens["b"])
+    fin = engine.step_done(plan["run_id"], "a", {"text": "as reported"}, tokens["a"])
+    assert fin["step_id"] == "fin"
+    (traced,) = [entry for entry in engine.audit(plan["run_id"])["trace"] if entry["step_id"] == "a"]
+    assert traced["output"] == {"text": "as reported"}
