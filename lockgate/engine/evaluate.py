@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +67,15 @@ _RESULT_FIELDS = {
     "status": "closed|open|failed", "children": "array", "reason": "string",
     "score": "number?", "route": "claude|codex?",
 }
-_CONTRACTS = ContractSet.from_decls({RESULT_CONTRACT: _RESULT_FIELDS})
+
+
+@cache
+def _result_contract() -> Any:
+    """The evaluator-result contract, built on first use (its type parser is not needed to
+    import the engine)."""
+    return ContractSet.from_decls({RESULT_CONTRACT: _RESULT_FIELDS})[RESULT_CONTRACT]
+
+
 #: Evaluate commands one engine call awaits off its transition (each costs a replay of it); any
 #: more in the same call run in place, blocking, as without a runner.
 MAX_AWAITED = 64
@@ -90,7 +99,12 @@ def run_command(command: str, input_value: Any, timeout_ms: int, workspace: Path
 
 async def _run(command: str, payload: bytes, timeout_ms: int, workspace: Path | None,
                max_stdout: int | None) -> dict[str, Any]:
-    from .agents.process import MAX_STDOUT, ProcessGroup, ProcessOutputTooLarge, ProcessTimeout
+    from .agents.process import (
+        MAX_STDOUT,
+        ProcessGroup,
+        ProcessOutputTooLarge,
+        ProcessTimeout,
+    )
 
     max_stdout = MAX_STDOUT if max_stdout is None else max_stdout
     try:
@@ -216,7 +230,7 @@ def _opened(envelope: Any) -> tuple[Any, str | None, str]:
 
 def checked(run: LiveRun, out: str | None, result: Any) -> dict[str, Any] | None:
     """The evaluator-result contract, its cross-field rules, then ``out``: the first failure."""
-    violations = contract_violations(_CONTRACTS[RESULT_CONTRACT], result)
+    violations = contract_violations(_result_contract(), result)
     if not violations:
         violations = _cross_field(result)
     if violations:

@@ -25,11 +25,13 @@ import json
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, LockgateError, RunnerError
-from .agents.base import Task
 from .ensures import Subject, call_sync, judged_subject
+
+if TYPE_CHECKING:  # the agents package imports every adapter (httpx...): not at engine import
+    from .agents.base import Task
 
 Judge = Callable[..., Any]
 #: An agent name, an agent (anything with ``async execute(task)``) or a judge callable.
@@ -96,6 +98,8 @@ def judge_task(statement: str, stakes: str, result: Any, input: Any, *, agent: s
                run_id: str = "", step_id: str | None = None, cwd: str | None = None) -> Task:
     """The task asking ``agent`` to judge: the prompt, the verdict contract, and the question's
     parts in ``inputs`` (so a Python agent can judge without parsing the prompt)."""
+    from .agents.base import Task
+
     return Task(run_id=run_id, step_id=step_id or "judge", prompt=judge_prompt(statement, stakes, result, input),
                 agent=agent, contract=VERDICT_CONTRACT, schema=VERDICT_SCHEMA, cwd=cwd,
                 inputs={"statement": statement, "stakes": stakes, "result": result, "input": input})
