@@ -36,8 +36,8 @@ from __future__ import annotations
 import asyncio
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -53,11 +53,19 @@ from .dispatches import stage_data as _stage_data  # noqa: F401
 from .dispatches import usage_of as _usage  # noqa: F401
 from .drive import _WAKE, CONFLICT_RETRIES, TERMINAL, Drive, RunResult  # noqa: F401
 from .drive import retry_conflicts as _retry_conflicts  # noqa: F401
+from .evaluate import EvaluateQuestion, Evaluator, EvaluatorBridge, evaluate_async
 from .flowneeds import agent_names, as_spec, uses_judged
 from .flowneeds import flow_steps as _flow_steps  # noqa: F401
 from .gatechannel import GateChannel
-from .evaluate import EvaluateQuestion, Evaluator, EvaluatorBridge, evaluate_async
-from .judge import AgentJudge, JudgeBridge, JudgeLike, Question, as_judge, ask_judge, settle
+from .judge import (
+    AgentJudge,
+    JudgeBridge,
+    JudgeLike,
+    Question,
+    as_judge,
+    ask_judge,
+    settle,
+)
 from .progress import Observer
 
 _Drive = Drive  # the names these had here before the split
@@ -204,21 +212,12 @@ class Runner:
 
     # --- stopping a run's calls --------------------------------------------------------------------
 
-    @contextmanager
-    def calling(self, agent: Any, run_id: str) -> Iterator[None]:
+    def calling(self, agent: Any, run_id: str) -> AbstractContextManager[None]:
         """Count a call of ``agent`` (None: no agent) for run ``run_id`` while the block runs,
         so that another run stopping knows whose calls the agent has in flight."""
         if agent is None:
-            yield
-            return
-        runs = self._in_flight.setdefault(id(agent), Counter())
-        runs[run_id] += 1
-        try:
-            yield
-        finally:
-            runs[run_id] -= 1
-            if not runs[run_id]:
-                del runs[run_id]
+            return nullcontext()
+        return _Calling(self._in_flight.setdefault(id(agent), Counter()), run_id)
 
     async def cancel_calls(self, run_id: str) -> None:
         """Stop run ``run_id``'s calls through ``cancel`` of every agent that may have some in
@@ -320,3 +319,22 @@ def _engine(store: Any, workspace: Any) -> Any:
     if store is None or isinstance(store, (str, os.PathLike)):
         store = open_store(store)
     return Engine(store=store, workspace=workspace if workspace is not None else Path.cwd())
+
+
+class _Calling:
+    """The block of one agent call, counted in its agent's calls in flight by run (a class, not
+    a generator: it wraps every agent call)."""
+
+    __slots__ = ("runs", "run_id")
+
+    def __init__(self, runs: Counter[str], run_id: str) -> None:
+        self.runs, self.run_id = runs, run_id
+
+    def __enter__(self) -> None:
+        self.runs[self.run_id] += 1
+
+    def __exit__(self, *exc: object) -> None:
+        runs, run_id = self.runs, self.run_id
+        runs[run_id] -= 1
+        if not runs[run_id]:
+            del runs[run_id]
