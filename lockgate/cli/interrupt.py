@@ -1,6 +1,6 @@
 """Running the CLI's event loop so that Ctrl-C ends the command promptly.
 
-The first Ctrl-C calls the command's ``on_interrupt`` (``lockgate run`` detaches its engine, so
+The first Ctrl-C calls the command's ``on_interrupt`` (``lockgate run`` detaches its runner, so
 the run is left resumable rather than cancelled), then cancels the main task: the runner stops
 the agent calls in flight, and :func:`run` raises KeyboardInterrupt. A second Ctrl-C raises
 KeyboardInterrupt at once.

@@ -68,8 +68,14 @@ def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | Non
     Ctrl-C stops the agent calls in flight and leaves the run as it was (exit status 130): it
     prints the command that resumes it and the one that cancels it (`lockgate cancel RUN`).
     """
-    from ..errors import (AgentUnavailable, ConfigError, EngineError, LockgateError,
-                          RunnerError, SpecError)
+    from ..errors import (
+        AgentUnavailable,
+        ConfigError,
+        EngineError,
+        LockgateError,
+        RunnerError,
+        SpecError,
+    )
 
     if (spec is None) == (resume_id is None):
         _usage("give a SPEC to run, or --resume RUN to continue one (not both)")
@@ -105,19 +111,19 @@ def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | Non
 def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow: str | None,
          options: Options, no_prompt: bool, resume_id: str | None) -> int:
     from ..engine.agents.config import load_config
+    from ..engine.engine import Engine
     from ..engine.flowneeds import as_spec
     from ..engine.gatechannel import TerminalGates
     from ..engine.runner import make_runner
     from ..engine.store import open_store
-    from ..errors import RunnerError
+    from ..errors import DrivenElsewhere
     from . import interrupt
-    from .runengine import RunEngine
 
     loaded = as_spec(Path(spec)) if spec else None
     inputs = read_inputs(pairs, inputs_file, _declared_inputs(loaded, flow))
     agents = load_agents(options.agents) if options.agents else {}
     config = load_config(start=Path(spec).resolve().parent if spec else Path.cwd())
-    engine = RunEngine(store=open_store(options.store), workspace=Path.cwd())
+    engine = Engine(store=open_store(options.store), workspace=Path.cwd())
     display = Progress()
     # the prompt reads stdin through a selector and also watches the store, so a decision made
     # in another terminal ends it (and a late answer is reported as not applied)
@@ -137,14 +143,12 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
         # stdout carries only the flow's output (for `> out.json` or `| jq`): what agents print
         # while the run is going goes to stderr, with the progress
         with redirect_stdout(sys.stderr):
-            result = interrupt.run(main(), on_interrupt=engine.detach)
+            result = interrupt.run(main(), on_interrupt=runner.detach)
     except KeyboardInterrupt:
-        _report_detached(engine, options)
+        _report_detached(engine, runner.run_ids[-1] if runner.run_ids else None, options)
         return EXIT_INTERRUPTED
-    except RunnerError:
-        if not engine.stale_steps:
-            raise
-        _report_driven_elsewhere(engine, options)
+    except DrivenElsewhere as elsewhere:
+        click.echo(f"{elsewhere}: see `{hints.command('show', elsewhere.run_id, store=options.store)}`", err=True)
         return EXIT_ELSEWHERE
     finally:
         engine.close()
@@ -238,9 +242,8 @@ def _report_spec_error(spec: str | None, exc: Any) -> None:
     click.echo(f"error: {exc}", err=True)
 
 
-def _report_detached(engine: Any, options: Options) -> None:
+def _report_detached(engine: Any, run_id: str | None, options: Options) -> None:
     """After Ctrl-C: what became of the run, and the commands to go on from there."""
-    run_id = engine.run_id
     if run_id is None:
         click.echo("interrupted before the run started", err=True)
         return
@@ -257,15 +260,6 @@ def _report_detached(engine: Any, options: Options) -> None:
                f"  continue it with: {options.resume(run_id)}\n"
                f"  or cancel it for good: {hints.cancel_command(run_id, store=options.store)}",
                err=True)
-
-
-def _report_driven_elsewhere(engine: Any, options: Options) -> None:
-    """A result of ours came too late: another process driving the same run had its result
-    for the step accepted first, and carries the run on."""
-    run_id, step = str(engine.run_id), engine.stale_steps[0]
-    click.echo(f"another process is driving run {run_id} (its result for step {step!r} was "
-               f"accepted first); nothing was lost: see "
-               f"`{hints.command('show', run_id, store=options.store)}`", err=True)
 
 
 class Progress:

@@ -16,7 +16,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConcurrencyConflict, EngineError, RunnerError, StaleToken
+from ..errors import (
+    ConcurrencyConflict,
+    DrivenElsewhere,
+    EngineError,
+    RunnerError,
+    StaleToken,
+)
 from .admission import Admission, OutstandingLimit
 from .agents import AgentResult
 from .dispatches import (
@@ -81,11 +87,14 @@ class Drive:
         self.watch_store = runner.on_event is not None
         self.first = response
         self.run_id = str(response.get("run_id", ""))
+        if self.run_id:
+            runner.run_ids.append(self.run_id)
         self.admission = Admission(runner.settings)
         self.calls: dict[str, asyncio.Task[None]] = {}     # dispatch token -> agent call
         self.asks: dict[str, asyncio.Task[None]] = {}      # gate token -> gate question
         self.unanswered: dict[str, dict[str, Any]] = {}    # gate token -> gate left waiting
         self.finished: set[str] = set()                     # tokens already reported
+        self.stale: list[str] = []                          # steps whose result came too late
         self.inbox: asyncio.Queue[Any] = asyncio.Queue()
         self.stopping = False  # set when the run is being stopped: answers start nothing more
         self.seen_seq = self._last_seq()
@@ -149,6 +158,8 @@ class Drive:
         with nothing to do (a RunnerError)."""
         if self.unanswered:
             return self._finish({**current, "status": "await_gate"})
+        if self.stale:
+            raise DrivenElsewhere(self.run_id, self.stale[0])
         raise RunnerError(f"run {self.run_id}: the engine answered "
                           f"{current.get('status')!r} with no work to do and no gate "
                           "waiting")
@@ -242,6 +253,7 @@ class Drive:
                 failure=None if result.ok else result.failure, usage=usage_of(result),
                 judging=step_id, cwd=entry.get("cwd"))
         except StaleToken:
+            self.stale.append(step_id)
             return None
         emit_outcome(self.emit, self.run_id, entry, result, response)
         return response
@@ -384,7 +396,7 @@ class Drive:
     def _cancel_run(self, why: str | None = None) -> None:
         """Record the run cancelled in the store; ``why`` (the limit that stopped it) is the
         reason of its ``flow_cancelled`` event and the message of its ``run_finished``."""
-        if not self.run_id:
+        if not self.run_id or (why is None and self.runner.detached):
             return
         reason = {"reason": why} if why else {}
         try:  # a cancel evaluates no ensure: no judge, so no need to await anything

@@ -100,6 +100,15 @@ class Runner:
         self._evaluator: EvaluatorBridge | None = None
         self._evaluator_ready = False
         self._in_flight: dict[int, Counter[str]] = {}  # id(agent) -> its calls in flight by run
+        #: the runs this runner has planned or resumed, in that order
+        self.run_ids: list[str] = []
+        self.detached = False
+
+    def detach(self) -> None:
+        """From now on, a run whose driving is cancelled (Ctrl-C) is left as it is, resumable,
+        instead of recorded cancelled: its agent calls are still stopped. ``Engine.cancel``
+        remains the way to end a run for good."""
+        self.detached = True
 
     def agent(self, name: str) -> Agent:
         """The adapter for ``name`` (resolved once per runner, by precedence)."""
