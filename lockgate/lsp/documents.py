@@ -267,6 +267,16 @@ class DocumentStore:
             return entry.current
         return await asyncio.shield(self._start(uri, entry))
 
+    async def outline(self, uri: str) -> Analysis | None:
+        """What document symbols answer from: the current analysis if its YAML parsed, else the
+        last one that did (ranges of that text: an outline that stays while the user is mid-edit
+        is worth more than exact positions for a moment)."""
+        analysis = await self.current(uri)
+        if analysis is None or analysis.parsed:
+            return analysis
+        entry = self._entries.get(uri)
+        return entry.last_good if entry is not None else None
+
     async def usable(self, uri: str) -> Analysis | None:
         """What completion and hover answer from, without waiting for a pending analysis: the
         current analysis if it is done and its YAML parsed; otherwise a ``stale`` view of the

@@ -424,7 +424,7 @@ def _register_features(ls: LockgateServer) -> None:
     @ls.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     @guarded([])
     async def document_symbol(ls: LockgateServer, params: lsp.DocumentSymbolParams):
-        analysis = await ls.analysis(params.text_document.uri)
+        analysis = await ls.documents.outline(params.text_document.uri)
         if analysis is None or not analysis.parsed:
             return []
         return await ls.off_loop(lambda: symbols.to_lsp(symbols.document_symbols(analysis), analysis, ls.encoding))

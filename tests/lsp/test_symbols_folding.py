@@ -33,3 +33,17 @@ async def test_folding(client, review_spec):
     spans = {(f.start_line, f.end_line) for f in folds}
     assert (lines.index("contracts:"), lines.index("    note: string")) in spans
     assert (lines.index("        do: |"), lines.index("          Run the test suite before you report.")) in spans
+
+
+async def test_symbols_stay_while_the_yaml_is_broken_mid_edit(client, review_spec):
+    uri = "file:///tmp/symbols-broken.stratum.yaml"
+    await open_doc(client, uri, review_spec)
+    broken = review_spec.replace("after: [review]", "after: [rev")
+    client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+        text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=broken)]))
+    symbols = await client.text_document_document_symbol_async(
+        lsp.DocumentSymbolParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
+    by_name = {s.name: s for s in symbols}
+    steps = [c.name for c in by_name["change"].children if c.kind == lsp.SymbolKind.Function]
+    assert steps == ["implement", "review", "sign_off"]
