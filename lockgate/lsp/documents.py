@@ -269,8 +269,9 @@ class DocumentStore:
 
     async def outline(self, uri: str) -> Analysis | None:
         """What document symbols answer from: the current analysis if its YAML parsed, else the
-        last one that did (ranges of that text: an outline that stays while the user is mid-edit
-        is worth more than exact positions for a moment)."""
+        last one that did (ranges of the older text, for the caller to fit into this one: an
+        outline that stays while the user is mid-edit is worth more than exact positions for a
+        moment)."""
         analysis = await self.current(uri)
         if analysis is None or analysis.parsed:
             return analysis

@@ -424,10 +424,13 @@ def _register_features(ls: LockgateServer) -> None:
     @ls.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     @guarded([])
     async def document_symbol(ls: LockgateServer, params: lsp.DocumentSymbolParams):
-        analysis = await ls.documents.outline(params.text_document.uri)
+        uri = params.text_document.uri
+        analysis = await ls.documents.outline(uri)  # mid-edit: the last analysis that parsed
         if analysis is None or not analysis.parsed:
             return []
-        return await ls.off_loop(lambda: symbols.to_lsp(symbols.document_symbols(analysis), analysis, ls.encoding))
+        doc = ls.documents.doc(uri)
+        lines = doc.lines if doc is not None else analysis.lines  # ranges clamped into the text as it is
+        return await ls.off_loop(lambda: symbols.to_lsp(symbols.document_symbols(analysis), lines, ls.encoding))
 
     @ls.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, semantic_tokens.LEGEND)
     @guarded(lsp.SemanticTokens(data=[]))

@@ -14,7 +14,7 @@ from lockgate.dsl.diagnostics import Position, Range, YamlPath
 from lockgate.dsl.ir import Flow, Step
 
 from .documents import Analysis
-from .positions import Encoding
+from .positions import Encoding, LineIndex
 
 _KINDS = {
     "contract": lsp.SymbolKind.Struct,
@@ -130,8 +130,9 @@ def _within(inner: Range, outer: Range) -> Range:
     return inner if outer.start <= inner.start and inner.end <= outer.end else outer
 
 
-def to_lsp(symbols: list[Symbol], analysis: Analysis, encoding: Encoding) -> list[lsp.DocumentSymbol]:
-    lines = analysis.lines
+def to_lsp(symbols: list[Symbol], lines: LineIndex, encoding: Encoding) -> list[lsp.DocumentSymbol]:
+    """The outline for the client, its ranges converted (and clamped) in ``lines``: the text
+    they were found in, or the document's current text when they come from an earlier one."""
     return [
         lsp.DocumentSymbol(
             name=s.name or "?",
@@ -139,7 +140,7 @@ def to_lsp(symbols: list[Symbol], analysis: Analysis, encoding: Encoding) -> lis
             range=lines.range_to_client(s.range, encoding),
             selection_range=lines.range_to_client(s.selection, encoding),
             detail=s.detail or None,
-            children=to_lsp(list(s.children), analysis, encoding) if s.children else None,
+            children=to_lsp(list(s.children), lines, encoding) if s.children else None,
         )
         for s in symbols
     ]
