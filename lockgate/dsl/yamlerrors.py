@@ -8,6 +8,8 @@ unclosed quote or bracket) and where to look, with a hint on how to fix it.
 
 from __future__ import annotations
 
+import re
+
 import yaml
 
 
@@ -99,21 +101,46 @@ def explain_syntax_error(exc: yaml.MarkedYAMLError, src: str) -> tuple[str, str 
 def _runaway_quote(src: str, idx: int) -> tuple[int, int] | None:
     """(opening, closing) offsets of a quoted string that a missing closing quote made run on
     over lines: the error at ``idx`` follows, on its line, a quote that closes a string opened
-    on an earlier line as a value (``do: "text`` ... ``key: "``)."""
+    on an earlier line as a value (``do: "text`` ... ``key: "``). Each quote before ``idx`` on
+    the line is tried as the closing one, in order."""
     line_start = src.rfind("\n", 0, idx) + 1
     before = src[line_start:idx]
-    quotes = [i for i, c in enumerate(before) if c in "'\""]
-    if not quotes:
-        return None
-    closing = line_start + quotes[0]
-    quote = src[closing]
-    if before.count(quote) % 2 == 0:
-        return None
-    opening = _opening_quote(src, closing, quote)
-    if opening is None or src.rfind("\n", 0, opening) + 1 == line_start:
-        return None
-    head = src[src.rfind("\n", 0, opening) + 1 : opening].rstrip()
-    return (opening, closing) if head.endswith((":", "-")) else None
+    for at, quote in ((i, c) for i, c in enumerate(before) if c in "'\""):
+        if before.count(quote) % 2 == 0:
+            continue
+        opening = _opening_quote(src, line_start + at, quote)
+        if opening is not None and _opens_value(src, opening, line_start):
+            return opening, line_start + at
+    return None
+
+
+#: The text before a quote that opens a value: a key and its colon, or a list item's dash.
+_VALUE_HEAD = re.compile(r"\s*(?:-\s+)*(?:(?:[^\s#'\"][^#'\"]*?|'[^']*'|\"[^\"]*\"):\s+|-\s+)")
+_BLOCK_HEADER = re.compile(r".*:\s+[|>][-+0-9]*\s*(?:#.*)?")
+
+
+def _opens_value(src: str, opening: int, closing_line: int) -> bool:
+    """Whether the quote at ``opening``, on a line before ``closing_line``, starts a value: the
+    line before it is only a key or a dash, and that line is not inside a block scalar (whose
+    text is not YAML) or a comment."""
+    line_start = src.rfind("\n", 0, opening) + 1
+    if line_start == closing_line or not _VALUE_HEAD.fullmatch(src[line_start:opening]):
+        return False
+    return not _in_block_scalar(src, line_start)
+
+
+def _in_block_scalar(src: str, line_start: int) -> bool:
+    """Whether the line at ``line_start`` is content of a ``|`` or ``>`` block scalar: the first
+    line above it indented less is a block header."""
+    line = src[line_start:src.find("\n", line_start) if "\n" in src[line_start:] else len(src)]
+    indent = len(line) - len(line.lstrip(" "))
+    for above in reversed(src[:max(line_start - 1, 0)].split("\n")):
+        stripped = above.lstrip(" ")
+        if not stripped or stripped.startswith("#"):
+            continue
+        if len(above) - len(stripped) < indent:
+            return bool(_BLOCK_HEADER.fullmatch(above))
+    return False
 
 
 def _opening_quote(src: str, closing: int, quote: str) -> int | None:

@@ -109,6 +109,12 @@ def test_empty_documents(text: str) -> None:
         ("a:\n  b: 1\n c: 2\n", "c", "indentation"),
         ("after: [a, b\n", "[", "not closed"),
         ("a: *nothing\n", "*nothing", "unknown alias"),
+        # a string left open runs on to the next quote of its kind: reported where it opens
+        ('a:\n  do: "hello\n  b: "x"\n', '"', "not closed on its line"),
+        ('a:\n  do: "Summarise\n  b: 1\n  c: Don\'t "panic" now\n', '"', "runs on to line 4"),
+        # a quote in a block scalar's text or in a comment opens no string
+        ("a:\n  do: |\n    Reviewer: 'be strict\n  b: it's: bad\n", ":", "colon"),
+        ("a:\n  # reviewer: 'strict\n  b: it's: bad\n", ":", "colon"),
     ],
 )
 def test_syntax_errors_are_explained_at_the_problem(text: str, needle: str, words: str) -> None:
