@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from lockgate.dsl.diagnostics import Diagnostic, Position, Range, TextEdit
 
@@ -108,14 +109,16 @@ def _extend_after(analysis: Analysis, line: int, target: str) -> TextEdit | None
     info = outline.lines[line]
     if info is None or info.colon is None:
         return None
-    value = raw[info.colon + 1 :].split("#", 1)[0].strip()
-    if not value:  # a block list: after its last item, at its items' indentation
+    value = raw[info.colon + 1 :].split("#", 1)[0]
+    if not value.strip():  # a block list: after its last item, at its items' indentation
         end = outline.ends[line]
         if end == line:
             return None
         indent = _child_indent(analysis, line, info.key_col)
-        return TextEdit(Range(Position(end + 1, 0), Position(end + 1, 0)), f"{' ' * indent}- {target}\n")
-    close = raw.rfind("]")
+        # at the end of the last item's line, so a document without a final newline gets one
+        eol = Position(end, len(analysis.lines.line(end)))
+        return TextEdit(Range(eol, eol), f"\n{' ' * indent}- {target}")
+    close = raw.rfind("]", 0, info.colon + 1 + len(value))  # not a bracket in a comment
     if close < 0:
         return None
     sep = "" if raw[raw.find("[") + 1 : close].strip() == "" else ", "
@@ -150,13 +153,28 @@ def _input_ref(flow, name: str) -> str:
 
 
 def _remove_key(analysis: Analysis, diag: Diagnostic) -> Action | None:
+    """The key's lines removed; the mapping's own line gets ``{}`` when that was its only key (an
+    empty block mapping would read as null)."""
     outline = analysis.outline
     line = outline.line_of.get(diag.path)
     info = outline.lines[line] if line is not None else None
     if info is None or info.dash is not None:
         return None
     end = outline.ends[line] + 1
-    return Action(f"Remove '{diag.path[-1]}'", (TextEdit(Range(Position(line, 0), Position(end, 0)), ""),), diag)
+    edits = [TextEdit(Range(Position(line, 0), Position(end, 0)), "")]
+    parent = outline.line_of.get(diag.path[:-1])
+    above = outline.lines[parent] if parent is not None and parent != line else None
+    if above is not None and above.colon is not None and _only_key(analysis, diag.path):
+        colon = Position(parent, above.colon + 1)
+        edits.insert(0, TextEdit(Range(colon, colon), " {}"))
+    return Action(f"Remove '{diag.path[-1]}'", tuple(edits), diag)
+
+
+def _only_key(analysis: Analysis, path: tuple[Any, ...]) -> bool:
+    """Whether ``path`` names the only key of its mapping in the document."""
+    outline = analysis.outline
+    return not any(other[:-1] == path[:-1] and other != path and len(other) == len(path)
+                   for other in outline.line_of)
 
 
 _MAKERS = {"LG506": _add_max_rounds, "LG302": _contract_stub, "LG904": _add_after, "LG703": _with_inputs}

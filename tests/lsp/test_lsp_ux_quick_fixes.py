@@ -124,3 +124,58 @@ async def test_no_fix_to_an_invalid_step_id(client):
     broken = SPEC.replace("- id: score", "- id: Score")
     assert not [t for t in await actions_for(client, broken, "LG403") if "Score" in t]
     assert "Change to 'score'" in await actions_for(client, broken, "LG208")
+
+
+WHEN = """\
+version: 1
+contracts:
+  R: {ok: boolean}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${b.output}", contract: R}
+    steps:
+      - {id: x, do: "x", out: R}
+      - {id: y, do: "y", out: R}
+      - id: b
+        when: "result.y.ok"
+        do: "b"
+        out: R
+        after: [x]  # see [docs]"""
+
+
+@pytest.mark.parametrize("style", ["flow with a bracket in its comment", "block at the end of the text"])
+async def test_run_after_lands_in_the_list(client, style):
+    broken = WHEN if style.startswith("flow") else WHEN.replace("after: [x]  # see [docs]", "after:\n          - x")
+    fixed = await fixed_by(client, broken, "LG904", "Run after 'y'")
+    assert load(fixed).ok, [d.message for d in load(fixed).diagnostics]
+    assert fixed.endswith("after: [x, y]  # see [docs]" if style.startswith("flow") else "          - x\n          - y")
+
+
+CALL = """\
+version: 1
+contracts:
+  R: {ok: boolean}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${call.output}", contract: R}
+    steps:
+      - id: call
+        run: sub
+        with:
+          zzzqqq: 3
+  sub:
+    input: {}
+    output: {from: "${s.output}", contract: R}
+    steps:
+      - {id: s, do: "s", out: R}
+"""
+
+
+async def test_removing_the_only_with_key_leaves_an_empty_mapping(client):
+    fixed = await fixed_by(client, CALL, "LG703", "Remove 'zzzqqq'")
+    assert "        with: {}\n      - id" not in fixed and "        with: {}\n  sub:" in fixed
+    assert load(fixed).ok, [d.message for d in load(fixed).diagnostics]
