@@ -18,6 +18,8 @@ from lockgate.dsl.inputtext import input_from_text
     ("not json", "integer", "not json"),
     ("42", None, 42),
     ("NaN", None, "NaN"),
+    ("1e400", "number", "1e400"),
+    ("[1e400]", "number[]", "[1e400]"),
 ])
 def test_text_is_read_by_the_declared_type(text, declared, value):
     assert input_from_text(text, declared) == value
