@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import threading
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
@@ -99,13 +100,13 @@ MAX_VALUES, MAX_VALUE_TEXT = 6, 80
 
 
 def values_read(expression: Any, bindings: Bindings) -> dict[str, str]:
-    """``{path as written: its value as short JSON text}`` for the member paths an expression
-    reads (``result.path``, ``input.item``, ``result.items[0]``), in source order, at most
+    """``{path as written: its value as short JSON text}`` for the paths into the checked work an
+    expression reads (``result.path``, ``result.items[0]``, ``item``), in source order, at most
     :data:`MAX_VALUES`; a path that does not resolve (the predicate never reached it) is left out."""
     shown: dict[str, str] = {}
     for path in expression.member_paths:
         text = expression.source[path.span[0]:path.span[1]]
-        if text in shown or not path.path and path.root not in _VALUE_ROOTS:
+        if text in shown or path.root not in _VALUE_ROOTS or not path.path and path.root == "result":
             continue
         if len(shown) == MAX_VALUES:
             break
@@ -117,8 +118,12 @@ def values_read(expression: Any, bindings: Bindings) -> dict[str, str]:
     return shown
 
 
-#: Roots whose bare name is a value worth showing (a bare ``result`` is the whole output).
-_VALUE_ROOTS = frozenset({"item", "prev"})
+#: Roots whose values are shown: the work being checked (``result``, a bare one being the whole
+#: output) and a fanout's ``item`` and ``prev``; not ``input`` or other steps' outputs, which may
+#: hold what a flow was given in confidence (a key, a customer's data).
+_VALUE_ROOTS = frozenset({"result", "item", "prev"})
+#: C1 controls and DEL, which JSON leaves raw: a terminal may act on them.
+_RAW_CONTROLS = re.compile("[\x7f-\x9f]")
 
 
 def _short_json(value: Any) -> str:
@@ -126,6 +131,7 @@ def _short_json(value: Any) -> str:
         text = json.dumps(value, ensure_ascii=False, default=repr)
     except (ValueError, RecursionError):  # not JSON all the way down; the store refuses it anyway
         return "…"
+    text = _RAW_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text if len(text) <= MAX_VALUE_TEXT else text[:MAX_VALUE_TEXT - 1] + "…"
 
 

@@ -33,13 +33,19 @@ def _violation(expression: str, result: dict) -> dict:
     return violation
 
 
-def test_a_false_predicate_names_each_path_it_read_with_its_value():
+def test_a_false_predicate_names_each_path_into_the_result_it_read_with_its_value():
     violation = _violation("result.path == input.item && len(result.items) > 0",
                            {"path": "zzz", "items": []})
-    assert violation["values"] == {"result.path": '"zzz"', "input.item": '"a.py"', "result.items": "[]"}
+    # input values may be secrets (keys, customer data): only the checked work is shown
+    assert violation["values"] == {"result.path": '"zzz"', "result.items": "[]"}
     assert violation["message"].endswith(
-        'failed: predicate evaluated to false (result.path = "zzz", input.item = "a.py", result.items = [])')
+        'failed: predicate evaluated to false (result.path = "zzz", result.items = [])')
     assert violation["detail"] == "predicate evaluated to false"
+
+
+def test_control_characters_that_json_leaves_raw_are_escaped():
+    violation = _violation('result.path == "x"', {"path": "a\x9b[31mb\x7f", "items": []})
+    assert violation["values"] == {"result.path": '"a\\u009b[31mb\\u007f"'}
 
 
 def test_values_are_cut_short_and_few():
