@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from urllib.parse import urlsplit, urlunsplit
 from typing import Any
 
 AGENTS_PLACEHOLDER = "<your agents module>"
@@ -20,12 +21,24 @@ NOT_RECORDED = ("the store does not record the --agents module a run was started
 
 def command(*words: str, **options: str | None) -> str:
     """``lockgate WORDS... --OPTION VALUE...`` quoted for a POSIX shell (options given None
-    left out; an underscore in an option's name is a dash)."""
+    left out; an underscore in an option's name is a dash; a store's password hidden)."""
     parts = ["lockgate", *words]
     for name, value in options.items():
         if value is not None:
-            parts += [f"--{name.replace('_', '-')}", value]
+            parts += [f"--{name.replace('_', '-')}", shown_store(value) if name == "store" else value]
     return shlex.join(parts)
+
+
+def shown_store(store: str) -> str:
+    """``store`` as a hint may print it: a database URL's password replaced by ``****`` (hints
+    end up in terminals' scrollback and CI logs; whoever types the command knows it, or sets
+    ``LOCKGATE_STORE``)."""
+    parts = urlsplit(store)
+    if "://" not in store or parts.password is None:
+        return store
+    user = f"{parts.username}:" if parts.username else ":"
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{user}****@{host}"))
 
 
 def resume_command(run_id: str, *, agents: str | None = None, store: str | None = None,
@@ -42,7 +55,7 @@ def cancel_command(run_id: str, *, store: str | None = None) -> str:
 def with_store(text: str, store: str | None) -> str:
     """A command the engine wrote (``lockgate gate approve R S --note "..."``) with ``--store``
     added when the user named one (the command then reaches the same store)."""
-    return text if store is None else f"{text} --store {shlex.quote(store)}"
+    return text if store is None else f"{text} --store {shlex.quote(shown_store(store))}"
 
 
 def resume_hint(run_id: str, *, store: str | None, agents_needed: bool) -> tuple[str, str | None]:

@@ -166,3 +166,16 @@ def test_an_unknown_agent_names_the_configuration_read(project):
     assert started.stderr.strip() == (
         "error: no agent named 'writer': pass --agents FILE.py defining writer(), or configure it "
         f"in {project / 'lockgate.toml'} ([agents.writer])")
+
+
+@pytest.mark.parametrize(("store", "shown"), [
+    ("postgresql://lg:s3cret@db.internal:5432/runs", "postgresql://lg:****@db.internal:5432/runs"),
+    ("postgresql://:s3cret@db/runs?sslmode=require", "postgresql://:****@db/runs?sslmode=require"),
+    ("postgresql://lg@db/runs", "postgresql://lg@db/runs"),
+    ("runs.db", "runs.db"),
+])
+def test_printed_commands_hide_a_store_password(store, shown):
+    from lockgate.cli import hints
+
+    assert hints.shown_store(store) == shown
+    assert "s3cret" not in hints.resume_command("R", store=store) + hints.with_store("lockgate why R", store)
