@@ -238,12 +238,22 @@ class TerminalGates:
         except EOFError:
             self.say("No terminal input: the gate stays waiting.")
             return None
-        label = "Revision note" if outcome == "revise" else "Rationale (optional)"
+        if outcome == "revise":  # the note is what the step is told to change: it is required
+            return await self._revision(lines)
         try:
-            note = (await lines.read(f"{label}: ")).strip()
+            note = (await lines.read("Rationale (optional): ")).strip()
         except EOFError:  # nothing more to say: the decision stands, with no note
             note = ""
         return Decision(outcome, note, resolved_by=self.resolved_by)
+
+    async def _revision(self, lines: LineReader) -> Decision | None:
+        try:
+            while not (note := (await lines.read("Revision note (what to change): ")).strip()):
+                self.say("A revision needs a note saying what to change.")
+        except EOFError:
+            self.say("No revision note: the gate stays waiting.")
+            return None
+        return Decision("revise", note, resolved_by=self.resolved_by)
 
 
 class LineReader(Protocol):

@@ -1,6 +1,6 @@
 """The terminal gate prompt (:class:`TerminalGates`) with real processes and pipes: a gate decided
 elsewhere ends the prompt, a decision typed after that is reported as not applied, end of input
-at the optional note keeps the decision, and only the decisions the gate offers are offered.
+at the optional note keeps the decision (a revise needs its note), and only the decisions the gate offers are offered.
 
 The prompting run is a child process reading a pipe as its standard input; the test reads what
 it says (stderr) up to the line it waits for, and decides gates through the engine on the same
@@ -211,6 +211,16 @@ def test_end_of_input_before_any_decision_leaves_the_gate_waiting(child_in) -> N
     child.close_input()
     assert child.result()["status"] == "await_gate"
     assert "No terminal input: the gate stays waiting." in child.said
+
+
+def test_a_revise_needs_a_note_and_end_of_input_before_one_leaves_the_gate_waiting(child_in) -> None:
+    child = child_in()
+    child.until("[k]ill: ")
+    child.type("r\n\n")
+    child.until("A revision needs a note saying what to change.")
+    child.close_input()
+    assert child.result()["status"] == "await_gate"
+    assert "No revision note: the gate stays waiting." in child.said
 
 
 # -- the decisions offered ----------------------------------------------------------------------
