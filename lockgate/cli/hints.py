@@ -15,8 +15,8 @@ from urllib.parse import urlsplit, urlunsplit
 from typing import Any
 
 AGENTS_PLACEHOLDER = "<your agents module>"
-NOT_RECORDED = ("the store does not record the --agents module a run was started with: give "
-                "the same one")
+NOT_RECORDED = ("the store does not record the --agents module (or --config file) a run was "
+                "started with: give the same one")
 
 
 def command(*words: str, **options: str | None) -> str:
@@ -42,9 +42,9 @@ def shown_store(store: str) -> str:
 
 
 def resume_command(run_id: str, *, agents: str | None = None, store: str | None = None,
-                   judge: str | None = None) -> str:
+                   judge: str | None = None, config: str | None = None) -> str:
     """The command that continues run ``run_id`` with these options (those given)."""
-    return command("run", "--resume", run_id, agents=agents, store=store, judge=judge)
+    return command("run", "--resume", run_id, agents=agents, store=store, judge=judge, config=config)
 
 
 def cancel_command(run_id: str, *, store: str | None = None) -> str:

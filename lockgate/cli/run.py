@@ -10,6 +10,7 @@ run is left as it was, to resume or cancel).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
@@ -31,9 +32,11 @@ class Options(NamedTuple):
     agents: str | None
     store: str | None
     judge: str | None
+    config: str | None = None
 
     def resume(self, run_id: str) -> str:
-        return hints.resume_command(run_id, agents=self.agents, store=self.store, judge=self.judge)
+        return hints.resume_command(run_id, agents=self.agents, store=self.store, judge=self.judge,
+                                    config=self.config)
 
 
 @click.command("run")
@@ -52,13 +55,16 @@ class Options(NamedTuple):
 @click.option("--judge", metavar="AGENT",
               help="The agent that answers `judged` ensures (overrides `judge` in lockgate.toml); "
                    "without a judge they fail closed.")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, exists=True), metavar="FILE",
+              help="The lockgate.toml (or pyproject.toml) of agents, judge and runner limits "
+                   "(default: the nearest above SPEC's folder; with --resume, above the current one).")
 @click.option("--no-prompt", is_flag=True,
               help="Do not prompt at gates: leave them waiting for `lockgate gate ...`.")
 @click.option("--resume", "resume_id", metavar="RUN",
               help="Continue an existing run (after a crash or a gate decision) instead of SPEC.")
 def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None,
                 flow: str | None, agents_module: str | None, store: str | None, judge: str | None,
-                no_prompt: bool, resume_id: str | None) -> None:
+                config_file: str | None, no_prompt: bool, resume_id: str | None) -> None:
     """Run SPEC's flow with agents, checking every step.
 
     Steps run concurrently where the flow allows; failed checks are retried with the violations
@@ -79,7 +85,7 @@ def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | Non
 
     if (spec is None) == (resume_id is None):
         _usage("give a SPEC to run, or --resume RUN to continue one (not both)")
-    options = Options(agents_module, store, judge)
+    options = Options(agents_module, store, judge, config_file)
     try:
         code = _run(spec, pairs, inputs_file, flow, options, no_prompt, resume_id)
     except SpecError as exc:
@@ -110,7 +116,7 @@ def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | Non
 
 def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow: str | None,
          options: Options, no_prompt: bool, resume_id: str | None) -> int:
-    from ..engine.agents.config import load_config
+    from ..engine.agents.config import find_config, load_config
     from ..engine.engine import Engine
     from ..engine.flowneeds import as_spec
     from ..engine.gatechannel import TerminalGates
@@ -122,7 +128,10 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     loaded = as_spec(Path(spec)) if spec else None
     inputs = read_inputs(pairs, inputs_file, _declared_inputs(loaded, flow))
     agents = load_agents(options.agents) if options.agents else {}
-    config = load_config(start=Path(spec).resolve().parent if spec else Path.cwd())
+    found = Path(options.config) if options.config else find_config(Path(spec).resolve().parent if spec else None)
+    config = load_config(found) if found else load_config(start=Path.cwd())
+    if found is not None and found != find_config():  # a resume from here would not find it
+        options = options._replace(config=os.path.relpath(found))
     engine = Engine(store=open_store(options.store), workspace=Path.cwd())
     display = Progress()
     # the prompt reads stdin through a selector and also watches the store, so a decision made

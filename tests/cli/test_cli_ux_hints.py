@@ -45,8 +45,8 @@ SPEC = textwrap.dedent("""
     """).lstrip()
 
 AGENTS = "def writer(task):\n    return {'text': task.prompt}\n"
-PLACEHOLDER_NOTE = ("(the store does not record the --agents module a run was started with: "
-                    "give the same one)")
+PLACEHOLDER_NOTE = ("(the store does not record the --agents module (or --config file) a run "
+                    "was started with: give the same one)")
 
 
 @pytest.fixture
@@ -179,3 +179,19 @@ def test_printed_commands_hide_a_store_password(store, shown):
 
     assert hints.shown_store(store) == shown
     assert "s3cret" not in hints.resume_command("R", store=store) + hints.with_store("lockgate why R", store)
+
+
+def test_a_configuration_beside_the_spec_goes_into_the_resume_command(project):
+    flows = project / "flows"
+    flows.mkdir()
+    (project / "flow.stratum.yaml").rename(flows / "flow.stratum.yaml")
+    (flows / "beside_agents.py").write_text(AGENTS)  # a module name no other test imports
+    (flows / "lockgate.toml").write_text('[agents.writer]\ntype = "python"\ncallable = "beside_agents:writer"\n')
+    result = invoke("run", "flows/flow.stratum.yaml", "--input", "topic=x", "--store", "runs.db", "--no-prompt")
+    assert result.exit_code == 3, result.stderr
+    rid = json.loads(result.stdout)["run_id"]
+    command = f"lockgate run --resume {rid} --store runs.db --config flows/lockgate.toml"
+    assert result.stderr.splitlines()[-1] == f"then continue it with: {command}"
+    invoke("gate", "approve", rid, "review", "--store", "runs.db")
+    resumed = invoke(*command.split()[1:])
+    assert resumed.exit_code == 0, resumed.stderr
