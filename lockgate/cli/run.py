@@ -204,6 +204,8 @@ def _ask(prompt: str) -> str:
     """One line from the terminal; end of input becomes EOFError (the gate stays waiting).
 
     The prompt arrives with its own ": ", so click adds no second one."""
+    if sys.stdin is None:  # started with its input closed (`<&-`)
+        raise EOFError
     try:
         return click.prompt(prompt.rstrip(), default="", show_default=False, err=True,
                             prompt_suffix=" ")

@@ -74,6 +74,11 @@ class RunResult:
                 f"events={len(self.events)})")
 
 
+#: Refusals of a result or decision because the run ended meanwhile (cancelled, killed or failed
+#: by another process): the drive goes on from the stored state, which ends it.
+ENDED_ELSEWHERE = frozenset({"run_cancelled", "run_finished"})
+
+
 class Drive:
     """The state of one run being driven: agent calls and gate questions in flight."""
 
@@ -255,6 +260,10 @@ class Drive:
         except StaleToken:
             self.stale.append(step_id)
             return None
+        except EngineError as exc:
+            if exc.error_type not in ENDED_ELSEWHERE:
+                raise
+            return await self._engine_call(self.engine.status, self.run_id)
         emit_outcome(self.emit, self.run_id, entry, result, response)
         return response
 
@@ -314,6 +323,10 @@ class Drive:
             report = getattr(self.runner.gates, "not_applied", None)
             if report is not None:  # the channel tells whoever decided (never dropped in silence)
                 report(request, decision, stale)
+            return await self._engine_call(self.engine.status, self.run_id)
+        except EngineError as exc:
+            if exc.error_type not in ENDED_ELSEWHERE:
+                raise
             return await self._engine_call(self.engine.status, self.run_id)
         self._emit_resolved(request, decision)
         return response
