@@ -151,7 +151,7 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     try:
         # stdout carries only the flow's output (for `> out.json` or `| jq`): what agents print
         # while the run is going goes to stderr, with the progress
-        with redirect_stdout(sys.stderr):
+        with _stdout_to_stderr():
             result = interrupt.run(main(), on_interrupt=runner.detach)
     except KeyboardInterrupt:
         _report_detached(engine, runner.run_ids[-1] if runner.run_ids else None, options)
@@ -162,6 +162,29 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     finally:
         engine.close()
     return _conclude(result, options)
+
+
+@contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Standard output goes to stderr while the run goes on, ``print`` in agents and what their
+    child processes write to file descriptor 1 alike: stdout carries only the flow's JSON."""
+    try:
+        fd = sys.stdout.fileno()
+        sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (a test runner's capture)
+        with redirect_stdout(sys.stderr):
+            yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(fd)
+    os.dup2(sys.stderr.fileno(), fd)
+    try:
+        with redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, fd)
+        os.close(saved)
 
 
 def _declared_inputs(spec: Any, flow: str | None) -> dict[str, Any]:
