@@ -29,7 +29,7 @@ from . import checkpoints
 from .advance import advance
 from .carry import materialise
 from .compiled import CompiledSpec, compiled
-from .evaluate import Evaluator, run_command
+from .evaluate import Evaluator, replays_share_answers, run_command
 from .gates import gate_resolve as _gate_resolve
 from .live import Env, LiveRun
 from .model import (
@@ -269,6 +269,15 @@ class Engine:
         return run
 
     def _transact(self, run_id: str, apply: Callable[[LiveRun], Any], everything: bool = False) -> dict[str, Any]:
+        cached = self._live.get(run_id)
+        if cached is not None and not cached.cspec.runs_commands:
+            return self._replayed(run_id, apply, everything)
+        with replays_share_answers():  # a replay reuses what an evaluate command answered
+            return self._replayed(run_id, apply, everything)
+
+    def _replayed(self, run_id: str, apply: Callable[[LiveRun], Any], everything: bool) -> dict[str, Any]:
+        """``apply`` to the run and save it as one transaction, replayed on the stored state when
+        another writer got there first."""
         for _ in range(MAX_REPLAYS):
             run = self._get(run_id)
             if run.cspec.runs_commands:  # check the copy is current before a command acts on it

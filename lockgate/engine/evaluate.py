@@ -32,7 +32,8 @@ import copy
 import inspect
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
@@ -165,6 +166,48 @@ def storable(value: Any) -> tuple[Any, str | None]:
 
 # -- the step -----------------------------------------------------------------------------------
 
+#: What the evaluator answered so far in this engine call, by step, epoch, command and input: a
+#: transition replayed after another process wrote the run reuses the answer instead of running
+#: the command again (every replay ran it, so a run other processes kept writing could starve
+#: its evaluate step, and the result that released it was never saved).
+_ANSWERED: ContextVar[dict[str, tuple[Any, Exception | None, float]] | None] = ContextVar(
+    "lockgate_evaluate_answered", default=None)
+
+
+@contextmanager
+def replays_share_answers() -> Iterator[None]:
+    """Within the block (one engine call and its replays), each evaluate command runs once."""
+    if _ANSWERED.get() is not None:
+        yield
+        return
+    token = _ANSWERED.set({})
+    try:
+        yield
+    finally:
+        _ANSWERED.reset(token)
+
+
+def _answer(run: LiveRun, st: StepState, evaluator: Evaluator, command: str, value: Any,
+            timeout_ms: int) -> tuple[Any, Exception | None, float]:
+    """(the evaluator's envelope, the Exception it raised instead, milliseconds it took)."""
+    answered = _ANSWERED.get()
+    key = json.dumps([st.key, st.epoch, command, value, timeout_ms], sort_keys=True, default=repr)
+    if answered is not None and key in answered:
+        return answered[key]
+    call = Evaluation(st.key, replayable=not run.irreversible)
+    current = _EVALUATING.set(call)
+    started = time.perf_counter()
+    try:
+        envelope, error = call_sync(evaluator, command, value, timeout_ms, run.workspace()), None
+    except Exception as exc:  # noqa: BLE001 - the step fails with it (see run_evaluate)
+        envelope, error = None, exc
+    finally:
+        _EVALUATING.reset(current)
+    answer = (envelope, error, call.took(started))
+    if answered is not None:
+        answered[key] = answer
+    return answer
+
 
 def run_evaluate(run: LiveRun, loc: Located, st: StepState) -> None:
     """Run one evaluate step to success or to a forced failure."""
@@ -183,19 +226,13 @@ def run_evaluate(run: LiveRun, loc: Located, st: StepState) -> None:
     except RefError as exc:
         _fail(run, loc, st, f"evaluate: input render failed: {exc.message}")
         return
-    call = Evaluation(st.key, replayable=not run.irreversible)
-    current = _EVALUATING.set(call)
-    started = time.perf_counter()
-    try:
-        envelope = call_sync(evaluator, spec.command, value, spec.timeout_ms, run.workspace())
-    except Exception as exc:  # an evaluator is foreign code: its failure is the step's
-        _event(run, st, spec.command, call.took(started), "threw")
-        _fail(run, loc, st, f"evaluate: runner threw: {_clean(str(exc) or type(exc).__name__)}")
+    envelope, error, took = _answer(run, st, evaluator, spec.command, value, spec.timeout_ms)
+    if error is not None:  # an evaluator is foreign code: its failure is the step's
+        _event(run, st, spec.command, took, "threw")
+        _fail(run, loc, st, f"evaluate: runner threw: {_clean(str(error) or type(error).__name__)}")
         return
-    finally:
-        _EVALUATING.reset(current)
     result, problem, outcome = _opened(envelope)
-    _event(run, st, spec.command, call.took(started), outcome)
+    _event(run, st, spec.command, took, outcome)
     if problem is not None:
         _fail(run, loc, st, problem)
         return

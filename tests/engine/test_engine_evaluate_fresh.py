@@ -1,6 +1,8 @@
 """An evaluate command runs only on the run as stored: an engine whose copy of the run is out of
-date rereads it first, and a run cancelled elsewhere runs nothing."""
+date rereads it first, a run cancelled elsewhere runs nothing, and a transition replayed after
+another process's write reuses the command's answer rather than running it again."""
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -77,3 +79,29 @@ def test_an_evaluator_changing_its_input_changes_nothing_of_the_run(tmp_path):
     assert fin["step_id"] == "fin"
     (traced,) = [entry for entry in engine.audit(plan["run_id"])["trace"] if entry["step_id"] == "a"]
     assert traced["output"] == {"text": "as reported"}
+
+
+RACER = """
+import sys
+from lockgate.engine import Engine
+from lockgate.engine.store import open_store
+Engine(store=open_store(sys.argv[1])).step_done(sys.argv[2], "b", {"text": "b"}, sys.argv[3])
+"""
+
+
+def test_a_transition_replayed_after_another_write_does_not_run_the_command_again(engines, tmp_path, monkeypatch):
+    """The command itself makes another process write the run while the transition is open: the
+    save conflicts and the transition is replayed on the new state, with the command's answer."""
+    first, _ = engines
+    (tmp_path / "racer.py").write_text(RACER)
+    (tmp_path / "check.sh").write_text(
+        f'echo ran >> count; "{sys.executable}" racer.py runs.db "$RID" "$TOK"; cat > /dev/null; echo \'{OK}\'\n')
+    plan = first.plan(SPEC, {})
+    tokens = {entry["step_id"]: entry["token"] for entry in plan["ready"]}
+    monkeypatch.setenv("RID", plan["run_id"])
+    monkeypatch.setenv("TOK", tokens["b"])
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
+    assert first.step_done(plan["run_id"], "a", {"text": "a"}, tokens["a"])["step_id"] == "fin"
+    assert _runs_of_the_command(tmp_path) == ["ran"]
+    evaluated = [e for e in first.audit(plan["run_id"])["events"] if e["type"] == "evaluated"]
+    assert len(evaluated) == 1
