@@ -33,12 +33,21 @@ def shown_store(store: str) -> str:
     """``store`` as a hint may print it: a database URL's password replaced by ``****`` (hints
     end up in terminals' scrollback and CI logs; whoever types the command knows it, or sets
     ``LOCKGATE_STORE``)."""
-    parts = urlsplit(store)
-    if "://" not in store or parts.password is None:
+    if "://" not in store:
         return store
-    user = f"{parts.username}:" if parts.username else ":"
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"{user}****@{host}"))
+    try:
+        parts = urlsplit(store)
+        password = parts.password
+    except ValueError:  # not a URL urllib can read (libpq may still): hide all after the scheme
+        return store.split("://", 1)[0] + "://****"
+    if password is not None:
+        user = f"{parts.username}:" if parts.username else ":"
+        parts = parts._replace(netloc=f"{user}****@{parts.netloc.rsplit('@', 1)[1]}")
+    query = _QUERY_PASSWORD.sub(r"\1****", parts.query)
+    return urlunsplit(parts._replace(query=query))
+
+
+_QUERY_PASSWORD = re.compile(r"((?:^|&)password=)[^&]*", re.IGNORECASE)
 
 
 def resume_command(run_id: str, *, agents: str | None = None, store: str | None = None,

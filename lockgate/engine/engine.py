@@ -11,6 +11,7 @@ racing independent result is applied, never lost.
 from __future__ import annotations
 
 import inspect
+import re
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -149,7 +150,7 @@ class Engine:
             run.header.status = RUN_CANCELLED
             run.header.cancel_requested = True
             run.header.finished_at = now()
-            run.event("flow_cancelled", None, burned=burned, **({"reason": reason[:MAX_CANCEL_REASON]} if reason else {}))
+            run.event("flow_cancelled", None, burned=burned, **({"reason": _storable_text(reason)} if reason else {}))
 
         before = self._get(run_id, fresh=True).header.status
         out = self._transact(run_id, apply)
@@ -408,6 +409,15 @@ def loaded_spec(result: Any) -> Spec:
         raise SpecError(f"the spec is invalid: {errors[0].message}", result.diagnostics)
     first = f"; the first: {errors[0].message}" if errors else ""
     raise SpecError(f"the spec is invalid ({len(errors)} errors){first}", result.diagnostics)
+
+
+def _storable_text(text: str) -> str:
+    """``text`` cut to :data:`MAX_CANCEL_REASON` characters, with what no store keeps (U+0000, a
+    lone surrogate) replaced by U+FFFD: a reason must not stop a cancel."""
+    return _UNSTORABLE_CHARS.sub("\ufffd", text[:MAX_CANCEL_REASON])
+
+
+_UNSTORABLE_CHARS = re.compile("[\x00\ud800-\udfff]")
 
 
 def check_inputs(spec: Spec | str | Path, inputs: Mapping[str, Any] | None, flow: str | None = None) -> dict[str, Any]:

@@ -43,7 +43,7 @@ from typing import Any
 from ..dsl.contracts import ContractSet
 from ..dsl.refs import render_value
 from ..dsl.values import UNDEFINED
-from ..errors import RefError, UnstorableValue
+from ..errors import EngineError, RefError, UnstorableValue
 from .advance import fail_attempt, output_source_failure, resolver, succeed
 from .ensures import call_sync, contract_violations
 from .judge import AnswerNeeded, SettlePass, _is_async, _stoppable, settling
@@ -226,6 +226,12 @@ def run_evaluate(run: LiveRun, loc: Located, st: StepState) -> None:
     except RefError as exc:
         _fail(run, loc, st, f"evaluate: input render failed: {exc.message}")
         return
+    workspace = run.workspace()
+    if workspace is not None and not workspace.is_dir():
+        # another machine's run (a shared PostgreSQL store): refuse here, failing nothing
+        raise EngineError(f"evaluate step {st.key} runs its command in the run's workspace {workspace}, which "
+                          "does not exist here; continue the run where it does", error_type="workspace_missing",
+                          run_id=run.header.id, step_id=st.key, workspace=str(workspace))
     envelope, error, took = _answer(run, st, evaluator, spec.command, value, spec.timeout_ms)
     if error is not None:  # an evaluator is foreign code: its failure is the step's
         _event(run, st, spec.command, took, "threw")

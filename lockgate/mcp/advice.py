@@ -129,7 +129,9 @@ def next_steps(result: dict[str, Any]) -> str | None:
     if status == "complete":
         return f"Run {run} is complete. Call lockgate_audit for its full trace."
     if status in ("error", "killed"):
-        return f"Run {run} ended ({status}). lockgate_why says why; lockgate_revert can go back to a checkpoint."
+        why = result.get("message") or result.get("error_type")
+        return (f"Run {run} ended ({status}{f': {why}' if why else ''}). lockgate_why says more; a checkpoint "
+                "taken with lockgate_commit can be restored with lockgate_revert.")
     if status == "cancelled":
         return f"Run {run} is cancelled."
     return None

@@ -172,6 +172,8 @@ def test_an_unknown_agent_names_the_configuration_read(project):
     ("postgresql://lg:s3cret@db.internal:5432/runs", "postgresql://lg:****@db.internal:5432/runs"),
     ("postgresql://:s3cret@db/runs?sslmode=require", "postgresql://:****@db/runs?sslmode=require"),
     ("postgresql://lg@db/runs", "postgresql://lg@db/runs"),
+    ("postgresql://db/runs?sslmode=require&password=s3cret", "postgresql://db/runs?sslmode=require&password=****"),
+    ("postgresql://lg:s3cret@[::1/runs", "postgresql://****"),
     ("runs.db", "runs.db"),
 ])
 def test_printed_commands_hide_a_store_password(store, shown):

@@ -105,3 +105,20 @@ def test_a_transition_replayed_after_another_write_does_not_run_the_command_agai
     assert _runs_of_the_command(tmp_path) == ["ran"]
     evaluated = [e for e in first.audit(plan["run_id"])["events"] if e["type"] == "evaluated"]
     assert len(evaluated) == 1
+
+
+def test_a_run_whose_workspace_is_missing_here_is_refused_not_failed(tmp_path):
+    workspace = tmp_path / "elsewhere"
+    workspace.mkdir()
+    (workspace / "check.sh").write_text(f"echo '{OK}'\n")
+    planned = Engine(workspace=workspace, store=open_store(tmp_path / "runs.db"))
+    plan = planned.plan(SPEC, {})
+    tokens = {entry["step_id"]: entry["token"] for entry in plan["ready"]}
+    (workspace / "check.sh").unlink()
+    workspace.rmdir()  # as on a teammate's machine sharing the store
+    here = Engine(store=open_store(tmp_path / "runs.db"))
+    with pytest.raises(EngineError, match="does not exist here") as refused:
+        here.step_done(plan["run_id"], "a", {"text": "a"}, tokens["a"])
+    assert refused.value.error_type == "workspace_missing"
+    status = here.status(plan["run_id"])
+    assert status["status"] == "execute_step" and {e["step_id"] for e in status["ready"]} == {"a", "b"}
