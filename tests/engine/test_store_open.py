@@ -124,3 +124,12 @@ def test_postgres_store_recovers_after_its_connection_is_killed(pg_backend) -> N
         store.load_run("r1")
     assert store.load_run("r1").version == 1
     assert store.save_run("r1", expected_version=1, header=HEADER, steps={}, events=[]) == 2
+
+
+def test_a_connection_error_hides_the_password_libpq_quotes():
+    """libpq repeats a connection string it cannot read; the StoreError must not show its password."""
+    from lockgate.engine.store.postgres import PostgresStore
+
+    with pytest.raises(StoreError) as failed:
+        PostgresStore("postgresql://lg:S3cret%zz@localhost:1/db", connect_timeout=1)
+    assert "S3cret" not in str(failed.value) and "****" in str(failed.value)

@@ -294,7 +294,7 @@ class PostgresStore:
             db.execute("SET TIME ZONE 'UTC'")
             return db
         except psycopg.Error as exc:
-            raise StoreError(f"cannot connect to PostgreSQL: {exc}") from exc
+            raise StoreError(f"cannot connect to PostgreSQL: {_hidden(str(exc), self.dsn)}") from exc
 
     def _listening(self) -> psycopg.Connection[Any]:
         """This thread's LISTEN connection (opened on its first wait, reopened when broken)."""
@@ -394,3 +394,16 @@ def _string(value: str | None) -> str:
 
 def _iso(value: datetime | str) -> str:
     return value.isoformat() if isinstance(value, datetime) else str(value)
+
+
+#: A password in a connection string: ``user:PASSWORD@`` or ``password=PASSWORD``.
+_PASSWORDS = re.compile(r"://[^:/@\s]*:([^@\s]+)@|password=([^&\s]+)", re.IGNORECASE)
+
+
+def _hidden(message: str, dsn: str) -> str:
+    """``message`` (libpq quotes the connection string it could not use) with the passwords of
+    ``dsn`` replaced by ``****``: errors end up in logs."""
+    for match in _PASSWORDS.finditer(dsn):
+        secret = match.group(1) or match.group(2)
+        message = message.replace(secret, "****")
+    return message
