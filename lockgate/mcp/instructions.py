@@ -28,8 +28,10 @@ For non-trivial tasks (several steps, anything with tests or a review), run the 
    record their decision with `lockgate_gate_resolve` (`resolved_by: human`). A person may also decide from a terminal
    (`lockgate gate approve RUN STEP`); `lockgate_status` with `wait_seconds` picks the decision up, and
    `lockgate_gates` lists every gate that waits.
-6. Before risky steps `lockgate_commit` a checkpoint; `lockgate_revert` returns to it (new tokens).
-7. At the end call `lockgate_audit` and include the trace summary in the commit message.
+6. Steps with `evaluate` are checks the server runs itself (a command, no dispatch to you): the
+   call that makes one ready returns only when its command has finished (up to its `timeout_ms`).
+7. Before risky steps `lockgate_commit` a checkpoint; `lockgate_revert` returns to it (new tokens).
+8. At the end call `lockgate_audit` and include the trace summary in the commit message.
 
 Other tools: `lockgate_resume` continues a run started in another session (find it with
 `lockgate_runs`); `lockgate_why` explains what a run waits on; `lockgate_graph` draws a flow or a run
