@@ -183,9 +183,7 @@ class Engine:
     def revert(self, run_id: str, label: str) -> dict[str, Any]:
         """Restore a checkpoint (re-minting tokens) and re-advance; revives finished runs."""
         for _ in range(MAX_REPLAYS):
-            run = self._get(run_id)
-            if run.cspec.runs_commands:  # check the copy is current before a command acts on it
-                run = self._get(run_id, fresh=True)
+            run = self._acting_on(run_id)
             run.begin()
             try:
                 fresh = checkpoints.revert(run, label, self._env())
@@ -269,6 +267,13 @@ class Engine:
         self._live[run_id] = run
         return run
 
+    def _acting_on(self, run_id: str) -> LiveRun:
+        """The run a transaction acts on: the cached copy, checked to be current first when the
+        spec runs commands (a command must not act on a stale copy); a run not cached is loaded
+        once."""
+        cached = self._live.get(run_id)
+        return self._get(run_id, fresh=cached is not None and cached.cspec.runs_commands)
+
     def _transact(self, run_id: str, apply: Callable[[LiveRun], Any], everything: bool = False) -> dict[str, Any]:
         cached = self._live.get(run_id)
         if cached is not None and not cached.cspec.runs_commands:
@@ -280,9 +285,7 @@ class Engine:
         """``apply`` to the run and save it as one transaction, replayed on the stored state when
         another writer got there first."""
         for _ in range(MAX_REPLAYS):
-            run = self._get(run_id)
-            if run.cspec.runs_commands:  # check the copy is current before a command acts on it
-                run = self._get(run_id, fresh=True)
+            run = self._acting_on(run_id)
             run.begin()
             try:
                 apply(run)
