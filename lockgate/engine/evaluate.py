@@ -27,9 +27,7 @@ command's process group.
 
 from __future__ import annotations
 
-import asyncio
 import copy
-import inspect
 import json
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -46,7 +44,7 @@ from ..dsl.values import UNDEFINED
 from ..errors import EngineError, RefError, UnstorableValue
 from .advance import fail_attempt, output_source_failure, resolver, succeed
 from .ensures import call_sync, contract_violations
-from .judge import AnswerNeeded, SettlePass, _is_async, _stoppable, settling
+from .judge import AnswerNeeded, SettlePass, call_async, settling
 from .live import LiveRun, Located
 from .model import StepState, now
 
@@ -413,18 +411,14 @@ class EvaluatorBridge:
 async def evaluate_async(evaluator: Evaluator, question: EvaluateQuestion) -> Evaluated:
     """Run ``evaluator`` for ``question`` on the running loop without blocking it: the built-in
     :func:`run_command` as a subprocess awaited here, an async evaluator awaited (cancelled with
-    the run, see :func:`lockgate.engine.judge._stoppable`), a sync one in a worker thread."""
+    the run, see :func:`lockgate.engine.judge.call_async`), a sync one in a worker thread."""
     args = (question.command, question.input, question.timeout_ms, question.workspace)
     started = time.perf_counter()
     try:
         if evaluator is run_command:
-            envelope = await run_command_async(*args)
-        elif _is_async(evaluator):
-            envelope = await _stoppable(evaluator(*args))
+            envelope, error = await run_command_async(*args), None
         else:
-            envelope = await asyncio.to_thread(evaluator, *args)
-            if inspect.isawaitable(envelope):
-                envelope = await _stoppable(envelope)
+            envelope, error = await call_async(evaluator, *args), None
     except Exception as exc:  # re-raised in the step, which fails it as "runner threw"
-        return Evaluated(None, exc, (time.perf_counter() - started) * 1000)
-    return Evaluated(envelope, None, (time.perf_counter() - started) * 1000)
+        envelope, error = None, exc
+    return Evaluated(envelope, error, (time.perf_counter() - started) * 1000)

@@ -147,9 +147,17 @@ async def ask_judge(judge: Judge, question: Question, *, run_id: str = "",
         judge = judge.judge
     if isinstance(judge, AgentJudge):
         return await judge.ask(*args, run_id=run_id, step_id=step_id, cwd=cwd)
-    if _is_async(judge):
-        return await _stoppable(judge(*args))
-    value = await asyncio.to_thread(judge, *args)
+    return await call_async(judge, *args)
+
+
+async def call_async(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` awaited on the running loop without blocking it: a coroutine function is
+    awaited (cancelled with the run, see :func:`_stoppable`); a plain function runs in a worker
+    thread, and an awaitable it returns is awaited the same way. Serves judge callables and
+    evaluators."""
+    if _is_async(fn):
+        return await _stoppable(fn(*args))
+    value = await asyncio.to_thread(fn, *args)
     return await _stoppable(value) if inspect.isawaitable(value) else value
 
 
