@@ -368,9 +368,10 @@ def start_run(flowspec: Any, inputs: Mapping[str, Any], *, agents: Mapping[str, 
 
     Inputs the flow refuses and agents that resolve from nowhere raise here (a LockgateError),
     not when the run is awaited."""
-    from .startcheck import check_agents, check_inputs
+    from ..engine.engine import check_inputs
+    from .startcheck import check_agents
 
-    inputs = check_inputs(flowspec.spec, flowspec.flow, inputs)
+    inputs = check_inputs(flowspec.spec, inputs, flowspec.flow)
     run = _notebook_run(flowspec, agents, store, workspace)
     check_agents(run.runner, flowspec.spec, flowspec.flow)
     run._launch(run.runner.start(flowspec.spec, inputs, flow=flowspec.flow))

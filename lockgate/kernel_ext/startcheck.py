@@ -3,8 +3,8 @@
 A notebook run is a task on the kernel's loop: an error the runner meets before planning (inputs
 the flow's input contract refuses, an agent name nothing provides) would show only when the run
 is awaited, as "run None is error: ...". These are the engine's own checks, made up front as the
-CLI and the MCP server make them: the input contract check of ``Engine.plan`` and the runner's
-agent resolution. An agent's ``preflight`` (a binary or an endpoint to reach) is asynchronous and
+CLI and the MCP server make them: the input contract check of ``Engine.plan`` (called as
+:func:`lockgate.engine.engine.check_inputs`) and the runner's agent resolution. An agent's ``preflight`` (a binary or an endpoint to reach) is asynchronous and
 stays in the run's task.
 """
 
@@ -12,14 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
-
-
-def check_inputs(spec: Any, flow: str, inputs: Any) -> dict[str, Any]:
-    """A copy of ``inputs``; InputValidationError (the message ``Engine.plan`` gives) when they
-    do not match the flow's input contract (or are not a mapping)."""
-    from ..engine.engine import check_inputs as engine_check
-
-    return engine_check(spec, inputs, flow)
 
 
 def check_agents(runner: Any, spec: Any, flow: str) -> None:
