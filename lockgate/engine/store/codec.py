@@ -86,11 +86,9 @@ def check_run_id(run_id: Any, *, existing: bool = False) -> str:
     :data:`MAX_RUN_ID` characters. A non-string is a StoreError everywhere; a string no run can
     have is a StoreError when creating and, with ``existing`` (every call on a stored run),
     RunNotFound without asking the database (which may refuse to even compare it)."""
-    if type(run_id) is str and 0 < len(run_id) <= MAX_RUN_ID and run_id.isprintable():
-        return run_id
     if not isinstance(run_id, str):
         raise StoreError(f"run id must be a string, not {type(run_id).__name__}: {run_id!r}")
-    if 0 < len(run_id) <= MAX_RUN_ID and run_id.isprintable():  # a str subclass
+    if 0 < len(run_id) <= MAX_RUN_ID and run_id.isprintable():
         return run_id
     if existing:
         raise not_found(run_id)
