@@ -65,3 +65,23 @@ def covered(client: LanguageClient, text: str, rng: lsp.Range) -> str:
     start = index.offset(index.from_client(rng.start, client.encoding))
     end = index.offset(index.from_client(rng.end, client.encoding))
     return text[start:end]
+
+
+def apply_edits(client: LanguageClient, text: str, edits) -> str:
+    """``text`` with the client-range ``edits`` applied, the last first so earlier offsets hold."""
+    index = LineIndex(text)
+    spans = sorted(((index.offset_from_client(e.range.start, client.encoding),
+                     index.offset_from_client(e.range.end, client.encoding), e.new_text) for e in edits), reverse=True)
+    for start, end, new in spans:
+        text = text[:start] + new + text[end:]
+    return text
+
+
+async def completion_at(client: LanguageClient, uri: str, text: str, needle: str,
+                        offset: int | None = None) -> list[lsp.CompletionItem]:
+    """Open ``text`` and complete ``offset`` characters into ``needle`` (by default at its end)."""
+    await open_doc(client, uri, text)
+    line, col = find(text, needle, offset=len(needle) if offset is None else offset)
+    answer = await client.text_document_completion_async(lsp.CompletionParams(
+        text_document=lsp.TextDocumentIdentifier(uri=uri), position=at(client, text, line, col)))
+    return answer.items if answer else []

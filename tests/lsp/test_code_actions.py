@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from lsp_harness import open_doc
+from lsp_harness import apply_edits, open_doc
 from lsprotocol import types as lsp
-from test_rename import apply
 
 from lockgate.dsl.loader import load
 
@@ -26,9 +25,9 @@ async def fixes(client, text):
 async def test_did_you_mean_and_contract_stub(client, review_spec):
     text = review_spec.replace("out: Patch", "out: Ptach")
     actions = await fixes(client, text)
-    fixed = apply(text, client, actions["Change to 'Patch'"].edit.document_changes[0].edits)
+    fixed = apply_edits(client, text, actions["Change to 'Patch'"].edit.document_changes[0].edits)
     assert fixed == review_spec
-    stubbed = apply(text, client, actions["Create contract 'Ptach'"].edit.document_changes[0].edits)
+    stubbed = apply_edits(client, text, actions["Create contract 'Ptach'"].edit.document_changes[0].edits)
     assert "Ptach" in load(stubbed).ir.contracts
 
 
@@ -36,9 +35,9 @@ async def test_max_rounds_and_missing_after(vscode, review_spec):
     text = review_spec.replace("    max_rounds: 2\n", "").replace("        after: [review]\n", "        after: [review]\n        when: \"result.implement.tests_passed\"\n")
     text = text.replace("        after: [review]\n", "")
     actions = await fixes(vscode, text)
-    with_rounds = apply(text, vscode, actions["Add max_rounds to flow 'change'"].edit.document_changes[0].edits)
+    with_rounds = apply_edits(vscode, text, actions["Add max_rounds to flow 'change'"].edit.document_changes[0].edits)
     assert not any(d.code == "LG506" for d in load(with_rounds).diagnostics)
-    ordered = apply(text, vscode, actions["Run after 'implement'"].edit.document_changes[0].edits)
+    ordered = apply_edits(vscode, text, actions["Run after 'implement'"].edit.document_changes[0].edits)
     assert not any(d.code == "LG904" for d in load(ordered).diagnostics)
 
 

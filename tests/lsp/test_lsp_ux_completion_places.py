@@ -4,7 +4,7 @@ no ``prev`` in a fanout's first stage; the value of an entry of a flow-style ste
 from __future__ import annotations
 
 import pytest
-from lsp_harness import at, find, open_doc
+from lsp_harness import completion_at
 from lsprotocol import types as lsp
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -65,11 +65,7 @@ flows:
 
 
 async def items(client, text: str, needle: str, offset: int | None = None) -> dict[str, lsp.CompletionItem]:
-    await open_doc(client, URI, text)
-    line, col = find(text, needle, offset=len(needle) if offset is None else offset)
-    answer = await client.text_document_completion_async(lsp.CompletionParams(
-        text_document=lsp.TextDocumentIdentifier(uri=URI), position=at(client, text, line, col)))
-    return {i.label: i for i in (answer.items if answer else [])}
+    return {i.label: i for i in await completion_at(client, URI, text, needle, offset)}
 
 
 async def test_with_offers_the_subflow_inputs_not_given(client):

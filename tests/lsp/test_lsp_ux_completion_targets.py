@@ -5,8 +5,7 @@ output (gates), and ``input`` in a flow's ``output.from``."""
 from __future__ import annotations
 
 import pytest
-from lsp_harness import at, find, open_doc
-from lsprotocol import types as lsp
+from lsp_harness import completion_at
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -68,11 +67,7 @@ flows:
 
 
 async def labels(client, text: str, needle: str, offset: int | None = None) -> set[str]:
-    await open_doc(client, URI, text)
-    line, col = find(text, needle, offset=len(needle) if offset is None else offset)
-    answer = await client.text_document_completion_async(lsp.CompletionParams(
-        text_document=lsp.TextDocumentIdentifier(uri=URI), position=at(client, text, line, col)))
-    return {i.label for i in answer.items}
+    return {i.label for i in await completion_at(client, URI, text, needle, offset)}
 
 
 async def test_on_fail_offers_no_ancestor(client):

@@ -5,11 +5,10 @@ and completion offers an evaluate step."""
 from __future__ import annotations
 
 import pytest
-from lsp_harness import at, find, open_doc
+from lsp_harness import apply_edits, at, completion_at, find, open_doc
 from lsprotocol import types as lsp
 
 from lockgate.dsl.loader import load
-from lockgate.lsp.positions import LineIndex
 from lockgate.lsp.semantic_tokens import TOKEN_TYPES
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -48,15 +47,6 @@ flows:
 """
 
 
-def apply(client, text: str, edits) -> str:
-    index = LineIndex(text)
-    spans = sorted(((index.offset_from_client(e.range.start, client.encoding),
-                     index.offset_from_client(e.range.end, client.encoding), e.new_text) for e in edits), reverse=True)
-    for start, end, new in spans:
-        text = text[:start] + new + text[end:]
-    return text
-
-
 def pos(client, needle: str, offset: int) -> lsp.Position:
     return at(client, SPEC, *find(SPEC, needle, offset=offset))
 
@@ -77,7 +67,7 @@ async def test_rename_reaches_evaluate_in(client):
     await open_doc(client, URI, SPEC)
     edit = await client.text_document_rename_async(lsp.RenameParams(
         text_document=DOC, position=pos(client, "id: plan", 5), new_name="planning"))
-    renamed = apply(client, SPEC, edit.document_changes[0].edits)
+    renamed = apply_edits(client, SPEC, edit.document_changes[0].edits)
     assert 'in: "${planning.output.tasks}"' in renamed
     assert load(renamed).ok
 
@@ -103,11 +93,8 @@ async def test_evaluate_output_has_its_out_type(client):
         text_document=DOC, position=pos(client, "${score.output}", 3)))
     assert "Verdict" in hover.contents.value
     text = SPEC.replace("${score.output}", "${score.output.")
-    await open_doc(client, URI.replace("ux-", "ux-member-"), text)
-    line, col = find(text, "${score.output.", offset=len("${score.output."))
-    answer = await client.text_document_completion_async(lsp.CompletionParams(
-        text_document=lsp.TextDocumentIdentifier(uri=URI.replace("ux-", "ux-member-")), position=at(client, text, line, col)))
-    assert {i.label for i in answer.items} == {"score", "notes"}
+    found = await completion_at(client, URI.replace("ux-", "ux-member-"), text, "${score.output.")
+    assert {i.label for i in found} == {"score", "notes"}
 
 
 async def test_an_evaluate_step_snippet_is_offered(vscode):

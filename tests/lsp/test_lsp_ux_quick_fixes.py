@@ -6,11 +6,10 @@ changes a reference to a step id that is itself invalid (LG403 next to LG208).""
 from __future__ import annotations
 
 import pytest
-from lsp_harness import open_doc
+from lsp_harness import apply_edits, open_doc
 from lsprotocol import types as lsp
 
 from lockgate.dsl.loader import load
-from lockgate.lsp.positions import LineIndex
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -72,15 +71,6 @@ flows:
 """
 
 
-def apply(client, text: str, edits) -> str:
-    index = LineIndex(text)
-    spans = sorted(((index.offset_from_client(e.range.start, client.encoding),
-                     index.offset_from_client(e.range.end, client.encoding), e.new_text) for e in edits), reverse=True)
-    for start, end, new in spans:
-        text = text[:start] + new + text[end:]
-    return text
-
-
 async def actions_for(client, text: str, code: str) -> dict[str, lsp.CodeAction]:
     """The quick fixes offered for the diagnostic with ``code``."""
     found = [d for d in await open_doc(client, URI, text) if d.code == code]
@@ -93,7 +83,7 @@ async def actions_for(client, text: str, code: str) -> dict[str, lsp.CodeAction]
 
 async def fixed_by(client, text: str, code: str, title: str) -> str:
     action = (await actions_for(client, text, code))[title]
-    return apply(client, text, action.edit.document_changes[0].edits)
+    return apply_edits(client, text, action.edit.document_changes[0].edits)
 
 
 async def test_the_spec_is_valid():

@@ -4,23 +4,13 @@ from __future__ import annotations
 
 import pytest
 from conftest import EXAMPLES
-from lsp_harness import at, find, open_doc
+from lsp_harness import apply_edits, at, find, open_doc
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 URI = "file:///tmp/rename.stratum.yaml"
-
-
-def apply(text, client, edits):
-    from lockgate.lsp.positions import LineIndex
-
-    index = LineIndex(text)
-    spans = sorted(((index.offset_from_client(e.range.start, client.encoding), index.offset_from_client(e.range.end, client.encoding), e.new_text) for e in edits), reverse=True)
-    for start, end, new in spans:
-        text = text[:start] + new + text[end:]
-    return text
 
 
 async def test_rename_step_everywhere(client, review_spec):
@@ -30,7 +20,7 @@ async def test_rename_step_everywhere(client, review_spec):
     prepared = await client.text_document_prepare_rename_async(lsp.PrepareRenameParams(text_document=doc, position=at(client, review_spec, line, col)))
     assert prepared.placeholder == "implement"
     edit = await client.text_document_rename_async(lsp.RenameParams(text_document=doc, position=at(client, review_spec, line, col), new_name="build"))
-    renamed = apply(review_spec, client, edit.document_changes[0].edits)
+    renamed = apply_edits(client, review_spec, edit.document_changes[0].edits)
     assert "implement" not in renamed.replace("Implement ticket", "")
     assert "${build.output}" in renamed and "on_revise: build" in renamed
     from lockgate.dsl.loader import load
@@ -68,7 +58,7 @@ async def test_rename_flow_input_renames_the_call_sites_with_keys(client, where)
     assert prepared.placeholder == "artifact"
     edit = await client.text_document_rename_async(
         lsp.RenameParams(text_document=doc, position=at(client, SUBFLOW, line, col), new_name="bundle"))
-    renamed = apply(SUBFLOW, client, edit.document_changes[0].edits)
+    renamed = apply_edits(client, SUBFLOW, edit.document_changes[0].edits)
     assert "bundle: \"${build.output.artifact}\"" in renamed and "${input.bundle}" in renamed
     assert "      bundle: string" in renamed and "Build:\n    artifact: string" in renamed
     from lockgate.dsl.loader import load
