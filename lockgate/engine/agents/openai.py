@@ -172,17 +172,13 @@ class OpenAIAgent:
                                          headers=headers) as response:
                     data, cut = await _read_bounded(response)
                     return _Reply(response.status_code, response.headers, data, cut)
-        except TimeoutError as exc:
-            raise AgentError(f"request to {self.url} timed out after {self.timeout:g}s") from exc
-        except httpx.TimeoutException as exc:
+        except (TimeoutError, httpx.TimeoutException) as exc:
             raise AgentError(f"request to {self.url} timed out after {self.timeout:g}s") from exc
         except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
             raise AgentError(f"invalid base_url {self.base_url!r}: {_reason(exc)}") from exc
         except httpx.LocalProtocolError as exc:  # e.g. a header value with a line break
             raise AgentError(f"cannot send the request to {self.url}: {_reason(exc)}") from exc
-        except httpx.ConnectError as exc:
-            raise _Retryable(f"cannot reach {self.url}: {_reason(exc)}") from exc
-        except httpx.TransportError as exc:
+        except httpx.TransportError as exc:  # refused, reset, dropped mid-body
             raise _Retryable(f"cannot reach {self.url}: {_reason(exc)}") from exc
         except httpx.HTTPError as exc:  # a body that cannot be decoded (Content-Encoding)
             raise AgentError(f"unreadable reply from {self.url}: {_reason(exc)}") from exc
@@ -347,7 +343,7 @@ def _error_message(reply: _Reply) -> str:
         return preview(reply.text)
     error = body.get("error") if isinstance(body, dict) else None
     if isinstance(error, dict) and error.get("message"):
-        return clip(" ".join(str(error["message"]).split()))
+        return clip(error["message"])
     if isinstance(error, str):
-        return clip(" ".join(error.split()))
+        return clip(error)
     return preview(reply.text)
