@@ -134,8 +134,8 @@ async def _communicate(proc: asyncio.subprocess.Process, stdin: bytes, timeout: 
         raise ProcessOutputTooLarge(
             f"{program} printed more than {_size(max_stdout)} on stdout (the most that is read) "
             "and was killed")
-    out = stdout.data()
-    return ProcessResult(returncode or 0, _decode(out), _decode(stderr.data()), _bad_utf8_at(out))
+    out, bad_utf8_at = _decode_checked(stdout.data())
+    return ProcessResult(returncode or 0, out, _decode(stderr.data()), bad_utf8_at)
 
 
 class _Capture:
@@ -272,9 +272,10 @@ def _decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def _bad_utf8_at(data: bytes) -> int | None:
+def _decode_checked(data: bytes) -> tuple[str, int | None]:
+    """(``data`` decoded as :func:`_decode` does, the offset of its first byte that is not
+    UTF-8 or None): one strict decode, a lenient one only when that fails."""
     try:
-        data.decode("utf-8")
+        return data.decode("utf-8"), None
     except UnicodeDecodeError as exc:
-        return exc.start
-    return None
+        return _decode(data), exc.start
