@@ -54,7 +54,7 @@ from .dispatches import usage_of as _usage  # noqa: F401
 from .drive import _WAKE, CONFLICT_RETRIES, TERMINAL, Drive, RunResult  # noqa: F401
 from .drive import retry_conflicts as _retry_conflicts  # noqa: F401
 from .evaluate import EvaluateQuestion, Evaluator, EvaluatorBridge, evaluate_async
-from .flowneeds import agent_names, as_spec, uses_judged
+from .flowneeds import agent_names, as_spec, uses_evaluate, uses_judged
 from .flowneeds import flow_steps as _flow_steps  # noqa: F401
 from .gatechannel import GateChannel
 from .judge import (
@@ -314,11 +314,6 @@ def make_runner(*, engine: Any = None, store: Any = None,
         raise RunnerError(f"max_outstanding ({settings.max_outstanding}) must be at least "
                           f"max_running ({settings.max_running})")
     return Runner(engine, config=config, settings=settings, workspace=workspace, **options)
-
-
-def uses_evaluate(spec: Any, flow: str | None = None) -> bool:
-    """Whether the flow (or a subflow it runs) has an ``evaluate`` step."""
-    return any(step.evaluate is not None for step in _flow_steps(spec, flow))
 
 
 def _engine(store: Any, workspace: Any) -> Any:
