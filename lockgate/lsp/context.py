@@ -318,7 +318,8 @@ def context_at(outline: Outline, pos: Position) -> CursorContext:
         return _in_block(outline, pos, col)
     line = outline.lines[pos.line]
     head = raw[:col]
-    if _comment_start(raw, line) is not None and col > _comment_start(raw, line):  # type: ignore[operator]
+    comment = _comment_start(raw, line)
+    if comment is not None and col > comment:
         return CursorContext(pos, outline.container_path(pos.line, _indent(raw)), "other")
     if line is None or not head.strip():
         path = outline.container_path(pos.line, col)
