@@ -546,24 +546,23 @@ def _edit(c: Candidate, text: str, analysis: Analysis, encoding: Encoding,
     return lsp.InsertReplaceEdit(new_text=text, insert=analysis.lines.range_to_client(head, encoding), replace=replace)
 
 
+def _item_caps(caps: lsp.ClientCapabilities | None) -> Any:
+    """The client's completion-item capabilities; None when it sent none."""
+    try:
+        return caps.text_document.completion.completion_item  # type: ignore[union-attr]
+    except AttributeError:
+        return None
+
+
 def supports_insert_replace(caps: lsp.ClientCapabilities | None) -> bool:
     """Whether the client takes InsertReplaceEdit completion edits."""
-    try:
-        return bool(caps.text_document.completion.completion_item.insert_replace_support)  # type: ignore[union-attr]
-    except AttributeError:
-        return False
+    return bool(getattr(_item_caps(caps), "insert_replace_support", None))
 
 
 def supports_snippets(caps: lsp.ClientCapabilities | None) -> bool:
-    try:
-        return bool(caps.text_document.completion.completion_item.snippet_support)  # type: ignore[union-attr]
-    except AttributeError:
-        return False
+    return bool(getattr(_item_caps(caps), "snippet_support", None))
 
 
 def supports_as_is(caps: lsp.ClientCapabilities | None) -> bool:
-    try:
-        modes = caps.text_document.completion.completion_item.insert_text_mode_support.value_set  # type: ignore[union-attr]
-    except AttributeError:
-        return False
+    modes = getattr(getattr(_item_caps(caps), "insert_text_mode_support", None), "value_set", None)
     return lsp.InsertTextMode.AsIs in (modes or ())
