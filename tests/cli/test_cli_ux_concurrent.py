@@ -10,44 +10,18 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
+from cli_support import gate_spec, lockgate_argv, lockgate_env
 
 from lockgate.dsl.loader import load
 from lockgate.engine.engine import Engine
 from lockgate.engine.store import open_store
 
-ROOT = Path(__file__).resolve().parents[2]
-
-SPEC = textwrap.dedent("""
-    version: 1
-    contracts:
-      Draft:
-        text: string
-    flows:
-      entry: main
-      main:
-        input:
-          topic: string
-        output:
-          from: "${draft.output}"
-          contract: Draft
-        steps:
-          - id: draft
-            do: "Write about ${input.topic}"
-            agent: writer
-            out: Draft
-          - id: review
-            after: [draft]
-            gate:
-              on_approve: null
-              on_revise: null
-              on_kill: null
-    """).lstrip()
+SPEC = gate_spec()
 
 # each call announces its pid on the "calls" FIFO, then waits until the test writes to its own
 AGENTS = textwrap.dedent('''
@@ -76,11 +50,9 @@ def planned(tmp_path):
 
 
 def resume(cwd: Path, rid: str) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("LOCKGATE_STORE", None)
     return subprocess.Popen(
-        [sys.executable, "-m", "lockgate", "run", "--resume", rid, "--agents", "agents.py",
-         "--store", "runs.db", "--no-prompt"], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+        lockgate_argv("run", "--resume", rid, "--agents", "agents.py", "--store", "runs.db",
+                      "--no-prompt"), cwd=cwd, env=lockgate_env(), stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

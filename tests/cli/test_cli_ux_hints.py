@@ -10,6 +10,7 @@ import sys
 import textwrap
 
 import pytest
+from cli_support import gate_spec
 from click.testing import CliRunner
 
 from lockgate.cli import main
@@ -17,32 +18,7 @@ from lockgate.dsl.loader import load
 from lockgate.engine.engine import Engine
 from lockgate.engine.store import open_store
 
-SPEC = textwrap.dedent("""
-    version: 1
-    contracts:
-      Draft:
-        text: string
-    flows:
-      entry: main
-      main:
-        input:
-          topic: string
-        output:
-          from: "${draft.output}"
-          contract: Draft
-        max_rounds: 2
-        steps:
-          - id: draft
-            do: "Write about ${input.topic}"
-            agent: writer
-            out: Draft
-          - id: review
-            after: [draft]
-            gate:
-              on_approve: null
-              on_revise: draft
-              on_kill: null
-    """).lstrip()
+SPEC = gate_spec(revise_to="draft")
 
 AGENTS = "def writer(task):\n    return {'text': task.prompt}\n"
 PLACEHOLDER_NOTE = ("(the store does not record the --agents module (or --config file) a run "

@@ -16,35 +16,9 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_support import ROOT, gate_spec, lockgate_argv, lockgate_env
 
-ROOT = Path(__file__).resolve().parents[2]
-
-SPEC = textwrap.dedent("""
-    version: 1
-    contracts:
-      Draft:
-        text: string
-    flows:
-      entry: main
-      main:
-        input:
-          topic: string
-        output:
-          from: "${draft.output}"
-          contract: Draft
-        max_rounds: 2
-        steps:
-          - id: draft
-            do: "Write about ${input.topic}"
-            agent: writer
-            out: Draft
-          - id: approve
-            after: [draft]
-            gate:
-              on_approve: null
-              on_revise: draft
-              on_kill: null
-    """).lstrip()
+SPEC = gate_spec("approve", revise_to="draft")
 
 # the agent says it has started on a FIFO, then blocks until the process ends
 BLOCKING_AGENT = textwrap.dedent('''
@@ -74,23 +48,16 @@ def project(tmp_path):
     return tmp_path
 
 
-def env() -> dict[str, str]:
-    out = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out.pop("LOCKGATE_STORE", None)
-    out.pop("LOCKGATE_DEBUG", None)
-    return out
-
-
 def start(cwd: Path, *args: str, stdin=subprocess.DEVNULL) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "lockgate", *args], cwd=cwd, env=env(), stdin=stdin,
+        lockgate_argv(*args), cwd=cwd, env=lockgate_env(), stdin=stdin,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         # a shell's background job inherits an ignored SIGINT; give the CLI the default back
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
 
 
 def lockgate(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lockgate", *args], cwd=cwd, env=env(),
+    return subprocess.run(lockgate_argv(*args), cwd=cwd, env=lockgate_env(),
                           capture_output=True, text=True, timeout=120, check=False)
 
 

@@ -4,48 +4,21 @@ subprocesses on pipes."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from cli_support import gate_spec, lockgate_argv, lockgate_env
+
 TIMEOUT = 60
 
-SPEC = textwrap.dedent("""
-    version: 1
-    contracts:
-      Draft:
-        text: string
-    flows:
-      entry: main
-      main:
-        input:
-          topic: string
-        output:
-          from: "${draft.output}"
-          contract: Draft
-        steps:
-          - id: draft
-            do: "Write about ${input.topic}"
-            agent: writer
-            out: Draft
-          - id: review
-            after: [draft]
-            gate:
-              on_approve: null
-              on_revise: null
-              on_kill: null
-    """).lstrip()
+SPEC = gate_spec()
 
 AGENTS = "def writer(task):\n    return {'text': 'a draft'}\n"
 
 
 def _lockgate(*args: str, cwd: Path, **kwargs) -> subprocess.Popen | subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("LOCKGATE_STORE", None)
-    command = [sys.executable, "-m", "lockgate", *args]
+    env = lockgate_env()
+    command = lockgate_argv(*args)
     if kwargs.pop("background", False):
         return subprocess.Popen(command, cwd=cwd, env=env, text=True, stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)

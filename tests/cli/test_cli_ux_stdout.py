@@ -4,13 +4,10 @@ processes write to the standard output they inherit, goes to stderr. A real subp
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from cli_support import lockgate_argv, lockgate_env
 
 SPEC = textwrap.dedent("""
     version: 1
@@ -38,11 +35,9 @@ AGENTS = textwrap.dedent("""
 def test_stdout_is_only_the_flow_output(tmp_path):
     (tmp_path / "flow.stratum.yaml").write_text(SPEC)
     (tmp_path / "noisy_agents.py").write_text(AGENTS)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("LOCKGATE_STORE", None)
-    done = subprocess.run([sys.executable, "-m", "lockgate", "run", "flow.stratum.yaml", "--agents",
-                           "noisy_agents.py", "--store", "memory"], cwd=tmp_path, env=env, text=True,
-                          capture_output=True, timeout=60, check=False)
+    done = subprocess.run(lockgate_argv("run", "flow.stratum.yaml", "--agents", "noisy_agents.py",
+                                        "--store", "memory"), cwd=tmp_path, env=lockgate_env(),
+                          text=True, capture_output=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"text": "quiet result"}
     assert "printed by the agent" in done.stderr and "written by its child" in done.stderr

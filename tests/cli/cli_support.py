@@ -1,0 +1,56 @@
+"""What several CLI test modules share: the draft-then-gate spec and how to start the real
+``lockgate`` command in a subprocess. Imported by bare name (``from cli_support import ...``):
+pytest puts this folder on the import path, as it does for tests/kernel_ext/kernel_session.py."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def gate_spec(gate: str = "review", *, revise_to: str | None = None) -> str:
+    """A flow whose agent ``writer`` drafts (contract Draft, from input ``topic``), then gate
+    ``gate`` reviews the draft; ``revise_to`` is where a revise goes (with two rounds at most),
+    None to end the flow."""
+    rounds = "    max_rounds: 2\n" if revise_to else ""
+    return f"""version: 1
+contracts:
+  Draft:
+    text: string
+flows:
+  entry: main
+  main:
+    input:
+      topic: string
+    output:
+      from: "${{draft.output}}"
+      contract: Draft
+{rounds}    steps:
+      - id: draft
+        do: "Write about ${{input.topic}}"
+        agent: writer
+        out: Draft
+      - id: {gate}
+        after: [draft]
+        gate:
+          on_approve: null
+          on_revise: {revise_to or "null"}
+          on_kill: null
+"""
+
+
+def lockgate_env() -> dict[str, str]:
+    """The environment for a ``lockgate`` subprocess: this checkout importable, and neither a
+    store nor debug output taken from the environment the tests run in."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("LOCKGATE_STORE", None)
+    env.pop("LOCKGATE_DEBUG", None)
+    return env
+
+
+def lockgate_argv(*args: str) -> list[str]:
+    """The command line that runs ``lockgate ARGS...`` with this Python."""
+    return [sys.executable, "-m", "lockgate", *args]
