@@ -92,8 +92,7 @@ def run_command(command: str, input_value: Any, timeout_ms: int, workspace: Path
     agents). On timeout the process group is killed (SIGTERM, a grace period, SIGKILL),
     grandchildren too. Raises when the shell cannot be started (the engine reports that as
     "evaluate: runner threw: ...")."""
-    payload = json.dumps(input_value, allow_nan=False, ensure_ascii=False).encode()
-    return call_sync(_run, command, payload, timeout_ms, workspace, max_stdout)
+    return call_sync(_run, command, _payload(input_value), timeout_ms, workspace, max_stdout)
 
 
 async def _run(command: str, payload: bytes, timeout_ms: int, workspace: Path | None,
@@ -141,8 +140,12 @@ async def run_command_async(command: str, input_value: Any, timeout_ms: int, wor
                             max_stdout: int | None = None) -> dict[str, Any]:
     """:func:`run_command` awaited on the running loop (the runner's path): cancelling it kills
     the command's process group."""
-    payload = json.dumps(input_value, allow_nan=False, ensure_ascii=False).encode()
-    return await _run(command, payload, timeout_ms, workspace, max_stdout)
+    return await _run(command, _payload(input_value), timeout_ms, workspace, max_stdout)
+
+
+def _payload(input_value: Any) -> bytes:
+    """The command's stdin: ``input_value`` as UTF-8 JSON."""
+    return json.dumps(input_value, allow_nan=False, ensure_ascii=False).encode()
 
 
 def failed(kind: str, reason: str) -> dict[str, Any]:
