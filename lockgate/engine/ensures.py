@@ -189,7 +189,6 @@ def judge_usage(usage: Any) -> dict[str, float]:
             if finite_number(value := usage.get(key)) and value > 0}
 
 
-
 def call_sync(fn: Callable[..., Any], *args: Any) -> Any:
     """Call a sync or async callable from synchronous code, even inside a running event loop."""
     result = fn(*args)

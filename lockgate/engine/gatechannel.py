@@ -113,8 +113,6 @@ def as_decision(answer: Any, *, resolved_by: str = "human") -> Decision | None:
                     f"None, not {answer!r}")
 
 
-
-
 def offered(response: Mapping[str, Any]) -> tuple[str, ...]:
     """The decisions a waiting gate offers: the engine's ``decisions`` for it (revise is left out
     when it would fail the run, ``revise_unavailable`` saying why), all three when it does not

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 Ask = Callable[[str], str]
 
+
 class LineReader(Protocol):
     """Where a prompt's answers come from: ``read`` shows a question and returns the line
     typed (EOFError at end of input); ``interrupt`` ends the line of a question left unanswered;
