@@ -109,7 +109,7 @@ def _extend_after(analysis: Analysis, line: int, target: str) -> TextEdit | None
     info = outline.lines[line]
     if info is None or info.colon is None:
         return None
-    value = raw[info.colon + 1 :].split("#", 1)[0]
+    value = _inline_value(raw, info.colon)
     if not value.strip():  # a block list: after its last item, at its items' indentation
         end = outline.ends[line]
         if end == line:
@@ -123,6 +123,11 @@ def _extend_after(analysis: Analysis, line: int, target: str) -> TextEdit | None
         return None
     sep = "" if raw[raw.find("[") + 1 : close].strip() == "" else ", "
     return TextEdit(Range(Position(line, close), Position(line, close)), f"{sep}{target}")
+
+
+def _inline_value(raw: str, colon: int) -> str:
+    """What follows a key's colon on its line, less a trailing comment."""
+    return raw[colon + 1 :].split("#", 1)[0]
 
 
 def _with_inputs(analysis: Analysis, diag: Diagnostic) -> Action | None:
@@ -139,7 +144,7 @@ def _with_inputs(analysis: Analysis, diag: Diagnostic) -> Action | None:
     missing = [k for k in (callee.input if callee else ()) if isinstance(k, str) and k not in given]
     line = analysis.outline.line_of.get(diag.path)
     info = analysis.outline.lines[line] if line is not None else None
-    if not missing or info is None or info.colon is None or analysis.outline.raw[line][info.colon + 1 :].split("#", 1)[0].strip():
+    if not missing or info is None or info.colon is None or _inline_value(analysis.outline.raw[line], info.colon).strip():
         return None
     indent = " " * _child_indent(analysis, line, info.key_col)
     text = "".join(f'{indent}{k}: "{_input_ref(flow, k)}"\n' for k in missing)
