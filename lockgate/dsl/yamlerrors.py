@@ -132,7 +132,8 @@ def _opens_value(src: str, opening: int, closing_line: int) -> bool:
 def _in_block_scalar(src: str, line_start: int) -> bool:
     """Whether the line at ``line_start`` is content of a ``|`` or ``>`` block scalar: the first
     line above it indented less is a block header."""
-    line = src[line_start:src.find("\n", line_start) if "\n" in src[line_start:] else len(src)]
+    line_end = src.find("\n", line_start)
+    line = src[line_start:line_end if line_end >= 0 else len(src)]
     indent = len(line) - len(line.lstrip(" "))
     for above in reversed(src[:max(line_start - 1, 0)].split("\n")):
         stripped = above.lstrip(" ")
