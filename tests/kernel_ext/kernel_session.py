@@ -7,6 +7,12 @@ from pathlib import Path
 
 from jupyter_client.manager import start_new_kernel
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+#: The example most kernel tests run: agent codex does the work, then gate review decides on it.
+REVIEWED_WORK = (EXAMPLES / "reviewed-work.stratum.yaml").read_text()
+#: A cell defining ``agents``: a codex whose work passes its checks at once.
+DONE_AGENTS = 'agents = {"codex": lambda task: {"result": "done", "quality_score": 0.9}}'
+
 
 @dataclass
 class CellOutput:
@@ -32,8 +38,18 @@ class KernelSession:
     """One kernel with the extension loaded, in ``cwd``."""
 
     def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd
         self.manager, self.client = start_new_kernel(kernel_name="python3", cwd=str(cwd))
         self.run("%load_ext lockgate")
+
+    def bind(self, **specs: str) -> None:
+        """Write each spec text to NAME.yaml in the kernel's folder and bind it to variable NAME
+        with ``%%flow NAME``, all in one cell whose output is suppressed."""
+        for name, text in specs.items():
+            (self.cwd / f"{name}.yaml").write_text(text)
+        self.run("import pathlib\n" + "".join(
+            f'get_ipython().run_cell_magic("flow", "{name}", pathlib.Path("{name}.yaml").read_text());'
+            for name in specs))
 
     def run(self, code: str, *, timeout: float = 120, interrupt_on: str | None = None) -> CellOutput:
         """Execute ``code`` and wait for the kernel to be idle again.

@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import pytest
-from kernel_session import KernelSession
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-AGENTS = 'agents = {"codex": lambda task: {"result": "done", "quality_score": 0.9}}'
+from kernel_session import DONE_AGENTS, REVIEWED_WORK, KernelSession
 
 
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory):
     cwd = tmp_path_factory.mktemp("kernel")
-    shutil.copy(EXAMPLES / "reviewed-work.stratum.yaml", cwd / "rw.yaml")
     session = KernelSession(cwd)
-    session.run('import pathlib\nget_ipython().run_cell_magic("flow", "rw", pathlib.Path("rw.yaml").read_text());')
-    session.run(AGENTS)
+    session.bind(rw=REVIEWED_WORK)
+    session.run(DONE_AGENTS)
     yield session
     session.close()
 

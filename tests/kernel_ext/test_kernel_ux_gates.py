@@ -7,15 +7,10 @@ hides its Revise button and ``%flow revise`` is refused with a one-line message.
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import pytest
-from kernel_session import KernelSession
+from kernel_session import DONE_AGENTS, REVIEWED_WORK, KernelSession
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-AGENTS = 'agents = {"codex": lambda task: {"result": "done", "quality_score": 0.9}}'
-ONE_WAY = (EXAMPLES / "reviewed-work.stratum.yaml").read_text().replace("on_revise: work", "on_revise: null")
+ONE_WAY = REVIEWED_WORK.replace("on_revise: work", "on_revise: null")
 CARD = '''
 def shown(run, step):
     """The buttons a person sees on the card of waiting gate ``step``."""
@@ -27,13 +22,9 @@ def shown(run, step):
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory):
     cwd = tmp_path_factory.mktemp("kernel")
-    shutil.copy(EXAMPLES / "reviewed-work.stratum.yaml", cwd / "rw.yaml")
-    (cwd / "oneway.yaml").write_text(ONE_WAY)
     session = KernelSession(cwd)
-    session.run("import pathlib\n"
-                'get_ipython().run_cell_magic("flow", "rw", pathlib.Path("rw.yaml").read_text());'
-                'get_ipython().run_cell_magic("flow", "oneway", pathlib.Path("oneway.yaml").read_text());')
-    session.run(AGENTS + "\n" + CARD)
+    session.bind(rw=REVIEWED_WORK, oneway=ONE_WAY)
+    session.run(DONE_AGENTS + "\n" + CARD)
     yield session
     session.close()
 

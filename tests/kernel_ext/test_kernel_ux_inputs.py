@@ -37,10 +37,9 @@ SPEC = textwrap.dedent("""
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory):
     cwd = tmp_path_factory.mktemp("kernel")
-    (cwd / "typed.yaml").write_text(SPEC)
     session = KernelSession(cwd)
-    session.run('import pathlib\nget_ipython().run_cell_magic("flow", "typed", pathlib.Path("typed.yaml").read_text());'
-                "\nagents = {'echo': lambda task: {'text': task.prompt}}")
+    session.bind(typed=SPEC)
+    session.run("agents = {'echo': lambda task: {'text': task.prompt}}")
     yield session
     session.close()
 

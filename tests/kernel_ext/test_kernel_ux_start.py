@@ -3,13 +3,9 @@ line, as the CLI and the MCP server do (a real kernel)."""
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import pytest
-from kernel_session import KernelSession
+from kernel_session import REVIEWED_WORK, KernelSession
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 WORK = 'def work(task):\n    return {"result": "done", "quality_score": 0.9}\nagents = {"codex": work}'
 RUNS = ("from lockgate.engine.engine import Engine\nfrom lockgate.engine.store import open_store\n"
         "def stored_runs():\n    return len(Engine(store=open_store(None)).runs())")
@@ -30,14 +26,9 @@ class Offline:
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory):
     cwd = tmp_path_factory.mktemp("kernel")
-    shutil.copy(EXAMPLES / "reviewed-work.stratum.yaml", cwd / "rw.yaml")
-    # scribe: an agent name nothing provides (codex is built in: it resolves, then its preflight runs)
-    text = (EXAMPLES / "reviewed-work.stratum.yaml").read_text().replace("agent: codex", "agent: scribe")
-    (cwd / "scribed.yaml").write_text(text)
     session = KernelSession(cwd)
-    session.run("import pathlib\n"
-                'get_ipython().run_cell_magic("flow", "rw", pathlib.Path("rw.yaml").read_text());'
-                'get_ipython().run_cell_magic("flow", "scribed", pathlib.Path("scribed.yaml").read_text());')
+    # scribe: an agent name nothing provides (codex is built in: it resolves, then its preflight runs)
+    session.bind(rw=REVIEWED_WORK, scribed=REVIEWED_WORK.replace("agent: codex", "agent: scribe"))
     session.run(WORK + "\n" + RUNS + "\n" + UNAVAILABLE)
     yield session
     session.close()

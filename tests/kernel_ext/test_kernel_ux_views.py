@@ -6,16 +6,13 @@ The widget state is read on the kernel side from the model id each display outpu
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from kernel_session import KernelSession
+from kernel_session import DONE_AGENTS, REVIEWED_WORK, KernelSession
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-AGENTS = 'agents = {"codex": lambda task: {"result": "done", "quality_score": 0.9}}'
 VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 
 # Kernel side: the gate cards under a displayed widget model, as (step, [(button, disabled)])
@@ -86,7 +83,6 @@ class ViewSession(KernelSession):
 
     def __init__(self, cwd: Path) -> None:
         super().__init__(cwd)
-        self.cwd = cwd
         self.log: list[dict] = []
         receive = self.client.get_iopub_msg
 
@@ -121,12 +117,9 @@ class ViewSession(KernelSession):
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory):
     cwd = tmp_path_factory.mktemp("kernel")
-    shutil.copy(EXAMPLES / "reviewed-work.stratum.yaml", cwd / "rw.yaml")
-    (cwd / "two.yaml").write_text(TWO_GATES)
     session = ViewSession(cwd)
-    session.run('import pathlib\nget_ipython().run_cell_magic("flow", "rw", pathlib.Path("rw.yaml").read_text());'
-                'get_ipython().run_cell_magic("flow", "two", pathlib.Path("two.yaml").read_text());')
-    session.run(AGENTS)
+    session.bind(rw=REVIEWED_WORK, two=TWO_GATES)
+    session.run(DONE_AGENTS)
     session.run(CARDS_OF)
     yield session
     session.close()
