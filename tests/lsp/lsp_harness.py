@@ -85,3 +85,9 @@ async def completion_at(client: LanguageClient, uri: str, text: str, needle: str
     answer = await client.text_document_completion_async(lsp.CompletionParams(
         text_document=lsp.TextDocumentIdentifier(uri=uri), position=at(client, text, line, col)))
     return answer.items if answer else []
+
+
+def units_of(text: str, encoding: str) -> int:
+    """The reference length in code units: what the encoder itself produces."""
+    codec = {"utf-8": "utf-8", "utf-16": "utf-16-le", "utf-32": "utf-32-le"}[encoding]
+    return len(text.encode(codec, "surrogatepass")) // {"utf-8": 1, "utf-16": 2, "utf-32": 4}[encoding]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import EXAMPLES
-from lsp_harness import open_doc
+from lsp_harness import open_doc, units_of
 from lsprotocol import types as lsp
 
 from lockgate.lsp.positions import LineIndex
@@ -21,16 +21,12 @@ def wide(spec: str) -> str:
     return "🎉中" + spec.replace("${", "中${").replace("do: ", "do: 🎉")
 
 
-def units(line: str, encoding: str) -> int:
-    return len(line.encode("utf-8")) if encoding == "utf-8" else len(line.encode("utf-16-le")) // 2
-
-
 async def edits_outside_the_cursor(client, text: str, lines: range) -> list[tuple]:
     doc = lsp.TextDocumentIdentifier(uri=URI)
     index = LineIndex(text)
     bad = []
     for line in lines:
-        for character in range(units(index.line(line), client.encoding) + 1):
+        for character in range(units_of(index.line(line), client.encoding) + 1):
             answer = await client.text_document_completion_async(
                 lsp.CompletionParams(text_document=doc, position=lsp.Position(line=line, character=character)))
             items = answer.items if isinstance(answer, lsp.CompletionList) else answer or []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lsp_harness import units_of
 from lsprotocol import types as lsp
 
 from lockgate.dsl.diagnostics import Position, Range
@@ -67,12 +68,6 @@ def test_round_trip_through_every_encoding(text, data):
     for encoding in ("utf-8", "utf-16", "utf-32"):
         assert index.from_client(index.to_client(pos, encoding), encoding) == pos
     assert index.offset(pos) == offset
-
-
-def units_of(text: str, encoding: str) -> int:
-    """The reference length in code units: what the encoder itself produces."""
-    codec = {"utf-8": "utf-8", "utf-16": "utf-16-le", "utf-32": "utf-32-le"}[encoding]
-    return len(text.encode(codec, "surrogatepass")) // {"utf-8": 1, "utf-16": 2, "utf-32": 4}[encoding]
 
 
 @settings(max_examples=300, deadline=None)
