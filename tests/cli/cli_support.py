@@ -1,12 +1,17 @@
-"""What several CLI test modules share: the draft-then-gate spec and how to start the real
-``lockgate`` command in a subprocess. Imported by bare name (``from cli_support import ...``):
+"""What several CLI test modules share: the draft-then-gate spec, how to start the real
+``lockgate`` command in a subprocess, and reading what its agents write on a FIFO. Imported by bare name (``from cli_support import ...``):
 pytest puts this folder on the import path, as it does for tests/kernel_ext/kernel_session.py."""
 
 from __future__ import annotations
 
 import os
+import select
+import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,3 +59,22 @@ def lockgate_env() -> dict[str, str]:
 def lockgate_argv(*args: str) -> list[str]:
     """The command line that runs ``lockgate ARGS...`` with this Python."""
     return [sys.executable, "-m", "lockgate", *args]
+
+
+def fifo_lines(path: Path, count: int, procs: list[subprocess.Popen], timeout: float = 60) -> str:
+    """The first ``count`` lines agents write on FIFO ``path``; the test fails instead of waiting
+    forever when one of ``procs`` ends (or ``timeout`` seconds pass) first."""
+    fd = os.open(path, os.O_RDWR)  # never waits for a writer, never reads end of file
+    try:
+        data, deadline = b"", time.monotonic() + timeout
+        while data.count(b"\n") < count:
+            ended = [p for p in procs if p.poll() is not None]
+            if ended:
+                pytest.fail(f"a command ended before its agent wrote to {path.name}: {ended[0].communicate()}")
+            assert time.monotonic() < deadline, f"no agent wrote to {path.name} within {timeout:g} s"
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if ready:
+                data += os.read(fd, 4096)
+        return data.decode()
+    finally:
+        os.close(fd)

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import signal
 import subprocess
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
-from cli_support import gate_spec, lockgate_argv, lockgate_env
+from cli_support import fifo_lines, gate_spec, lockgate_argv, lockgate_env
 
 from lockgate.dsl.loader import load
 from lockgate.engine.engine import Engine
@@ -56,23 +54,9 @@ def resume(cwd: Path, rid: str) -> subprocess.Popen:
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def read_calls(path: Path, count: int, procs: list[subprocess.Popen], timeout: float = 60) -> list[int]:
-    """The pids of the first ``count`` agent calls; fails instead of waiting forever when a
-    command ends (or a minute passes) first."""
-    fd = os.open(path, os.O_RDWR)  # never waits for a writer, never reads end of file
-    try:
-        data, deadline = b"", time.monotonic() + timeout
-        while data.count(b"\n") < count:
-            ended = [p for p in procs if p.poll() is not None]
-            if ended:
-                pytest.fail(f"a command ended before its agent was called: {ended[0].communicate()}")
-            assert time.monotonic() < deadline, "the agents were not called within a minute"
-            ready, _, _ = select.select([fd], [], [], 0.2)
-            if ready:
-                data += os.read(fd, 4096)
-        return [int(line) for line in data.decode().split()]
-    finally:
-        os.close(fd)
+def read_calls(path: Path, count: int, procs: list[subprocess.Popen]) -> list[int]:
+    """The pids of the first ``count`` agent calls."""
+    return [int(line) for line in fifo_lines(path, count, procs).split()]
 
 
 def release(cwd: Path, pid: int) -> None:

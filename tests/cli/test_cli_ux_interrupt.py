@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_support import ROOT, gate_spec, lockgate_argv, lockgate_env
+from cli_support import ROOT, fifo_lines, gate_spec, lockgate_argv, lockgate_env
 
 SPEC = gate_spec("approve", revise_to="draft")
 
@@ -61,23 +61,9 @@ def lockgate(cwd: Path, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120, check=False)
 
 
-def wait_started(project: Path, proc: subprocess.Popen, timeout: float = 60) -> str:
-    """The line the agent writes on the FIFO once it is running; the test fails instead of
-    waiting forever when the command ends (or takes a minute) before that."""
-    # read-write: the open does not wait for a writer, and the FIFO never reads end of file
-    fd = os.open(project / "started", os.O_RDWR)
-    try:
-        data, deadline = b"", time.monotonic() + timeout
-        while b"\n" not in data:
-            if proc.poll() is not None:
-                pytest.fail(f"the command ended before its agent started: {proc.communicate()}")
-            assert time.monotonic() < deadline, "the agent did not start within a minute"
-            ready, _, _ = select.select([fd], [], [], 0.2)
-            if ready:
-                data += os.read(fd, 4096)
-        return data.decode().strip()
-    finally:
-        os.close(fd)
+def wait_started(project: Path, proc: subprocess.Popen) -> str:
+    """The line the agent writes on the FIFO once it is running."""
+    return fifo_lines(project / "started", 1, [proc]).strip()
 
 
 def interrupt(proc: subprocess.Popen) -> tuple[str, float]:
