@@ -324,12 +324,11 @@ def _references(spec: Spec, ctx: CursorContext) -> list[Candidate]:
         if rest[0] == "output":
             target = shapes.type_at(spec, shapes.step_output(spec, flow, step), rest[1:])
             return _field_candidates(spec, shapes.fields_of(spec, target), replace)
-    carry_flow = spec.entry_flow or flow
-    if str(head) in carry_flow.carry:
+    if str(head) in flow.carry:  # a flow's own carry: a subflow sees none (LG407)
         from lockgate.dsl.refs import scan
 
-        source = scan(carry_flow.carry[str(head)].initial or "").full
-        base = shapes.ref_type(spec, carry_flow, source) if source else None
+        source = scan(flow.carry[str(head)].initial or "").full
+        base = shapes.ref_type(spec, flow, source) if source else None
         return _field_candidates(spec, shapes.fields_of(spec, shapes.type_at(spec, base, rest)), replace)
     return []
 
@@ -347,8 +346,8 @@ def _ref_roots(spec: Spec, flow: Flow, ctx: CursorContext, replace: Range) -> li
         if step.id and _referable(spec, flow, own, step):
             insert = step.id if continued else f"{step.id}.output"
             out.append(Candidate(step.id, "reference", insert, replace, _step_detail(step), sort="1"))
-    carry_flow = spec.entry_flow or flow
-    out.extend(Candidate(name, "variable", name, replace, "carry variable", sort="2") for name in carry_flow.carry)
+    # a flow's own carry variables: a subflow sees none (LG407)
+    out.extend(Candidate(name, "variable", name, replace, "carry variable", sort="2") for name in flow.carry)
     if ctx.stage_index is not None:
         out.append(Candidate("item", "variable", "item", replace, "the fanout element", sort="0"))
         if ctx.stage_index > 0:

@@ -105,12 +105,11 @@ def ref_type(spec: Spec, flow: Flow | None, ref: Ref, *, item: TypeExpr | None =
     if ref.kind == "step" and ref.name:
         return type_at(spec, step_output(spec, flow, flow.step(ref.name)), ref.path)
     if ref.kind == "carry" and ref.name:
-        root = spec.entry_flow or flow
-        carry = root.carry.get(ref.name)
+        carry = flow.carry.get(ref.name)  # a flow's own carry: a subflow sees none (LG407)
         source = scan(carry.initial).full if carry and carry.initial else None
         if source is None or source.kind == "carry":
             return None
-        return type_at(spec, ref_type(spec, root, source), ref.path)
+        return type_at(spec, ref_type(spec, flow, source), ref.path)
     if ref.kind == "item":
         return type_at(spec, item, ref.path)
     if ref.kind == "prev":
