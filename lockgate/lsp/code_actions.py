@@ -15,7 +15,7 @@ from typing import Any
 from lockgate.dsl.diagnostics import Diagnostic, Position, Range, TextEdit
 
 from .documents import Analysis
-from .fields import step_at
+from .fields import inputs_to_pass, step_at
 
 SHOW_GRAPH = "lockgate.showFlowGraph"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -139,22 +139,18 @@ def _with_inputs(analysis: Analysis, diag: Diagnostic) -> Action | None:
     if found is None:
         return None
     flow, step = found
-    callee = analysis.ir.flows.get(step.run or "")
     given = step.with_ if isinstance(step.with_, dict) else {}
-    missing = [k for k in (callee.input if callee else ()) if isinstance(k, str) and k not in given]
+    missing = inputs_to_pass(analysis.ir, flow, step, given)
     line = analysis.outline.line_of.get(diag.path)
     info = analysis.outline.lines[line] if line is not None else None
     if not missing or info is None or info.colon is None or _inline_value(analysis.outline.raw[line], info.colon).strip():
         return None
     indent = " " * _child_indent(analysis, line, info.key_col)
-    text = "".join(f'{indent}{k}: "{_input_ref(flow, k)}"\n' for k in missing)
-    names = ", ".join(f"'{k}'" for k in missing)
+    values = {k: f"${{input.{k}}}" if passed else "" for k, _, passed in missing}
+    text = "".join(f'{indent}{k}: "{value}"\n' for k, value in values.items())
+    names = ", ".join(f"'{k}'" for k in values)
     title = f"Add input{'s' if len(missing) > 1 else ''} {names} to 'with'"
     return Action(title, (TextEdit(Range(Position(line + 1, 0), Position(line + 1, 0)), text),), diag)
-
-
-def _input_ref(flow, name: str) -> str:
-    return f"${{input.{name}}}" if name in flow.input else ""
 
 
 def _remove_key(analysis: Analysis, diag: Diagnostic) -> Action | None:

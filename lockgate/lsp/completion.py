@@ -25,6 +25,7 @@ from . import builtins, shapes
 from . import schema as S
 from .context import CursorContext
 from .documents import Analysis
+from .fields import inputs_to_pass
 from .positions import Encoding
 
 TRIGGER_CHARACTERS = ["$", "{", "."]
@@ -151,15 +152,12 @@ def _with_keys(spec: Spec, ctx: CursorContext, replace: Range) -> list[Candidate
     caller's input of the same name when it has one."""
     flow = _flow(spec, ctx)
     step = _current_step(flow, ctx) if flow is not None else None
-    callee = spec.flows.get(step.run) if step is not None and step.run else None
-    if callee is None:
+    if step is None:
         return []
     out = []
-    for name, type_text in callee.input.items():
-        if not isinstance(name, str) or name in ctx.present_keys:
-            continue
-        value = f'"\\${{input.{name}\\}}"' if name in flow.input else "$0"
-        out.append(Candidate(name, "property", f"{name}: {value}", replace, f"input of flow '{callee.name}': {type_text}",
+    for name, type_text, passed in inputs_to_pass(spec, flow, step, ctx.present_keys):
+        value = f'"\\${{input.{name}\\}}"' if passed else "$0"
+        out.append(Candidate(name, "property", f"{name}: {value}", replace, f"input of flow '{step.run}': {type_text}",
                              snippet=True, sort="1"))
     return out
 

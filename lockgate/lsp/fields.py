@@ -81,6 +81,16 @@ def step_at(spec: Spec, path: YamlPath) -> tuple[Flow, Step] | None:
     return flow, flow.steps[path[3]]
 
 
+def inputs_to_pass(spec: Spec, caller: Flow, step: Step, given: Any) -> list[tuple[str, Any, bool]]:
+    """The inputs of the flow ``step`` runs that ``given`` (its ``with`` keys so far) lacks, as
+    (name, declared type, whether ``caller`` has an input of that name to pass on)."""
+    callee = spec.flows.get(step.run) if step.run else None
+    if callee is None:
+        return []
+    return [(name, type_text, name in caller.input) for name, type_text in callee.input.items()
+            if isinstance(name, str) and name not in given]
+
+
 def _flow(flow: Flow) -> Iterator[Field]:
     for name, type_text in flow.input.items():
         if isinstance(type_text, str):
