@@ -116,7 +116,7 @@ def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | Non
 
 def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow: str | None,
          options: Options, no_prompt: bool, resume_id: str | None) -> int:
-    from ..engine.agents.config import find_config, load_config
+    from ..engine.agents.config import ProjectConfig, find_config, load_config
     from ..engine.engine import Engine
     from ..engine.flowneeds import as_spec
     from ..engine.gatechannel import TerminalGates
@@ -128,9 +128,11 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     loaded = as_spec(Path(spec)) if spec else None
     inputs = read_inputs(pairs, inputs_file, _declared_inputs(loaded, flow))
     agents = load_agents(options.agents) if options.agents else {}
-    found = Path(options.config) if options.config else find_config(Path(spec).resolve().parent if spec else None)
-    config = load_config(found) if found else load_config(start=Path.cwd())
-    if found is not None and found != find_config():  # a resume from here would not find it
+    here = find_config()  # the configuration a resume from this folder finds
+    found = Path(options.config) if options.config else (
+        (find_config(Path(spec).resolve().parent) if spec else None) or here)
+    config = load_config(found) if found else ProjectConfig()
+    if found is not None and found != here:  # a resume from here would not find it
         options = options._replace(config=os.path.relpath(found))
     engine = Engine(store=open_store(options.store), workspace=Path.cwd())
     display = Progress()
