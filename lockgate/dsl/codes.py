@@ -111,6 +111,11 @@ CODES: dict[str, Code] = {
 }
 
 
+#: Findings about which agents the project configures: a caller that brings its own agents (a
+#: notebook's ``start(agents=...)``) or does the work itself (an MCP host) leaves them out.
+AGENT_CONFIG_CODES = frozenset({"LG905"})
+
+
 def lookup(code: str) -> Code:
     """The catalogue entry of ``code``; KeyError for an unknown code (a programming error)."""
     return CODES[code]

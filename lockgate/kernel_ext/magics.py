@@ -36,6 +36,7 @@ class FlowMagics(Magics):
         Usage: %%flow NAME [--flow F] [--no-lint], then the YAML spec as the cell body.
         An invalid spec shows its diagnostics and binds nothing.
         """
+        from ..dsl.codes import AGENT_CONFIG_CODES
         from ..dsl.loader import load
         from ..dsl.report import format_text
         from .spec_view import FlowSpec
@@ -48,7 +49,7 @@ class FlowMagics(Magics):
             raise UsageError(f"%%flow: {args.name!r} is not a valid Python name to bind the spec to")
         result = load(cell, f"%%flow {args.name}", lint=not args.no_lint)
         if not result.ok:
-            shown = [d for d in result.diagnostics if d.code != "LG905"]  # agents come with start()
+            shown = [d for d in result.diagnostics if d.code not in AGENT_CONFIG_CODES]  # agents come with start()
             report = _printable(format_text("cell", cell, shown, line_offset=CELL_LINE_OFFSET))
             count = len(result.errors)
             raise UsageError(f"the spec has {count} error{'s' * (count != 1)}; {args.name} was not bound\n\n{report}")

@@ -7,6 +7,7 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
+from ..dsl.codes import AGENT_CONFIG_CODES
 from ..dsl.loader import LoadResult
 
 
@@ -31,7 +32,7 @@ class FlowSpec:
     @property
     def warnings(self):
         """Advisory warnings, without "agent not configured": notebooks pass agents to start()."""
-        return [w for w in self.result.warnings if w.code != "LG905"]
+        return [w for w in self.result.warnings if w.code not in AGENT_CONFIG_CODES]
 
     def graph(self):
         """The flow as a networkx DiGraph (edges labelled by kind), built once; do not mutate."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..dsl.codes import AGENT_CONFIG_CODES
 from ..dsl.loader import LoadResult, load
 from ..engine.engine import Engine
 from ..errors import EngineError, SpecError
@@ -71,15 +72,10 @@ def _load(ctx: ToolContext, args: Args) -> LoadResult:
     return load(text, path)
 
 
-#: Warnings that do not apply to a host doing the steps itself: an agent name is only a hint to
-#: it, so "agent not configured" (LG905) would only tempt a model into renaming agents.
-_NOT_FOR_HOSTS = frozenset({"LG905"})
-
-
 def validate(ctx: ToolContext, args: Args) -> dict[str, Any]:
     result = _load(ctx, args)
     return {"valid": result.ok, "errors": [d.to_dict() for d in result.errors],
-            "warnings": [d.to_dict() for d in result.warnings if d.code not in _NOT_FOR_HOSTS]}
+            "warnings": [d.to_dict() for d in result.warnings if d.code not in AGENT_CONFIG_CODES]}
 
 
 def plan(ctx: ToolContext, args: Args) -> dict[str, Any]:
