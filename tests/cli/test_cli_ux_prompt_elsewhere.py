@@ -5,6 +5,7 @@ subprocesses on pipes."""
 from __future__ import annotations
 
 import subprocess
+import threading
 from pathlib import Path
 
 from cli_support import gate_spec, lockgate_argv, lockgate_env
@@ -30,6 +31,8 @@ def test_a_gate_decided_in_another_terminal_ends_the_prompt(tmp_path):
     (tmp_path / "agents.py").write_text(AGENTS)
     run = _lockgate("run", "flow.stratum.yaml", "--agents", "agents.py", "--input", "topic=tea",
                     cwd=tmp_path, background=True)
+    guard = threading.Timer(TIMEOUT, run.kill)  # a prompt that never ends fails the test, not hangs it
+    guard.start()
     try:
         seen = []
         for line in run.stderr:  # blocks until the prompt's line is out
@@ -41,8 +44,13 @@ def test_a_gate_decided_in_another_terminal_ends_the_prompt(tmp_path):
             raise AssertionError("no gate prompt:\n" + "".join(seen))
         decided = _lockgate("gate", "approve", run_id, "review", "--note", "fine by me", cwd=tmp_path)
         assert decided.returncode == 0, decided.stderr
-        out, rest = run.communicate(timeout=TIMEOUT)
+        for line in run.stderr:  # the prompt ends on its own: stdin stays open until it has
+            seen.append(line)
+            if "was decided elsewhere" in line:
+                break
+        out, rest = run.communicate(timeout=TIMEOUT)  # closes stdin
     finally:
+        guard.cancel()
         if run.poll() is None:
             run.kill()
     stderr = "".join(seen) + rest
