@@ -30,17 +30,21 @@ class ExprError(LockgateError):
     ``kind`` is one of ``parse``, ``unknown_identifier``, ``unknown_function``, ``type``,
     ``validation`` and ``resource_limit``; ``span`` is the (start, end) character offsets in the
     expression source, or None when the failure belongs to the whole expression.
+    ``replacement``, when set, is the text a quick fix puts in place of ``span`` (``==`` for a
+    lone ``=``, ``&&`` for ``and``).
     """
 
     KINDS = frozenset(
         {"parse", "unknown_identifier", "unknown_function", "type", "validation", "resource_limit"}
     )
 
-    def __init__(self, kind: str, message: str, span: Span | None = None) -> None:
+    def __init__(self, kind: str, message: str, span: Span | None = None, *,
+                 replacement: str | None = None) -> None:
         super().__init__(f"{kind}: {message}")
         self.kind = kind
         self.message = message
         self.span = span
+        self.replacement = replacement
 
 
 class LocatedError(LockgateError):
