@@ -98,21 +98,17 @@ def agents_needed(engine: Any, run_id: str) -> bool:
         return True
 
 
-# lockgate.engine.agents.registry.resolve_agent's message, naming the configuration file it read
-_UNKNOWN_AGENT = re.compile(r"^no agent named '([^']+)': pass it in agents=")
-_CONFIG_READ = re.compile(r"to the project configuration in (.+)$")
-
-
-def unknown_agent(message: str, *, agents: str | None) -> str | None:
+def unknown_agent(error: BaseException, *, agents: str | None) -> str | None:
     """The engine's "no agent named X" (written for Python callers: ``agents=``, ``register``)
-    in command-line terms; None for any other message."""
-    found = _UNKNOWN_AGENT.match(message)
-    if found is None:
+    in command-line terms, from the facts the error carries; None for any other error."""
+    from ..engine.agents.registry import UNKNOWN_AGENT
+
+    detail = getattr(error, "detail", None)
+    if not isinstance(detail, dict) or detail.get("problem") != UNKNOWN_AGENT:
         return None
-    name = found.group(1)
+    name = detail["agent"]
     function = name.replace("-", "_")
-    read = _CONFIG_READ.search(message)
-    config = read.group(1) if read else "lockgate.toml"
+    config = detail.get("config_path") or "lockgate.toml"
     if agents:
         source = f"define {function}() in {agents} (--agents)"
     else:

@@ -92,8 +92,7 @@ def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | Non
         _report_spec_error(spec, exc)
         code = EXIT_USAGE
     except (ConfigError, AgentUnavailable, click.BadParameter) as exc:
-        message = _message(exc)
-        message = hints.unknown_agent(message, agents=agents_module) or message
+        message = hints.unknown_agent(exc, agents=agents_module) or _message(exc)
         click.echo(f"error: {message}", err=True)
         code = EXIT_USAGE
     except EngineError as exc:

@@ -144,6 +144,23 @@ def test_an_unknown_agent_names_the_configuration_read(project):
         f"in {project / 'lockgate.toml'} ([agents.writer])")
 
 
+def test_the_unknown_agent_hint_reads_the_error_s_facts_not_its_words(tmp_path):
+    from lockgate.cli import hints
+    from lockgate.engine.agents import AgentRegistry, ProjectConfig, resolve_agent
+    from lockgate.errors import ConfigError
+
+    with pytest.raises(ConfigError) as raised:
+        resolve_agent("fact-checker", registry=AgentRegistry(),
+                      config=ProjectConfig(path=tmp_path / "lockgate.toml"))
+    raised.value.args = ("reworded by the engine",)
+    assert hints.unknown_agent(raised.value, agents="mine.py") == (
+        "no agent named 'fact-checker': define fact_checker() in mine.py (--agents), "
+        f"or configure it in {tmp_path / 'lockgate.toml'} ([agents.fact-checker])")
+    # the same words without the facts (the runner's judge) are left as they are
+    judge = ConfigError("no agent named 'nobody' to be the judge; the agents are: claude, codex")
+    assert hints.unknown_agent(judge, agents=None) is None
+
+
 @pytest.mark.parametrize(("store", "shown"), [
     ("postgresql://lg:s3cret@db.internal:5432/runs", "postgresql://lg:****@db.internal:5432/runs"),
     ("postgresql://:s3cret@db/runs?sslmode=require", "postgresql://:****@db/runs?sslmode=require"),

@@ -80,11 +80,30 @@ def resolve_agent(name: str, *, explicit: Mapping[str, AgentLike] | None = None,
     from_config = config.agent(name)
     if from_config is not None:
         return from_config
+    raise _unknown_agent(name, explicit=explicit, registry=registry, config=config)
+
+
+#: ``detail["problem"]`` of the ConfigError :func:`resolve_agent` raises for a name nothing provides
+UNKNOWN_AGENT = "unknown_agent"
+
+
+def _unknown_agent(name: str, *, explicit: Mapping[str, AgentLike] | None,
+                   registry: AgentRegistry | None, config: ProjectConfig) -> ConfigError:
+    """The error for agent ``name`` that no source provides, worded for Python callers.
+
+    Its ``detail`` holds the facts (the name, every agent name that does resolve, the
+    configuration file read or None) so that a caller with other words for the same remedy
+    (the CLI's ``--agents``) need not read them back out of the message."""
     where = f" in {config.path}" if config.path else " (no lockgate.toml found)"
-    raise ConfigError(
+    error = ConfigError(
         f"no agent named {name!r}: pass it in agents=, register a Python callable with "
         f"lockgate.engine.agents.register({name!r}, fn), or add [agents.{name}] to the "
         f"project configuration{where}")
+    error.detail = {  # type: ignore[attr-defined]  # ConfigError takes a message only
+        "problem": UNKNOWN_AGENT, "agent": name,
+        "known": known_agents(explicit=explicit, registry=registry, config=config),
+        "config_path": str(config.path) if config.path else None}
+    return error
 
 
 def known_agents(*, explicit: Mapping[str, AgentLike] | None = None,
