@@ -147,6 +147,28 @@ def test_friendly_messages(source: str, words: str, covered: str) -> None:
     assert source[error.span[0]:error.span[1]] == covered
 
 
+# Operator slips carry their fix as data: the text to write in place of the span.
+OPERATOR_SLIPS = [
+    ("result.a = 1", "=", "=="),
+    ("a and b", "and", "&&"),
+    ("a or b", "or", "||"),
+    ("not a", "not", "!"),
+    ("a is b", "is", "=="),
+]
+
+
+@pytest.mark.parametrize(("source", "bad", "good"), OPERATOR_SLIPS)
+def test_an_operator_slip_carries_its_replacement(source: str, bad: str, good: str) -> None:
+    error = parse_error(source)
+    assert error.span is not None and source[slice(*error.span)] == bad
+    assert error.replacement == good
+
+
+@pytest.mark.parametrize("source", ["a & b", "result.title.lower()", "a b", "(1 + 2", "x.__proto__"])
+def test_other_parse_errors_carry_no_replacement(source: str) -> None:
+    assert parse_error(source).replacement is None
+
+
 @pytest.mark.parametrize("name", ["True", "False", "None"])
 def test_python_literals_are_explained_as_unknown_identifiers(name: str) -> None:
     with pytest.raises(ExprError) as caught:

@@ -102,33 +102,17 @@ def _template_in_expression(ctx: Context, flow: Flow, step: Step, field: Scanned
 
 def _from_error(exc: ExprError, field: ScannedField) -> Finding:
     code = _CODES.get(exc.kind, "LG601")
-    replacement = getattr(exc, "replacement", None)
+    replacement = exc.replacement  # the parser's own fix for an operator slip, if any
     message = exc.message
     if exc.kind == "unknown_function" and exc.span is not None and replacement is None:
         name = field.text[exc.span[0] : exc.span[1]].split("(")[0].strip()
         replacement = did_you_mean(name, BUILTINS)
         if replacement and "did you mean" not in message:
             message += suffix(replacement)
-    if exc.kind == "parse" and exc.span is not None and replacement is None:
-        replacement = _operator_fix(message, field.text[exc.span[0] : exc.span[1]])
     if exc.kind == "unknown_identifier" and field.stage == 0 and "prev" in field.text[slice(*(exc.span or (0, 0)))]:
         message = "prev is not bound at the first stage of a fanout (there is no previous stage)"
     return Finding(code, f"{message} (in '{field.context.replace('stage_', 'stage ')}')", field.path,
                    span=exc.span, replacement=replacement)
-
-
-_OPERATOR_SLIPS = (re.compile(r"use '(?P<good>[^']+)' instead of '(?P<bad>[^']+)'"),
-                   re.compile(r"'(?P<bad>=)' is not an operator; compare with '(?P<good>==)'"))
-
-
-def _operator_fix(message: str, covered: str) -> str | None:
-    """The operator a parse error's message says to write instead of the one it covers
-    (``and`` -> ``&&``, ``=`` -> ``==``), for a quick fix."""
-    for pattern in _OPERATOR_SLIPS:
-        found = pattern.search(message)
-        if found is not None and found["bad"] == covered:
-            return found["good"]
-    return None
 
 
 # -- member paths -------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 Each rule recognises one common slip (``=`` for ``==``, ``and`` for ``&&``, a method call, a
 ``${...}`` template inside an expression, ...) and says what to write instead, with the span of
-the offending characters. Anything unrecognised falls back to "unexpected X; expected Y".
+the offending characters; an operator slip also carries the operator to write as the error's
+``replacement``, for a quick fix. Anything unrecognised falls back to "unexpected X; expected Y".
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ def explain(source: str, exc: UnexpectedInput, seen: list[Token], open_brackets:
 def _bad_character(source: str, pos: int) -> ExprError:
     char = source[pos]
     if char == "=":
-        return ExprError("parse", "'=' is not an operator; compare with '=='", (pos, pos + 1))
+        return ExprError("parse", "'=' is not an operator; compare with '=='", (pos, pos + 1),
+                         replacement="==")
     if char in "\"'":
         return _bad_string(source, pos)
     if char == "$" and source.startswith("${", pos):
@@ -103,9 +105,13 @@ def _bad_token(source: str, token: Token, before: list[Token], open_brackets: li
     for rule in _TOKEN_RULES:
         found = rule(token, prev, prev2, open_brackets)
         if found is not None:
-            message, span = found
-            return ExprError("parse", message, span)
+            return _parse_error(*found)
     return ExprError("parse", f"unexpected {_show(token)}; expected {_expected(expected)}", _span(token))
+
+
+def _parse_error(message: str, span: Span, replacement: str | None = None) -> ExprError:
+    """A token rule's finding (its message, span and, for a slip, the text to write instead)."""
+    return ExprError("parse", message, span, replacement=replacement)
 
 
 def _span(token: Token) -> Span:
@@ -126,8 +132,8 @@ def _expected(expected: set[str]) -> str:
 def _word_operator(token, prev, prev2, brackets):
     for candidate in (token, prev):
         if candidate is not None and candidate.type == "NAME" and candidate.value in _WORD_OPERATORS:
-            return (f"use '{_WORD_OPERATORS[candidate.value]}' instead of '{candidate.value}'",
-                    _span(candidate))
+            good = _WORD_OPERATORS[candidate.value]
+            return f"use '{good}' instead of '{candidate.value}'", _span(candidate), good
     return None
 
 
