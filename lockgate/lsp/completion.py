@@ -128,11 +128,13 @@ def _keys(spec: Spec | None, ctx: CursorContext) -> list[Candidate]:
     for name, sub in S.properties(path).items():
         if name in ctx.present_keys or (allowed is not None and name not in allowed):
             continue
-        body = _KEY_SNIPPETS.get(name) or _key_body(name, sub)
+        body = _inline_key_body(name, sub) if ctx.inline else _KEY_SNIPPETS.get(name) or _key_body(name, sub)
         doc = S.description(sub) or ""
         out.append(Candidate(name, "property", body, replace, _short(doc), doc, snippet=True, sort="1"))
     if spec is not None and path[-1:] == ("with",) and _is_step_path(path[:-1]):
         out.extend(_with_keys(spec, ctx, replace))
+    if ctx.inline:  # the snippets below are block-style: they do not fit in a flow mapping
+        return out
     if _is_step_path(path) and not (ctx.present_keys & set(STEP_KINDS)):
         for kind, body in _SNIPPETS.items():
             text = body if "id" not in ctx.present_keys else body.split("\n", 1)[1]
@@ -194,6 +196,15 @@ def _key_body(name: str, sub: S.Schema) -> str:
         return f"{name}:\n  $0"
     if S.is_array(sub):
         return f"{name}:\n  - $0"
+    return f"{name}: $0"
+
+
+def _inline_key_body(name: str, sub: S.Schema) -> str:
+    """A key of a flow-style mapping, its value's brackets included when it takes a collection."""
+    if S.is_object(sub):
+        return f"{name}: {{$0}}"
+    if S.is_array(sub):
+        return f"{name}: [$0]"
     return f"{name}: $0"
 
 

@@ -4,13 +4,15 @@ string, and whether the cursor is inside a ``${`` reference or an expression.
 Completion runs on half-typed text, which often is not valid YAML, so the YAML path is found
 from the *indentation outline* of the current text rather than from the parser: each line's
 indent, list dash and ``key:``, with block-scalar bodies recognised and skipped. This is the
-block-style YAML people write specs in; flow collections are handled within one line.
+block-style YAML people write specs in; flow collections (``- {id: a, do: x}``,
+``gate: {on_approve: |}``, ``after: [a, |]``) are followed within one line.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
@@ -247,12 +249,13 @@ class CursorContext:
 
     ``path``: for ``key`` the mapping the key belongs to; for ``value`` the value's own path;
     for ``item`` a new list item (``- |``), the item's path; ``other`` is where nothing is
-    completed (a comment, a key inside a flow-style mapping). ``before`` is the string value's
+    completed (a comment, a collection used as a key, text after a flow collection). ``before`` is the string value's
     text before the cursor (decoded for plain and quoted scalars, block indentation removed).
     ``word_start`` is the column where the word under completion starts on the cursor line.
     ``ref`` is the text after an unclosed ``${`` before the cursor, or None. ``after`` is the
     rest of the cursor line in a value (what a completion may replace the end of the word in).
     ``item_index`` is the index of the entry at the cursor in a flow-style list (``[a, b|]``).
+    ``inline``: a key of a flow-style mapping (``{id: a, |}``), to be inserted on the line.
     """
 
     position: Position
@@ -265,6 +268,7 @@ class CursorContext:
     key_column: int = 0
     after: str = ""
     item_index: int | None = None
+    inline: bool = False
 
     @property
     def prefix(self) -> str:
@@ -341,8 +345,8 @@ def context_at(outline: Outline, pos: Position) -> CursorContext:
 
 def _partial_key(outline: Outline, line: Line, pos: Position, raw: str, col: int) -> CursorContext:
     start = line.key_col
-    if line.dash is not None and col > start and raw[start:start + 1] == "{":
-        return _in_flow_mapping(outline, line, pos, raw, col)
+    if line.dash is not None and col > start and raw[start:start + 1] in ("{", "["):
+        return _in_flow(pos, raw, col, outline.container_path(pos.line, start, line.dash), start)
     if line.dash is not None and col >= start:
         path = outline.container_path(pos.line, start, line.dash)
         return CursorContext(pos, path, "item", raw[start:col], start, key_column=start, after=raw[col:])
@@ -357,59 +361,114 @@ def _partial_key(outline: Outline, line: Line, pos: Position, raw: str, col: int
 def _in_value(outline: Outline, line: Line, pos: Position, raw: str, col: int) -> CursorContext:
     path = outline.key_path(pos.line)
     start = line.value_col if line.value_col is not None else col
-    text = raw[start:col]
-    flow_item = text.lstrip().startswith("[")
-    before = _decode_prefix(text)
-    if flow_item:
-        before = re.split(r"[\[,]", text)[-1].strip().strip("'\"")
+    if col > start and raw[start:start + 1] in ("{", "["):
+        return _in_flow(pos, raw, col, path, start)
+    before = _decode_prefix(raw[start:col])
     return CursorContext(
         pos, path, "value", before, col - len(_WORD.search(raw[:col]).group(0)),
         _open_ref(before), key_column=line.key_col, after=raw[col:],
-        item_index=text.count(",") if flow_item else None,
     )
 
 
-_FLOW_ENTRY = re.compile(r"\s*(?P<key>[^\s:'\"{}\[\],]+)\s*:(?:\s(?P<value>.*))?$", re.DOTALL)
+@dataclass(slots=True)
+class _Frame:
+    """One open flow collection while scanning a line: where its current entry starts, and
+    for a mapping the entry's key once its ``:`` is seen (with every key before it); for a
+    sequence the entry's index."""
+
+    mapping: bool
+    start: int
+    key: str | None = None
+    value: int | None = None
+    index: int = 0
+    keys: list[str | None] = field(default_factory=list)
 
 
-def _in_flow_mapping(outline: Outline, line: Line, pos: Position, raw: str, col: int) -> CursorContext:
-    """The cursor inside a flow-style list item ``- {id: a, do: "x ${input.|"}``: the value of
-    the entry it is in (nested collections and keys complete nothing: their snippets are
-    block-style)."""
-    item = outline.container_path(pos.line, line.key_col, line.dash)
-    entry_start = _flow_entry_start(raw, line.key_col + 1, col)
-    found = _FLOW_ENTRY.match(raw, entry_start, col) if entry_start is not None else None
-    if found is None or found["value"] is None:
-        return CursorContext(pos, item, "other")
-    before = _decode_prefix(found["value"].lstrip())
+def _scan_flow(raw: str, start: int, end: int, frames: list[_Frame]) -> bool:
+    """Follow the flow collections of ``raw[start:end]`` on ``frames`` (the collections open
+    at ``start``); False when the outermost one closes before ``end``."""
+    outermost = max(len(frames), 1)
+    for i in _unquoted(raw, start, end, flow=True):
+        ch = raw[i]
+        if ch in "{[":
+            frames.append(_Frame(ch == "{", i + 1))
+            continue
+        if not frames:  # text before the collection opens: nothing to follow yet
+            continue
+        top = frames[-1]
+        if ch in "}]":
+            frames.pop()
+            if len(frames) < outermost:
+                return False
+        elif ch == ",":
+            top.keys.append(top.key)
+            top.start, top.key, top.value, top.index = i + 1, None, None, top.index + 1
+        elif ch == ":" and top.mapping and top.key is None and raw[i + 1:i + 2] in ("", " ", "\t", ",", "}", "]"):
+            top.key, top.value = _unquote(raw[top.start:i].strip()), i + 1
+    return True
+
+
+def _in_flow(pos: Position, raw: str, col: int, base: YamlPath, opening: int) -> CursorContext:
+    """The cursor inside a one-line flow collection opened at column ``opening`` whose own
+    path is ``base`` (a flow-style list item ``- {id: a, |}`` or a value ``gate: {on_approve: |}``):
+    a key of the innermost mapping (with the keys already in it), an entry's value at its
+    path, or an entry of a sequence (the sequence's path and ``item_index``)."""
+    frames: list[_Frame] = []
+    if not _scan_flow(raw, opening, col, frames) or not frames:  # the cursor is after the collection
+        return CursorContext(pos, base, "other")
+    path: list[str | int] = list(base)
+    for frame in frames[:-1]:
+        part = frame.key if frame.mapping else frame.index
+        if part is None:  # a collection as a key
+            return CursorContext(pos, base, "other")
+        path.append(part)
+    top = frames[-1]
+    value_start = top.value if top.mapping else top.start
+    if value_start is None:
+        typed = raw[top.start:col].lstrip()
+        return CursorContext(
+            pos, tuple(path), "key", typed, col - len(typed), key_column=col - len(typed), after=raw[col:],
+            present_keys=frozenset(k for k in (*top.keys, *_later_keys(raw, col)) if k), inline=True,
+        )
+    if top.key is not None:  # an entry of a mapping (a sequence's entries have no key)
+        path.append(top.key)
+    before = _decode_prefix(raw[value_start:col].lstrip())
+    entry = raw[top.start:col]
+    key_column = top.start + len(entry) - len(entry.lstrip())
     return CursorContext(
-        pos, (*item, found["key"]), "value", before, col - len(_WORD.search(raw[:col]).group(0)),
-        _open_ref(before), key_column=found.start("key"), after=raw[col:],
+        pos, tuple(path), "value", before,
+        col - len(_WORD.search(raw[:col]).group(0)), _open_ref(before), key_column=key_column,
+        after=raw[col:], item_index=None if top.mapping else top.index,
     )
 
 
-def _flow_entry_start(raw: str, start: int, col: int) -> int | None:
-    """Where the entry holding ``col`` starts in the flow mapping opened before ``start``;
-    None when ``col`` is inside a nested collection."""
-    depth, quote, entry = 0, None, start
+def _later_keys(raw: str, col: int) -> list[str | None]:
+    """The keys of the entries after the one at ``col`` in the flow mapping it is in."""
+    mapping = _Frame(True, col)
+    _scan_flow(raw, col, len(raw), [mapping])
+    return [*mapping.keys[1:], mapping.key] if mapping.keys else []
+
+
+def _unquoted(raw: str, start: int, end: int, flow: bool = False) -> Iterator[int]:
+    """The columns of ``raw[start:end]`` outside quoted scalars. A quote opens one only where a
+    scalar starts: at ``start``, and in a flow collection (``flow``) after ``[``, ``{``, ``,``
+    or ``:`` and any spaces (``it's`` in a plain scalar is not a quote)."""
+    quote, opens = None, True
     i = start
-    while i < col:
+    while i < end:
         ch = raw[i]
         if quote is not None:
-            if ch == "\\" and quote == '"':
+            # an escape in double quotes, a doubled quote in single quotes: the next character is text
+            if (ch == "\\" and quote == '"') or (ch == quote == "'" and raw[i + 1:i + 2] == "'"):
                 i += 1
             elif ch == quote:
                 quote = None
-        elif ch in "'\"":
+        elif ch in "'\"" and opens:
             quote = ch
-        elif ch in "{[":
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            entry = i + 1
+        else:
+            yield i
+        opens = quote is None and ((opens and ch in " \t") or (flow and ch in "[{,:"))
         i += 1
-    return entry if depth == 0 else None
 
 
 def _comment_start(raw: str, line: Line | None) -> int | None:
@@ -419,19 +478,10 @@ def _comment_start(raw: str, line: Line | None) -> int | None:
         return len(raw) - len(stripped)
     if line is None or line.value_col is None:
         return None
-    value = raw[line.value_col:]
-    quote = value[:1] if value[:1] in ("'", '"') else None
-    i = 1 if quote else 0
-    while i < len(value):
-        ch = value[i]
-        if quote is not None:
-            if ch == "\\" and quote == '"':
-                i += 1
-            elif ch == quote:
-                quote = None
-        elif ch == "#" and (i == 0 or value[i - 1] in " \t"):
-            return line.value_col + i
-        i += 1
+    start = line.value_col
+    for i in _unquoted(raw, start, len(raw), flow=raw[start:start + 1] in ("[", "{")):
+        if raw[i] == "#" and (i == start or raw[i - 1] in " \t"):
+            return i
     return None
 
 
