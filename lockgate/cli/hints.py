@@ -61,6 +61,14 @@ def cancel_command(run_id: str, *, store: str | None = None) -> str:
     return command("cancel", run_id, store=store)
 
 
+def gate_commands(run_id: str, step_id: str, *, store: str | None = None) -> list[str]:
+    """The commands that decide gate ``step_id`` of run ``run_id``: approve, revise (with its
+    note to fill in) and reject."""
+    approve, revise, reject = (command("gate", verb, run_id, step_id, store=store)
+                               for verb in ("approve", "revise", "reject"))
+    return [approve, f"{revise} --note '...'", reject]
+
+
 def with_store(text: str, store: str | None) -> str:
     """A command the engine wrote (``lockgate gate approve R S --note "..."``) with ``--store``
     added when the user named one (the command then reaches the same store)."""

@@ -204,13 +204,10 @@ def _conclude(result: Any, options: Options) -> int:
     response = result.response
     if result.status == "await_gate":
         for gate in result.waiting_gates:
-            decide = [hints.command("gate", verb, result.run_id, gate["step_id"], store=options.store)
-                      for verb in ("approve", "revise", "reject")]
-            click.echo(f"run {result.run_id} waits at gate {gate['step_id']!r}; decide with:\n"
-                       f"  {decide[0]}\n"
-                       f"  {decide[1]} --note '...'\n"
-                       f"  {decide[2]}\n"
-                       f"then continue it with: {options.resume(result.run_id)}", err=True)
+            decide = hints.gate_commands(result.run_id, gate["step_id"], store=options.store)
+            click.echo("\n".join([f"run {result.run_id} waits at gate {gate['step_id']!r}; decide with:",
+                                  *(f"  {line}" for line in decide),
+                                  f"then continue it with: {options.resume(result.run_id)}"]), err=True)
     else:
         reason = response.get("message") or response.get("reason") or response.get("error_type")
         click.echo(f"run {result.run_id} {result.status}: {one_line(reason or '')}".rstrip(": "), err=True)

@@ -304,9 +304,9 @@ def _print_response(resp: dict[str, Any], fmt: str, engine: Any, store: str | No
         for line in note:
             click.echo(f"  {line}")
     elif status == "await_gate":
-        decide = hints.with_store(f"lockgate gate approve|revise|reject {rid} {resp['step_id']} "
-                                  f"--note \"...\"", named)
-        click.echo(f"run {rid}: gate {resp['step_id']} waits for a decision: {decide}")
+        click.echo(f"run {rid}: gate {resp['step_id']} waits for a decision; decide with:")
+        for line in hints.gate_commands(str(rid), resp["step_id"], store=named):
+            click.echo(f"  {line}")
     elif status == "complete":
         click.echo(f"run {rid}: complete\noutput: " + json.dumps(resp.get("output"), sort_keys=True))
     elif status == "error":

@@ -6,6 +6,7 @@ nobody defines is explained in command-line terms."""
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 import textwrap
 
@@ -67,6 +68,22 @@ def test_run_at_a_gate_prints_commands_with_its_own_options(project):
         f"  lockgate gate reject {rid} review --store runs.db",
         f"then continue it with: lockgate run --resume {rid} --agents agents.py --store runs.db",
     ]
+
+
+def test_a_steering_command_prints_the_decisions_run_prints_and_they_work_typed(project):
+    rid = at_gate("runs.db")
+    shown = invoke("resume", rid, "--store", "runs.db")
+    assert shown.exit_code == 0, shown.stderr
+    assert shown.stdout.splitlines() == [
+        f"run {rid}: gate review waits for a decision; decide with:",
+        f"  lockgate gate approve {rid} review --store runs.db",
+        f"  lockgate gate revise {rid} review --store runs.db --note '...'",
+        f"  lockgate gate reject {rid} review --store runs.db",
+    ]
+    revise = shlex.split(shown.stdout.splitlines()[2])
+    revised = invoke(*revise[1:])
+    assert revised.exit_code == 0, revised.stderr
+    assert revised.stdout.splitlines()[0] == f"run {rid}: 1 step(s) to execute: draft"
 
 
 def test_after_a_revise_the_resume_command_asks_for_the_agents_module(project):
