@@ -25,7 +25,9 @@ prompt = args[args.index("-p") + 1] if not args[args.index("-p") + 1].startswith
 log = {"argv": args, "cwd": os.getcwd(), "prompt": prompt, "pid": os.getpid()}
 schema = json.loads(args[args.index("--json-schema") + 1]) if "--json-schema" in args else None
 log["schema"] = schema
-json.dump(log, open(os.environ["FAKE_LOG"], "w"))
+with open(os.environ["FAKE_LOG"] + ".tmp", "w") as f:  # whole or absent: tests wait for the file
+    json.dump(log, f)
+os.replace(os.environ["FAKE_LOG"] + ".tmp", os.environ["FAKE_LOG"])
 mode = os.environ.get("FAKE_MODE", "structured")
 envelope = {"type": "result", "subtype": "success", "is_error": False, "duration_ms": 812,
             "num_turns": 2, "result": "", "session_id": "5f1c", "total_cost_usd": 0.0123,
@@ -57,8 +59,9 @@ prompt = sys.stdin.read()
 schema = None
 if "--output-schema" in args:
     schema = json.load(open(args[args.index("--output-schema") + 1]))
-json.dump({"argv": args, "cwd": os.getcwd(), "prompt": prompt, "schema": schema,
-           "pid": os.getpid()}, open(os.environ["FAKE_LOG"], "w"))
+with open(os.environ["FAKE_LOG"] + ".tmp", "w") as f:  # whole or absent: tests wait for the file
+    json.dump({"argv": args, "cwd": os.getcwd(), "prompt": prompt, "schema": schema, "pid": os.getpid()}, f)
+os.replace(os.environ["FAKE_LOG"] + ".tmp", os.environ["FAKE_LOG"])
 mode = os.environ.get("FAKE_MODE", "ok")
 out = os.environ.get("FAKE_OUTPUT", '{"title": "From Codex"}')
 def emit(event): print(json.dumps(event), flush=True)
