@@ -248,7 +248,7 @@ class _Mapper:
         self._add(Finding("LG204", message, path, at="key"))
 
     def _field_for_kind(self, step_path: YamlPath, key: str, kind: str) -> None:
-        homes = [k for k, allowed in _kind_fields().items() if key in allowed]
+        homes = [k for k, allowed in kind_fields().items() if key in allowed]
         if not homes:  # not a step key at all: the step's own additionalProperties reports it
             return
         where = " and ".join(homes)
@@ -318,11 +318,12 @@ def _resolve(node: dict[str, Any]) -> dict[str, Any]:
 
 
 @cache
-def _kind_fields() -> dict[str, frozenset[str]]:
-    """Step kind -> the keys it allows, read from the schema's per-kind definitions."""
+def kind_fields() -> dict[str, frozenset[str]]:
+    """Step kind -> the keys a step of that kind allows (``id``, ``after`` and ``when``
+    included), read from the schema's per-kind definitions: the one source for LG205 and
+    for the language server's step-key completion."""
     defs = spec_schema()["$defs"]
-    return {kind: frozenset(defs[name].get("properties", {})) - {"id", "after", "when"}
-            for name, kind in _KIND_DEFS.items()}
+    return {kind: frozenset(defs[name].get("properties", {})) for name, kind in _KIND_DEFS.items()}
 
 
 def _noun(schema_path: list[str]) -> str:

@@ -169,15 +169,15 @@ def _is_step_path(path: YamlPath) -> bool:
 
 
 def _step_keys(present: frozenset[str]) -> frozenset[str] | None:
-    """The keys a step whose construct is already written may still take, read from the
-    schema's per-kind definitions (``doStep``, ``evaluateStep``, ...) like the validator's
-    LG205; None when the step has no construct yet (or several: the diagnostics say which)."""
+    """The keys a step whose construct is already written may take: the validator's own
+    per-kind sets (LG205); None when the step has no construct yet (or several: the
+    diagnostics say which)."""
     kinds = [k for k in STEP_KINDS if k in present]
     if len(kinds) != 1:
         return None
-    from lockgate.dsl.schema import spec_schema
+    from lockgate.dsl.structure import kind_fields
 
-    return frozenset(spec_schema()["$defs"].get(f"{kinds[0]}Step", {}).get("properties", ()))
+    return kind_fields()[kinds[0]]
 
 
 def _item_keys(spec: Spec | None, ctx: CursorContext) -> list[Candidate]:
