@@ -103,8 +103,7 @@ def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | Non
         click.echo(f"error: {exc}", err=True)
         code = EXIT_FAILED
     except KeyboardInterrupt:  # before the event loop started: nothing was planned or changed
-        click.echo("interrupted before the run started" if spec else
-                   f"interrupted: run {resume_id} is left as it was", err=True)
+        _report_interrupted(None, resume_id, options)
         code = EXIT_INTERRUPTED
     if code == EXIT_INTERRUPTED:
         from .interrupt import exit_now
@@ -155,7 +154,7 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
         with _stdout_to_stderr():
             result = interrupt.run(main(), on_interrupt=runner.detach)
     except KeyboardInterrupt:
-        _report_detached(engine, runner.run_ids[-1] if runner.run_ids else None, options)
+        _report_interrupted(engine, runner.run_ids[-1] if runner.run_ids else resume_id, options)
         return EXIT_INTERRUPTED
     except DrivenElsewhere as elsewhere:
         click.echo(f"{elsewhere}: see `{hints.command('show', elsewhere.run_id, store=options.store)}`", err=True)
@@ -274,24 +273,32 @@ def _report_spec_error(spec: str | None, exc: Any) -> None:
     click.echo(f"error: {exc}", err=True)
 
 
-def _report_detached(engine: Any, run_id: str | None, options: Options) -> None:
-    """After Ctrl-C: what became of the run, and the commands to go on from there."""
+def _report_interrupted(engine: Any | None, run_id: str | None, options: Options) -> None:
+    """After Ctrl-C: what became of the run, and the commands to go on from there.
+
+    ``run_id`` None: no run was planned (a new one was interrupted before it started).
+    ``engine`` None: the command was interrupted before it drove the run, which is as it was."""
     if run_id is None:
         click.echo("interrupted before the run started", err=True)
         return
-    try:
-        status = engine.status(run_id).get("status")
-    except Exception:  # noqa: BLE001 - the store is unreadable: say what we know
-        status = None
+    status = _stored_status(engine, run_id) if engine is not None else None
     if status in ("complete", "error", "killed", "cancelled"):
         click.echo(f"interrupted: run {run_id} had already ended ({status}); see: "
                    f"{hints.command('show', run_id, store=options.store)}", err=True)
         return
-    click.echo(f"interrupted: run {run_id} is left as it was (its agent calls were stopped; "
-               f"nothing recorded is lost)\n"
+    stopped = " (its agent calls were stopped; nothing recorded is lost)" if engine is not None else ""
+    click.echo(f"interrupted: run {run_id} is left as it was{stopped}\n"
                f"  continue it with: {options.resume(run_id)}\n"
                f"  or cancel it for good: {hints.cancel_command(run_id, store=options.store)}",
                err=True)
+
+
+def _stored_status(engine: Any, run_id: str) -> str | None:
+    """Run ``run_id``'s status in the store; None when the store cannot be read."""
+    try:
+        return engine.status(run_id).get("status")
+    except Exception:  # noqa: BLE001 - the store is unreadable: say what we know
+        return None
 
 
 class Progress:

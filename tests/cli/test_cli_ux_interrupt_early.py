@@ -1,0 +1,91 @@
+"""Ctrl-C before ``lockgate run`` drives anything: a new run was not planned, so nothing is left
+behind; a resumed run is as it was, and the command says how to go on with it, as it does
+after a Ctrl-C in the middle of a run. The interrupt is raised where the command would meet it
+(reading the agents module, or the event loop before the run is driven), in process."""
+
+from __future__ import annotations
+
+import pytest
+from cli_support import gate_spec
+from click.testing import CliRunner
+
+from lockgate.cli import interrupt, main
+from lockgate.cli import run as run_module
+from lockgate.dsl.loader import load
+from lockgate.engine.engine import Engine
+from lockgate.engine.store import open_store
+
+SPEC = gate_spec(revise_to="draft")
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LOCKGATE_STORE", raising=False)
+    (tmp_path / "flow.stratum.yaml").write_text(SPEC)
+    (tmp_path / "agents.py").write_text("def writer(task):\n    return {'text': task.prompt}\n")
+    return tmp_path
+
+
+def planned(store: str) -> str:
+    """A run of SPEC planned in ``store`` and waiting for its first step."""
+    engine = Engine(store=open_store(store))
+    try:
+        return engine.plan(load(SPEC).spec, {"topic": "x"})["run_id"]
+    finally:
+        engine.close()
+
+
+def interrupt_loading_agents(monkeypatch) -> None:
+    def interrupted(module: str) -> dict:
+        raise KeyboardInterrupt
+    monkeypatch.setattr(run_module, "load_agents", interrupted)
+
+
+def interrupt_the_loop(monkeypatch) -> None:
+    """Ctrl-C as the event loop starts: the runner is detached, the run not driven."""
+    def interrupted(coro, on_interrupt):
+        coro.close()
+        on_interrupt()
+        raise KeyboardInterrupt
+    monkeypatch.setattr(interrupt, "run", interrupted)
+
+
+def lockgate(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+@pytest.mark.parametrize("where", [interrupt_loading_agents, interrupt_the_loop])
+def test_a_new_run_interrupted_before_it_started_leaves_nothing(project, monkeypatch, where):
+    where(monkeypatch)
+    result = lockgate("run", "flow.stratum.yaml", "--agents", "agents.py", "--input", "topic=x",
+                      "--store", "runs.db", "--no-prompt")
+    assert (result.exit_code, result.stderr) == (130, "interrupted before the run started\n")
+    assert result.stdout == ""
+
+
+def test_a_resume_interrupted_before_the_loop_says_how_to_go_on(project, monkeypatch):
+    rid = planned("runs.db")
+    interrupt_loading_agents(monkeypatch)
+    result = lockgate("run", "--resume", rid, "--agents", "agents.py", "--store", "runs.db")
+    assert result.exit_code == 130
+    assert result.stderr.splitlines() == [
+        f"interrupted: run {rid} is left as it was",
+        f"  continue it with: lockgate run --resume {rid} --agents agents.py --store runs.db",
+        f"  or cancel it for good: lockgate cancel {rid} --store runs.db",
+    ]
+
+
+def test_a_resume_interrupted_before_it_is_driven_is_not_said_to_be_unstarted(project, monkeypatch):
+    rid = planned("runs.db")
+    interrupt_the_loop(monkeypatch)
+    result = lockgate("run", "--resume", rid, "--agents", "agents.py", "--store", "runs.db")
+    assert result.exit_code == 130
+    assert result.stderr.splitlines() == [
+        f"interrupted: run {rid} is left as it was (its agent calls were stopped; nothing recorded is lost)",
+        f"  continue it with: lockgate run --resume {rid} --agents agents.py --store runs.db",
+        f"  or cancel it for good: lockgate cancel {rid} --store runs.db",
+    ]
+    engine = Engine(store=open_store("runs.db"))
+    assert engine.status(rid)["status"] == "execute_step"
+    engine.close()
