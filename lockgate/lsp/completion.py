@@ -504,15 +504,17 @@ _KINDS = {
     "field": lsp.CompletionItemKind.Field, "variable": lsp.CompletionItemKind.Variable,
     "function": lsp.CompletionItemKind.Function, "keyword": lsp.CompletionItemKind.Keyword,
 }
-_PLACEHOLDER = re.compile(r"\$\{\d+:((?:[^{}\\]|\\.)*)\}|\$\{\d+\}|\$\d+")
+# a placeholder whose default holds no other (those go first); ``{`` needs no escape in one
+_PLACEHOLDER = re.compile(r"\$\{\d+:((?:[^$}\\]|\\.)*)\}|\$\{\d+\}|\$\d+")
 
 
 def plain_text(snippet: str) -> str:
-    """A snippet's text without tab stops, for clients without snippet support."""
+    """A snippet's text without tab stops, for clients without snippet support: every
+    placeholder replaced by its default, innermost first, then the escapes undone."""
     previous = None
     while previous != snippet:
         previous, snippet = snippet, _PLACEHOLDER.sub(lambda m: m.group(1) or "", snippet)
-    return snippet.replace("\\$", "$").replace("\\}", "}")
+    return re.sub(r"\\([$}\\])", r"\1", snippet)
 
 
 def to_lsp(items: list[Candidate], analysis: Analysis, encoding: Encoding, snippets: bool,
@@ -523,9 +525,7 @@ def to_lsp(items: list[Candidate], analysis: Analysis, encoding: Encoding, snipp
     (``insert_replace``: the editor's insert mode then keeps the rest), else a plain TextEdit."""
     out = []
     for c in items:
-        if c.snippet and not snippets and c.kind == "snippet":
-            insert, fmt = plain_text(c.insert), lsp.InsertTextFormat.PlainText
-        elif c.snippet and snippets:
+        if c.snippet and snippets:
             insert, fmt = c.insert, lsp.InsertTextFormat.Snippet
         else:
             insert, fmt = plain_text(c.insert) if c.snippet else c.insert, lsp.InsertTextFormat.PlainText

@@ -1,8 +1,9 @@
 """pytest-lsp harness: the real server over stdio, driven with the capabilities of VS Code and
 of Neovim (0.11: pull diagnostics, UTF-8 positions).
 
-Starting a server costs about two seconds, so ``client`` (one server per editor) and
-``vscode`` are shared by the whole session: tests do not depend on a fresh server, and every
+Starting a server costs about two seconds, so ``client`` (one server per editor),
+``vscode`` and ``no_snippets`` (VS Code's capabilities without snippet support) are shared by
+the whole session: tests do not depend on a fresh server, and every
 document a test opened is closed after it (for push clients, waiting for the empty publish that
 closing sends, so no diagnostics of one test reach the next). Tests that change the server's
 settings use ``fresh_vscode``, a server of their own.
@@ -29,9 +30,11 @@ EDITORS = ["visual-studio-code", "neovim@v0.11.0"]
 _LIVE: list[LanguageClient] = []
 
 
-async def _start(client: LanguageClient, editor: str, root: Path | None = None) -> None:
+async def _start(client: LanguageClient, editor: str, root: Path | None = None,
+                 capabilities: lsp.ClientCapabilities | None = None) -> None:
+    capabilities = capabilities or client_capabilities(editor)
     result = await client.initialize_session(
-        lsp.InitializeParams(capabilities=client_capabilities(editor), root_uri=root.as_uri() if root else None)
+        lsp.InitializeParams(capabilities=capabilities, root_uri=root.as_uri() if root else None)
     )
     client.editor = editor
     client.encoding = encoding_of(result.capabilities.position_encoding)
@@ -55,6 +58,16 @@ async def client(lsp_client: LanguageClient, request):
 @pytest_lsp.fixture(config=SERVER, scope="session")
 async def vscode(lsp_client: LanguageClient):
     await _start(lsp_client, "visual-studio-code")
+    yield
+    await _stop(lsp_client)
+
+
+@pytest_lsp.fixture(config=SERVER, scope="session")
+async def no_snippets(lsp_client: LanguageClient):
+    """VS Code's capabilities without snippet support (completion must send plain text)."""
+    capabilities = client_capabilities("visual-studio-code")
+    capabilities.text_document.completion.completion_item.snippet_support = False
+    await _start(lsp_client, "visual-studio-code", capabilities=capabilities)
     yield
     await _stop(lsp_client)
 
