@@ -18,22 +18,19 @@ def read_inputs(pairs: tuple[str, ...], inputs_file: str | None,
                 declared: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The flow inputs: the --inputs file, then each --input KEY=VALUE over it.
 
-    VALUE is read by the type ``declared`` (the flow's ``input``) gives KEY, as the notebook's
-    ``%flow run`` reads it (:func:`lockgate.dsl.inputtext.input_from_text`): verbatim for a
-    string or enum input (``topic=42`` is ``"42"``), else as JSON when it parses."""
-    from ..dsl.inputtext import input_from_text
+    The pairs are read as the notebook's ``%flow run`` reads them
+    (:func:`lockgate.dsl.inputtext.inputs_from_pairs`): VALUE by the type ``declared`` (the
+    flow's ``input``) gives KEY, verbatim for a string or enum input (``topic=42`` is
+    ``"42"``), else as JSON when it parses."""
+    from ..dsl.inputtext import InputPairError, inputs_from_pairs
 
-    declared = declared or {}
     inputs: dict[str, Any] = {}
     if inputs_file:
         inputs.update(_read_inputs_file(Path(inputs_file)))
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise click.BadParameter(f"--input expects KEY=VALUE, got {pair!r}")
-        kind = declared.get(key)
-        inputs[key] = input_from_text(raw, kind if isinstance(kind, str) else None)
+    try:
+        inputs.update(inputs_from_pairs(pairs, declared))
+    except InputPairError as exc:
+        raise click.BadParameter(str(exc)) from None
     return inputs
 
 

@@ -19,17 +19,15 @@ def dispatch(shell: Any, args: argparse.Namespace) -> Any:
 
 
 def _run(shell, args):
-    from ..dsl.inputtext import input_from_text
+    from ..dsl.inputtext import InputPairError, inputs_from_pairs
     from .run_view import start_run
 
     spec = _flowspec(shell, args.name)
     inputs = dict(_mapping(shell, args.inputs, "--inputs") if args.inputs else {})
-    for item in args.input:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"%flow run: --input takes KEY=VALUE, got {item!r}")
-        declared = spec.spec.flows[spec.flow].input.get(key)  # as `lockgate run --input` reads it
-        inputs[key] = input_from_text(value, declared if isinstance(declared, str) else None)
+    try:  # read as `lockgate run --input` reads them
+        inputs.update(inputs_from_pairs(args.input, spec.spec.flows[spec.flow].input))
+    except InputPairError as exc:
+        raise UsageError(f"%flow run: {exc}") from None
     agents = _mapping(shell, args.agents, "--agents") if args.agents else None
     run = start_run(spec, inputs, agents=agents)  # refusals: LockgateErrors, shown as %flow run: ...
     if args.bind:

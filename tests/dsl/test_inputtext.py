@@ -2,7 +2,7 @@
 
 import pytest
 
-from lockgate.dsl.inputtext import input_from_text
+from lockgate.dsl.inputtext import InputPairError, input_from_text, inputs_from_pairs
 
 
 @pytest.mark.parametrize(("text", "declared", "value"), [
@@ -23,3 +23,30 @@ from lockgate.dsl.inputtext import input_from_text
 ])
 def test_text_is_read_by_the_declared_type(text, declared, value):
     assert input_from_text(text, declared) == value
+
+
+DECLARED = {"topic": "string", "count": "integer"}
+
+
+@pytest.mark.parametrize(("pairs", "inputs"), [
+    (["topic=42", "count=3"], {"topic": "42", "count": 3}),
+    ([" topic =x", "\tcount\t=3"], {"topic": "x", "count": 3}),
+    (["topic= two words ", "count= 3 "], {"topic": " two words ", "count": 3}),
+    (["topic=a=b", "count="], {"topic": "a=b", "count": ""}),
+    (["topic=first", "topic=second"], {"topic": "second"}),
+    (["extra=[1]"], {"extra": [1]}),
+])
+def test_pairs_trim_the_key_and_keep_the_value(pairs, inputs):
+    assert inputs_from_pairs(pairs, DECLARED) == inputs
+
+
+@pytest.mark.parametrize(("pair", "message"), [
+    ("topic", "--input expects KEY=VALUE, got 'topic'"),
+    ("", "--input expects KEY=VALUE, got ''"),
+    ("=x", "--input expects KEY=VALUE, got '=x' (the KEY is empty)"),
+    ("  =x", "--input expects KEY=VALUE, got '  =x' (the KEY is empty)"),
+])
+def test_a_text_that_is_not_a_pair_is_refused_by_name(pair, message):
+    with pytest.raises(InputPairError) as caught:
+        inputs_from_pairs(["topic=ok", pair], DECLARED)
+    assert str(caught.value) == message
