@@ -12,6 +12,7 @@ import asyncio
 import inspect
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..store.codec import json_encoder
@@ -27,6 +28,15 @@ class _CancelledByAgent(Exception):
     cancellation."""
 
 
+@dataclass(slots=True)
+class _Call:
+    """A call in flight: the run it serves, and whether :meth:`PythonAgent.cancel` cancelled it
+    (and has not had that taken back yet)."""
+
+    run_id: str
+    cancelled: bool = False
+
+
 class PythonAgent:
     """Wraps ``fn(task)``; sync functions run via ``asyncio.to_thread``."""
 
@@ -37,9 +47,8 @@ class PythonAgent:
         self.fn = fn
         self._is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
             getattr(fn, "__call__", None))
-        #: the tasks running a call -> whether cancel() cancelled it; and -> the call's run
-        self._calls: dict[asyncio.Task[Any], bool] = {}
-        self._runs: dict[asyncio.Task[Any], str] = {}
+        #: the tasks running a call -> that call
+        self._calls: dict[asyncio.Task[Any], _Call] = {}
 
     async def execute(self, task: Task) -> AgentResult:
         started = time.perf_counter()
@@ -71,21 +80,20 @@ class PythonAgent:
         current = asyncio.current_task()
         if current is None or current in self._calls:
             return await self._call(task)
-        self._calls[current] = False
-        self._runs[current] = task.run_id
+        call = self._calls[current] = _Call(task.run_id)
         try:
             return await self._call(task)
         except asyncio.CancelledError:
-            if self._calls[current]:
-                self._calls[current] = False
+            if call.cancelled:
+                call.cancelled = False
                 if current.uncancel() == 0:
                     raise _CancelledByAgent from None
             elif current.cancelling() == 0:
                 raise _CancelledByAgent from None
             raise
         finally:
-            self._runs.pop(current, None)
-            if self._calls.pop(current):  # cancel() reached the call, which ended another way
+            del self._calls[current]
+            if call.cancelled:  # cancel() reached the call, which ended another way
                 current.uncancel()
 
     async def _call(self, task: Task) -> Any:
@@ -99,10 +107,10 @@ class PythonAgent:
     async def cancel(self, run_id: str | None = None) -> None:
         """Cancel every call in flight, or only the calls of run ``run_id`` (a sync function's
         thread finishes on its own)."""
-        for call, cancelled in list(self._calls.items()):
-            if not cancelled and (run_id is None or self._runs.get(call) == run_id):
-                self._calls[call] = True
-                call.cancel()
+        for running, call in list(self._calls.items()):
+            if not call.cancelled and (run_id is None or call.run_id == run_id):
+                call.cancelled = True
+                running.cancel()
 
     def __repr__(self) -> str:
         return f"PythonAgent({self.name!r}, {getattr(self.fn, '__qualname__', self.fn)!r})"
