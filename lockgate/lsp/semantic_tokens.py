@@ -1,6 +1,9 @@
 """Semantic tokens for what TextMate cannot see: inside ``${...}`` references (step ids,
 bindings, fields) and inside expressions (bindings, members, builtins, operators, literals),
-plus contract names in ``out`` and in contract types."""
+plus contract names in ``out`` and in contract types.
+
+While the YAML is broken mid-edit the tokens come from the last analysis that parsed, kept on
+the lines that are unchanged since (see :func:`carried`), as the outline is."""
 
 from __future__ import annotations
 
@@ -12,9 +15,9 @@ from lockgate.dsl.diagnostics import Range
 from lockgate.dsl.refs import scan
 
 from . import fields as F
-from .documents import Analysis
+from .documents import Analysis, Text
 from .index import parse_expression
-from .positions import Encoding
+from .positions import Encoding, LineMap
 from .spans import span_ranges
 
 TOKEN_TYPES = ["namespace", "variable", "property", "function", "operator", "number", "string", "keyword", "type"]
@@ -33,6 +36,27 @@ def data(analysis: Analysis, encoding: Encoding) -> list[int]:
     """The encoded tokens of the whole document (cached per analysis and encoding: the integers
     take about a sixth of the memory of the :class:`Token` objects they come from)."""
     return analysis.memo(f"semantic_tokens:{encoding}", lambda a: encode(tokens(a), a, encoding))
+
+
+def carried(base: Analysis, now: Text, encoding: Encoding) -> list[int]:
+    """The encoded tokens of ``base`` (an analysis of an earlier text) on the lines of ``now``
+    that are unchanged since, moved by the lines inserted or removed above them; tokens on
+    changed lines are left out. An unchanged line has the same text, so its tokens' columns
+    hold in any encoding."""
+    lines = LineMap(base.doc.raw_lines, now.raw_lines)
+    old = data(base, encoding)
+    out: list[int] = []
+    line = char = prev_line = prev_char = 0
+    for i in range(0, len(old), 5):
+        delta_line, delta_char, length, kind, mods = old[i:i + 5]
+        line += delta_line
+        char = char + delta_char if delta_line == 0 else delta_char
+        new = lines.to_new(line)
+        if new is None:
+            continue
+        out += [new - prev_line, char - prev_char if new == prev_line else char, length, kind, mods]
+        prev_line, prev_char = new, char
+    return out
 
 
 def tokens(analysis: Analysis) -> list[Token]:

@@ -8,8 +8,9 @@ gets an empty answer, so a bug in one feature never takes the server down.
 Analyses run on a worker thread (see :class:`DocumentStore`), started by a debounce after each
 edit. Completion, hover and folding never wait for one: they answer from the current text and
 the last good analysis. Diagnostics, navigation, rename, symbols, semantic tokens, inlay hints
-and code actions need ranges exact for the current text, so they await its analysis. Semantic
-tokens, symbols and navigation, seconds of work on a large document, then run on a features
+and code actions need ranges exact for the current text, so they await its analysis (symbols
+and semantic tokens, while the YAML is broken mid-edit, then fall back to the last analysis
+that parsed, fitted to the current text). Semantic tokens, symbols and navigation, seconds of work on a large document, then run on a features
 thread (:meth:`LockgateServer.off_loop`), so the event loop keeps answering meanwhile.
 """
 
@@ -435,10 +436,14 @@ def _register_features(ls: LockgateServer) -> None:
     @ls.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, semantic_tokens.LEGEND)
     @guarded(lsp.SemanticTokens(data=[]))
     async def tokens_full(ls: LockgateServer, params: lsp.SemanticTokensParams):
-        analysis = await ls.analysis(params.text_document.uri)
-        if analysis is None:
+        uri = params.text_document.uri
+        analysis = await ls.documents.outline(uri)  # mid-edit: the last analysis that parsed
+        doc = ls.documents.doc(uri)
+        if analysis is None or doc is None or not analysis.parsed:
             return lsp.SemanticTokens(data=[])
-        return lsp.SemanticTokens(data=await ls.off_loop(semantic_tokens.data, analysis, ls.encoding))
+        if analysis.doc is doc:
+            return lsp.SemanticTokens(data=await ls.off_loop(semantic_tokens.data, analysis, ls.encoding))
+        return lsp.SemanticTokens(data=await ls.off_loop(semantic_tokens.carried, analysis, doc, ls.encoding))
 
     @ls.feature(lsp.TEXT_DOCUMENT_INLAY_HINT)
     @guarded([])

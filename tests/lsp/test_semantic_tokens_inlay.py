@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from lsp_harness import open_doc
+from lsp_harness import diagnostics, open_doc
 from lsprotocol import types as lsp
 
 from lockgate.lsp.semantic_tokens import TOKEN_TYPES
@@ -30,6 +30,24 @@ async def test_tokens(vscode, review_spec):
     found = {(lines[line][char:char + length], kind) for line, char, length, kind in decode(tokens.data)}
     assert {("implement", "namespace"), ("len", "function"), ("result", "variable"), ("tests_passed", "property"),
             ("==", "operator"), ("ticket", "property"), ("Patch", "type")} <= found
+
+
+async def test_tokens_stay_on_unchanged_lines_while_the_yaml_is_broken_mid_edit(client, review_spec):
+    uri = "file:///tmp/tokens-broken.stratum.yaml"
+    await open_doc(client, uri, review_spec)
+    params = lsp.SemanticTokensParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
+    before = list(decode((await client.text_document_semantic_tokens_full_async(params)).data))
+    old = '        do: "Review this change for correctness and risk: ${implement.output}"\n'
+    edited = review_spec.splitlines().index(old.rstrip("\n"))  # its tokens go; the lines after move down one
+    broken = review_spec.replace(old, '        do: "Review ${implement.output}"\n        after: [impl\n')
+    client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+        text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=broken)]))
+    assert any(d.code.startswith("LG10") for d in await diagnostics(client, uri))  # not YAML any more
+    after = list(decode((await client.text_document_semantic_tokens_full_async(params)).data))
+    moved = [(line + (line > edited), char, length, kind) for line, char, length, kind in before if line != edited]
+    assert after == moved and any(line > edited for line, *_ in after)
+    assert any(line < edited for line, *_ in after)
 
 
 async def test_inlay_hints_follow_settings(fresh_vscode, review_spec):
