@@ -24,7 +24,7 @@ export class CrashPolicy {
 
   constructor(
     private readonly maxRestarts = MAX_RESTARTS,
-    private readonly windowMs = RESTART_WINDOW_MS,
+    readonly windowMs = RESTART_WINDOW_MS,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -64,11 +64,16 @@ export function startFailureMessage(commandLine: string, stderr: string, error?:
   return `Lockgate: the language server exited while starting (${commandLine})${said}. ${FIX}`;
 }
 
+/** The restart window in words ("3 minutes"), for the log and the notification. */
+export function windowText(windowMs = RESTART_WINDOW_MS): string {
+  const minutes = Math.round(windowMs / 60_000);
+  return `${minutes} minute${minutes === 1 ? "" : "s"}`;
+}
+
 /** The notification when a running server kept crashing and is no longer restarted. */
 export function gaveUpMessage(crashes: number, stderr: string, windowMs = RESTART_WINDOW_MS): string {
-  const minutes = Math.round(windowMs / 60_000);
   const said = stderr ? ` Its last output: ${stderr}.` : "";
-  return `Lockgate: the language server stopped ${crashes} times in ${minutes} minutes and is not restarted again.${said} ` +
+  return `Lockgate: the language server stopped ${crashes} times in ${windowText(windowMs)} and is not restarted again.${said} ` +
     "Run 'Lockgate: Restart Server' to try again; the Lockgate output has the details.";
 }
 

@@ -15,7 +15,7 @@ import {
   type Middleware,
   type ServerOptions,
 } from "vscode-languageclient/node";
-import { CrashPolicy, gaveUpMessage, isReplacedClientMessage, OutputTail, startFailureMessage } from "./crashes";
+import { CrashPolicy, gaveUpMessage, isReplacedClientMessage, OutputTail, startFailureMessage, windowText } from "./crashes";
 import { describeInterpreter, resolveInterpreter, type Interpreter } from "./interpreter";
 import { installCommand, probe, problemMessage, pythonFor, type ProbeResult } from "./probe";
 import { activeInterpreter } from "./pythonExtension";
@@ -199,11 +199,12 @@ export class ServerController implements vscode.Disposable {
         const decision = health.policy.onEnded(health.running);
         if (!health.running) return { action: CloseAction.DoNotRestart, handled: true };
         const said = this.stderr.lastLines();
-        this.output.appendLine(`[lockgate] the server process ended (${decision.crashes} time(s) within 3 minutes)` +
+        const within = windowText(health.policy.windowMs);
+        this.output.appendLine(`[lockgate] the server process ended (${decision.crashes} time(s) within ${within})` +
           (decision.restart ? "; restarting it" : "; not restarting it again"));
         this.stderr.clear();
         if (decision.restart) return { action: CloseAction.Restart, handled: true };
-        const message = gaveUpMessage(decision.crashes, said);
+        const message = gaveUpMessage(decision.crashes, said, health.policy.windowMs);
         this.setState("failed", message);
         void this.offerRestart(message);
         return { action: CloseAction.DoNotRestart, handled: true };
