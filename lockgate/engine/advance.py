@@ -57,7 +57,7 @@ def advance(run: LiveRun) -> None:
         return
     if run.open.get("", 0) == 0:
         complete_root(run)
-    elif not run.outstanding and not run.waiting:
+    elif not run.outstanding and not run.waiting and not run.evaluating:
         stuck = [k for k in run.root.flow.order if run.steps[k].status not in TERMINAL]
         run.fail_run("no_runnable_steps", "no runnable steps remain", pending=stuck)
 
@@ -106,7 +106,7 @@ def _consider(run: LiveRun, loc: Located, st: StepState) -> None:
     elif kind == "run":
         subflows.start_subflow(run, loc, st)
     elif kind == "evaluate":
-        evaluate.run_evaluate(run, loc, st)
+        evaluate.start(run, loc, st)
 
 
 # -- do -------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import copy
 from typing import Any
 
 from ..errors import EngineError
+from . import evaluate
 from .advance import advance
 from .live import Env, LiveRun
 from .model import (
@@ -118,6 +119,8 @@ def revert(run: LiveRun, label: Any, env: Env) -> LiveRun:
     fresh.event("checkpoint_reverted", None, label=label, steps_restored=len(snapshot["steps"]))
     fresh.work.extend(k for k, st in restored.items() if st.status == PENDING and not st.dropped)
     if header.status == "running":
+        for key in list(fresh.evaluating):
+            evaluate.restart(fresh, key)
         for key, st in restored.items():
             if st.status == RUNNING and st.fan is not None:
                 fresh.work.append(key)

@@ -140,9 +140,6 @@ class CompiledSpec:
         self.digest = digest
         self.contracts = ContractSet.from_decls(spec.contracts)
         self.flows = {name: CFlow(spec, flow) for name, flow in spec.flows.items()}
-        #: whether a transition may run an evaluate command: a side effect the engine must not
-        #: take on a stale copy of the run (see Engine._transact)
-        self.runs_commands = any(step.kind == "evaluate" for flow in spec.flows.values() for step in flow.steps)
         self._contracts: dict[str, Any] = {}
         self._schemas: dict[str, dict[str, Any]] = {}
         self._inputs: dict[str, Any] = {}

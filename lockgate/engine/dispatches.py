@@ -101,6 +101,25 @@ def emit_outcome(emit: Emitter, run_id: str, entry: Mapping[str, Any], result: A
             "duration_ms": result.telemetry.duration_ms, **stage_data(entry)}, **common)
 
 
+def emit_evaluated(emit: Emitter, run_id: str, call: Mapping[str, Any], answer: Any,
+                   response: Mapping[str, Any]) -> None:
+    """The progress event for an evaluate command's ``answer`` (an
+    :class:`~lockgate.engine.evaluate.Evaluated`) once the engine settled it with ``response``:
+    the step failed (an evaluate step is never retried) or succeeded."""
+    step_id = call["step_id"]
+    common = {"step_id": step_id, "data": {"kind": "evaluate", "command": call["command"],
+                                           "duration_ms": round(answer.took_ms, 3)}}
+    if response.get("failed_step") == step_id:
+        failure = response.get("failure") or {}
+        emit("step_failed", run_id, violations=response.get("violations") or (), message=failure.get("reason"),
+             **common)
+    elif response.get("status") == "error" and response.get("step_id") == step_id:
+        emit("step_failed", run_id, violations=response.get("violations") or (), message=response.get("message"),
+             **common)
+    else:
+        emit("step_succeeded", run_id, **common)
+
+
 def _retried(response: Mapping[str, Any], step_id: str) -> bool:
     """Whether ``response`` issues ``step_id`` again after an ensure or schema failure."""
     return response.get("status") in ("ensure_failed", "schema_failed") \

@@ -29,10 +29,12 @@ from .dispatches import (
     DISPATCH_STATUSES,
     dispatch_entries,
     dispatch_task,
+    emit_evaluated,
     emit_outcome,
     stage_data,
     usage_of,
 )
+from .evaluate import NO_RUNNER, evaluate_async
 from .gatechannel import Decision, GateRequest
 from .progress import Emitter, ProgressEvent
 
@@ -40,6 +42,9 @@ if TYPE_CHECKING:
     from .runner import Runner
 
 TERMINAL = ("complete", "error", "killed", "cancelled")
+#: Seconds a drive waits for a store change at a time while another process runs the commands
+#: of the run's evaluate steps (bounded: a worker thread blocked in the store cannot be cancelled).
+ELSEWHERE_POLL_S = 1.0
 _WAKE: Any = {"status": "__wake__"}  # a gate was left waiting: re-check whether work remains
 CONFLICT_RETRIES = 5
 
@@ -82,11 +87,8 @@ ENDED_ELSEWHERE = frozenset({"run_cancelled", "run_finished"})
 class Drive:
     """The state of one run being driven: agent calls and gate questions in flight."""
 
-    def __init__(self, runner: Runner, response: dict[str, Any], *, evaluates: bool = True) -> None:
-        """``evaluates`` false: the run's flow has no evaluate step (its engine calls need no
-        evaluator bridge)."""
+    def __init__(self, runner: Runner, response: dict[str, Any]) -> None:
         self.runner = runner
-        self.evaluates = evaluates
         self.engine = runner.engine
         self.emit = Emitter(runner.on_event)
         self.watch_store = runner.on_event is not None
@@ -95,7 +97,7 @@ class Drive:
         if self.run_id:
             runner.run_ids.append(self.run_id)
         self.admission = Admission(runner.settings)
-        self.calls: dict[str, asyncio.Task[None]] = {}     # dispatch token -> agent call
+        self.calls: dict[str, asyncio.Task[None]] = {}     # dispatch token -> agent call or command
         self.asks: dict[str, asyncio.Task[None]] = {}      # gate token -> gate question
         self.unanswered: dict[str, dict[str, Any]] = {}    # gate token -> gate left waiting
         self.finished: set[str] = set()                     # tokens already reported
@@ -137,7 +139,10 @@ class Drive:
                 return self._finish(current)
             self._schedule(response, current)
             if not self.calls and not self.asks and self.inbox.empty():
-                return self._idle_end(current)
+                if not current.get("evaluating"):
+                    return self._idle_end(current)
+                response = await self._elsewhere(current)  # another process runs the commands
+                continue
             response = await self._next_response()
 
     def _absorb(self, response: dict[str, Any]) -> None:
@@ -156,6 +161,8 @@ class Drive:
         for answer in (response, current) if response is not current else (current,):
             if answer.get("status") in DISPATCH_STATUSES:
                 self._schedule_dispatches(answer)
+            if answer.get("evaluate"):
+                self._schedule_evaluations(answer["evaluate"])
         self._schedule_gates(current)
 
     def _idle_end(self, current: dict[str, Any]) -> RunResult:
@@ -267,6 +274,56 @@ class Drive:
         emit_outcome(self.emit, self.run_id, entry, result, response)
         return response
 
+    # --- evaluate commands ---------------------------------------------------------------------
+
+    def _schedule_evaluations(self, calls: list[dict[str, Any]]) -> None:
+        """Run the evaluate commands the engine left to this drive (a response's ``evaluate``),
+        each as a task beside the agent calls (not counted against their limits)."""
+        for call in calls:
+            token = call["token"]
+            if token not in self.calls and token not in self.finished:
+                self.calls[token] = asyncio.ensure_future(self._evaluation(call))
+
+    async def _evaluation(self, call: dict[str, Any]) -> None:
+        token = call["token"]
+        try:
+            answer = await self._answer(self._evaluate(call))
+        finally:
+            self.finished.add(token)
+            self.calls.pop(token, None)
+        self._deliver(answer)
+
+    async def _evaluate(self, call: dict[str, Any]) -> dict[str, Any] | None:
+        """Run one command, then settle its answer; None when the step was started again
+        elsewhere meanwhile (a resume: the new run of the command answers)."""
+        step_id = call["step_id"]
+        self.emit("step_started", self.run_id, step_id=step_id, message=call["command"],
+                  data={"kind": "evaluate"})
+        answer = await evaluate_async(self.engine.evaluator or _no_evaluator, call)
+        try:
+            response = await self._engine_call(self.engine.evaluated, self.run_id, step_id, call["token"], answer)
+        except StaleToken:
+            self.stale.append(step_id)
+            return None
+        except EngineError as exc:
+            if exc.error_type not in ENDED_ELSEWHERE:
+                raise
+            return await self._engine_call(self.engine.status, self.run_id)
+        emit_evaluated(self.emit, self.run_id, call, answer, response)
+        return response
+
+    async def _elsewhere(self, current: dict[str, Any]) -> dict[str, Any]:
+        """The run's response once it changed: only evaluate commands another process started
+        are running (``lockgate gate approve`` in another terminal runs the commands its
+        decision starts), and this drive waits for their answers through the store."""
+        store = self.engine.store
+        version = await asyncio.to_thread(store.current_version, self.run_id)
+        response = await self._engine_call(self.engine.status, self.run_id)
+        if response.get("evaluating") == current.get("evaluating") and response.get("status") == "evaluating":
+            await asyncio.to_thread(store.wait_for_change, self.run_id, version, ELSEWHERE_POLL_S)
+            response = await self._engine_call(self.engine.status, self.run_id)
+        return response
+
     # --- gates ---------------------------------------------------------------------------------
 
     def _schedule_gates(self, response: dict[str, Any]) -> None:
@@ -345,8 +402,7 @@ class Drive:
         it needs is asked on the loop, as a running agent call about step ``judging``."""
         async def attempt() -> Any:
             return await self.runner.transition(lambda: method(*args, **kwargs), run_id=self.run_id,
-                                                step_id=judging, cwd=cwd, admission=self.admission,
-                                                evaluates=self.evaluates)
+                                                step_id=judging, cwd=cwd, admission=self.admission)
 
         for _ in range(CONFLICT_RETRIES):
             try:
@@ -446,3 +502,7 @@ def retry_conflicts(call: Callable[[], Any]) -> Any:
         except ConcurrencyConflict:
             continue
     return call()
+
+
+def _no_evaluator(*args: Any) -> Any:
+    raise RunnerError(NO_RUNNER)

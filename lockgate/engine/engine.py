@@ -14,6 +14,8 @@ import inspect
 import re
 import uuid
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +28,13 @@ from ..errors import (
     SpecError,
     UnstorableValue,
 )
-from . import checkpoints
+from . import checkpoints, evaluate
 from .advance import advance
 from .carry import materialise
 from .compiled import CompiledSpec, compiled
-from .evaluate import Evaluator, replays_share_answers, run_command
+from .evaluate import Evaluated, Evaluator, run_command
 from .gates import gate_resolve as _gate_resolve
-from .live import Env, LiveRun
+from .live import Env, LiveRun, Report
 from .model import (
     RUN_CANCELLED,
     RUN_RUNNING,
@@ -60,6 +62,12 @@ class Engine:
     agent with ``async execute(task)``, or a sync/async callable taking the dispatch dict);
     ``evaluator`` runs ``evaluate`` steps (see :mod:`lockgate.engine.evaluate`): by default
     ``/bin/sh -c`` in the workspace, None for none (evaluate steps then fail).
+
+    The engine runs an evaluate command itself, outside any transaction, before the call that
+    started it returns (unless the call is made in an :func:`lockgate.engine.evaluate.deferred`
+    block, as the runner does). ``around_commands`` is a context manager factory entered around
+    each such command: a server that serialises engine calls under a lock releases it there, so
+    that other calls go on while a command runs.
     """
 
     def __init__(self, store: Any = None, workspace: str | Path | None = None,
@@ -74,6 +82,7 @@ class Engine:
         self.judge = judge
         self.dispatcher = dispatcher
         self.evaluator = evaluator
+        self.around_commands: Callable[[], AbstractContextManager[Any]] = nullcontext
         self._live: dict[str, LiveRun] = {}
 
     # -- protocol ---------------------------------------------------------------------------------
@@ -99,7 +108,7 @@ class Engine:
         records[SPEC_KEY] = {"key": SPEC_KEY, "data": data, "inputs": inputs}
         run.version = self.store.create_run(header.id, header.to_dict(), records, list(run.events))
         self._live[header.id] = run
-        return self._drive(header.id, {**response(run, everything=True), "digest": cspec.digest})
+        return {**self._drive(header.id, response(run, everything=True), everything=True), "digest": cspec.digest}
 
     def step_done(self, run_id: str, step_id: str, result: Any, token: str | None, failure: Any = None,
                   usage: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -112,6 +121,12 @@ class Engine:
         """Approve, revise or kill (``reject``) a waiting gate, fenced by its gate token."""
         out = self._transact(run_id, lambda run: _settled(_gate_resolve, run, step_id, outcome, rationale,
                                                           resolved_by, token))
+        return self._drive(run_id, out)
+
+    def evaluated(self, run_id: str, step_id: str, token: str | None, answer: Evaluated) -> dict[str, Any]:
+        """Settle the ``answer`` of an evaluate command a caller ran for the ``evaluate`` entry of
+        a response (see :func:`lockgate.engine.evaluate.deferred`), fenced by the entry's token."""
+        out = self._transact(run_id, lambda run: _settled(evaluate.settle, run, step_id, token, answer))
         return self._drive(run_id, out)
 
     def resolve_waiting_gate(self, run_id: str, step_id: str, outcome: str, rationale: str = "",
@@ -140,13 +155,14 @@ class Engine:
             if run.header.status != RUN_RUNNING:
                 return
             burned = []
-            for key in [*run.outstanding, *run.waiting]:
+            for key in [*run.outstanding, *run.waiting, *run.evaluating]:
                 st = run.steps[key]
                 st.token = None
                 run.touch(st)
                 burned.append(key)
             run.outstanding.clear()
             run.waiting.clear()
+            run.evaluating.clear()
             run.header.status = RUN_CANCELLED
             run.header.cancel_requested = True
             run.header.finished_at = now()
@@ -160,19 +176,23 @@ class Engine:
 
     def resume(self, run_id: str) -> dict[str, Any]:
         """Rehydrate a run from the store (verifying its spec digest) and describe all its
-        outstanding work, with the same tokens as before."""
+        outstanding work, with the same tokens as before; an evaluate command found running
+        (its process stopped or died) is started again under a new token."""
         self._live.pop(run_id, None)
         run = self._get(run_id)
         if run.header.status == RUN_CANCELLED:
             raise EngineError(f"run {run_id} is cancelled", error_type="run_cancelled", run_id=run_id)
 
         def apply(live: LiveRun) -> None:
-            live.event("resumed", None, outstanding=list(live.outstanding), waiting=list(live.waiting))
+            live.event("resumed", None, outstanding=list(live.outstanding), waiting=list(live.waiting),
+                       **({"evaluating": list(live.evaluating)} if live.evaluating else {}))
+            for key in list(live.evaluating):
+                evaluate.restart(live, key)
             live.work.extend(k for k, st in live.steps.items() if st.status == "pending" and not st.dropped)
             advance(live)
 
         out = self._transact(run_id, apply, everything=True)
-        return self._drive(run_id, {**out, "digest": run.header.digest})
+        return {**self._drive(run_id, out, everything=True), "digest": run.header.digest}
 
     def commit(self, run_id: str, label: str) -> dict[str, Any]:
         """Save a named checkpoint of the run's state (not its spend)."""
@@ -183,7 +203,7 @@ class Engine:
     def revert(self, run_id: str, label: str) -> dict[str, Any]:
         """Restore a checkpoint (re-minting tokens) and re-advance; revives finished runs."""
         for _ in range(MAX_REPLAYS):
-            run = self._acting_on(run_id)
+            run = self._get(run_id)
             run.begin()
             try:
                 fresh = checkpoints.revert(run, label, self._env())
@@ -198,7 +218,8 @@ class Engine:
                 self._live.pop(run_id, None)
                 continue
             self._live[run_id] = fresh
-            return self._drive(run_id, {**response(fresh, everything=True), "reverted_to": label.strip()})
+            out = self._drive(run_id, response(fresh, everything=True), everything=True)
+            return {**out, "reverted_to": label.strip()}
         raise ConcurrencyConflict(f"run {run_id} kept changing under revert", run_id=run_id)
 
     # -- reading ----------------------------------------------------------------------------------
@@ -267,25 +288,11 @@ class Engine:
         self._live[run_id] = run
         return run
 
-    def _acting_on(self, run_id: str) -> LiveRun:
-        """The run a transaction acts on: the cached copy, checked to be current first when the
-        spec runs commands (a command must not act on a stale copy); a run not cached is loaded
-        once."""
-        cached = self._live.get(run_id)
-        return self._get(run_id, fresh=cached is not None and cached.cspec.runs_commands)
-
     def _transact(self, run_id: str, apply: Callable[[LiveRun], Any], everything: bool = False) -> dict[str, Any]:
-        cached = self._live.get(run_id)
-        if cached is not None and not cached.cspec.runs_commands:
-            return self._replayed(run_id, apply, everything)
-        with replays_share_answers():  # a replay reuses what an evaluate command answered
-            return self._replayed(run_id, apply, everything)
-
-    def _replayed(self, run_id: str, apply: Callable[[LiveRun], Any], everything: bool) -> dict[str, Any]:
         """``apply`` to the run and save it as one transaction, replayed on the stored state when
         another writer got there first."""
         for _ in range(MAX_REPLAYS):
-            run = self._acting_on(run_id)
+            run = self._get(run_id)
             run.begin()
             try:
                 apply(run)
@@ -333,9 +340,12 @@ class Engine:
                 pass  # nothing to record: the refusal stands alone
             raise refused from None
 
-    def _drive(self, run_id: str, out: dict[str, Any]) -> dict[str, Any]:
-        """With a dispatcher, execute outstanding engine-dispatch fanout items (a batch at a
-        time, concurrently), settling each result as its own transaction."""
+    def _drive(self, run_id: str, out: dict[str, Any], everything: bool = False) -> dict[str, Any]:
+        """Finish the work the call's transaction started that the engine does itself: evaluate
+        commands (:meth:`_evaluations`) and, with a dispatcher, outstanding engine-dispatch
+        fanout items (a batch at a time, concurrently), settling each result as its own
+        transaction."""
+        out = self._evaluations(run_id, out, everything)
         if self.dispatcher is None:
             return out
         while True:
@@ -349,15 +359,62 @@ class Engine:
             results = _run_batch(self.dispatcher, run_id, entries)
             for entry, (output, failure, usage) in zip(entries, results):
                 try:
-                    out = self._report(run_id, entry["step_id"], output, entry["token"], failure, usage)
+                    out = self._evaluations(run_id, self._report(run_id, entry["step_id"], output, entry["token"],
+                                                                 failure, usage))
                 except EngineError:
                     continue
 
+    def _evaluations(self, run_id: str, out: dict[str, Any], everything: bool = False) -> dict[str, Any]:
+        """Run the evaluate commands ``out``'s call started, each once the transaction that
+        started it has committed and outside any, and settle each in a transaction of its own
+        (which may start more) until none is left; the answer reports what the whole chain did
+        (every dispatch it issued, its last failure). A call made in a deferred block leaves them
+        to its caller (unless a dispatcher drives the call: it needs this engine's answers)."""
+        if not out.get("evaluate") or (evaluate.is_deferred() and self.dispatcher is None):
+            return out
+        queue, started = list(out["evaluate"]), set()
+        while queue:
+            call = queue.pop(0)
+            if call["token"] in started:
+                continue
+            started.add(call["token"])
+            so_far = self._live[run_id].report()
+            answer = self._command(call)
+            settle = _reporting(so_far, evaluate.settle)
+            try:
+                out = self._transact(run_id, partial(_settled, settle, key=call["step_id"], token=call["token"],
+                                                     answer=answer), everything)
+            except EngineError as refused:  # cancelled, or resumed elsewhere, meanwhile
+                if refused.error_type not in ("stale_token", "run_cancelled", "run_finished"):
+                    raise
+                return self.status(run_id)
+            queue.extend(out.get("evaluate") or ())
+        out.pop("evaluate", None)
+        return out
 
-def _settled(transition: Callable[..., None], run: LiveRun, *args: Any) -> None:
+    def _command(self, call: dict[str, Any]) -> Evaluated:
+        """The answer of one evaluate command, run here (outside any transaction)."""
+        with self.around_commands():
+            return evaluate.evaluate_now(self.evaluator or _no_evaluator, call)
+
+
+def _settled(transition: Callable[..., None], run: LiveRun, *args: Any, **kwargs: Any) -> None:
     """Apply a transition, then advance whatever it released."""
-    transition(run, *args)
+    transition(run, *args, **kwargs)
     advance(run)
+
+
+def _reporting(so_far: Report, transition: Callable[..., None]) -> Callable[..., None]:
+    """``transition``, answering also for what the earlier transactions of its call reported."""
+    def apply(run: LiveRun, *args: Any, **kwargs: Any) -> None:
+        run.report_also(so_far)
+        transition(run, *args, **kwargs)
+
+    return apply
+
+
+def _no_evaluator(*args: Any) -> Any:
+    raise EngineError(evaluate.NO_RUNNER, error_type="no_evaluator")
 
 
 def load_live(store: Any, run_id: str, env: Env) -> LiveRun:

@@ -1,12 +1,11 @@
 """``evaluate`` steps: the engine runs an external checker itself (reference §1.7, §6.11).
 
-The step runs synchronously inside ``advance``, with no intermediate persisted state: render
-``in`` (recursively, like ``with``: a full reference keeps its JSON type; no ``in`` is ``null``),
-call the run's evaluator, check its result against the fixed evaluator-result contract
-``{status: closed|open|failed, children: any[], reason: string, score?: number, route?:
-claude|codex}`` (``closed`` has no children, ``open`` at least one), then against ``out``. The
-result is the step's output. Every failure is forced exhausted: no retry, and an evaluate step
-has no ``on_fail`` (the validator refuses one), so it fails its scope.
+Render ``in`` (recursively, like ``with``: a full reference keeps its JSON type; no ``in`` is
+``null``), run the command through the run's evaluator, check its result against the fixed
+evaluator-result contract ``{status: closed|open|failed, children: any[], reason: string,
+score?: number, route?: claude|codex}`` (``closed`` has no children, ``open`` at least one), then
+against ``out``. The result is the step's output. Every failure is forced exhausted: no retry,
+and an evaluate step has no ``on_fail`` (the validator refuses one), so it fails its scope.
 
 **The evaluator** is pluggable: ``Engine(evaluator=...)`` takes a callable (sync or async)
 ``evaluator(command, input_value, timeout_ms, workspace)`` that returns the envelope
@@ -14,15 +13,18 @@ has no ``on_fail`` (the validator refuses one), so it fails its scope.
 "reason": str}``. The default is :func:`run_command`; ``evaluator=None`` configures none, and
 every evaluate step then fails with "evaluate: no evaluate runner configured".
 
-Because the command runs inside the engine transaction, a transaction replayed after a
-concurrent write runs it again: evaluate commands should be checks without side effects.
-
-**Under the runner** the engine's evaluator is an :class:`EvaluatorBridge`: the command is not run
-inside the transition (which runs on the runner's event loop and would block it, and every other
-run and agent call on it, for up to ``timeout_ms``) but awaited on the loop like an agent call
-(:func:`evaluate_async`), the transition being abandoned unsaved and replayed with the result
-(:func:`lockgate.engine.judge.settle`, the judge's machinery). Cancelling the run kills the
-command's process group.
+**Never inside a transaction.** The reference runs the step with no intermediate persisted
+state; Lockgate persists one, so that nothing reported is lost to a crash. The transition that
+reaches the step renders its input and marks it ``running`` under a fresh token
+(:func:`start`) and commits; the command then runs outside any transaction, and its answer is
+settled in a transaction of its own (:func:`settle`, fenced by the token like a step's result),
+which may start more. A process killed while a command runs loses nothing that was reported:
+``resume`` starts the command again under a new token (:func:`restart`), so evaluate commands
+should be checks without side effects. Who runs the command: the :class:`~lockgate.engine.Engine`
+itself, before its call returns, by default (a server serialising engine calls leaves its lock
+meanwhile, see ``Engine.around_commands``); the caller, when the call is made in a
+:func:`deferred` block: the runner awaits the command on its loop like an agent call, so other
+calls and runs go on, and cancelling the run kills the command's process group.
 """
 
 from __future__ import annotations
@@ -41,12 +43,12 @@ from typing import Any
 from ..dsl.contracts import ContractSet
 from ..dsl.refs import render_value
 from ..dsl.values import UNDEFINED
-from ..errors import EngineError, RefError, UnstorableValue
+from ..errors import EngineError, RefError, StaleToken, UnstorableValue
 from .advance import fail_attempt, output_source_failure, resolver, succeed
 from .ensures import call_sync, contract_violations
-from .judge import AnswerNeeded, SettlePass, call_async, settling
+from .judge import call_async
 from .live import LiveRun, Located
-from .model import StepState, now
+from .model import RUN_CANCELLED, RUN_RUNNING, RUNNING, StepState, now
 
 Evaluator = Callable[[str, Any, int, "Path | None"], Any]
 
@@ -73,11 +75,6 @@ def _result_contract() -> Any:
     """The evaluator-result contract, built on first use (its type parser is not needed to
     import the engine)."""
     return ContractSet.from_decls({RESULT_CONTRACT: _RESULT_FIELDS})[RESULT_CONTRACT]
-
-
-#: Evaluate commands one engine call awaits off its transition (each costs a replay of it); any
-#: more in the same call run in place, blocking, as without a runner.
-MAX_AWAITED = 64
 
 
 # -- the default runner -------------------------------------------------------------------------
@@ -167,63 +164,18 @@ def storable(value: Any) -> tuple[Any, str | None]:
 
 # -- the step -----------------------------------------------------------------------------------
 
-#: What the evaluator answered so far in this engine call, by step, epoch, command and input: a
-#: transition replayed after another process wrote the run reuses the answer instead of running
-#: the command again (every replay ran it, so a run other processes kept writing could starve
-#: its evaluate step, and the result that released it was never saved).
-_ANSWERED: ContextVar[dict[str, tuple[Any, Exception | None, float]] | None] = ContextVar(
-    "lockgate_evaluate_answered", default=None)
 
-
-@contextmanager
-def replays_share_answers() -> Iterator[None]:
-    """Within the block (one engine call and its replays), each evaluate command runs once."""
-    if _ANSWERED.get() is not None:
-        yield
-        return
-    token = _ANSWERED.set({})
-    try:
-        yield
-    finally:
-        _ANSWERED.reset(token)
-
-
-def _answer(run: LiveRun, st: StepState, evaluator: Evaluator, command: str, value: Any,
-            timeout_ms: int) -> tuple[Any, Exception | None, float]:
-    """(the evaluator's envelope, the Exception it raised instead, milliseconds it took)."""
-    answered = _ANSWERED.get()
-    key = json.dumps([st.key, st.epoch, command, value, timeout_ms], sort_keys=True, default=repr)
-    if answered is not None and key in answered:
-        return answered[key]
-    call = Evaluation(st.key, replayable=not run.irreversible)
-    current = _EVALUATING.set(call)
-    started = time.perf_counter()
-    try:
-        envelope, error = call_sync(evaluator, command, value, timeout_ms, run.workspace()), None
-    except Exception as exc:  # noqa: BLE001 - the step fails with it (see run_evaluate)
-        envelope, error = None, exc
-    finally:
-        _EVALUATING.reset(current)
-    answer = (envelope, error, call.took(started))
-    if answered is not None:
-        answered[key] = answer
-    return answer
-
-
-def run_evaluate(run: LiveRun, loc: Located, st: StepState) -> None:
-    """Run one evaluate step to success or to a forced failure."""
-    scope, cstep = loc.scope, loc.cstep
-    spec = cstep.step.evaluate
+def start(run: LiveRun, loc: Located, st: StepState) -> None:
+    """Start an evaluate step the run reached: render ``in`` and mark the step running under a
+    fresh token (its command runs once this transaction has committed), or fail it now."""
+    spec = loc.cstep.step.evaluate
     assert spec is not None and spec.command is not None and spec.timeout_ms is not None
     st.started_at = now()
-    evaluator = run.env.evaluator
-    if evaluator is None:
+    if run.env.evaluator is None:
         _fail(run, loc, st, NO_RUNNER)
         return
     try:
-        # a copy: the rendered value shares the run's live outputs and inputs, which an
-        # evaluator changing its argument must not reach
-        value = None if spec.in_ is None else copy.deepcopy(render_value(spec.in_, resolver(run, scope)))
+        value = None if spec.in_ is None else render_value(spec.in_, resolver(run, loc.scope))
     except RefError as exc:
         _fail(run, loc, st, f"evaluate: input render failed: {exc.message}")
         return
@@ -233,24 +185,148 @@ def run_evaluate(run: LiveRun, loc: Located, st: StepState) -> None:
         raise EngineError(f"evaluate step {st.key} runs its command in the run's workspace {workspace}, which "
                           "does not exist here; continue the run where it does", error_type="workspace_missing",
                           run_id=run.header.id, step_id=st.key, workspace=str(workspace))
-    envelope, error, took = _answer(run, st, evaluator, spec.command, value, spec.timeout_ms)
-    if error is not None:  # an evaluator is foreign code: its failure is the step's
-        _event(run, st, spec.command, took, "threw")
-        _fail(run, loc, st, f"evaluate: runner threw: {_clean(str(error) or type(error).__name__)}")
+    st.command_input = value
+    _issue(run, st, restarted=False)
+
+
+def restart(run: LiveRun, key: str) -> None:
+    """Issue a running evaluate step again under a fresh token (``resume``, ``revert``): its
+    command runs again, and an answer from the process that started it before is refused."""
+    _issue(run, run.steps[key], restarted=True)
+
+
+def _issue(run: LiveRun, st: StepState, *, restarted: bool) -> None:
+    run.issue(st, RUNNING)
+    run.evaluating[st.key] = None
+    run.event("evaluate_started", st.key, restarted=restarted)
+
+
+def call_entry(run: LiveRun, key: str) -> dict[str, Any]:
+    """Everything needed to run the command of running evaluate step ``key`` and report its
+    answer: ``{step_id, token, command, input, timeout_ms, workspace, started_at}``."""
+    st = run.steps[key]
+    spec = run.locate(key).cstep.step.evaluate
+    assert spec is not None
+    return {"step_id": key, "token": st.token, "command": spec.command, "input": st.command_input,
+            "timeout_ms": spec.timeout_ms, "workspace": run.header.workspace, "started_at": st.issued_at}
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    """What an evaluator answered (``envelope``) or raised (``error``), and in how long."""
+
+    envelope: Any
+    error: Exception | None
+    took_ms: float
+
+
+def _arguments(call: Mapping[str, Any]) -> tuple[str, Any, int, Path | None]:
+    """The evaluator's arguments for ``call``; the input is a copy, so an evaluator that changes
+    its argument reaches nothing of the run."""
+    workspace = call.get("workspace")
+    return (call["command"], copy.deepcopy(call["input"]), call["timeout_ms"],
+            Path(workspace) if workspace else None)
+
+
+def evaluate_now(evaluator: Evaluator, call: Mapping[str, Any]) -> Evaluated:
+    """Run ``evaluator`` for ``call`` (an entry of :func:`call_entry`) in this thread, blocking."""
+    started = time.perf_counter()
+    try:
+        envelope, error = call_sync(evaluator, *_arguments(call)), None
+    except Exception as exc:  # noqa: BLE001 - the step fails with it (see settle)
+        envelope, error = None, exc
+    return Evaluated(envelope, error, (time.perf_counter() - started) * 1000)
+
+
+async def evaluate_async(evaluator: Evaluator, call: Mapping[str, Any]) -> Evaluated:
+    """Run ``evaluator`` for ``call`` on the running loop without blocking it: the built-in
+    :func:`run_command` as a subprocess awaited here, an async evaluator awaited (cancelled with
+    the run, see :func:`lockgate.engine.judge.call_async`), a sync one in a worker thread.
+    Cancelling this kills the built-in runner's process group."""
+    args = _arguments(call)
+    started = time.perf_counter()
+    try:
+        if evaluator is run_command:
+            envelope, error = await run_command_async(*args), None
+        else:
+            envelope, error = await call_async(evaluator, *args), None
+    except Exception as exc:  # noqa: BLE001 - the step fails with it (see settle)
+        envelope, error = None, exc
+    return Evaluated(envelope, error, (time.perf_counter() - started) * 1000)
+
+
+def settle(run: LiveRun, key: Any, token: Any, answer: Evaluated) -> None:
+    """Settle running evaluate step ``key`` with its command's ``answer``: success, or a forced
+    failure. Refused, changing nothing, when the run ended or the step no longer runs under
+    ``token`` (cancelled, reset, or started again by a resume)."""
+    st = _running(run, key, token)
+    loc = run.locate(st.key)
+    spec = loc.cstep.step.evaluate
+    assert spec is not None and spec.command is not None
+    command = spec.command
+    if answer.error is not None:  # an evaluator is foreign code: its failure is the step's
+        _event(run, st, command, answer.took_ms, "threw")
+        _fail(run, loc, st, f"evaluate: runner threw: {_clean(str(answer.error) or type(answer.error).__name__)}")
         return
-    result, problem, outcome = _opened(envelope)
-    _event(run, st, spec.command, took, outcome)
+    result, problem, outcome = _opened(answer.envelope)
+    _event(run, st, command, answer.took_ms, outcome)
     if problem is not None:
         _fail(run, loc, st, problem)
         return
-    failure = checked(run, cstep.step.out, result)
+    failure = checked(run, loc.cstep.step.out, result)
     if failure is None:
-        failure = output_source_failure(run, scope, cstep, result)
+        failure = output_source_failure(run, loc.scope, loc.cstep, result)
     if failure is not None:
         fail_attempt(run, loc, st, failure, output=result, forced=True)
         return
     st.attempts.append({"attempt": len(st.attempts) + 1, "at": now(), "result": result})
     succeed(run, loc, st, result)
+
+
+def _running(run: LiveRun, key: Any, token: Any) -> StepState:
+    """The evaluate step running under ``token``; raise (as ``step_done`` refuses a result) if
+    there is none."""
+    rid = run.header.id
+    if run.header.status == RUN_CANCELLED or run.header.cancel_requested:
+        raise EngineError(f"run {rid} is cancelled", error_type="run_cancelled", run_id=rid)
+    st = run.steps.get(key) if isinstance(key, str) else None
+    if st is None or st.dropped or key.startswith("@"):
+        raise EngineError(f"run {rid} has no step {key!r}", error_type="unknown_step", run_id=rid, step_id=key)
+    if isinstance(token, str) and token and st.accepted == token:
+        raise StaleToken(f"evaluate step {key} already settled the command's answer for this token (duplicate); "
+                         "nothing changed", run_id=rid, step_id=key, reason="duplicate")
+    if run.header.status != RUN_RUNNING:
+        raise EngineError(f"run {rid} is {run.header.status}; it takes no more results", error_type="run_finished",
+                          run_id=rid, status=run.header.status)
+    if key not in run.evaluating:
+        raise EngineError(f"step {key} is {st.status}, not running an evaluate command", error_type="not_awaiting",
+                          run_id=rid, step_id=key, step_status=st.status)
+    if st.token != token:
+        raise StaleToken(f"token is not the current run of evaluate step {key}'s command (it was started again); "
+                         "nothing changed", run_id=rid, step_id=key, reason="stale")
+    return st
+
+
+# -- who runs the commands ------------------------------------------------------------------------
+
+_DEFERRED: ContextVar[bool] = ContextVar("lockgate_evaluations_deferred", default=False)
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """Within the block, engine calls leave the commands of the evaluate steps they start to the
+    caller (a runner, which awaits them on its loop): they are listed in the response's
+    ``evaluate`` entries, to be answered with :meth:`~lockgate.engine.Engine.evaluated`."""
+    token = _DEFERRED.set(True)
+    try:
+        yield
+    finally:
+        _DEFERRED.reset(token)
+
+
+def is_deferred() -> bool:
+    """Whether the current engine call leaves evaluate commands to its caller."""
+    return _DEFERRED.get()
 
 
 def _opened(envelope: Any) -> tuple[Any, str | None, str]:
@@ -323,105 +399,3 @@ def _clean(text: str) -> str:
     return text if len(text) <= REASON_CHARS else text[:REASON_CHARS] + "..."
 
 
-# -- the evaluator under a runner ---------------------------------------------------------------
-
-
-@dataclass
-class Evaluation:
-    """The evaluate step calling its evaluator now, as an :class:`EvaluatorBridge` sees it:
-    its key, whether the transition may still be abandoned and replayed (not once it did
-    something outside the store: git worktrees, merges), and ``took_ms``, set by a bridge that
-    answers with a result awaited earlier, so the ``evaluated`` event says how long the command
-    really ran."""
-
-    step: str
-    replayable: bool = True
-    took_ms: float | None = None
-
-    def took(self, started: float) -> float:
-        """Milliseconds the evaluation took: the bridge's figure, else since ``started``."""
-        return self.took_ms if self.took_ms is not None else (time.perf_counter() - started) * 1000
-
-
-_EVALUATING: ContextVar[Evaluation | None] = ContextVar("lockgate_evaluating", default=None)
-
-
-@dataclass(frozen=True)
-class EvaluateQuestion:
-    """One evaluator call the engine needs answered, for :func:`evaluate_async`; ``key``
-    identifies it across replays (the nth same call of a pass is the nth question)."""
-
-    command: str
-    input: Any
-    timeout_ms: int
-    workspace: Path | None
-    step: str
-    key: str
-
-
-@dataclass(frozen=True)
-class Evaluated:
-    """What an evaluator answered (``envelope``) or raised (``error``), and in how long."""
-
-    envelope: Any
-    error: Exception | None
-    took_ms: float
-
-
-class EvaluationNeeded(AnswerNeeded):
-    """An evaluate command's result is needed (see :class:`EvaluatorBridge`)."""
-
-    def beyond_limit(self, gathered: int, state: SettlePass) -> None:
-        if gathered >= MAX_AWAITED:  # each costs a replay: the rest of this call run in place
-            state.in_place.add("evaluate")
-
-
-class EvaluatorBridge:
-    """The evaluator as the engine sees it while a runner drives it.
-
-    Called by an evaluate step inside :func:`~lockgate.engine.judge.settle`, it answers with the
-    result awaited so far for that call or raises :class:`EvaluationNeeded`; called anywhere
-    else (a sync caller of the engine, another thread), or in a transition that can no longer be
-    abandoned, it runs the evaluator in place, blocking, exactly as ``Engine(evaluator=...)``.
-    """
-
-    def __init__(self, evaluator: Evaluator) -> None:
-        self.evaluator = evaluator
-
-    def __call__(self, command: str, input_value: Any, timeout_ms: int, workspace: Path | None) -> Any:
-        state, call = settling(), _EVALUATING.get()
-        if state is None or call is None or not call.replayable:
-            return call_sync(self.evaluator, command, input_value, timeout_ms, workspace)
-        base = json.dumps([call.step, command, input_value, timeout_ms, str(workspace)], sort_keys=True,
-                          default=repr)
-        nth = 0
-        while f"{base}#{nth}" in state.asked:
-            nth += 1
-        question = EvaluateQuestion(command, input_value, timeout_ms, workspace, call.step, f"{base}#{nth}")
-        state.asked.add(question.key)
-        if question.key not in state.memo and "evaluate" in state.in_place:
-            return call_sync(self.evaluator, command, input_value, timeout_ms, workspace)
-        answered: Evaluated = state.answer(question, EvaluationNeeded)
-        call.took_ms = answered.took_ms
-        if answered.error is not None:
-            raise answered.error
-        return answered.envelope
-
-    def __repr__(self) -> str:
-        return f"EvaluatorBridge({self.evaluator!r})"
-
-
-async def evaluate_async(evaluator: Evaluator, question: EvaluateQuestion) -> Evaluated:
-    """Run ``evaluator`` for ``question`` on the running loop without blocking it: the built-in
-    :func:`run_command` as a subprocess awaited here, an async evaluator awaited (cancelled with
-    the run, see :func:`lockgate.engine.judge.call_async`), a sync one in a worker thread."""
-    args = (question.command, question.input, question.timeout_ms, question.workspace)
-    started = time.perf_counter()
-    try:
-        if evaluator is run_command:
-            envelope, error = await run_command_async(*args), None
-        else:
-            envelope, error = await call_async(evaluator, *args), None
-    except Exception as exc:  # re-raised in the step, which fails it as "runner threw"
-        envelope, error = None, exc
-    return Evaluated(envelope, error, (time.perf_counter() - started) * 1000)

@@ -7,6 +7,7 @@ from typing import Any
 
 from .live import LiveRun
 from .model import RUN_CANCELLED, RUN_COMPLETE, RUN_KILLED, RUN_RUNNING
+from .evaluate import call_entry
 from .responses import dispatch_entry, gate_entry
 
 
@@ -35,8 +36,16 @@ def explain(run: LiveRun) -> dict[str, Any]:
                                     "for its result",
                           "token": entry["token"],
                           "commands": [f"lockgate run --resume {rid}", f"lockgate cancel {rid}"]})
+        for key in run.evaluating:
+            call = call_entry(run, key)
+            waits.append({"kind": "evaluate", "step_id": key, "command": call["command"],
+                          "started_at": call["started_at"],
+                          "reason": f"evaluate step {key} is running its command {call['command']!r}; if the "
+                                    "process running it is gone, resuming the run runs it again",
+                          "commands": [f"lockgate run --resume {rid}", f"lockgate cancel {rid}"]})
+        running = f" and {len(run.evaluating)} evaluate command(s)" if run.evaluating else ""
         summary = (f"run {rid} is running: {len(run.waiting)} gate(s) and {len(run.outstanding)} dispatch(es) "
-                   "outstanding")
+                   f"outstanding{running}")
     elif header.status == RUN_COMPLETE:
         summary = f"run {rid} is complete; nothing to unblock"
     elif header.status == RUN_CANCELLED:

@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..dsl.values import UNDEFINED
 from .compiled import CFlow, CompiledSpec, CStep
@@ -65,6 +65,15 @@ class Env:
     evaluator: Callable[..., Any] | None = None
 
 
+class Report(NamedTuple):
+    """What one transaction reports in its response: the keys it issued, the attempts it failed
+    (key, failure, retried) and the failures it routed (from, to, failure)."""
+
+    issued: list[str]
+    failed: list[tuple[str, dict[str, Any], bool]]
+    routed: list[tuple[str, str, dict[str, Any]]]
+
+
 @dataclass(slots=True)
 class Located:
     """What a scoped key names: a step of a scope, or item ``index`` of fanout ``fan``."""
@@ -90,6 +99,8 @@ class LiveRun:
         self.scopes: dict[str, Scope] = {"": self.root}
         self.outstanding: dict[str, None] = {}
         self.waiting: dict[str, None] = {}
+        #: evaluate steps whose command was started and is not settled yet
+        self.evaluating: dict[str, None] = {}
         self.open: dict[str, int] = {}
         self.fans: dict[str, FanCounters] = {}
         self.work: deque[str] = deque()
@@ -124,6 +135,18 @@ class LiveRun:
         self.extra_records.clear()
         self.irreversible = False
 
+    def report(self) -> Report:
+        """What this transaction has to report so far (copies)."""
+        return Report(list(self.issued), list(self.failed_now), list(self.routed_now))
+
+    def report_also(self, earlier: Report) -> None:
+        """Answer also for ``earlier``, what an earlier transaction of the same call reported
+        (an evaluate command ran in between): its dispatches still outstanding and its failures
+        are listed in this one's response."""
+        self.issued[:0] = earlier.issued
+        self.failed_now[:0] = earlier.failed
+        self.routed_now[:0] = earlier.routed
+
     def event(self, type_: str, step_id: str | None = None, **detail: Any) -> dict[str, Any]:
         """Record an event of this transition (returned, so its detail can still be completed)."""
         # no "at": the store stamps the transaction's events with its commit time
@@ -147,6 +170,8 @@ class LiveRun:
             self.outstanding.pop(key, None)
         elif old == WAITING_GATE:
             self.waiting.pop(key, None)
+        elif old == RUNNING and self.evaluating:
+            self.evaluating.pop(key, None)
         if status == READY:
             self.outstanding[key] = None
         elif status == WAITING_GATE:
@@ -255,6 +280,7 @@ class LiveRun:
             if key.startswith(prefix) and not st.dropped:
                 self.outstanding.pop(key, None)
                 self.waiting.pop(key, None)
+                self.evaluating.pop(key, None)
                 self.steps[key] = StepState(key, status=FAILED, dropped=True, epoch=st.epoch + 1)
                 self.dirty.add(key)
         self.open.pop(prefix, None)
@@ -267,6 +293,8 @@ class LiveRun:
                 self.outstanding[key] = None
             elif st.status == WAITING_GATE:
                 self.waiting[key] = None
+            elif st.status == RUNNING and st.command_input is not UNDEFINED:
+                self.evaluating[key] = None
         for key, st in self.steps.items():
             if st.dropped or st.index is not None:
                 continue
@@ -280,6 +308,7 @@ class LiveRun:
                 self.fans[key] = _count_items(self, st)
         self.outstanding = dict.fromkeys(sorted(self.outstanding, key=self.order_key))
         self.waiting = dict.fromkeys(sorted(self.waiting, key=self.order_key))
+        self.evaluating = dict.fromkeys(sorted(self.evaluating, key=self.order_key))
 
     def order_key(self, key: str) -> tuple[int, int, int]:
         """Ready-list order: root steps, then subflow children, then fanout items."""

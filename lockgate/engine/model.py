@@ -55,7 +55,8 @@ class StepState:
     ``output`` is :data:`UNDEFINED` until the step produced one. Kind-specific fields stay at
     their defaults for other kinds: ``decisions`` (gates), ``fan`` (fanout steps: item count,
     epoch and settled summary), ``index``/``stage``/``item``/``prev``/``worktree``/``patch``
-    (fanout items), ``sub_input``/``rounds`` (run steps). ``revision`` is set on every step a
+    (fanout items), ``sub_input``/``rounds`` (run steps), ``command_input`` (evaluate steps: what
+    their command gets on stdin, rendered when the step started). ``revision`` is set on every step a
     gate's revise reset (``{gate, note, round}``) until its next reset, so its re-dispatch carries
     the gate's note.
     """
@@ -88,6 +89,7 @@ class StepState:
     revision: dict[str, Any] | None = None
     sub_input: Any = UNDEFINED
     rounds: int = 0
+    command_input: Any = UNDEFINED
     dropped: bool = False
 
     def to_dict(self) -> dict[str, Any]:
@@ -145,6 +147,8 @@ class StepState:
         if self.sub_input is not UNDEFINED:
             out["sub_input"] = self.sub_input
             out["rounds"] = self.rounds
+        if self.command_input is not UNDEFINED:
+            out["command_input"] = self.command_input
         if self.dropped:
             out["dropped"] = True
         return out
@@ -174,6 +178,7 @@ class StepState:
         self.revision = None
         self.sub_input = UNDEFINED
         self.rounds = 0
+        self.command_input = UNDEFINED
 
 
 _FIELD_NAMES = frozenset(f.name for f in fields(StepState))

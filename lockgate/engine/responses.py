@@ -5,7 +5,9 @@ issued, or all outstanding ones for plan/resume/status; a dispatch of work a gat
 back carries ``revision: {gate, note, round}``), ``await_gate`` (only gate decisions can
 move the run), ``ensure_failed`` / ``schema_failed`` (the result just reported failed and a retry
 is issued: ``violations`` and ``retries_remaining``, plus the retry's dispatch), ``complete``,
-``error`` (with ``error_type``), ``killed`` and ``cancelled``.
+``error`` (with ``error_type``), ``killed`` and ``cancelled``; ``evaluating`` when the run's only
+work in progress is evaluate steps' commands (listed in ``evaluating``, as in any running
+response that has some).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..dsl.values import UNDEFINED
+from .evaluate import call_entry
 from .gates import revise_blocked
 from .live import LiveRun
 from .model import (
@@ -52,6 +55,8 @@ def response(run: LiveRun, *, everything: bool = False) -> dict[str, Any]:
     else:
         new = sorted({k: None for k in issued if run.steps[k].status == READY}, key=run.order_key)
     out = _running(run, base, new)
+    if run.evaluating:
+        _add_evaluations(run, out)
     _add_failure(run, out)
     return out
 
@@ -68,10 +73,23 @@ def _running(run: LiveRun, base: dict[str, Any], new: list[str]) -> dict[str, An
         out = {"status": "execute_step", **base, **_standing_entry(run, first), "ready": [],
                "outstanding": len(run.outstanding)}
         _own_lists(out)
-    else:
+    elif gates:
         out = {"status": "await_gate", **base, **gates[0]}
+    else:  # only evaluate commands are running
+        out = {"status": "evaluating", **base}
     out["gates"] = gates
     return out
+
+
+def _add_evaluations(run: LiveRun, out: dict[str, Any]) -> None:
+    """List the evaluate steps whose commands run (``evaluating``: step, command, since when) and
+    the commands this call started (``evaluate``: what runs them needs, for the caller that
+    runs them: see :mod:`lockgate.engine.evaluate`)."""
+    calls = {key: call_entry(run, key) for key in run.evaluating}
+    out["evaluating"] = [{k: call[k] for k in ("step_id", "command", "started_at")} for call in calls.values()]
+    started = [calls[key] for key in dict.fromkeys(run.issued) if key in calls]
+    if started:
+        out["evaluate"] = started
 
 
 def _add_failure(run: LiveRun, out: dict[str, Any]) -> None:

@@ -21,8 +21,9 @@ lockgate.toml. A judge is asked on the runner's loop while other agents keep run
 :func:`lockgate.engine.judge.settle`); it counts as a running agent call.
 
 ``evaluate`` steps run their command through ``evaluator=`` (default: the engine's own, by
-default :func:`lockgate.engine.evaluate.run_command`). The command is awaited on the runner's
-loop the same way (:class:`~lockgate.engine.evaluate.EvaluatorBridge`), so other agent calls,
+default :func:`lockgate.engine.evaluate.run_command`). The runner's engine calls leave the
+commands to the runner (:func:`lockgate.engine.evaluate.deferred`), which awaits each on its loop
+like an agent call once the transition that started it has committed, so other agent calls,
 runs, gate questions and progress go on while it runs, and cancelling the run kills it.
 
 This module owns what lasts across runs (the :class:`Runner`: its agents, its judge, engine
@@ -53,8 +54,8 @@ from .dispatches import stage_data as _stage_data  # noqa: F401
 from .dispatches import usage_of as _usage  # noqa: F401
 from .drive import _WAKE, CONFLICT_RETRIES, TERMINAL, Drive, RunResult  # noqa: F401
 from .drive import retry_conflicts as _retry_conflicts  # noqa: F401
-from .evaluate import EvaluateQuestion, Evaluator, EvaluatorBridge, evaluate_async
-from .flowneeds import agent_names, as_spec, uses_evaluate, uses_judged
+from .evaluate import Evaluator, deferred
+from .flowneeds import agent_names, as_spec, uses_judged
 from .flowneeds import flow_steps as _flow_steps  # noqa: F401
 from .gatechannel import GateChannel
 from .judge import (
@@ -97,7 +98,6 @@ class Runner:
         self._bridge: JudgeBridge | None = None
         self._judge_ready = False
         self._evaluator_choice = evaluator
-        self._evaluator: EvaluatorBridge | None = None
         self._evaluator_ready = False
         self._in_flight: dict[int, Counter[str]] = {}  # id(agent) -> its calls in flight by run
         #: the runs this runner has planned or resumed, in that order
@@ -130,10 +130,8 @@ class Runner:
         await self.preflight(agent_names(spec, flow))
         if bridge is not None and isinstance(bridge.judge, AgentJudge) and uses_judged(spec, flow):
             await preflight(bridge.judge.agent)
-        evaluates = uses_evaluate(spec, flow)
-        response = await self.transition(lambda: self.engine.plan(spec, dict(inputs or {}), flow=flow),
-                                         evaluates=evaluates)
-        return await Drive(self, response, evaluates=evaluates).drive()
+        response = await self.transition(lambda: self.engine.plan(spec, dict(inputs or {}), flow=flow))
+        return await Drive(self, response).drive()
 
     async def resume(self, run_id: str) -> RunResult:
         """Continue a run from its durable state (after a crash, or after a gate decision)."""
@@ -167,19 +165,12 @@ class Runner:
         self._judge_ready = True
         return self._bridge
 
-    def install_evaluator(self) -> EvaluatorBridge | None:
-        """Install the evaluator (``evaluator=`` given to this runner, else the engine's own) on
-        the engine behind an :class:`EvaluatorBridge`, once; None when there is none."""
-        if self._evaluator_ready:
-            return self._evaluator
-        chosen = self._evaluator_choice
-        evaluator = getattr(self.engine, "evaluator", None) if chosen is ENGINE_EVALUATOR else chosen
-        if evaluator is not None and not isinstance(evaluator, EvaluatorBridge):
-            evaluator = EvaluatorBridge(evaluator)
-        if evaluator is not None or chosen is not ENGINE_EVALUATOR:
-            self.engine.evaluator = evaluator
-        self._evaluator, self._evaluator_ready = evaluator, True
-        return evaluator
+    def install_evaluator(self) -> None:
+        """Install ``evaluator=`` given to this runner (None included) on the engine, once; not
+        given, the engine keeps its own."""
+        if not self._evaluator_ready and self._evaluator_choice is not ENGINE_EVALUATOR:
+            self.engine.evaluator = self._evaluator_choice
+        self._evaluator_ready = True
 
     def _judge_agent(self, name: str, where: str) -> Agent:
         names = known_agents(explicit=self._explicit, registry=self._registry, config=self.config)
@@ -192,21 +183,22 @@ class Runner:
 
     async def transition(self, call: Callable[[], Any], *, run_id: str = "",
                          step_id: str | None = None, cwd: str | None = None,
-                         admission: Admission | None = None, evaluates: bool = True) -> Any:
+                         admission: Admission | None = None) -> Any:
         """Run the engine ``call`` on this loop; judged ensures it reaches are asked of the judge
-        and evaluate commands run here, without blocking the loop (see :func:`settle`).
-        ``evaluates`` false (the flow has no evaluate step) skips the evaluator's bridge."""
-        bridge, evaluator = self._bridge, self._evaluator if evaluates else None
+        without blocking the loop (see :func:`settle`), and the evaluate commands it starts are
+        left to the drive (listed in the response's ``evaluate`` entries)."""
+        bridge = self._bridge
+
+        def deferring() -> Any:
+            with deferred():
+                return call()
+
         # an engine with a dispatcher settles more transactions after the first is saved, so
         # abandoning one for an answer is not safe: it asks blocking, as without a runner
-        if (bridge is None and evaluator is None) or getattr(self.engine, "dispatcher", None) is not None:
-            return call()
+        if bridge is None or getattr(self.engine, "dispatcher", None) is not None:
+            return deferring()
 
-        async def ask(question: Question | EvaluateQuestion) -> Any:
-            if isinstance(question, EvaluateQuestion):
-                assert evaluator is not None
-                return await evaluate_async(evaluator.evaluator, question)
-            assert bridge is not None
+        async def ask(question: Question) -> Any:
             # asked as the step being judged, in its directory (not the one whose result this is)
             where = question.cwd or cwd or self.workspace or os.getcwd()
             about = {"run_id": run_id, "step_id": question.step_id or step_id, "cwd": where}
@@ -217,7 +209,7 @@ class Runner:
                 async with admission:
                     return await ask_judge(judge, question, **about)
 
-        return await settle(call, ask)
+        return await settle(deferring, ask)
 
     # --- stopping a run's calls --------------------------------------------------------------------
 

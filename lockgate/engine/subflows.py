@@ -83,9 +83,9 @@ def settle_subflow(run: LiveRun, scope: Scope, early: bool = False) -> None:
 
 def close_children(run: LiveRun, prefix: str) -> None:
     """Withdraw the child issuances still outstanding when a subflow ends early."""
-    for key in [k for k in (*run.outstanding, *run.waiting) if k.startswith(prefix)]:
+    for key in [k for k in (*run.outstanding, *run.waiting, *run.evaluating) if k.startswith(prefix)]:
         child = run.steps[key]
-        if child.status in (READY, WAITING_GATE):
+        if child.status in (READY, WAITING_GATE, RUNNING):
             child.token = None
             run.set_status(child, SKIPPED)
             run.event("skipped", key, reason="the subflow ended")

@@ -126,6 +126,10 @@ def next_steps(result: dict[str, Any]) -> str | None:
         return (f"Gate {result.get('step_id')} waits for a decision: ask the user ({offered}) and "
                 f"call lockgate_gate_resolve with token {result.get('token')}, or let a person decide with "
                 f"`lockgate gate approve {run} {result.get('step_id')}` and call lockgate_status with wait_seconds.")
+    if status == "evaluating":
+        steps = ", ".join(str(e.get("step_id")) for e in result.get("evaluating") or ())
+        return (f"Run {run} is running the command of evaluate step(s) {steps} (started by another call or "
+                f"process); call lockgate_status with wait_seconds for the outcome.")
     if status == "complete":
         return f"Run {run} is complete. Call lockgate_audit for its full trace."
     if status in ("error", "killed"):

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,16 +31,30 @@ class ToolContext:
     """The engine the tools drive and the directory relative spec paths are read from.
 
     ``lock`` serialises engine calls (handlers run in worker threads; the engine's cache of live
-    runs is not thread-safe); waiting for a decision made elsewhere happens outside it.
+    runs is not thread-safe); waiting for a decision made elsewhere happens outside it, and so
+    does every evaluate command the engine runs (it commits first, and settles the answer under
+    the lock again), so one slow command does not hold up the other tools.
     """
 
     engine: Engine
     root: Path
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def __post_init__(self) -> None:
+        self.engine.around_commands = self.unlocked
+
     def call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         with self.lock:
             return method(*args, **kwargs)
+
+    @contextmanager
+    def unlocked(self) -> Iterator[None]:
+        """Leave the lock for the block (entered only inside :meth:`call`, which holds it)."""
+        self.lock.release()
+        try:
+            yield
+        finally:
+            self.lock.acquire()
 
 
 def invalid(message: str, **detail: Any) -> EngineError:
@@ -103,7 +118,8 @@ def gate_resolve(ctx: ToolContext, args: Args) -> dict[str, Any]:
 
 
 def status(ctx: ToolContext, args: Args) -> dict[str, Any]:
-    """The current response; with ``wait_seconds``, wait while only gate decisions are awaited."""
+    """The current response; with ``wait_seconds``, wait while only gate decisions (or evaluate
+    commands running elsewhere) are awaited."""
     run_id = args["run_id"]
     deadline = time.monotonic() + float(args.get("wait_seconds", 0))
     store = ctx.engine.store
@@ -111,7 +127,7 @@ def status(ctx: ToolContext, args: Args) -> dict[str, Any]:
         version = ctx.call(store.current_version, run_id)
         out = ctx.call(ctx.engine.status, run_id)
         remaining = deadline - time.monotonic()
-        if out["status"] != "await_gate" or remaining <= 0:
+        if out["status"] not in ("await_gate", "evaluating") or remaining <= 0:
             return out
         store.wait_for_change(run_id, version, remaining)
 

@@ -179,8 +179,8 @@ STATUS = ToolSpec(
         "as lockgate_plan's; nothing is changed). Use it after a refusal, or to learn about a gate "
         "decided by a person from the CLI or a notebook on the same store (a revise comes with the "
         "reviewer's note). With `wait_seconds`, when "
-        "the run only waits for gate decisions, wait up to that long for a decision to arrive before "
-        "answering."
+        "the run only waits for gate decisions (status `await_gate`) or for evaluate commands started "
+        "elsewhere (status `evaluating`), wait up to that long for a change before answering."
     ),
     properties={
         "run_id": RUN_ID,

@@ -1,6 +1,7 @@
-"""An evaluate command runs only on the run as stored: an engine whose copy of the run is out of
-date rereads it first, a run cancelled elsewhere runs nothing, and a transition replayed after
-another process's write reuses the command's answer rather than running it again."""
+"""An evaluate command runs only on the run as stored: it starts once the transition that
+reached it has committed (so an engine whose copy of the run is out of date rereads it first,
+and a run cancelled elsewhere runs nothing), and an answer settled after another process's
+write is replayed on the new state without running the command again."""
 
 import sys
 from pathlib import Path
@@ -90,8 +91,8 @@ Engine(store=open_store(sys.argv[1])).step_done(sys.argv[2], "b", {"text": "b"},
 
 
 def test_a_transition_replayed_after_another_write_does_not_run_the_command_again(engines, tmp_path, monkeypatch):
-    """The command itself makes another process write the run while the transition is open: the
-    save conflicts and the transition is replayed on the new state, with the command's answer."""
+    """The command itself makes another process write the run while it runs: the settling save
+    conflicts and is replayed on the new state, with the command's answer."""
     first, _ = engines
     (tmp_path / "racer.py").write_text(RACER)
     (tmp_path / "check.sh").write_text(
