@@ -1,5 +1,6 @@
-"""What several CLI test modules share: the draft-then-gate spec, how to start the real
-``lockgate`` command in a subprocess, and reading what its agents write on a FIFO. Imported by bare name (``from cli_support import ...``):
+"""What several CLI test modules share: the draft-then-gate spec, a project folder to run the
+CLI in, how to start the real ``lockgate`` command in a subprocess, and reading what its agents
+write on a FIFO. Imported by bare name (``from cli_support import ...``):
 pytest puts this folder on the import path, as it does for tests/kernel_ext/kernel_session.py."""
 
 from __future__ import annotations
@@ -45,6 +46,16 @@ flows:
           on_revise: {revise_to or "null"}
           on_kill: null
 """
+
+
+def in_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spec: str, agents: str) -> Path:
+    """``tmp_path`` as the project an in-process CLI test runs in: the current folder, with no
+    store taken from the environment, ``spec`` in flow.stratum.yaml and ``agents`` in agents.py."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LOCKGATE_STORE", raising=False)
+    (tmp_path / "flow.stratum.yaml").write_text(spec)
+    (tmp_path / "agents.py").write_text(agents)
+    return tmp_path
 
 
 def lockgate_env() -> dict[str, str]:

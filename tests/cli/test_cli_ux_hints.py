@@ -11,7 +11,7 @@ import sys
 import textwrap
 
 import pytest
-from cli_support import gate_spec
+from cli_support import gate_spec, in_project
 from click.testing import CliRunner
 
 from lockgate.cli import main
@@ -28,11 +28,7 @@ PLACEHOLDER_NOTE = ("(the store does not record the --agents module (or --config
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("LOCKGATE_STORE", raising=False)
-    (tmp_path / "flow.stratum.yaml").write_text(SPEC)
-    (tmp_path / "agents.py").write_text(AGENTS)
-    return tmp_path
+    return in_project(tmp_path, monkeypatch, SPEC, AGENTS)
 
 
 def invoke(*args: str):

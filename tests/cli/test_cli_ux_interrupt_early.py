@@ -6,7 +6,7 @@ after a Ctrl-C in the middle of a run. The interrupt is raised where the command
 from __future__ import annotations
 
 import pytest
-from cli_support import gate_spec
+from cli_support import gate_spec, in_project
 from click.testing import CliRunner
 
 from lockgate.cli import interrupt, main
@@ -20,11 +20,7 @@ SPEC = gate_spec(revise_to="draft")
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("LOCKGATE_STORE", raising=False)
-    (tmp_path / "flow.stratum.yaml").write_text(SPEC)
-    (tmp_path / "agents.py").write_text("def writer(task):\n    return {'text': task.prompt}\n")
-    return tmp_path
+    return in_project(tmp_path, monkeypatch, SPEC, "def writer(task):\n    return {'text': task.prompt}\n")
 
 
 def planned(store: str) -> str:
@@ -55,6 +51,20 @@ def lockgate(*args: str):
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
+def resumed_stderr(rid: str) -> list[str]:
+    """What ``lockgate run --resume RID --agents agents.py --store runs.db`` writes when it is
+    interrupted, with RID planned in runs.db; its exit status is checked."""
+    result = lockgate("run", "--resume", rid, "--agents", "agents.py", "--store", "runs.db")
+    assert result.exit_code == 130, result.stderr
+    return result.stderr.splitlines()
+
+
+def go_on(rid: str) -> list[str]:
+    """The lines after the first of the report of an interrupted resume of ``rid``."""
+    return [f"  continue it with: lockgate run --resume {rid} --agents agents.py --store runs.db",
+            f"  or cancel it for good: lockgate cancel {rid} --store runs.db"]
+
+
 @pytest.mark.parametrize("where", [interrupt_loading_agents, interrupt_the_loop])
 def test_a_new_run_interrupted_before_it_started_leaves_nothing(project, monkeypatch, where):
     where(monkeypatch)
@@ -67,25 +77,15 @@ def test_a_new_run_interrupted_before_it_started_leaves_nothing(project, monkeyp
 def test_a_resume_interrupted_before_the_loop_says_how_to_go_on(project, monkeypatch):
     rid = planned("runs.db")
     interrupt_loading_agents(monkeypatch)
-    result = lockgate("run", "--resume", rid, "--agents", "agents.py", "--store", "runs.db")
-    assert result.exit_code == 130
-    assert result.stderr.splitlines() == [
-        f"interrupted: run {rid} is left as it was",
-        f"  continue it with: lockgate run --resume {rid} --agents agents.py --store runs.db",
-        f"  or cancel it for good: lockgate cancel {rid} --store runs.db",
-    ]
+    assert resumed_stderr(rid) == [f"interrupted: run {rid} is left as it was", *go_on(rid)]
 
 
 def test_a_resume_interrupted_before_it_is_driven_is_not_said_to_be_unstarted(project, monkeypatch):
     rid = planned("runs.db")
     interrupt_the_loop(monkeypatch)
-    result = lockgate("run", "--resume", rid, "--agents", "agents.py", "--store", "runs.db")
-    assert result.exit_code == 130
-    assert result.stderr.splitlines() == [
+    assert resumed_stderr(rid) == [
         f"interrupted: run {rid} is left as it was (its agent calls were stopped; nothing recorded is lost)",
-        f"  continue it with: lockgate run --resume {rid} --agents agents.py --store runs.db",
-        f"  or cancel it for good: lockgate cancel {rid} --store runs.db",
-    ]
+        *go_on(rid)]
     engine = Engine(store=open_store("runs.db"))
     assert engine.status(rid)["status"] == "execute_step"
     engine.close()

@@ -7,6 +7,7 @@ import json
 import textwrap
 
 import pytest
+from cli_support import in_project
 from click.testing import CliRunner
 
 from lockgate.cli import main
@@ -36,10 +37,7 @@ SPEC = textwrap.dedent("""
 @pytest.fixture
 def failed_run(tmp_path, monkeypatch):
     """A run that failed (its only agent raises), in a store under tmp_path: (store, run id)."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("LOCKGATE_STORE", raising=False)
-    (tmp_path / "flow.stratum.yaml").write_text(SPEC)
-    (tmp_path / "agents.py").write_text("def writer(task):\n    raise RuntimeError('no words today')\n")
+    in_project(tmp_path, monkeypatch, SPEC, "def writer(task):\n    raise RuntimeError('no words today')\n")
     store = str(tmp_path / "runs.db")
     ran = invoke("run", "flow.stratum.yaml", "--agents", "agents.py", "--input", "topic=x",
                  "--store", store)
