@@ -128,7 +128,8 @@ def _keys(spec: Spec | None, ctx: CursorContext) -> list[Candidate]:
     for name, sub in S.properties(path).items():
         if name in ctx.present_keys or (allowed is not None and name not in allowed):
             continue
-        body = _inline_key_body(name, sub) if ctx.inline else _KEY_SNIPPETS.get(name) or _key_body(name, sub)
+        snippet = None if ctx.inline else _KEY_SNIPPETS.get(name)  # block-style bodies
+        body = snippet or _key_body(name, sub, ctx.inline)
         doc = S.description(sub) or ""
         out.append(Candidate(name, "property", body, replace, _short(doc), doc, snippet=True, sort="1"))
     if spec is not None and path[-1:] == ("with",) and _is_step_path(path[:-1]):
@@ -191,20 +192,13 @@ def _item_keys(spec: Spec | None, ctx: CursorContext) -> list[Candidate]:
     return _keys(spec, CursorContext(ctx.position, ctx.path, "key", ctx.before, ctx.word_start))
 
 
-def _key_body(name: str, sub: S.Schema) -> str:
+def _key_body(name: str, sub: S.Schema, inline: bool = False) -> str:
+    """A key and where its value goes: on the lines below in block style, on the line (in
+    brackets when it is a collection) in a flow mapping."""
     if S.is_object(sub):
-        return f"{name}:\n  $0"
+        return f"{name}: {{$0}}" if inline else f"{name}:\n  $0"
     if S.is_array(sub):
-        return f"{name}:\n  - $0"
-    return f"{name}: $0"
-
-
-def _inline_key_body(name: str, sub: S.Schema) -> str:
-    """A key of a flow-style mapping, its value's brackets included when it takes a collection."""
-    if S.is_object(sub):
-        return f"{name}: {{$0}}"
-    if S.is_array(sub):
-        return f"{name}: [$0]"
+        return f"{name}: [$0]" if inline else f"{name}:\n  - $0"
     return f"{name}: $0"
 
 

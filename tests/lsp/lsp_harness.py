@@ -8,6 +8,23 @@ from pytest_lsp import LanguageClient
 from lockgate.dsl.diagnostics import Position
 from lockgate.lsp.positions import LineIndex
 
+# a spec whose main flow's steps the test writes after it (at six columns: ``      - id: ...``)
+STEPS_HEAD = """\
+version: 1
+contracts:
+  Verdict:
+    score: number
+flows:
+  entry: main
+  main:
+    input:
+      topic: string
+    output:
+      from: "${plan.output}"
+      contract: Verdict
+    steps:
+"""
+
 
 def uses_pull(client: LanguageClient) -> bool:
     return client.editor.startswith("neovim@v0.1")

@@ -5,26 +5,13 @@
 from __future__ import annotations
 
 import pytest
-from lsp_harness import apply_edits, completion_at
+from lsp_harness import STEPS_HEAD, apply_edits, completion_at
 from lsprotocol import types as lsp
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 URI = "file:///tmp/flow-style-completion.stratum.yaml"
-SPEC = """\
-version: 1
-contracts:
-  Verdict:
-    score: number
-flows:
-  entry: main
-  main:
-    input:
-      topic: string
-    output:
-      from: "${plan.output}"
-      contract: Verdict
-    steps:
+SPEC = STEPS_HEAD + """\
       - id: plan
         do: "Plan ${input.topic}"
         out: Verdict

@@ -5,32 +5,17 @@ the same rule as LG205), and no second construct or step snippet."""
 from __future__ import annotations
 
 import pytest
-from lsp_harness import open_doc
+from lsp_harness import STEPS_HEAD, open_doc
 from lsprotocol import types as lsp
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 URI = "file:///tmp/ux-step-keys.stratum.yaml"
-HEAD = """\
-version: 1
-contracts:
-  Verdict:
-    score: number
-flows:
-  entry: main
-  main:
-    input:
-      topic: string
-    output:
-      from: "${plan.output}"
-      contract: Verdict
-    steps:
-"""
 
 
 async def items_after(client, step: str) -> dict[str, lsp.CompletionItem]:
     """The items offered on a blank line at the end of ``step`` (a step's lines)."""
-    text = HEAD + step + "        \n"
+    text = STEPS_HEAD + step + "        \n"
     await open_doc(client, URI, text)
     line = text.count("\n") - 1
     answer = await client.text_document_completion_async(lsp.CompletionParams(
