@@ -1,5 +1,5 @@
 """What a flow needs before it runs: its spec in hand, the agents it may dispatch to, and whether
-it has ``judged`` ensures or ``evaluate`` steps.
+it has ``judged`` ensures.
 
 The runner reads these before planning a run so that every agent (and the judge's agent, when a
 judged ensure may be reached) is resolved and preflighted up front: a missing binary or an unknown
@@ -47,11 +47,6 @@ def uses_judged(spec: Any, flow: str | None = None) -> bool:
         if any(e.kind == "judged" for e in ensures):
             return True
     return False
-
-
-def uses_evaluate(spec: Any, flow: str | None = None) -> bool:
-    """Whether the flow (or a subflow it runs) has an ``evaluate`` step."""
-    return any(step.evaluate is not None for step in flow_steps(spec, flow))
 
 
 def flow_steps(spec: Any, flow: str | None) -> Iterator[Any]:

@@ -13,8 +13,7 @@ saying why. So :class:`AgentJudge` raises :class:`JudgeError` when its agent fai
 carries the agent's own failure) and hands the agent's answer over unchanged.
 
 :class:`JudgeBridge` lets the asyncio runner ask the judge without blocking its event loop; see
-:func:`settle` for how and why (the same machinery serves evaluate steps' commands:
-:class:`~lockgate.engine.evaluate.EvaluatorBridge`).
+:func:`settle` for how and why.
 """
 
 from __future__ import annotations
@@ -154,7 +153,7 @@ async def call_async(fn: Callable[..., Any], *args: Any) -> Any:
     """``fn(*args)`` awaited on the running loop without blocking it: a coroutine function is
     awaited (cancelled with the run, see :func:`_stoppable`); a plain function runs in a worker
     thread, and an awaitable it returns is awaited the same way. Serves judge callables and
-    evaluators."""
+    evaluate steps' evaluators."""
     if _is_async(fn):
         return await _stoppable(fn(*args))
     value = await asyncio.to_thread(fn, *args)
@@ -212,39 +211,20 @@ class Question:
         return cls(statement, stakes, result, input, key, step_id, cwd)
 
 
-# --- settling: answers an engine transition needs from outside (verdicts, evaluate results) ------
+# --- settling: verdicts an engine transition needs from outside --------------------------------
 
 
-class AnswerNeeded(BaseException):
-    """Raised through an engine transition for a question not answered yet.
+class VerdictNeeded(BaseException):
+    """Raised through an engine transition for a ``judged`` ensure's verdict not asked yet.
 
-    A BaseException on purpose: the ensure check turns every Exception of a judge (and the
-    evaluate step every Exception of its evaluator) into a failure, and this is no answer; the
-    transition is abandoned unsaved (the engine drops its cached run on any BaseException) and
-    replayed by :func:`settle` once the question is answered. ``question`` has a ``key``
-    identifying it across replays.
+    A BaseException on purpose: the ensure check turns every Exception of a judge into a
+    failure, and this is no answer; the transition is abandoned unsaved (the engine drops its
+    cached run on any BaseException) and replayed by :func:`settle` once the verdict is in.
     """
 
-    def __init__(self, question: Any) -> None:
-        super().__init__(question.key)
-        self.question = question
-
-    def beyond_limit(self, gathered: int, state: SettlePass) -> None:
-        """Called when one engine call needs a ``gathered``-th answer of this kind; the default
-        lets any number through."""
-
-
-class VerdictNeeded(AnswerNeeded):
-    """A ``judged`` ensure's verdict is needed (see :class:`JudgeBridge`)."""
-
     def __init__(self, question: Question) -> None:
-        super().__init__(question)
-        self.args = (question.statement,)
-
-    def beyond_limit(self, gathered: int, state: SettlePass) -> None:
-        if gathered > MAX_QUESTIONS:
-            raise RunnerError(f"one engine call asked the judge more than {MAX_QUESTIONS} "
-                              "distinct questions; giving up")
+        super().__init__(question.statement)
+        self.question = question
 
 
 @dataclass(frozen=True)
@@ -253,22 +233,19 @@ class _Raised:
 
 
 class SettlePass:
-    """What :func:`settle` has gathered for one engine call, read by the bridges the engine
-    calls inside it: ``memo`` (question key -> answer, kept across replays), ``asked`` (the
-    keys answered in this pass, so a judge's spend counts once) and ``in_place`` (kinds of
-    question a bridge is to answer itself, blocking, from now on)."""
+    """What :func:`settle` has gathered for one engine call, read by the :class:`JudgeBridge`
+    the engine calls inside it: ``memo`` (question key -> verdict, kept across replays) and
+    ``asked`` (the keys answered in this pass, so a judge's spend counts once)."""
 
     def __init__(self) -> None:
         self.memo: dict[str, Any] = {}
         self.asked: set[str] = set()
-        self.counts: dict[type[AnswerNeeded], int] = {}
-        self.in_place: set[str] = set()
 
-    def answer(self, question: Any, need: type[AnswerNeeded]) -> Any:
-        """The gathered answer to ``question``; raises ``need(question)`` when there is none yet,
-        and re-raises what the asking raised."""
+    def answer(self, question: Question) -> Any:
+        """The gathered verdict on ``question``; raises :class:`VerdictNeeded` when there is none
+        yet, and re-raises what asking raised."""
         if question.key not in self.memo:
-            raise need(question)
+            raise VerdictNeeded(question)
         answer = self.memo[question.key]
         if isinstance(answer, _Raised):
             raise answer.error
@@ -280,26 +257,24 @@ _settling = threading.local()  # the SettlePass of the settle running in this th
 
 def settling() -> SettlePass | None:
     """The pass of the :func:`settle` running the current engine call in this thread, or None
-    (the engine is called some other way: a bridge then asks directly, blocking)."""
+    (the engine is called some other way: the bridge then asks directly, blocking)."""
     return getattr(_settling, "current", None)
 
 
-async def settle(transition: Callable[[], Any], ask: Callable[[Any], Awaitable[Any]]) -> Any:
-    """Run the synchronous engine ``transition``, awaiting what it needs from outside on this
-    loop: a judge's verdict (:class:`JudgeBridge`), an evaluate command's result
-    (:class:`~lockgate.engine.evaluate.EvaluatorBridge`).
+async def settle(transition: Callable[[], Any], ask: Callable[[Question], Awaitable[Any]]) -> Any:
+    """Run the synchronous engine ``transition``, awaiting on this loop the verdicts of the
+    judge (:class:`JudgeBridge`) it needs.
 
     Why not run the transition in a worker thread (``asyncio.to_thread``)? The engine is not
     thread-safe (its ``_live`` cache and each live run are mutated without locks), so every
-    engine call would have to be serialised behind the judge or the command anyway, results of
-    other agents would queue for the whole wait, and a cancelled run could not stop a judge or
-    a command running on another thread. Instead the transition runs here, on the loop; when it
-    reaches a question not answered yet, :class:`AnswerNeeded` abandons it unsaved, ``ask``
-    is awaited like any agent call (other agents and their results carry on meanwhile, and
-    cancelling the run cancels it: an evaluate command's process group is killed), and the
-    transition is replayed on the current state with the answers so far. Each question is
-    asked once per call, in the order the engine asks them, so a replay reaches the next
-    question or completes.
+    engine call would have to be serialised behind the judge anyway, results of other agents
+    would queue for the whole wait, and a cancelled run could not stop a judge running on
+    another thread. Instead the transition runs here, on the loop; when it reaches a question
+    not answered yet, :class:`VerdictNeeded` abandons it unsaved, ``ask`` is awaited like any
+    agent call (other agents and their results carry on meanwhile, and cancelling the run
+    cancels it), and the transition is replayed on the current state with the verdicts so far.
+    Each question is asked once per call, in the order the engine asks them, so a replay
+    reaches the next question or completes.
     """
     state = SettlePass()
     while True:
@@ -307,10 +282,11 @@ async def settle(transition: Callable[[], Any], ask: Callable[[Any], Awaitable[A
         _settling.current, state.asked = state, set()
         try:
             return transition()
-        except AnswerNeeded as need:
-            question, kind = need.question, type(need)
-            state.counts[kind] = state.counts.get(kind, 0) + 1
-            need.beyond_limit(state.counts[kind], state)
+        except VerdictNeeded as need:
+            question = need.question
+            if len(state.memo) >= MAX_QUESTIONS:
+                raise RunnerError(f"one engine call asked the judge more than {MAX_QUESTIONS} "
+                                  "distinct questions; giving up") from None
         finally:
             _settling.current = previous
         state.memo[question.key] = await _answer(ask, question)
@@ -335,7 +311,7 @@ class JudgeBridge:
             # (git worktrees): it cannot be abandoned, so the judge is asked here, blocking
             return call_sync(self.judge, statement, stakes, result, input)
         question = Question.of(statement, stakes, result, input, subject)
-        answer = state.answer(question, VerdictNeeded)
+        answer = state.answer(question)
         if question.key in state.asked:  # the same question again in this pass: spent once
             return {k: v for k, v in answer.items() if k != "usage"} if isinstance(answer, Mapping) else answer
         state.asked.add(question.key)
@@ -350,9 +326,9 @@ class JudgeBridge:
         return f"JudgeBridge({self.judge!r})"
 
 
-async def _answer(ask: Callable[[Any], Awaitable[Any]], question: Any) -> Any:
-    """The answer, or the exception asking raised, to re-raise inside the engine (a judge's fails
-    the ensure closed; an evaluator's fails the evaluate step)."""
+async def _answer(ask: Callable[[Question], Awaitable[Any]], question: Question) -> Any:
+    """The verdict, or the exception asking raised, to re-raise inside the engine (a judge's
+    fails the ensure closed)."""
     try:
         return await ask(question)
     except asyncio.CancelledError:
