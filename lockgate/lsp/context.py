@@ -249,8 +249,9 @@ class CursorContext:
 
     ``path``: for ``key`` the mapping the key belongs to; for ``value`` the value's own path;
     for ``item`` a new list item (``- |``), the item's path; ``other`` is where nothing is
-    completed (a comment, a collection used as a key, text after a flow collection). ``before`` is the string value's
-    text before the cursor (decoded for plain and quoted scalars, block indentation removed).
+    completed (a comment, a collection used as a key, text after a flow collection).
+    ``before`` is the string value's text before the cursor (decoded for plain and quoted
+    scalars, block indentation removed).
     ``word_start`` is the column where the word under completion starts on the cursor line.
     ``ref`` is the text after an unclosed ``${`` before the cursor, or None. ``after`` is the
     rest of the cursor line in a value (what a completion may replace the end of the word in).
@@ -385,15 +386,14 @@ class _Frame:
 
 
 def _scan_flow(raw: str, start: int, end: int, frames: list[_Frame]) -> bool:
-    """Follow the flow collections of ``raw[start:end]`` on ``frames`` (the collections open
-    at ``start``); False when the outermost one closes before ``end``."""
+    """Follow the flow collections of ``raw[start:end]`` on ``frames``: the collections open
+    at ``start``, or none when ``start`` is the outermost one's bracket. False when the
+    outermost one closes before ``end``."""
     outermost = max(len(frames), 1)
     for i in _unquoted(raw, start, end, flow=True):
         ch = raw[i]
         if ch in "{[":
             frames.append(_Frame(ch == "{", i + 1))
-            continue
-        if not frames:  # text before the collection opens: nothing to follow yet
             continue
         top = frames[-1]
         if ch in "}]":
@@ -414,7 +414,7 @@ def _in_flow(pos: Position, raw: str, col: int, base: YamlPath, opening: int) ->
     a key of the innermost mapping (with the keys already in it), an entry's value at its
     path, or an entry of a sequence (the sequence's path and ``item_index``)."""
     frames: list[_Frame] = []
-    if not _scan_flow(raw, opening, col, frames) or not frames:  # the cursor is after the collection
+    if not _scan_flow(raw, opening, col, frames):  # the cursor is after the collection
         return CursorContext(pos, base, "other")
     path: list[str | int] = list(base)
     for frame in frames[:-1]:
