@@ -182,7 +182,7 @@ def _run_set(run: LiveRun, loc: Located, st: StepState) -> None:
     judged: list[dict[str, Any]] = []
     failure = check_result(run, scope, cstep.step.out, cstep.ensures, value, {"input": inputs}, judged=judged,
                            subject=(st.key, run.header.workspace, not run.irreversible))
-    if judged and not _set_spend(run, loc, st, record_judged(run, st.key, judged)):
+    if judged and not spend_unbudgeted(run, loc, st, record_judged(run, st.key, judged)):
         return
     if failure is None:
         failure = output_source_failure(run, scope, cstep, value)
@@ -201,9 +201,10 @@ def _run_set(run: LiveRun, loc: Located, st: StepState) -> None:
     succeed(run, loc, st, value)
 
 
-def _set_spend(run: LiveRun, loc: Located, st: StepState, spend: dict[str, float]) -> bool:
-    """Settle what judging a set step spent (a set step has no budget of its own); False when
-    the flow's or the subflow's budget ran out (the run or the parent step then failed)."""
+def spend_unbudgeted(run: LiveRun, loc: Located, st: StepState, spend: dict[str, float]) -> bool:
+    """Settle what a step without a budget of its own spent (judging a set step, an evaluate
+    step's command time) in the flow's and the subflow's ledgers; False when one of them ran
+    out (the step is failed, and the run or the parent step with it)."""
     if not spend:
         return True
     over = budget.charge(run, st.key, budget.ledgers(run, loc.scope, None, {}), spend)

@@ -30,6 +30,7 @@ from ..errors import (
 )
 from . import checkpoints, evaluate
 from .advance import advance
+from .budget import finite_number
 from .carry import materialise
 from .compiled import CompiledSpec, compiled
 from .evaluate import Evaluated, Evaluator, run_command
@@ -126,6 +127,9 @@ class Engine:
     def evaluated(self, run_id: str, step_id: str, token: str | None, answer: Evaluated) -> dict[str, Any]:
         """Settle the ``answer`` of an evaluate command a caller ran for the ``evaluate`` entry of
         a response (see :func:`lockgate.engine.evaluate.deferred`), fenced by the entry's token."""
+        if not isinstance(answer, Evaluated) or not finite_number(answer.took_ms) or answer.took_ms < 0:
+            raise EngineError("an evaluate answer is an Evaluated(envelope, error, took_ms) with took_ms a finite "
+                              f"number >= 0, not {answer!r:.200}", error_type="invalid_arguments")
         out = self._transact(run_id, lambda run: _settled(evaluate.settle, run, step_id, token, answer))
         return self._drive(run_id, out)
 

@@ -44,7 +44,7 @@ from ..dsl.contracts import ContractSet
 from ..dsl.refs import render_value
 from ..dsl.values import UNDEFINED
 from ..errors import EngineError, RefError, StaleToken, UnstorableValue
-from .advance import fail_attempt, output_source_failure, resolver, succeed
+from .advance import fail_attempt, output_source_failure, resolver, spend_unbudgeted, succeed
 from .ensures import call_sync, contract_violations
 from .judge import call_async
 from .live import LiveRun, Located
@@ -256,20 +256,22 @@ async def evaluate_async(evaluator: Evaluator, call: Mapping[str, Any]) -> Evalu
 
 
 def settle(run: LiveRun, key: Any, token: Any, answer: Evaluated) -> None:
-    """Settle running evaluate step ``key`` with its command's ``answer``: success, or a forced
-    failure. Refused, changing nothing, when the run ended or the step no longer runs under
-    ``token`` (cancelled, reset, or started again by a resume)."""
+    """Settle running evaluate step ``key`` with its command's ``answer``: its time is charged to
+    the flow's (and a subflow's) ``ms`` budget, then success or a forced failure. Refused,
+    changing nothing, when the run ended or the step no longer runs under ``token`` (cancelled,
+    reset, or started again by a resume)."""
     st = _running(run, key, token)
     loc = run.locate(st.key)
     spec = loc.cstep.step.evaluate
     assert spec is not None and spec.command is not None
-    command = spec.command
     if answer.error is not None:  # an evaluator is foreign code: its failure is the step's
-        _event(run, st, command, answer.took_ms, "threw")
-        _fail(run, loc, st, f"evaluate: runner threw: {_clean(str(answer.error) or type(answer.error).__name__)}")
+        error = _clean(str(answer.error) or type(answer.error).__name__)
+        result, problem, outcome = UNDEFINED, f"evaluate: runner threw: {error}", "threw"
+    else:
+        result, problem, outcome = _opened(answer.envelope)
+    _event(run, st, spec.command, answer.took_ms, outcome)
+    if not spend_unbudgeted(run, loc, st, {"ms": round(answer.took_ms, 3)}):
         return
-    result, problem, outcome = _opened(answer.envelope)
-    _event(run, st, command, answer.took_ms, outcome)
     if problem is not None:
         _fail(run, loc, st, problem)
         return

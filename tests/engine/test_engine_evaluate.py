@@ -368,7 +368,7 @@ def test_a_later_when_reads_the_result_and_carry_is_materialised_in_the_same_swe
     engine, out = run_with({"ok": True, "result": {"status": "open", "children": ["a.py"], "reason": "lint"}}, text)
     assert out["status"] == "execute_step" and out["task"] == "Fix lint: a.py"
     types = [e["type"] for e in engine.audit(out["run_id"])["events"]]
-    assert types == ["planned", "evaluate_started", "evaluated", "result", "carry_updated", "ready"]
+    assert types == ["planned", "evaluate_started", "evaluated", "usage_debit", "result", "carry_updated", "ready"]
 
 
 def test_a_failure_inside_a_subflow_fails_the_run_step_which_may_route() -> None:

@@ -201,3 +201,34 @@ def test_a_run_whose_only_work_is_a_running_command_says_evaluating():
     assert engine.status(plan["run_id"])["status"] == "evaluating"
     settled = engine.evaluated(plan["run_id"], "check", out["evaluate"][0]["token"], answered())
     assert settled["status"] == "execute_step" and settled["step_id"] == "fin"
+
+
+def test_a_commands_time_is_charged_to_the_flows_ms_budget():
+    engine = Engine(evaluator=lambda *args: {"ok": True, "result": CLOSED})
+    spec = SPEC.replace("    input: {}\n", "    input: {}\n    budget: {ms: 100}\n")
+    plan = engine.plan(spec, {})
+    run_id = plan["run_id"]
+    with deferred():
+        (call,) = engine.step_done(run_id, "a", {"text": "A"}, plan["token"])["evaluate"]
+    within = engine.evaluated(run_id, "check", call["token"], Evaluated({"ok": True, "result": CLOSED}, None, 60.0))
+    assert within["status"] == "execute_step" and engine.audit(run_id)["spent"]["ms"] == 60.0
+    revised = Engine(evaluator=lambda *args: {"ok": True, "result": CLOSED})
+    plan = revised.plan(spec, {})
+    with deferred():
+        (call,) = revised.step_done(plan["run_id"], "a", {"text": "A"}, plan["token"])["evaluate"]
+    over = revised.evaluated(plan["run_id"], "check", call["token"],
+                             Evaluated({"ok": True, "result": CLOSED}, None, 150.0))
+    assert over["status"] == "error" and over["error_type"] == "budget_exhausted"
+
+
+@pytest.mark.parametrize("answer", [None, {"ok": True}, Evaluated(None, None, float("nan")),
+                                    Evaluated(None, None, -1.0), Evaluated(None, None, "5")])
+def test_an_answer_that_is_not_one_is_refused_changing_nothing(answer):
+    engine = Engine()
+    plan = engine.plan(SPEC, {})
+    with deferred():
+        (call,) = engine.step_done(plan["run_id"], "a", {"text": "A"}, plan["token"])["evaluate"]
+    with pytest.raises(EngineError) as refused:
+        engine.evaluated(plan["run_id"], "check", call["token"], answer)
+    assert refused.value.error_type == "invalid_arguments"
+    assert [e["step_id"] for e in engine.status(plan["run_id"])["evaluating"]] == ["check"]
