@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 import shlex
-from urllib.parse import urlsplit, urlunsplit
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 AGENTS_PLACEHOLDER = "<your agents module>"
 NOT_RECORDED = ("the store does not record the --agents module (or --config file) a run was "
@@ -69,10 +70,13 @@ def gate_commands(run_id: str, step_id: str, *, store: str | None = None) -> lis
     return [approve, f"{revise} --note '...'", reject]
 
 
-def with_store(text: str, store: str | None) -> str:
-    """A command the engine wrote (``lockgate gate approve R S --note "..."``) with ``--store``
-    added when the user named one (the command then reaches the same store)."""
-    return text if store is None else f"{text} --store {shlex.quote(shown_store(store))}"
+def engine_command(action: Mapping[str, Any], *, store: str | None) -> str:
+    """A command the engine suggests (an action of ``Engine.why``: ``{"command": ["gate",
+    "approve"], "args": [R, S], "options": {"note": "..."}}``) as the engine writes it, with
+    ``--store`` added when the user named one (the command then reaches the same store)."""
+    from ..engine.explain import render
+
+    return render(action) if store is None else render(action, store=shown_store(store))
 
 
 def resume_hint(run_id: str, *, store: str | None, agents_needed: bool) -> tuple[str, str | None]:

@@ -187,12 +187,12 @@ def why_cmd(run_id: str, store: str | None, fmt: str) -> None:
     click.echo(one_line(why["summary"]))
     for wait in why["waits"]:
         click.echo(f"- {one_line(wait['reason'])}")
-        for command in wait["commands"]:
-            if command.startswith("lockgate run --resume "):
-                resume = resume or _resume_lines(engine, run_id, named)
+        for action in wait["actions"]:
+            if action["command"] == ["run"]:  # continuing with agents: the run's own options
+                resume = resume or _resume_lines(engine, action["options"]["resume"], named)
                 lines = resume
             else:
-                lines = [hints.with_store(command, named)]
+                lines = [hints.engine_command(action, store=named)]
             for line in lines:
                 click.echo(f"    {line}")
 

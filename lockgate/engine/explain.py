@@ -1,18 +1,41 @@
-"""``why``: what a run is waiting on, in words, with the exact command that unblocks each wait."""
+"""``why``: what a run is waiting on, in words, with the exact command that unblocks each wait.
+
+Each wait names its commands twice: as ``actions`` (``{"command": ["gate", "approve"], "args":
+[run, step], "options": {"note": "..."}}``), which a caller extends by structure (the CLI adds
+the ``--store`` it was given), and as ``commands``, those actions written out by :func:`render`.
+"""
 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from typing import Any
 
+from .evaluate import call_entry
 from .live import LiveRun
 from .model import RUN_CANCELLED, RUN_COMPLETE, RUN_KILLED, RUN_RUNNING
-from .evaluate import call_entry
 from .responses import dispatch_entry, gate_entry
+
+#: The value of an option the user writes in (a gate decision's note), shown as ``"..."``
+FILL_IN = "..."
+
+
+def action(command: str, *args: str, **options: str) -> dict[str, Any]:
+    """``lockgate COMMAND ARGS... --OPTION VALUE...`` as data (COMMAND's words split)."""
+    return {"command": command.split(), "args": list(args), "options": options}
+
+
+def render(act: Mapping[str, Any], **more: str) -> str:
+    """``act`` as a command line, then the options ``more``: words quoted for a POSIX shell,
+    :data:`FILL_IN` shown as ``"..."`` (a text to write, in the quotes it will need)."""
+    words = ["lockgate", *act["command"], *act["args"]]
+    for name, value in {**act["options"], **more}.items():
+        words += [f"--{name.replace('_', '-')}", value]
+    return " ".join('"..."' if word == FILL_IN else shlex.quote(word) for word in words)
 
 
 def explain(run: LiveRun) -> dict[str, Any]:
-    """``{run_id, status, summary, waits: [{kind, step_id, reason, commands}]}``."""
+    """``{run_id, status, summary, waits: [{kind, step_id, reason, actions, commands}]}``."""
     header = run.header
     rid = header.id
     waits: list[dict[str, Any]] = []
@@ -20,29 +43,26 @@ def explain(run: LiveRun) -> dict[str, Any]:
         for key in run.waiting:
             gate = gate_entry(run, key)
             routes = gate["routes"]
-            commands = [f"lockgate gate approve {rid} {shlex.quote(key)} --note \"...\""]
-            if routes.get("revise"):
-                commands.append(f"lockgate gate revise {rid} {shlex.quote(key)} --note \"...\"")
-            commands.append(f"lockgate gate reject {rid} {shlex.quote(key)} --note \"...\"")
+            verbs = ["approve", *(["revise"] if routes.get("revise") else []), "reject"]
             waits.append({"kind": "gate", "step_id": key,
                           "reason": f"gate {key} waits for a decision (round {gate['round']}"
                                     f"{'/' + str(gate['max_rounds']) if gate['max_rounds'] else ''})",
-                          "routes": routes, "token": gate["token"], "commands": commands})
+                          "routes": routes, "token": gate["token"],
+                          **_unblocked_by([action(f"gate {verb}", rid, key, note=FILL_IN) for verb in verbs])})
         for key in run.outstanding:
             entry = dispatch_entry(run, key)
             waits.append({"kind": "dispatch", "step_id": key, "agent": entry["agent"],
                           "reason": f"step {key} is dispatched to agent {entry['agent']} (attempt "
                                     f"{entry['attempt']}, {entry['retries_remaining']} retries left) and waits "
                                     "for its result",
-                          "token": entry["token"],
-                          "commands": [f"lockgate run --resume {rid}", f"lockgate cancel {rid}"]})
+                          "token": entry["token"], **_unblocked_by(_resume_or_cancel(rid))})
         for key in run.evaluating:
             call = call_entry(run, key)
             waits.append({"kind": "evaluate", "step_id": key, "command": call["command"],
                           "started_at": call["started_at"],
                           "reason": f"evaluate step {key} is running its command {call['command']!r}; if the "
                                     "process running it is gone, resuming the run runs it again",
-                          "commands": [f"lockgate run --resume {rid}", f"lockgate cancel {rid}"]})
+                          **_unblocked_by(_resume_or_cancel(rid))})
         running = f" and {len(run.evaluating)} evaluate command(s)" if run.evaluating else ""
         summary = (f"run {rid} is running: {len(run.waiting)} gate(s) and {len(run.outstanding)} dispatch(es) "
                    f"outstanding{running}")
@@ -54,7 +74,17 @@ def explain(run: LiveRun) -> dict[str, Any]:
         failure = header.failure or {}
         kind = "killed" if header.status == RUN_KILLED else f"failed ({header.error_type})"
         summary = f"run {rid} {kind}: {failure.get('reason', '')}"
-        commands = [f"lockgate revert {rid} {shlex.quote(label)}" for label in header.checkpoints]
+        reverts = [action("revert", rid, label) for label in header.checkpoints]
         waits.append({"kind": "finished", "step_id": failure.get("step"), "reason": summary,
-                      "commands": commands or [f"lockgate audit {rid}"]})
+                      **_unblocked_by(reverts or [action("audit", rid)])})
     return {"run_id": rid, "status": header.status, "summary": summary, "waits": waits}
+
+
+def _resume_or_cancel(rid: str) -> list[dict[str, Any]]:
+    """Continue the run with agents, or end it."""
+    return [action("run", resume=rid), action("cancel", rid)]
+
+
+def _unblocked_by(actions: list[dict[str, Any]]) -> dict[str, Any]:
+    """A wait's ``actions`` and ``commands``: the same commands as data and as text."""
+    return {"actions": actions, "commands": [render(act) for act in actions]}

@@ -110,6 +110,27 @@ def test_why_spells_the_resume_command_the_same_way(project):
     assert data["waits"][0]["commands"] == [f"lockgate run --resume {rid}", f"lockgate cancel {rid}"]
 
 
+def test_why_adds_the_named_store_to_each_command_the_engine_suggests(project):
+    rid = at_gate("my runs.db")
+    waiting = invoke("why", rid, "--store", "my runs.db")
+    assert waiting.stdout.splitlines()[-2:] == [
+        f"""    lockgate gate revise {rid} review --note "..." --store 'my runs.db'""",
+        f"""    lockgate gate reject {rid} review --note "..." --store 'my runs.db'""",
+    ]
+    engine = Engine(store=open_store("my runs.db"))
+    engine.commit(rid, "before review")
+    engine.resolve_waiting_gate(rid, "review", "kill", "no", "human")
+    engine.close()
+    killed = invoke("why", rid, "--store", "my runs.db")
+    assert killed.stdout.splitlines()[-1] == f"    lockgate revert {rid} 'before review' --store 'my runs.db'"
+    # tools get the commands as data too, without the store
+    (wait,) = json.loads(invoke("why", rid, "--store", "my runs.db", "--format", "json").stdout)["waits"]
+    assert wait["actions"] == [{"command": ["revert"], "args": [rid, "before review"], "options": {}}]
+    revert = shlex.split(killed.stdout.splitlines()[-1])
+    reverted = invoke(*revert[1:])
+    assert reverted.stdout.splitlines()[0] == f"run {rid}: gate review waits for a decision; decide with:"
+
+
 def test_a_store_from_the_environment_is_not_repeated(project, monkeypatch):
     monkeypatch.setenv("LOCKGATE_STORE", str(project / "runs.db"))
     rid = at_gate(str(project / "runs.db"))
@@ -184,9 +205,11 @@ def test_the_unknown_agent_hint_reads_the_error_s_facts_not_its_words(tmp_path):
 ])
 def test_printed_commands_hide_a_store_password(store, shown):
     from lockgate.cli import hints
+    from lockgate.engine.explain import action
 
     assert hints.shown_store(store) == shown
-    assert "s3cret" not in hints.resume_command("R", store=store) + hints.with_store("lockgate why R", store)
+    assert "s3cret" not in hints.resume_command("R", store=store) + hints.engine_command(action("audit", "R"),
+                                                                                          store=store)
 
 
 def test_a_configuration_beside_the_spec_goes_into_the_resume_command(project):
