@@ -45,6 +45,8 @@ TERMINAL = ("complete", "error", "killed", "cancelled")
 #: Seconds a drive waits for a store change at a time while another process runs the commands
 #: of the run's evaluate steps (bounded: a worker thread blocked in the store cannot be cancelled).
 ELSEWHERE_POLL_S = 1.0
+#: Seconds between a drive's checks for its run ended by another process (see Drive._watch).
+WATCH_S = 1.0
 _WAKE: Any = {"status": "__wake__"}  # a gate was left waiting: re-check whether work remains
 CONFLICT_RETRIES = 5
 
@@ -110,6 +112,7 @@ class Drive:
     async def drive(self) -> RunResult:
         if self.first.get("status") == "error" and not self.run_id:
             return self._finish(self.first)
+        watch = asyncio.ensure_future(self._watch())
         try:
             return await self._loop(self.first)
         except asyncio.CancelledError:
@@ -123,6 +126,22 @@ class Drive:
         except BaseException:
             await self._stop_all()
             raise
+        finally:
+            watch.cancel()
+
+    async def _watch(self) -> None:
+        """Every :data:`WATCH_S` seconds, check whether another process ended the run (``lockgate
+        cancel`` in another terminal): the drive then stops its agent calls and commands at once,
+        rather than when each one ends on its own and its answer is refused."""
+        while True:
+            await asyncio.sleep(WATCH_S)
+            try:
+                response = self.engine.status(self.run_id)  # rereads the run only if someone else wrote it
+            except Exception:  # noqa: BLE001 - the store is unreachable now: the drive's own calls will say so
+                continue
+            if response.get("status") in TERMINAL:
+                self.inbox.put_nowait(self._note(response))
+                return
 
     async def _loop(self, response: dict[str, Any]) -> RunResult:
         """Every response's new dispatches are started as soon as it arrives (by the call or gate
