@@ -12,6 +12,7 @@ its tasks and its shutdown read together.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -47,6 +48,9 @@ TERMINAL = ("complete", "error", "killed", "cancelled")
 ELSEWHERE_POLL_S = 1.0
 #: Seconds between a drive's checks for its run ended by another process (see Drive._watch).
 WATCH_S = 1.0
+#: Seconds past its timeout after which a command another process started is taken as left
+#: behind by a process that is gone (its kill grace, and clocks of other hosts, fit well within).
+OVERDUE_GRACE_S = 60.0
 _WAKE: Any = {"status": "__wake__"}  # a gate was left waiting: re-check whether work remains
 CONFLICT_RETRIES = 5
 
@@ -334,10 +338,14 @@ class Drive:
     async def _elsewhere(self, current: dict[str, Any]) -> dict[str, Any]:
         """The run's response once it changed: only evaluate commands another process started
         are running (``lockgate gate approve`` in another terminal runs the commands its
-        decision starts), and this drive waits for their answers through the store."""
+        decision starts), and this drive waits for their answers through the store. Commands
+        running past their timeout (and a grace) were left by a process that is gone: the drive
+        resumes the run, which starts them again here."""
         store = self.engine.store
         version = await asyncio.to_thread(store.current_version, self.run_id)
         response = await self._engine_call(self.engine.status, self.run_id)
+        if response.get("evaluating") and all(map(_overdue, response["evaluating"])):
+            return await self._engine_call(self.engine.resume, self.run_id)
         if response.get("evaluating") == current.get("evaluating") and response.get("status") == "evaluating":
             await asyncio.to_thread(store.wait_for_change, self.run_id, version, ELSEWHERE_POLL_S)
             response = await self._engine_call(self.engine.status, self.run_id)
@@ -525,3 +533,12 @@ def retry_conflicts(call: Callable[[], Any]) -> Any:
 
 def _no_evaluator(*args: Any) -> Any:
     raise RunnerError(NO_RUNNER)
+
+
+def _overdue(running: dict[str, Any]) -> bool:
+    """Whether a running evaluate command (an ``evaluating`` entry) is past its timeout and the
+    grace: no process that is still alive can be running it."""
+    started, timeout_ms = running.get("started_at"), running.get("timeout_ms")
+    if not isinstance(started, int | float) or not isinstance(timeout_ms, int | float):
+        return False
+    return time.time() > started + timeout_ms / 1000 + OVERDUE_GRACE_S

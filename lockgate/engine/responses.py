@@ -82,11 +82,13 @@ def _running(run: LiveRun, base: dict[str, Any], new: list[str]) -> dict[str, An
 
 
 def _add_evaluations(run: LiveRun, out: dict[str, Any]) -> None:
-    """List the evaluate steps whose commands run (``evaluating``: step, command, since when) and
+    """List the evaluate steps whose commands run (``evaluating``: step, command, since when, its
+    timeout) and
     the commands this call started (``evaluate``: what runs them needs, for the caller that
     runs them: see :mod:`lockgate.engine.evaluate`)."""
     calls = {key: call_entry(run, key) for key in run.evaluating}
-    out["evaluating"] = [{k: call[k] for k in ("step_id", "command", "started_at")} for call in calls.values()]
+    out["evaluating"] = [{k: call[k] for k in ("step_id", "command", "started_at", "timeout_ms")}
+                         for call in calls.values()]
     started = [calls[key] for key in dict.fromkeys(run.issued) if key in calls]
     if started:
         out["evaluate"] = started

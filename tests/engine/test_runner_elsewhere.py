@@ -1,6 +1,7 @@
-"""A run cancelled by another process (``lockgate cancel`` in another terminal) stops the drive
-at once: its agent calls are cancelled and its evaluate commands killed, instead of running on
-until each ends and its answer is refused."""
+"""What other processes do to a run a drive is driving: a cancel (``lockgate cancel`` in another
+terminal) stops the drive at once (its agent calls cancelled, its evaluate commands killed,
+instead of running on until each ends and its answer is refused); an evaluate command another
+process started and left behind (it died) is started again once it is past its timeout."""
 
 from __future__ import annotations
 
@@ -62,3 +63,38 @@ async def test_a_cancel_from_another_process_stops_agent_calls_and_commands(tmp_
     assert agent_cancelled.is_set()
     with pytest.raises(ProcessLookupError):  # the command was killed and reaped
         os.kill(int((tmp_path / "pid").read_text()), 0)
+
+
+LEFT_BEHIND = """version: 1
+contracts:
+  Verdict: {status: string, children: array, reason: string}
+  Note: {text: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${check.output}", contract: Verdict}
+    steps:
+      - {id: a, agent: quick, do: "a", out: Note}
+      - id: check
+        after: [a]
+        evaluate: {command: "cat > /dev/null; echo '{\\"status\\": \\"closed\\", \\"children\\": [], \\"reason\\": \\"rerun\\"}'", timeout_ms: 1000}
+        out: Verdict
+"""
+
+
+async def test_a_command_left_running_by_a_process_that_is_gone_is_started_again(tmp_path: Path, monkeypatch) -> None:
+    from lockgate.engine import drive
+    from lockgate.engine.evaluate import deferred
+    from lockgate.engine.runner import Runner
+
+    engine = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path)
+    plan = engine.plan(LEFT_BEHIND, {})
+    with deferred():  # a process that started the command, then died before running it
+        started = engine.step_done(plan["run_id"], "a", {"text": "a"}, plan["token"])
+    assert started["status"] == "evaluating"
+    monkeypatch.setattr(drive, "OVERDUE_GRACE_S", -60.0)  # its timeout is long past
+    async with asyncio.timeout(GUARD_S):
+        result = await drive.Drive(Runner(engine), engine.status(plan["run_id"])).drive()
+    assert result.status == "complete" and result.output["reason"] == "rerun"
+    assert "resumed" in [e["type"] for e in engine.audit(plan["run_id"])["events"]]
