@@ -366,24 +366,29 @@ def start_run(flowspec: Any, inputs: Mapping[str, Any], *, agents: Mapping[str, 
               store: Any = None, workspace: Any = None) -> NotebookRun:
     """Plan and drive a run of ``flowspec`` as a task on the running loop; returns at once.
 
-    Inputs the flow refuses and agents that resolve from nowhere raise here (a LockgateError),
-    not when the run is awaited."""
+    Inputs the flow refuses, agents that resolve from nowhere and agents whose (synchronous)
+    preflight finds they cannot run here raise here (a LockgateError), not when the run is awaited."""
     from ..engine.engine import check_inputs
-    from .startcheck import check_agents
+    from .startcheck import check_agents, check_preflights
 
     inputs = check_inputs(flowspec.spec, inputs, flowspec.flow)
     run = _notebook_run(flowspec, agents, store, workspace)
     check_agents(run.runner, flowspec.spec, flowspec.flow)
+    check_preflights(run.runner, flowspec.spec, flowspec.flow)
     run._launch(run.runner.start(flowspec.spec, inputs, flow=flowspec.flow))
     return run
 
 
 def resume_run(flowspec: Any, run_id: str, *, agents: Mapping[str, Any] | None = None,
                store: Any = None, workspace: Any = None) -> NotebookRun:
-    """Continue a stored run (after a kernel restart) and drive it here."""
+    """Continue a stored run (after a kernel restart) and drive it here.
+
+    Agents of its flow that resolve from nowhere raise here (a ConfigError), as at its start."""
     from ..engine.graphs import picture_statuses
+    from .startcheck import check_agents
 
     run = _notebook_run(flowspec, agents, store, workspace)
+    check_agents(run.runner, flowspec.spec, flowspec.flow)
     run.run_id = run_id
     for node, status in picture_statuses(run.engine.audit(run_id)).items():
         run.rows.setdefault(node, StepRow()).status = status

@@ -59,8 +59,9 @@ class FlowSpec:
         """Start a run as an asyncio task on the kernel's loop and return its live view at once.
 
         Inputs the flow's input contract refuses, an agent the flow uses that is neither in
-        ``agents`` nor registered nor configured, and ``agents`` that is not a mapping are a
-        one-line UsageError here (the engine's error is its ``__cause__``); nothing starts."""
+        ``agents`` nor registered nor configured, one whose (synchronous) preflight finds it
+        cannot run here, and ``agents`` that is not a mapping are a one-line UsageError here
+        (the engine's error is its ``__cause__``); nothing starts."""
         from IPython.core.error import UsageError
 
         from ..errors import LockgateError

@@ -1,15 +1,18 @@
-"""What a notebook run needs before it starts, checked when it is started rather than later.
+"""What a notebook run needs before it starts (or resumes), checked then rather than later.
 
 A notebook run is a task on the kernel's loop: an error the runner meets before planning (inputs
-the flow's input contract refuses, an agent name nothing provides) would show only when the run
-is awaited, as "run None is error: ...". These are the engine's own checks, made up front as the
-CLI and the MCP server make them: the input contract check of ``Engine.plan`` (called as
-:func:`lockgate.engine.engine.check_inputs`) and the runner's agent resolution. An agent's ``preflight`` (a binary or an endpoint to reach) is asynchronous and
-stays in the run's task.
+the flow's input contract refuses, an agent name nothing provides, an agent whose preflight finds
+it cannot run here) would show only when the run is awaited, as "run None is error: ...". These
+are the engine's own checks, made up front as the CLI and the MCP server make them: the input
+contract check of ``Engine.plan`` (called as :func:`lockgate.engine.engine.check_inputs`), the
+runner's agent resolution, and the agents' synchronous preflights. An asynchronous preflight (an
+endpoint to reach) would have to be awaited, which a cell that returns at once cannot do: it is
+left to the run's task, where the runner makes every preflight.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,6 +25,32 @@ def check_agents(runner: Any, spec: Any, flow: str) -> None:
     runner.install_judge()
     for name in agent_names(spec, flow):
         runner.agent(name)
+
+
+def check_preflights(runner: Any, spec: Any, flow: str) -> None:
+    """AgentUnavailable (a LockgateError) from the first synchronous ``preflight`` that fails, of
+    the agents the flow may dispatch to and, when a judged ensure may be reached, the judge's
+    agent: the checks :meth:`Runner.start` makes first, made in the cell. The run's task makes
+    them again (a PATH lookup, an environment or file check: about 55 µs for a built-in agent)."""
+    from ..engine.flowneeds import agent_names, uses_judged
+    from ..engine.judge import AgentJudge
+
+    agents = [runner.agent(name) for name in agent_names(spec, flow)]
+    bridge = runner.install_judge()
+    if bridge is not None and isinstance(bridge.judge, AgentJudge) and uses_judged(spec, flow):
+        agents.append(bridge.judge.agent)
+    for agent in agents:
+        _preflight_now(agent)
+
+
+def _preflight_now(agent: Any) -> None:
+    """Call ``agent.preflight`` unless it is asynchronous (then the run's task awaits it)."""
+    check = getattr(agent, "preflight", None)
+    if check is None or inspect.iscoroutinefunction(check):
+        return
+    result = check()
+    if inspect.iscoroutine(result):  # asynchronous after all (an async __call__): left to the task
+        result.close()
 
 
 def agents_mapping(agents: Any, where: str) -> Mapping[str, Any] | None:

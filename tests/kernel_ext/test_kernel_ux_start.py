@@ -1,5 +1,6 @@
-"""Starting a run refuses bad inputs, missing agents and a bare agents= function at once, in one
-line, as the CLI and the MCP server do (a real kernel)."""
+"""Starting a run refuses bad inputs, missing agents, agents that cannot run here and a bare
+agents= function at once, in one line, as the CLI and the MCP server do; resuming one refuses
+missing agents the same way (a real kernel)."""
 
 from __future__ import annotations
 
@@ -12,14 +13,19 @@ RUNS = ("from lockgate.engine.engine import Engine\nfrom lockgate.engine.store i
 UNAVAILABLE = '''
 from lockgate.errors import AgentUnavailable
 class Offline:
-    """An agent whose preflight finds it cannot run (a missing binary, an endpoint down)."""
+    """An agent whose preflight finds it cannot run (a missing binary, credentials)."""
     name = "codex"
     def preflight(self):
-        raise AgentUnavailable("codex: endpoint down")
+        raise AgentUnavailable("codex: no binary here")
     async def execute(self, task):
         raise AssertionError("not called")
     async def cancel(self):
         pass
+class Unreachable(Offline):
+    """An agent whose preflight awaits an answer (an endpoint), which says it is down."""
+    async def preflight(self):
+        raise AgentUnavailable("codex: endpoint down")
+offline = {"codex": Offline()}
 '''
 
 
@@ -56,6 +62,8 @@ def _one_line_usage_error(out, *expected: str) -> None:
     ("%flow run rw --input txet=t --agents agents --as bad",
      ["%flow run: inputs do not match flow 'reviewed_work': input.text: missing required field"]),
     ("%flow run scribed --input text=t --as bad", ["%flow run: no agent named 'scribe'"]),
+    ('bad = rw.start({"text": "t"}, agents=offline)', ["rw.start: codex: no binary here"]),
+    ("%flow run rw --input text=t --agents offline --as bad", ["%flow run: codex: no binary here"]),
 ])
 def test_a_run_that_cannot_start_is_refused_at_once(kernel, code, expected):
     before = kernel.value("stored_runs()")
@@ -82,11 +90,30 @@ def test_agents_registered_or_passed_are_found(kernel):
     _one_line_usage_error(kernel.run('scribed.start({"text": "t"})'), "no agent named 'scribe'")
 
 
-def test_a_run_whose_agent_cannot_run_fails_before_it_is_planned(kernel):
-    out = kernel.run('n = rw.start({"text": "t"}, agents={"codex": Offline()})\n'
+def test_a_run_whose_agent_is_found_down_later_fails_before_it_is_planned(kernel):
+    """An asynchronous preflight cannot be awaited by the cell that starts the run: the run's
+    task makes it, and the run ends in error without a plan."""
+    out = kernel.run('n = rw.start({"text": "t"}, agents={"codex": Unreachable()})\n'
                      'await n.wait_until(lambda run: run.done)')
     assert out.error is None, out.traceback
     assert kernel.value("n.status") == "error"
     _one_line_usage_error(kernel.run("%flow audit n"),
                           "%flow audit: the run has not been planned (it is error: ", "endpoint down")
     _one_line_usage_error(kernel.run("%flow approve n review"), "%flow approve: the run has not been planned")
+
+
+def test_a_resumed_run_whose_agent_is_nowhere_is_refused_at_once(kernel):
+    kernel.run('from lockgate.engine.engine import Engine\nfrom lockgate.engine.store import open_store\n'
+               'stored = Engine(store=open_store(None))\n'
+               'rid = stored.plan(scribed.spec, {"text": "t"})["run_id"]\n'
+               'def events():\n    return len(stored.audit(rid)["events"])')
+    before = kernel.value("events()")
+    _one_line_usage_error(kernel.run("%flow resume $rid --as bad"),
+                          "%flow resume: no agent named 'scribe': pass it in agents=")
+    assert kernel.value('"bad" in globals()') is False
+    assert kernel.value("events()") == before  # nothing driven: the run waits as it did
+    kernel.run('scribes = {"scribe": work}')
+    out = kernel.run("%flow resume $rid --agents scribes --as resumed")
+    assert out.error is None, out.traceback
+    kernel.run('await resumed.wait_until(lambda r: "review" in r.waiting_gates())\nresumed.approve("review")')
+    assert kernel.value("await resumed") == {"result": "done", "quality_score": 0.9}
