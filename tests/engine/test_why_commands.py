@@ -5,34 +5,13 @@ the same thing, and the line reads back (shlex) as the action's words."""
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 from lockgate.engine import Engine
 from lockgate.engine.explain import FILL_IN, render
 
-SPEC = """version: 1
-contracts:
-  Note:
-    text: string
-flows:
-  entry: main
-  main:
-    input:
-      topic: string
-    output:
-      from: "${draft.output}"
-      contract: Note
-    max_rounds: 2
-    steps:
-      - id: draft
-        do: "Write about ${input.topic}"
-        out: Note
-      - id: review
-        after: [draft]
-        gate:
-          on_approve: null
-          on_revise: draft
-          on_kill: null
-"""
+#: a flow whose step ``work`` goes to gate ``review``, which can approve, revise or kill
+SPEC = (Path(__file__).resolve().parents[2] / "examples" / "reviewed-work.stratum.yaml").read_text()
 
 
 def argv(action: dict) -> list[str]:
@@ -41,8 +20,8 @@ def argv(action: dict) -> list[str]:
 
 
 def at_gate(engine: Engine) -> str:
-    first = engine.plan(SPEC, {"topic": "tea"})
-    engine.step_done(first["run_id"], "draft", {"text": "t"}, first["token"])
+    first = engine.plan(SPEC, {"text": "tea"})
+    engine.step_done(first["run_id"], "work", {"result": "r", "quality_score": 1}, first["token"])
     return first["run_id"]
 
 
@@ -57,7 +36,7 @@ def test_a_waiting_gate_is_decided_by_actions_whose_lines_are_as_before(engine: 
 
 
 def test_a_dispatched_step_is_resumed_or_cancelled(engine: Engine) -> None:
-    run = engine.plan(SPEC, {"topic": "tea"})["run_id"]
+    run = engine.plan(SPEC, {"text": "tea"})["run_id"]
     (wait,) = engine.why(run)["waits"]
     assert wait["actions"] == [{"command": ["run"], "args": [], "options": {"resume": run}},
                                {"command": ["cancel"], "args": [run], "options": {}}]
