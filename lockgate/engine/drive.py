@@ -15,6 +15,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (
@@ -251,14 +252,17 @@ class Drive:
             if not token or token in self.calls or token in self.finished:
                 continue
             self.admission.reserve(self.run_id, entry["step_id"])
-            self.calls[token] = asyncio.ensure_future(self._call(entry))
+            self.calls[token] = asyncio.ensure_future(self._call(token, partial(self._dispatch, entry), admitted=True))
 
-    async def _call(self, entry: dict[str, Any]) -> None:
-        token = entry["token"]
+    async def _call(self, token: str, work: Callable[[], Awaitable[Any]], *, admitted: bool = False) -> None:
+        """Await one agent call or command, ``work()`` (in ``calls`` under its token until it
+        ends), then act on its answer; ``admitted``: it holds a place reserved in the run's
+        admission."""
         try:
-            answer = await self._answer(self._dispatch(entry))
+            answer = await self._answer(work())
         finally:
-            self.admission.release()
+            if admitted:
+                self.admission.release()
             self.finished.add(token)
             self.calls.pop(token, None)
         self._deliver(answer)
@@ -280,22 +284,28 @@ class Drive:
 
     async def _report(self, entry: dict[str, Any], result: AgentResult) -> dict[str, Any] | None:
         """``step_done`` for one result; None when the dispatch went stale meanwhile."""
-        step_id, token = entry["step_id"], entry["token"]
+        step_id = entry["step_id"]
+        response, applied = await self._settle(
+            step_id, self.engine.step_done, result.output if result.ok else None, entry["token"],
+            failure=None if result.ok else result.failure, usage=usage_of(result), judging=step_id,
+            cwd=entry.get("cwd"))
+        if applied:
+            emit_outcome(self.emit, self.run_id, entry, result, response)
+        return response
+
+    async def _settle(self, step_id: str, method: Any, *args: Any, **kwargs: Any) -> tuple[Any, bool]:
+        """(the response, True) of the engine ``method`` settling an answer about ``step_id``;
+        (None, False) when its issuance went stale meanwhile (answered elsewhere first);
+        (the run's status, False) when the run ended elsewhere meanwhile."""
         try:
-            response = await self._engine_call(
-                self.engine.step_done, self.run_id, step_id,
-                result.output if result.ok else None, token,
-                failure=None if result.ok else result.failure, usage=usage_of(result),
-                judging=step_id, cwd=entry.get("cwd"))
+            return await self._engine_call(method, self.run_id, step_id, *args, **kwargs), True
         except StaleToken:
             self.stale.append(step_id)
-            return None
+            return None, False
         except EngineError as exc:
             if exc.error_type not in ENDED_ELSEWHERE:
                 raise
-            return await self._engine_call(self.engine.status, self.run_id)
-        emit_outcome(self.emit, self.run_id, entry, result, response)
-        return response
+            return await self._engine_call(self.engine.status, self.run_id), False
 
     # --- evaluate commands ---------------------------------------------------------------------
 
@@ -305,16 +315,7 @@ class Drive:
         for call in calls:
             token = call["token"]
             if token not in self.calls and token not in self.finished:
-                self.calls[token] = asyncio.ensure_future(self._evaluation(call))
-
-    async def _evaluation(self, call: dict[str, Any]) -> None:
-        token = call["token"]
-        try:
-            answer = await self._answer(self._evaluate(call))
-        finally:
-            self.finished.add(token)
-            self.calls.pop(token, None)
-        self._deliver(answer)
+                self.calls[token] = asyncio.ensure_future(self._call(token, partial(self._evaluate, call)))
 
     async def _evaluate(self, call: dict[str, Any]) -> dict[str, Any] | None:
         """Run one command, then settle its answer; None when the step was started again
@@ -323,16 +324,9 @@ class Drive:
         self.emit("step_started", self.run_id, step_id=step_id, message=call["command"],
                   data={"kind": "evaluate"})
         answer = await evaluate_async(self.engine.evaluator or _no_evaluator, call)
-        try:
-            response = await self._engine_call(self.engine.evaluated, self.run_id, step_id, call["token"], answer)
-        except StaleToken:
-            self.stale.append(step_id)
-            return None
-        except EngineError as exc:
-            if exc.error_type not in ENDED_ELSEWHERE:
-                raise
-            return await self._engine_call(self.engine.status, self.run_id)
-        emit_evaluated(self.emit, self.run_id, call, answer, response)
+        response, applied = await self._settle(step_id, self.engine.evaluated, call["token"], answer)
+        if applied:
+            emit_evaluated(self.emit, self.run_id, call, answer, response)
         return response
 
     async def _elsewhere(self, current: dict[str, Any]) -> dict[str, Any]:

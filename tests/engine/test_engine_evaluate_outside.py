@@ -56,8 +56,17 @@ def answered(reason: str = "ok") -> Evaluated:
     return Evaluated({"ok": True, "result": {**CLOSED, "reason": reason}}, None, 1.0)
 
 
-def tokens_of(response: dict[str, Any]) -> dict[str, str]:
-    return {entry["step_id"]: entry["token"] for entry in response["ready"]}
+def closing() -> Engine:
+    """An engine whose evaluator answers ``closed`` at once."""
+    return Engine(evaluator=lambda *args: {"ok": True, "result": CLOSED})
+
+
+def started(engine: Engine, spec: str = SPEC) -> tuple[str, dict[str, Any]]:
+    """(run id, the response) once ``a``'s result started ``check``, in a deferred call (as the
+    runner makes them: the command is left to the caller, which has not run it)."""
+    plan = engine.plan(spec, {})
+    with deferred():
+        return plan["run_id"], engine.step_done(plan["run_id"], "a", {"text": "A"}, plan["token"])
 
 
 @pytest.fixture
@@ -128,11 +137,8 @@ def test_a_cancel_while_the_command_runs_discards_its_answer(two_engines):
 
 
 def test_resume_starts_a_running_command_again_under_a_new_token():
-    engine = Engine(evaluator=lambda *args: {"ok": True, "result": CLOSED})
-    plan = engine.plan(SPEC, {})
-    run_id = plan["run_id"]
-    with deferred():  # as the runner calls: the caller runs the commands
-        out = engine.step_done(run_id, "a", {"text": "A"}, plan["token"])
+    engine = closing()
+    run_id, out = started(engine)
     (call,) = out["evaluate"]
     assert (call["step_id"], call["command"], call["input"], call["timeout_ms"]) == ("check", "check it", "A", 5000)
     with deferred():  # the process running it died: a resume starts it again
@@ -153,10 +159,8 @@ def test_resume_starts_a_running_command_again_under_a_new_token():
 def test_without_deferral_resume_runs_the_command_itself():
     calls = []
     engine = Engine(evaluator=lambda *args: calls.append(args) or {"ok": True, "result": CLOSED})
-    plan = engine.plan(SPEC, {})
-    with deferred():
-        engine.step_done(plan["run_id"], "a", {"text": "A"}, plan["token"])
-    resumed = engine.resume(plan["run_id"])
+    run_id, _ = started(engine)
+    resumed = engine.resume(run_id)
     assert len(calls) == 1 and "evaluating" not in resumed and "evaluate" not in resumed
     assert resumed["status"] == "execute_step" and [e["step_id"] for e in resumed["ready"]] == ["b"]
     assert resumed["digest"]
@@ -174,11 +178,9 @@ def test_an_answer_for_a_step_that_runs_no_command_is_refused():
 
 
 def test_revert_to_a_checkpoint_taken_while_a_command_ran_starts_it_again():
-    engine = Engine(evaluator=lambda *args: {"ok": True, "result": CLOSED})
-    plan = engine.plan(SPEC, {})
-    run_id = plan["run_id"]
-    with deferred():
-        (call,) = engine.step_done(run_id, "a", {"text": "A"}, plan["token"])["evaluate"]
+    engine = closing()
+    run_id, out = started(engine)
+    (call,) = out["evaluate"]
     engine.commit(run_id, "mid-check")
     engine.evaluated(run_id, "check", call["token"], answered("first"))
     with deferred():
@@ -191,44 +193,32 @@ def test_revert_to_a_checkpoint_taken_while_a_command_ran_starts_it_again():
 
 
 def test_a_run_whose_only_work_is_a_running_command_says_evaluating():
-    engine = Engine(evaluator=lambda *args: {"ok": True, "result": CLOSED})
+    engine = closing()
     spec = SPEC.replace('      - {id: b, agent: claude, do: "b after ${a.output.text}", out: Note, after: [a]}\n', "")
-    spec = spec.replace("after: [check, b]", "after: [check]")
-    plan = engine.plan(spec, {})
-    with deferred():
-        out = engine.step_done(plan["run_id"], "a", {"text": "A"}, plan["token"])
+    run_id, out = started(engine, spec.replace("after: [check, b]", "after: [check]"))
     assert out["status"] == "evaluating" and [e["step_id"] for e in out["evaluating"]] == ["check"]
-    assert engine.status(plan["run_id"])["status"] == "evaluating"
-    settled = engine.evaluated(plan["run_id"], "check", out["evaluate"][0]["token"], answered())
+    assert engine.status(run_id)["status"] == "evaluating"
+    settled = engine.evaluated(run_id, "check", out["evaluate"][0]["token"], answered())
     assert settled["status"] == "execute_step" and settled["step_id"] == "fin"
 
 
 def test_a_commands_time_is_charged_to_the_flows_ms_budget():
-    engine = Engine(evaluator=lambda *args: {"ok": True, "result": CLOSED})
     spec = SPEC.replace("    input: {}\n", "    input: {}\n    budget: {ms: 100}\n")
-    plan = engine.plan(spec, {})
-    run_id = plan["run_id"]
-    with deferred():
-        (call,) = engine.step_done(run_id, "a", {"text": "A"}, plan["token"])["evaluate"]
-    within = engine.evaluated(run_id, "check", call["token"], Evaluated({"ok": True, "result": CLOSED}, None, 60.0))
-    assert within["status"] == "execute_step" and engine.audit(run_id)["spent"]["ms"] == 60.0
-    revised = Engine(evaluator=lambda *args: {"ok": True, "result": CLOSED})
-    plan = revised.plan(spec, {})
-    with deferred():
-        (call,) = revised.step_done(plan["run_id"], "a", {"text": "A"}, plan["token"])["evaluate"]
-    over = revised.evaluated(plan["run_id"], "check", call["token"],
-                             Evaluated({"ok": True, "result": CLOSED}, None, 150.0))
-    assert over["status"] == "error" and over["error_type"] == "budget_exhausted"
+    for took, status in ((60.0, "execute_step"), (150.0, "error")):
+        engine = closing()
+        run_id, out = started(engine, spec)
+        settled = engine.evaluated(run_id, "check", out["evaluate"][0]["token"],
+                                   Evaluated({"ok": True, "result": CLOSED}, None, took))
+        assert settled["status"] == status and engine.audit(run_id)["spent"]["ms"] == took
+    assert settled["error_type"] == "budget_exhausted"
 
 
 @pytest.mark.parametrize("answer", [None, {"ok": True}, Evaluated(None, None, float("nan")),
                                     Evaluated(None, None, -1.0), Evaluated(None, None, "5")])
 def test_an_answer_that_is_not_one_is_refused_changing_nothing(answer):
     engine = Engine()
-    plan = engine.plan(SPEC, {})
-    with deferred():
-        (call,) = engine.step_done(plan["run_id"], "a", {"text": "A"}, plan["token"])["evaluate"]
+    run_id, out = started(engine)
     with pytest.raises(EngineError) as refused:
-        engine.evaluated(plan["run_id"], "check", call["token"], answer)
+        engine.evaluated(run_id, "check", out["evaluate"][0]["token"], answer)
     assert refused.value.error_type == "invalid_arguments"
-    assert [e["step_id"] for e in engine.status(plan["run_id"])["evaluating"]] == ["check"]
+    assert [e["step_id"] for e in engine.status(run_id)["evaluating"]] == ["check"]
