@@ -1,7 +1,7 @@
 """Admission of agent calls: the limits one run's calls are held to.
 
-At most ``max_running`` agent calls (a judge's included) run at once, and at most
-``max_outstanding`` are running or queued; a run that would exceed the second bound stops with a
+At most ``max_running`` agent calls (a judge's and evaluate commands included) run at once, and
+at most ``max_outstanding`` are running or queued; a run that would exceed the second bound stops with a
 :class:`OutstandingLimit` (a :class:`~lockgate.errors.RunnerError`) instead of queueing without
 limit, and the runner records the run cancelled. Kept apart from the driving loop
 (:mod:`lockgate.engine.drive`) so the limits read in one place.

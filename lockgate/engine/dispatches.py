@@ -84,17 +84,14 @@ def emit_outcome(emit: Emitter, run_id: str, entry: Mapping[str, Any], result: A
     step_id, attempt = entry["step_id"], int(entry.get("attempt") or 1)
     common = {"step_id": step_id, "attempt": attempt, "agent": entry.get("agent")}
     violations = response.get("violations") or ()
-    if response.get("failed_step") == step_id:
-        failure = response.get("failure") or {}
-        emit("step_failed", run_id, violations=violations,
-             message=failure.get("reason") or result.failure, **common)
+    failed = failure_of(response, step_id)
+    if failed is not None:
+        emit("step_failed", run_id, violations=violations if response.get("failed_step") == step_id else (),
+             message=failed or result.failure, **common)
         if _retried(response, step_id):
             emit("step_retrying", run_id, step_id=step_id,
                  attempt=int(response.get("attempt") or attempt + 1),
                  agent=entry.get("agent"), violations=violations)
-    elif response.get("status") == "error" and response.get("step_id") == step_id:
-        emit("step_failed", run_id, violations=violations,
-             message=response.get("message") or result.failure, **common)
     else:
         emit("step_succeeded", run_id, data={
             "output": result.output, "usage": result.usage.to_json(),
@@ -109,15 +106,28 @@ def emit_evaluated(emit: Emitter, run_id: str, call: Mapping[str, Any], answer: 
     step_id = call["step_id"]
     common = {"step_id": step_id, "data": {"kind": "evaluate", "command": call["command"],
                                            "duration_ms": round(answer.took_ms, 3)}}
-    if response.get("failed_step") == step_id:
-        failure = response.get("failure") or {}
-        emit("step_failed", run_id, violations=response.get("violations") or (), message=failure.get("reason"),
-             **common)
-    elif response.get("status") == "error" and response.get("step_id") == step_id:
-        emit("step_failed", run_id, violations=response.get("violations") or (), message=response.get("message"),
+    failed = failure_of(response, step_id)
+    if failed is not None:
+        own = response.get("failed_step") == step_id or response.get("step_id") == step_id
+        emit("step_failed", run_id, violations=response.get("violations") or () if own else (), message=failed,
              **common)
     else:
         emit("step_succeeded", run_id, **common)
+
+
+def failure_of(response: Mapping[str, Any], step_id: str) -> str | None:
+    """Why ``step_id``'s attempt failed in the call ``response`` answers ("" when no reason is
+    given), or None when it did not fail: the response's failed step, one of its
+    ``failed_steps`` (a subflow child whose failure ended the subflow), or the step an error
+    names."""
+    if response.get("failed_step") == step_id:
+        return str((response.get("failure") or {}).get("reason") or "")
+    failed_steps = response.get("failed_steps") or {}
+    if step_id in failed_steps:
+        return str(failed_steps[step_id] or "")
+    if response.get("status") == "error" and response.get("step_id") == step_id:
+        return str(response.get("message") or "")
+    return None
 
 
 def _retried(response: Mapping[str, Any], step_id: str) -> bool:

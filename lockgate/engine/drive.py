@@ -163,7 +163,7 @@ class Drive:
                 return self._finish(current)
             self._schedule(response, current)
             if not self.calls and not self.asks and self.inbox.empty():
-                if not current.get("evaluating"):
+                if not current.get("evaluating") or self.unanswered:
                     return self._idle_end(current)
                 response = await self._elsewhere(current)  # another process runs the commands
                 continue
@@ -311,11 +311,13 @@ class Drive:
 
     def _schedule_evaluations(self, calls: list[dict[str, Any]]) -> None:
         """Run the evaluate commands the engine left to this drive (a response's ``evaluate``),
-        each as a task beside the agent calls (not counted against their limits)."""
+        each as a task beside the agent calls, within the same limits."""
         for call in calls:
             token = call["token"]
             if token not in self.calls and token not in self.finished:
-                self.calls[token] = asyncio.ensure_future(self._call(token, partial(self._evaluate, call)))
+                self.admission.reserve(self.run_id, call["step_id"])
+                self.calls[token] = asyncio.ensure_future(self._call(token, partial(self._evaluate, call),
+                                                                     admitted=True))
 
     async def _evaluate(self, call: dict[str, Any]) -> dict[str, Any] | None:
         """Run one command, then settle its answer; None when the step was started again
@@ -323,7 +325,8 @@ class Drive:
         step_id = call["step_id"]
         self.emit("step_started", self.run_id, step_id=step_id, message=call["command"],
                   data={"kind": "evaluate"})
-        answer = await evaluate_async(self.engine.evaluator or _no_evaluator, call)
+        async with self.admission:
+            answer = await evaluate_async(self.engine.evaluator or _no_evaluator, call)
         response, applied = await self._settle(step_id, self.engine.evaluated, call["token"], answer)
         if applied:
             emit_evaluated(self.emit, self.run_id, call, answer, response)
@@ -340,7 +343,7 @@ class Drive:
         response = await self._engine_call(self.engine.status, self.run_id)
         if response.get("evaluating") and all(map(_overdue, response["evaluating"])):
             return await self._engine_call(self.engine.resume, self.run_id)
-        if response.get("evaluating") == current.get("evaluating") and response.get("status") == "evaluating":
+        if response.get("evaluating") == current.get("evaluating"):
             await asyncio.to_thread(store.wait_for_change, self.run_id, version, ELSEWHERE_POLL_S)
             response = await self._engine_call(self.engine.status, self.run_id)
         return response

@@ -190,8 +190,9 @@ class Engine:
         def apply(live: LiveRun) -> None:
             live.event("resumed", None, outstanding=list(live.outstanding), waiting=list(live.waiting),
                        **({"evaluating": list(live.evaluating)} if live.evaluating else {}))
-            for key in list(live.evaluating):
-                evaluate.restart(live, key)
+            if live.header.status == RUN_RUNNING:
+                for key in list(live.evaluating):
+                    evaluate.restart(live, key)
             live.work.extend(k for k, st in live.steps.items() if st.status == "pending" and not st.dropped)
             advance(live)
 
@@ -379,10 +380,11 @@ class Engine:
         queue, started = list(out["evaluate"]), set()
         while queue:
             call = queue.pop(0)
-            if call["token"] in started:
-                continue
+            run = self._get(run_id)  # cached, unless a call made while a command ran dropped it
+            if call["token"] in started or not evaluate.runs_under(run, call["step_id"], call["token"]):
+                continue  # run already, or the run or the step moved on (a failure, a reset)
             started.add(call["token"])
-            so_far = self._live[run_id].report()
+            so_far = run.report()
             answer = self._command(call)
             settle = _reporting(so_far, evaluate.settle)
             try:

@@ -179,12 +179,6 @@ def start(run: LiveRun, loc: Located, st: StepState) -> None:
     except RefError as exc:
         _fail(run, loc, st, f"evaluate: input render failed: {exc.message}")
         return
-    workspace = run.workspace()
-    if workspace is not None and not workspace.is_dir():
-        # another machine's run (a shared PostgreSQL store): refuse here, failing nothing
-        raise EngineError(f"evaluate step {st.key} runs its command in the run's workspace {workspace}, which "
-                          "does not exist here; continue the run where it does", error_type="workspace_missing",
-                          run_id=run.header.id, step_id=st.key, workspace=str(workspace))
     st.command_input = value
     _issue(run, st, restarted=False)
 
@@ -196,6 +190,13 @@ def restart(run: LiveRun, key: str) -> None:
 
 
 def _issue(run: LiveRun, st: StepState, *, restarted: bool) -> None:
+    """Mark ``st`` running under a fresh token; refused, failing nothing, where its command
+    cannot run (the run's workspace is another machine's: a shared PostgreSQL store)."""
+    workspace = run.workspace()
+    if workspace is not None and not workspace.is_dir():
+        raise EngineError(f"evaluate step {st.key} runs its command in the run's workspace {workspace}, which "
+                          "does not exist here; continue the run where it does", error_type="workspace_missing",
+                          run_id=run.header.id, step_id=st.key, workspace=str(workspace))
     run.issue(st, RUNNING)
     run.evaluating[st.key] = None
     run.event("evaluate_started", st.key, restarted=restarted)
@@ -285,6 +286,13 @@ def settle(run: LiveRun, key: Any, token: Any, answer: Evaluated) -> None:
     succeed(run, loc, st, result)
 
 
+def runs_under(run: LiveRun, key: str, token: str) -> bool:
+    """Whether evaluate step ``key`` of the running ``run`` runs its command under ``token``."""
+    st = run.steps.get(key)
+    return (run.header.status == RUN_RUNNING and st is not None and key in run.evaluating
+            and st.token == token)
+
+
 def _running(run: LiveRun, key: Any, token: Any) -> StepState:
     """The evaluate step running under ``token``; raise (as ``step_done`` refuses a result) if
     there is none."""
@@ -292,20 +300,23 @@ def _running(run: LiveRun, key: Any, token: Any) -> StepState:
     if run.header.status == RUN_CANCELLED or run.header.cancel_requested:
         raise EngineError(f"run {rid} is cancelled", error_type="run_cancelled", run_id=rid)
     st = run.steps.get(key) if isinstance(key, str) else None
-    if st is None or st.dropped or key.startswith("@"):
+    if st is None or key.startswith("@"):
         raise EngineError(f"run {rid} has no step {key!r}", error_type="unknown_step", run_id=rid, step_id=key)
+    if run.locate(key).cstep.kind != "evaluate":
+        raise EngineError(f"step {key} is not an evaluate step: it runs no command", error_type="not_awaiting",
+                          run_id=rid, step_id=key, step_status=st.status)
     if isinstance(token, str) and token and st.accepted == token:
         raise StaleToken(f"evaluate step {key} already settled the command's answer for this token (duplicate); "
                          "nothing changed", run_id=rid, step_id=key, reason="duplicate")
     if run.header.status != RUN_RUNNING:
         raise EngineError(f"run {rid} is {run.header.status}; it takes no more results", error_type="run_finished",
                           run_id=rid, status=run.header.status)
-    if key not in run.evaluating:
-        raise EngineError(f"step {key} is {st.status}, not running an evaluate command", error_type="not_awaiting",
-                          run_id=rid, step_id=key, step_status=st.status)
-    if st.token != token:
-        raise StaleToken(f"token is not the current run of evaluate step {key}'s command (it was started again); "
-                         "nothing changed", run_id=rid, step_id=key, reason="stale")
+    if not (isinstance(token, str) and token):
+        raise StaleToken(f"missing token for evaluate step {key}", run_id=rid, step_id=key, reason="missing")
+    if st.dropped or key not in run.evaluating or st.token != token:
+        raise StaleToken(f"evaluate step {key} no longer runs the command started under this token (the step "
+                         f"was reset, closed or started again; it is {st.status}); nothing changed",
+                         run_id=rid, step_id=key, reason="stale", step_status=st.status)
     return st
 
 

@@ -95,7 +95,9 @@ def _add_evaluations(run: LiveRun, out: dict[str, Any]) -> None:
 
 
 def _add_failure(run: LiveRun, out: dict[str, Any]) -> None:
-    """Mark a response whose call just failed an attempt (retried, or routed to on_fail)."""
+    """Mark a response whose call just failed an attempt (retried, or routed to on_fail): the
+    last failure in ``failed_step``/``failure``, and every step whose attempt failed with its
+    reason in ``failed_steps`` when there were several (a failure that ended a subflow)."""
     if not run.failed_now:
         return
     key, failure, retried = run.failed_now[-1]
@@ -105,6 +107,8 @@ def _add_failure(run: LiveRun, out: dict[str, Any]) -> None:
     out["failed_step"] = key
     out["violations"] = failure.get("violations", [])
     out["failure"] = failure
+    if len(run.failed_now) > 1:  # e.g. a subflow child, then its run step: each failed attempt
+        out["failed_steps"] = {k: f.get("reason") for k, f, _ in run.failed_now}
     if run.routed_now:
         source, target, _ = run.routed_now[-1]
         out["routed_from"] = source

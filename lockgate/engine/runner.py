@@ -25,8 +25,9 @@ lockgate.toml. A judge is asked on the runner's loop while other agents keep run
 ``evaluate`` steps run their command through ``evaluator=`` (default: the engine's own, by
 default :func:`lockgate.engine.evaluate.run_command`). The runner's engine calls leave the
 commands to the runner (:func:`lockgate.engine.evaluate.deferred`), which awaits each on its loop
-like an agent call once the transition that started it has committed, so other agent calls,
-runs, gate questions and progress go on while it runs, and cancelling the run kills it.
+like an agent call once the transition that started it has committed (within the same limits),
+so other agent calls, runs, gate questions and progress go on while it runs, and cancelling the
+run kills it.
 
 This module owns what lasts across runs (the :class:`Runner`: its agents, its judge, engine
 transitions on the loop) and the public functions. One run in flight is :mod:`.drive`, its limits

@@ -222,3 +222,76 @@ def test_an_answer_that_is_not_one_is_refused_changing_nothing(answer):
         engine.evaluated(run_id, "check", out["evaluate"][0]["token"], answer)
     assert refused.value.error_type == "invalid_arguments"
     assert [e["step_id"] for e in engine.status(run_id)["evaluating"]] == ["check"]
+
+
+GATED = """version: 1
+contracts:
+  Note: {text: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${a.output}", contract: Note}
+    max_rounds: 5
+    steps:
+      - {id: a, agent: claude, do: a, out: Note}
+      - id: check
+        after: [a]
+        evaluate: {command: "check it", in: "${a.output.text}", timeout_ms: 5000}
+      - id: review
+        after: [a]
+        gate: {on_approve: null, on_revise: a, on_kill: null}
+"""
+
+
+def test_an_answer_for_a_step_reset_while_its_command_ran_is_stale():
+    engine = closing()
+    run_id, out = started(engine, GATED)
+    (gate,) = engine.status(run_id)["gates"]
+    engine.gate_resolve(run_id, "review", "revise", "again", "alice", gate["token"])  # resets a and check
+    with pytest.raises(StaleToken) as stale:
+        engine.evaluated(run_id, "check", out["evaluate"][0]["token"], answered())
+    assert stale.value.detail["reason"] == "stale" and stale.value.detail["step_status"] == "pending"
+    with pytest.raises(StaleToken, match="missing token"):
+        engine.evaluated(run_id, "check", None, answered())
+
+
+def test_a_call_whose_command_step_was_reset_meanwhile_answers_with_the_run_as_it_is(tmp_path):
+    """The engine runs the command itself; meanwhile another process revises the gate that reset
+    its step. The call's own result was committed: it answers with the current state."""
+    other = Engine(store=open_store(tmp_path / "runs.db"))
+
+    def revising(command: str, value: Any, timeout_ms: int, workspace: Any) -> dict[str, Any]:
+        (summary,) = other.runs()
+        (gate,) = other.status(summary["run_id"])["gates"]
+        other.gate_resolve(summary["run_id"], "review", "revise", "again", "bob", gate["token"])
+        return {"ok": True, "result": CLOSED}
+
+    engine = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path, evaluator=revising)
+    plan = engine.plan(GATED, {})
+    out = engine.step_done(plan["run_id"], "a", {"text": "A"}, plan["token"])
+    assert out["status"] == "execute_step" and out["step_id"] == "a" and out["token"] != plan["token"]
+
+
+def test_resume_where_the_workspace_is_missing_is_refused_failing_nothing(tmp_path):
+    workspace = tmp_path / "elsewhere"
+    workspace.mkdir()
+    planned = Engine(store=open_store(tmp_path / "runs.db"), workspace=workspace)
+    run_id, _ = started(planned)
+    workspace.rmdir()  # as on a teammate's machine sharing the store
+    here = Engine(store=open_store(tmp_path / "runs.db"))
+    with pytest.raises(EngineError) as refused:
+        here.resume(run_id)
+    assert refused.value.error_type == "workspace_missing"
+    assert [e["step_id"] for e in here.status(run_id)["evaluating"]] == ["check"]
+
+
+def test_resuming_a_failed_run_starts_no_command():
+    engine = closing()
+    spec = SPEC.replace("- {id: b, agent: claude", "- {id: b, agent: claude, ensure: [{expr: 'false'}], attempts: 1")
+    run_id, out = started(engine, spec)
+    failed = engine.step_done(run_id, "b", {"text": "B"}, out["ready"][0]["token"])
+    assert failed["status"] == "error"
+    resumed = engine.resume(run_id)
+    assert resumed["status"] == "error" and "evaluate" not in resumed
+    assert [e["type"] for e in engine.audit(run_id)["events"]].count("evaluate_started") == 1

@@ -98,3 +98,41 @@ async def test_a_command_left_running_by_a_process_that_is_gone_is_started_again
         result = await drive.Drive(Runner(engine), engine.status(plan["run_id"])).drive()
     assert result.status == "complete" and result.output["reason"] == "rerun"
     assert "resumed" in [e["type"] for e in engine.audit(plan["run_id"])["events"]]
+
+
+TWO_GATES = """version: 1
+contracts:
+  Verdict: {status: string, children: array, reason: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${e.output}", contract: Verdict}
+    steps:
+      - id: g1
+        gate: {on_approve: null, on_revise: null, on_kill: null}
+      - id: g2
+        gate: {on_approve: null, on_revise: null, on_kill: null}
+      - id: e
+        after: [g1]
+        evaluate: {command: "true", timeout_ms: 60000}
+        out: Verdict
+"""
+
+
+async def test_a_drive_left_at_a_gate_while_another_process_runs_a_command_returns(tmp_path: Path) -> None:
+    """Gates nobody answers here, and a command another process runs: the drive reports the
+    waiting gate at once (it spun re-reading the run until the command ended)."""
+    from lockgate.engine import drive
+    from lockgate.engine.evaluate import deferred
+    from lockgate.engine.gatechannel import CallbackGates
+    from lockgate.engine.runner import Runner
+
+    engine = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path)
+    plan = engine.plan(TWO_GATES, {})
+    with deferred():  # another process decided g1 and runs e's command
+        engine.resolve_waiting_gate(plan["run_id"], "g1", "approve")
+    runner = Runner(engine, gates=CallbackGates(lambda request: None))
+    async with asyncio.timeout(GUARD_S):
+        result = await drive.Drive(runner, engine.status(plan["run_id"])).drive()
+    assert result.status == "await_gate" and [g["step_id"] for g in result.waiting_gates] == ["g2"]

@@ -297,3 +297,65 @@ async def test_many_commands_in_one_engine_call_each_run_once(tmp_path: Path) ->
     result = await run(text, {}, store="memory", workspace=tmp_path, evaluator=recorder, agents={"quick": quick})
     assert result.status == "complete"
     assert sorted(call[0] for call in recorder.calls) == sorted(f"c{i}" for i in range(count))
+
+
+# -- progress and limits --------------------------------------------------------------------------
+
+FAILING_IN_SUBFLOW = """version: 1
+contracts:
+  Note: {text: string}
+  Verdict: {status: string, children: array, reason: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${fb.output}", contract: Note}
+    steps:
+      - {id: wrap, run: child, with: {}, on_fail: fb}
+      - {id: fb, agent: quick, do: fallback, out: Note}
+  child:
+    input: {}
+    output: {from: "${e.output}", contract: Verdict}
+    steps:
+      - id: e
+        evaluate: {command: "exit 3", timeout_ms: 5000}
+        out: Verdict
+"""
+
+
+async def test_a_command_failing_inside_a_subflow_is_reported_failed(tmp_path: Path) -> None:
+    events: list[Any] = []
+    result = await run(FAILING_IN_SUBFLOW, {}, store="memory", workspace=tmp_path, agents={"quick": quick},
+                       on_event=events.append)
+    assert result.status == "complete"
+    (outcome,) = [e for e in events if e.step_id == "wrap/e" and e.kind != "step_started"]
+    assert outcome.kind == "step_failed" and "non-zero status (status 3" in outcome.message
+    assert outcome.data["kind"] == "evaluate"
+
+
+async def test_max_running_bounds_commands_as_it_bounds_agent_calls(tmp_path: Path) -> None:
+    checks = "".join(f"""
+        - id: check{i}
+          evaluate: {{command: "c{i}", timeout_ms: 1000}}
+          out: Verdict
+        """ for i in range(6))
+    threading = __import__("threading")
+    running, most, lock, overlapped = [0], [0], threading.Lock(), threading.Event()
+
+    def counting(command: str, value: Any, timeout_ms: int, workspace: Any) -> dict[str, Any]:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+            if running[0] > 1:
+                overlapped.set()
+        try:
+            if command == "c0":  # a window in which unbounded commands would start beside it
+                overlapped.wait(0.2)
+            return {"ok": True, "result": CLOSED}
+        finally:
+            with lock:
+                running[0] -= 1
+
+    result = await run(spec(checks, output="${check0.output}"), {}, store="memory", workspace=tmp_path,
+                       evaluator=counting, max_running=1)
+    assert result.status == "complete" and most == [1]
