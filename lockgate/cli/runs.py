@@ -284,7 +284,10 @@ def cancel_cmd(run_id: str, store: str | None, fmt: str) -> None:
 @store_option
 @format_option
 def resume_cmd(run_id: str, store: str | None, fmt: str) -> None:
-    """Rehydrate a run from the store and show what it waits on (same tokens as before)."""
+    """Rehydrate a run from the store and show what it waits on (same tokens as before).
+
+    An evaluate command found running (the process running it stopped) is run again here first.
+    """
     engine = _engine(store)
     _print_response(_call(lambda: engine.resume(run_id)), fmt, engine, store)
 

@@ -250,7 +250,8 @@ RESUME = ToolSpec(
     description=(
         "Take over a run started by another session or process (after a restart, or a handover): "
         "the run is reloaded from the store, its spec checked against its digest, and all its "
-        "outstanding work described with the same tokens as before. Then continue as after "
+        "outstanding work described with the same tokens as before; an evaluate command found running "
+        "(its process stopped) is run again here before the answer. Then continue as after "
         "lockgate_plan. Find run ids with lockgate_runs."
     ),
     properties={"run_id": RUN_ID},
@@ -296,9 +297,10 @@ WHY = ToolSpec(
     name="lockgate_why",
     title="What a run waits on",
     description=(
-        "Explain in words what a run is waiting on (gates, dispatched steps) and the exact command "
-        "that unblocks each wait; for a finished run, why it ended and which checkpoints it can be "
-        "reverted to."
+        "Explain in words what a run is waiting on (gates, dispatched steps, evaluate commands "
+        "running) and the exact command that unblocks each wait (`commands`, as text; `actions`, the "
+        "same as data: command words, arguments, options); for a finished run, why it ended and "
+        "which checkpoints it can be reverted to."
     ),
     properties={"run_id": RUN_ID},
     required=("run_id",),
