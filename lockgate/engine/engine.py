@@ -350,7 +350,8 @@ class Engine:
         commands (:meth:`_evaluations`) and, with a dispatcher, outstanding engine-dispatch
         fanout items (a batch at a time, concurrently), settling each result as its own
         transaction."""
-        out = self._evaluations(run_id, out, everything)
+        if "evaluate" in out:
+            out = self._evaluations(run_id, out, everything)
         if self.dispatcher is None:
             return out
         while True:

@@ -32,8 +32,7 @@ from __future__ import annotations
 import copy
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
@@ -325,16 +324,19 @@ def _running(run: LiveRun, key: Any, token: Any) -> StepState:
 _DEFERRED: ContextVar[bool] = ContextVar("lockgate_evaluations_deferred", default=False)
 
 
-@contextmanager
-def deferred() -> Iterator[None]:
+class deferred:
     """Within the block, engine calls leave the commands of the evaluate steps they start to the
     caller (a runner, which awaits them on its loop): they are listed in the response's
-    ``evaluate`` entries, to be answered with :meth:`~lockgate.engine.Engine.evaluated`."""
-    token = _DEFERRED.set(True)
-    try:
-        yield
-    finally:
-        _DEFERRED.reset(token)
+    ``evaluate`` entries, to be answered with :meth:`~lockgate.engine.Engine.evaluated`. (A
+    class, not a generator: the runner enters it for every engine call.)"""
+
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> None:
+        self._token = _DEFERRED.set(True)
+
+    def __exit__(self, *exc: object) -> None:
+        _DEFERRED.reset(self._token)
 
 
 def is_deferred() -> bool:

@@ -42,6 +42,7 @@ import os
 from collections import Counter
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -191,11 +192,7 @@ class Runner:
         without blocking the loop (see :func:`settle`), and the evaluate commands it starts are
         left to the drive (listed in the response's ``evaluate`` entries)."""
         bridge = self._bridge
-
-        def deferring() -> Any:
-            with deferred():
-                return call()
-
+        deferring = partial(_deferring, call)
         # an engine with a dispatcher settles more transactions after the first is saved, so
         # abandoning one for an answer is not safe: it asks blocking, as without a runner
         if bridge is None or getattr(self.engine, "dispatcher", None) is not None:
@@ -318,6 +315,12 @@ def _engine(store: Any, workspace: Any) -> Any:
     if store is None or isinstance(store, (str, os.PathLike)):
         store = open_store(store)
     return Engine(store=store, workspace=workspace if workspace is not None else Path.cwd())
+
+
+def _deferring(call: Callable[[], Any]) -> Any:
+    """``call()``, leaving the evaluate commands it starts to the drive."""
+    with deferred():
+        return call()
 
 
 class _Calling:
