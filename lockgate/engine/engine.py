@@ -235,6 +235,11 @@ class Engine:
         run.begin()
         return response(run, everything=True)
 
+    def spec_of(self, run_id: str) -> tuple[Spec, str]:
+        """The spec a stored run runs (checked against its digest) and the name of its flow."""
+        run = self._get(run_id, fresh=True)
+        return run.cspec.spec, run.header.flow
+
     def audit(self, run_id: str) -> dict[str, Any]:
         """The durable record: header, every step's trace, events with their hashes."""
         run = self._get(run_id, fresh=True)

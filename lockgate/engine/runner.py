@@ -129,20 +129,27 @@ class Runner:
     async def start(self, spec: Any, inputs: Mapping[str, Any] | None = None, *,
                     flow: str | None = None) -> RunResult:
         spec = as_spec(spec)
+        await self._ready_for(spec, flow)
+        response = await self.transition(lambda: self.engine.plan(spec, dict(inputs or {}), flow=flow))
+        return await Drive(self, response).drive()
+
+    async def resume(self, run_id: str) -> RunResult:
+        """Continue a run from its durable state (after a crash, or after a gate decision); its
+        agents are checked first, as at a start, so one that cannot run here leaves the run as
+        it was."""
+        await self._ready_for(*self.engine.spec_of(run_id))
+        response = await self.transition(lambda: self.engine.resume(run_id), run_id=run_id)
+        return await Drive(self, response).drive()
+
+    async def _ready_for(self, spec: Any, flow: str | None) -> None:
+        """Install the evaluator and the judge, and preflight every agent the flow may dispatch
+        to (the judge's too, when a judged ensure may be reached): AgentUnavailable before
+        anything starts."""
         self.install_evaluator()
         bridge = self.install_judge()
         await self.preflight(agent_names(spec, flow))
         if bridge is not None and isinstance(bridge.judge, AgentJudge) and uses_judged(spec, flow):
             await preflight(bridge.judge.agent)
-        response = await self.transition(lambda: self.engine.plan(spec, dict(inputs or {}), flow=flow))
-        return await Drive(self, response).drive()
-
-    async def resume(self, run_id: str) -> RunResult:
-        """Continue a run from its durable state (after a crash, or after a gate decision)."""
-        self.install_evaluator()
-        self.install_judge()
-        response = await self.transition(lambda: self.engine.resume(run_id), run_id=run_id)
-        return await Drive(self, response).drive()
 
     # --- the judge ---------------------------------------------------------------------------------
 

@@ -383,12 +383,14 @@ def resume_run(flowspec: Any, run_id: str, *, agents: Mapping[str, Any] | None =
                store: Any = None, workspace: Any = None) -> NotebookRun:
     """Continue a stored run (after a kernel restart) and drive it here.
 
-    Agents of its flow that resolve from nowhere raise here (a ConfigError), as at its start."""
+    Agents of its flow that resolve from nowhere, or whose (synchronous) preflight finds they
+    cannot run here, raise here (a LockgateError), as at its start."""
     from ..engine.graphs import picture_statuses
-    from .startcheck import check_agents
+    from .startcheck import check_agents, check_preflights
 
     run = _notebook_run(flowspec, agents, store, workspace)
     check_agents(run.runner, flowspec.spec, flowspec.flow)
+    check_preflights(run.runner, flowspec.spec, flowspec.flow)
     run.run_id = run_id
     for node, status in picture_statuses(run.engine.audit(run_id)).items():
         run.rows.setdefault(node, StepRow()).status = status

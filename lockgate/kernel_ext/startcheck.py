@@ -7,7 +7,7 @@ are the engine's own checks, made up front as the CLI and the MCP server make th
 contract check of ``Engine.plan`` (called as :func:`lockgate.engine.engine.check_inputs`), the
 runner's agent resolution, and the agents' synchronous preflights. An asynchronous preflight (an
 endpoint to reach) would have to be awaited, which a cell that returns at once cannot do: it is
-left to the run's task, where the runner makes every preflight.
+left to the run's task, where the runner makes every preflight (at a start and at a resume).
 """
 
 from __future__ import annotations

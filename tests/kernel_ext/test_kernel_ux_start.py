@@ -117,3 +117,14 @@ def test_a_resumed_run_whose_agent_is_nowhere_is_refused_at_once(kernel):
     assert out.error is None, out.traceback
     kernel.run('await resumed.wait_until(lambda r: "review" in r.waiting_gates())\nresumed.approve("review")')
     assert kernel.value("await resumed") == {"result": "done", "quality_score": 0.9}
+
+
+def test_a_resumed_run_whose_agent_cannot_run_here_is_refused_at_once(kernel):
+    kernel.run('from lockgate.engine.engine import Engine\nfrom lockgate.engine.store import open_store\n'
+               'kept = Engine(store=open_store(None))\n'
+               'kept_id = kept.plan(rw.spec, {"text": "t"})["run_id"]')
+    before = kernel.value('len(kept.audit(kept_id)["events"])')
+    _one_line_usage_error(kernel.run("%flow resume $kept_id --agents offline --as bad"),
+                          "%flow resume: codex: no binary here")
+    assert kernel.value('"bad" in globals()') is False
+    assert kernel.value('len(kept.audit(kept_id)["events"])') == before
