@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -62,11 +62,15 @@ def cancel_command(run_id: str, *, store: str | None = None) -> str:
     return command("cancel", run_id, store=store)
 
 
-def gate_commands(run_id: str, step_id: str, *, store: str | None = None) -> list[str]:
+def gate_commands(run_id: str, step_id: str, *, store: str | None = None,
+                  decisions: Sequence[str] | None = None) -> list[str]:
     """The commands that decide gate ``step_id`` of run ``run_id``: approve, revise (with its
-    note to fill in) and reject."""
+    note to fill in) and reject; revise only when ``decisions`` (the engine's for the waiting
+    gate; None: all three) offers it, since a revise it leaves out would fail the run."""
     approve, revise, reject = (command("gate", verb, run_id, step_id, store=store)
                                for verb in ("approve", "revise", "reject"))
+    if decisions is not None and "revise" not in decisions:
+        return [approve, reject]
     return [approve, f"{revise} --note '...'", reject]
 
 

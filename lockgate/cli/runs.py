@@ -308,7 +308,7 @@ def _print_response(resp: dict[str, Any], fmt: str, engine: Any, store: str | No
             click.echo(f"  {line}")
     elif status == "await_gate":
         click.echo(f"run {rid}: gate {resp['step_id']} waits for a decision; decide with:")
-        for line in hints.gate_commands(str(rid), resp["step_id"], store=named):
+        for line in hints.gate_commands(str(rid), resp["step_id"], store=named, decisions=resp.get("decisions")):
             click.echo(f"  {line}")
     elif status == "complete":
         click.echo(f"run {rid}: complete\noutput: " + json.dumps(resp.get("output"), sort_keys=True))

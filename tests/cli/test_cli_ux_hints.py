@@ -226,3 +226,18 @@ def test_a_configuration_beside_the_spec_goes_into_the_resume_command(project):
     invoke("gate", "approve", rid, "review", "--store", "runs.db")
     resumed = invoke(*command.split()[1:])
     assert resumed.exit_code == 0, resumed.stderr
+
+
+def test_a_gate_that_cannot_send_work_back_is_not_offered_a_revise(tmp_path, monkeypatch):
+    in_project(tmp_path, monkeypatch, gate_spec(), AGENTS)  # on_revise: null
+    result = invoke("run", "flow.stratum.yaml", "--agents", "agents.py", "--input", "topic=x",
+                    "--store", "runs.db", "--no-prompt")
+    assert result.exit_code == 3, result.stderr
+    rid = json.loads(result.stdout)["run_id"]
+    assert result.stderr.splitlines()[-4:-1] == [
+        f"run {rid} waits at gate 'review'; decide with:",
+        f"  lockgate gate approve {rid} review --store runs.db",
+        f"  lockgate gate reject {rid} review --store runs.db",
+    ]
+    shown = invoke("resume", rid, "--store", "runs.db")
+    assert "revise" not in shown.stdout and f"lockgate gate approve {rid} review" in shown.stdout
