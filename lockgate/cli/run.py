@@ -282,13 +282,18 @@ def _report_interrupted(engine: Any | None, run_id: str | None, options: Options
     if run_id is None:
         click.echo("interrupted before the run started", err=True)
         return
-    status = _stored_status(engine, run_id) if engine is not None else None
-    if status in ("complete", "error", "killed", "cancelled"):
-        click.echo(f"interrupted: run {run_id} had already ended ({status}); see: "
-                   f"{hints.command('show', run_id, store=options.store)}", err=True)
+    show = hints.command("show", run_id, store=options.store)
+    if engine is None:  # its store not even opened: where the run stands is not known here
+        click.echo(f"interrupted before run {run_id} was driven; nothing changed\n"
+                   f"  see where it stands: {show}\n"
+                   f"  if it is still running, continue it with: {options.resume(run_id)}", err=True)
         return
-    stopped = " (its agent calls were stopped; nothing recorded is lost)" if engine is not None else ""
-    click.echo(f"interrupted: run {run_id} is left as it was{stopped}\n"
+    status = _stored_status(engine, run_id)
+    if status in ("complete", "error", "killed", "cancelled"):
+        click.echo(f"interrupted: run {run_id} had already ended ({status}); see: {show}", err=True)
+        return
+    click.echo(f"interrupted: run {run_id} is left as it was (its agent calls were stopped; nothing recorded "
+               "is lost)\n"
                f"  continue it with: {options.resume(run_id)}\n"
                f"  or cancel it for good: {hints.cancel_command(run_id, store=options.store)}",
                err=True)

@@ -75,9 +75,14 @@ def test_a_new_run_interrupted_before_it_started_leaves_nothing(project, monkeyp
 
 
 def test_a_resume_interrupted_before_the_loop_says_how_to_go_on(project, monkeypatch):
+    """Interrupted before the store was opened: where the run stands is not known, so the
+    report says how to find out, and how to go on if it is still running."""
     rid = planned("runs.db")
     interrupt_loading_agents(monkeypatch)
-    assert resumed_stderr(rid) == [f"interrupted: run {rid} is left as it was", *go_on(rid)]
+    assert resumed_stderr(rid) == [
+        f"interrupted before run {rid} was driven; nothing changed",
+        f"  see where it stands: lockgate show {rid} --store runs.db",
+        f"  if it is still running, continue it with: lockgate run --resume {rid} --agents agents.py --store runs.db"]
 
 
 def test_a_resume_interrupted_before_it_is_driven_is_not_said_to_be_unstarted(project, monkeypatch):
