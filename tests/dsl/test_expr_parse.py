@@ -154,6 +154,11 @@ OPERATOR_SLIPS = [
     ("a or b", "or", "||"),
     ("not a", "not", "!"),
     ("a is b", "is", "=="),
+    ("a is not null", "is not", "!="),
+    ("a => 1", "=>", ">="),
+    ("a =< 1", "=<", "<="),
+    ("a === 1", "===", "=="),
+    ("a !== 1", "!==", "!="),
 ]
 
 
@@ -164,7 +169,9 @@ def test_an_operator_slip_carries_its_replacement(source: str, bad: str, good: s
     assert error.replacement == good
 
 
-@pytest.mark.parametrize("source", ["a & b", "result.title.lower()", "a b", "(1 + 2", "x.__proto__"])
+# an applied fix must give a valid expression: where none does, there is none
+@pytest.mark.parametrize("source", ["a & b", "result.title.lower()", "a b", "(1 + 2", "x.__proto__",
+                                    "x not in y", "a =! b", "a <=> b", "a ==== 1"])
 def test_other_parse_errors_carry_no_replacement(source: str) -> None:
     assert parse_error(source).replacement is None
 
@@ -284,3 +291,10 @@ def test_every_lark_input_error_is_translated() -> None:
     for error in errors:
         translated = explain("a @", error, [], [])
         assert isinstance(translated, ExprError) and translated.kind == "parse"
+
+
+@pytest.mark.parametrize(("source", "bad", "good"), OPERATOR_SLIPS)
+def test_an_applied_operator_fix_parses(source: str, bad: str, good: str) -> None:
+    span = parse_error(source).span
+    assert span is not None
+    parse(source[:span[0]] + good + source[span[1]:])

@@ -50,8 +50,7 @@ def explain(source: str, exc: UnexpectedInput, seen: list[Token], open_brackets:
 def _bad_character(source: str, pos: int) -> ExprError:
     char = source[pos]
     if char == "=":
-        return ExprError("parse", "'=' is not an operator; compare with '=='", (pos, pos + 1),
-                         replacement="==")
+        return _bad_equals(source, pos)
     if char in "\"'":
         return _bad_string(source, pos)
     if char == "$" and source.startswith("${", pos):
@@ -64,6 +63,27 @@ def _bad_character(source: str, pos: int) -> ExprError:
     if char == "\\":
         return ExprError("parse", "a backslash is only allowed inside a string", (pos, pos + 1))
     return ExprError("parse", f"unexpected character {char!r}", (pos, pos + 1))
+
+
+#: Runs of comparison characters that are not operators, and the operator their writer meant.
+_EQUALS_SLIPS = {"=": "==", "===": "==", "!==": "!=", "=>": ">=", "=<": "<="}
+
+
+def _bad_equals(source: str, pos: int) -> ExprError:
+    """The error for an '=' that is not part of an operator: the whole run of comparison
+    characters around it, and the operator to write instead when one is clearly meant."""
+    start, end = pos, pos + 1
+    while start > 0 and source[start - 1] in "=<>!":
+        start -= 1
+    while end < len(source) and source[end] in "=<>!":
+        end += 1
+    written = source[start:end]
+    meant = _EQUALS_SLIPS.get(written)
+    if meant is None:
+        return ExprError("parse", f"'{written}' is not an operator (the comparisons are == != < <= > >=)",
+                         (start, end))
+    what = "compare with" if meant == "==" else "use"
+    return ExprError("parse", f"'{written}' is not an operator; {what} '{meant}'", (start, end), replacement=meant)
 
 
 def _bad_string(source: str, start: int) -> ExprError:
@@ -102,6 +122,9 @@ def _bad_token(source: str, token: Token, before: list[Token], open_brackets: li
             and (prev is None or prev.type not in _VALUES):
         return ExprError("parse", "a number needs a digit before the point: write 0.5, not .5",
                          (token.start_pos, token.end_pos + 1))
+    word = _word_operator(source, token, prev)
+    if word is not None:
+        return word
     for rule in _TOKEN_RULES:
         found = rule(token, prev, prev2, open_brackets)
         if found is not None:
@@ -129,11 +152,21 @@ def _expected(expected: set[str]) -> str:
     return ", ".join(names[:12]) if names else "nothing more"
 
 
-def _word_operator(token, prev, prev2, brackets):
+def _word_operator(source: str, token: Token, prev: Token | None) -> ExprError | None:
+    """A word written for an operator (``and``, ``or``, ``not``, ``is``, ``is not``), with the
+    operator to write instead; ``not in`` has none (it is written ``!(a in b)``)."""
     for candidate in (token, prev):
-        if candidate is not None and candidate.type == "NAME" and candidate.value in _WORD_OPERATORS:
-            good = _WORD_OPERATORS[candidate.value]
-            return f"use '{good}' instead of '{candidate.value}'", _span(candidate), good
+        if candidate is None or candidate.type != "NAME" or candidate.value not in _WORD_OPERATORS:
+            continue
+        word, after = candidate.value, source[candidate.end_pos:]
+        rest = after.lstrip()
+        if word == "not" and rest.startswith("in") and not rest[2:3].isalnum():
+            return ExprError("parse", "there is no 'not in' operator; write !(a in b)", _span(candidate))
+        if word == "is" and rest.startswith("not") and not rest[3:4].isalnum():
+            end = candidate.end_pos + len(after) - len(rest) + 3
+            return _parse_error("use '!=' instead of 'is not'", (candidate.start_pos, end), "!=")
+        good = _WORD_OPERATORS[word]
+        return _parse_error(f"use '{good}' instead of '{word}'", _span(candidate), good)
     return None
 
 
@@ -214,6 +247,6 @@ def _missing_operator(token, prev, prev2, brackets):
     return None
 
 
-_TOKEN_RULES = (_word_operator, _method_call, _bad_index, _member_in, _leading_zero,
+_TOKEN_RULES = (_method_call, _bad_index, _member_in, _leading_zero,
                 _bad_decimal, _unbalanced, _trailing_operator, _missing_operand, _array_literal,
                 _missing_operator)
