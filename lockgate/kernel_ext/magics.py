@@ -132,6 +132,16 @@ def _words(line: str) -> list[str]:
 
 
 def _message(exc: Exception) -> str:
+    """What a refused ``%flow`` line says: the error's message, in the magic's own terms for an
+    agent nothing provides (the engine's words are for Python callers: ``agents=``)."""
+    from ..engine.agents.registry import UNKNOWN_AGENT
+
+    detail = getattr(exc, "detail", None)
+    if isinstance(detail, dict) and detail.get("problem") == UNKNOWN_AGENT:
+        name, where = detail["agent"], detail.get("config_path") or "lockgate.toml"
+        return (f"no agent named {name!r}: pass --agents VAR (a dict mapping {name!r} to a function), "
+                f"register one with lockgate.engine.agents.register({name!r}, fn), or configure it in "
+                f"{where} ([agents.{name}])")
     return str(getattr(exc, "message", None) or exc) or type(exc).__name__
 
 

@@ -61,7 +61,7 @@ def _one_line_usage_error(out, *expected: str) -> None:
     ('bad = rw.start({"text": "t"}, agents=[work])', ["agents= takes a mapping", "not a list"]),
     ("%flow run rw --input txet=t --agents agents --as bad",
      ["%flow run: inputs do not match flow 'reviewed_work': input.text: missing required field"]),
-    ("%flow run scribed --input text=t --as bad", ["%flow run: no agent named 'scribe'"]),
+    ("%flow run scribed --input text=t --as bad", ["%flow run: no agent named 'scribe': pass --agents VAR"]),
     ('bad = rw.start({"text": "t"}, agents=offline)', ["rw.start: codex: no binary here"]),
     ("%flow run rw --input text=t --agents offline --as bad", ["%flow run: codex: no binary here"]),
 ])
@@ -109,7 +109,7 @@ def test_a_resumed_run_whose_agent_is_nowhere_is_refused_at_once(kernel):
                'def events():\n    return len(stored.audit(rid)["events"])')
     before = kernel.value("events()")
     _one_line_usage_error(kernel.run("%flow resume $rid --as bad"),
-                          "%flow resume: no agent named 'scribe': pass it in agents=")
+                          "%flow resume: no agent named 'scribe': pass --agents VAR (a dict mapping 'scribe'")
     assert kernel.value('"bad" in globals()') is False
     assert kernel.value("events()") == before  # nothing driven: the run waits as it did
     kernel.run('scribes = {"scribe": work}')
