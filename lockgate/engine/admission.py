@@ -36,9 +36,9 @@ class Admission:
         if self.outstanding >= self.settings.max_outstanding:
             raise OutstandingLimit(
                 f"run {run_id}: starting {step_id!r} would make more than max_outstanding = "
-                f"{self.settings.max_outstanding} agent calls outstanding (running or queued); "
-                "raise [runner] max_outstanding in lockgate.toml or bound the fanout's "
-                "concurrency")
+                f"{self.settings.max_outstanding} agent calls outstanding (running or queued, evaluate "
+                "commands included); raise [runner] max_outstanding in lockgate.toml, or bound the "
+                "fanout's concurrency")
         self.outstanding += 1
 
     def release(self) -> None:

@@ -88,6 +88,14 @@ def settle(run: LiveRun, books: list[Ledger], usage: Mapping[str, float]) -> Led
     return None
 
 
+def remaining(run: LiveRun, scope: Scope, key: str) -> float | None:
+    """How much of ``key`` the flow's and (in a subflow) its run step's budgets still allow:
+    the least left of those that declare it, or None when neither does."""
+    left = [book.limits[key] - book.spent.get(key, 0) for book in ledgers(run, scope, None, {})
+            if key in book.limits]
+    return min(left) if left else None
+
+
 #: Integers beyond this are not exact as JSON numbers elsewhere (and overflow a float sum).
 MAX_SAFE_INTEGER = 2**53 - 1
 

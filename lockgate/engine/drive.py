@@ -12,7 +12,6 @@ its tasks and its shutdown read together.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -36,7 +35,7 @@ from .dispatches import (
     stage_data,
     usage_of,
 )
-from .evaluate import NO_RUNNER, evaluate_async
+from .evaluate import NO_RUNNER, evaluate_async, left_behind
 from .gatechannel import Decision, GateRequest
 from .progress import Emitter, ProgressEvent
 
@@ -49,9 +48,6 @@ TERMINAL = ("complete", "error", "killed", "cancelled")
 ELSEWHERE_POLL_S = 1.0
 #: Seconds between a drive's checks for its run ended by another process (see Drive._watch).
 WATCH_S = 1.0
-#: Seconds past its timeout after which a command another process started is taken as left
-#: behind by a process that is gone (its kill grace, and clocks of other hosts, fit well within).
-OVERDUE_GRACE_S = 60.0
 _WAKE: Any = {"status": "__wake__"}  # a gate was left waiting: re-check whether work remains
 CONFLICT_RETRIES = 5
 
@@ -295,12 +291,14 @@ class Drive:
 
     async def _settle(self, step_id: str, method: Any, *args: Any, **kwargs: Any) -> tuple[Any, bool]:
         """(the response, True) of the engine ``method`` settling an answer about ``step_id``;
-        (None, False) when its issuance went stale meanwhile (answered elsewhere first);
+        (None, False) when its issuance went stale meanwhile (answered, reset or restarted
+        elsewhere: the drive's view of the run is read again, and nothing is started from it);
         (the run's status, False) when the run ended elsewhere meanwhile."""
         try:
             return await self._engine_call(method, self.run_id, step_id, *args, **kwargs), True
         except StaleToken:
             self.stale.append(step_id)
+            await self._engine_call(self.engine.status, self.run_id)
             return None, False
         except EngineError as exc:
             if exc.error_type not in ENDED_ELSEWHERE:
@@ -341,7 +339,7 @@ class Drive:
         store = self.engine.store
         version = await asyncio.to_thread(store.current_version, self.run_id)
         response = await self._engine_call(self.engine.status, self.run_id)
-        if response.get("evaluating") and all(map(_overdue, response["evaluating"])):
+        if left_behind(response):
             return await self._engine_call(self.engine.resume, self.run_id)
         if response.get("evaluating") == current.get("evaluating"):
             await asyncio.to_thread(store.wait_for_change, self.run_id, version, ELSEWHERE_POLL_S)
@@ -531,11 +529,3 @@ def retry_conflicts(call: Callable[[], Any]) -> Any:
 def _no_evaluator(*args: Any) -> Any:
     raise RunnerError(NO_RUNNER)
 
-
-def _overdue(running: dict[str, Any]) -> bool:
-    """Whether a running evaluate command (an ``evaluating`` entry) is past its timeout and the
-    grace: no process that is still alive can be running it."""
-    started, timeout_ms = running.get("started_at"), running.get("timeout_ms")
-    if not isinstance(started, int | float) or not isinstance(timeout_ms, int | float):
-        return False
-    return time.time() > started + timeout_ms / 1000 + OVERDUE_GRACE_S

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import time
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
@@ -43,6 +44,7 @@ from ..dsl.contracts import ContractSet
 from ..dsl.refs import render_value
 from ..dsl.values import UNDEFINED
 from ..errors import EngineError, RefError, StaleToken, UnstorableValue
+from . import budget
 from .advance import fail_attempt, output_source_failure, resolver, spend_unbudgeted, succeed
 from .ensures import call_sync, contract_violations
 from .judge import call_async
@@ -205,10 +207,19 @@ def call_entry(run: LiveRun, key: str) -> dict[str, Any]:
     """Everything needed to run the command of running evaluate step ``key`` and report its
     answer: ``{step_id, token, command, input, timeout_ms, workspace, started_at}``."""
     st = run.steps[key]
-    spec = run.locate(key).cstep.step.evaluate
-    assert spec is not None
+    loc = run.locate(key)
+    spec = loc.cstep.step.evaluate
+    assert spec is not None and spec.timeout_ms is not None
     return {"step_id": key, "token": st.token, "command": spec.command, "input": st.command_input,
-            "timeout_ms": spec.timeout_ms, "workspace": run.header.workspace, "started_at": st.issued_at}
+            "timeout_ms": _timeout_ms(run, loc, spec.timeout_ms), "workspace": run.header.workspace,
+            "started_at": st.issued_at}
+
+
+def _timeout_ms(run: LiveRun, loc: Located, timeout_ms: int) -> int:
+    """The step's ``timeout_ms``, cut to what the flow's (and a subflow's) ``ms`` budget has
+    left: a command is charged its running time, so it may not run past the budget."""
+    left = budget.remaining(run, loc.scope, "ms")
+    return timeout_ms if left is None else max(1, min(timeout_ms, math.ceil(left)))
 
 
 @dataclass(frozen=True)
@@ -317,6 +328,26 @@ def _running(run: LiveRun, key: Any, token: Any) -> StepState:
                          f"was reset, closed or started again; it is {st.status}); nothing changed",
                          run_id=rid, step_id=key, reason="stale", step_status=st.status)
     return st
+
+
+#: Seconds past its timeout after which a running command is taken as left behind by a process
+#: that is gone (its kill grace, and the clocks of other hosts, fit well within).
+LEFT_BEHIND_GRACE_S = 60.0
+
+
+def left_behind(response: Mapping[str, Any]) -> bool:
+    """Whether every command ``response`` shows running (its ``evaluating`` entries) is past its
+    timeout and the grace: no process still alive can be running them, and a resume should
+    start them again."""
+    running = response.get("evaluating")
+    return bool(running) and all(_past_timeout(entry) for entry in running)
+
+
+def _past_timeout(entry: Mapping[str, Any]) -> bool:
+    started, timeout_ms = entry.get("started_at"), entry.get("timeout_ms")
+    if not isinstance(started, int | float) or not isinstance(timeout_ms, int | float):
+        return False
+    return time.time() > started + timeout_ms / 1000 + LEFT_BEHIND_GRACE_S
 
 
 # -- who runs the commands ------------------------------------------------------------------------

@@ -44,7 +44,9 @@ def response(run: LiveRun, *, everything: bool = False) -> dict[str, Any]:
         return {"status": "killed", **base, "step_id": failure.get("step"), "reason": failure.get("reason"),
                 "rationale": failure.get("rationale"), "spent": dict(header.spent)}
     if header.status != RUN_RUNNING:
-        return error_response(run)
+        out = error_response(run)
+        _add_failed_steps(run, out)
+        return out
     issued = run.issued
     if everything:  # in ready-list order however the run got here (issued live or reloaded)
         new = sorted(run.outstanding, key=run.order_key)
@@ -107,7 +109,13 @@ def _add_failure(run: LiveRun, out: dict[str, Any]) -> None:
     out["failed_step"] = key
     out["violations"] = failure.get("violations", [])
     out["failure"] = failure
-    if len(run.failed_now) > 1:  # e.g. a subflow child, then its run step: each failed attempt
+    _add_failed_steps(run, out)
+
+
+def _add_failed_steps(run: LiveRun, out: dict[str, Any]) -> None:
+    """``failed_steps``: every step whose attempt this call failed, with the reason, when there
+    were several (a subflow child, then its run step: the response names the last)."""
+    if len(run.failed_now) > 1:
         out["failed_steps"] = {k: f.get("reason") for k, f, _ in run.failed_now}
     if run.routed_now:
         source, target, _ = run.routed_now[-1]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..engine.evaluate import left_behind
 from ..errors import EngineError, LockgateError, SpecError, StoreError
 
 MAX_DIAGNOSTICS = 20
@@ -53,6 +54,8 @@ _ADVICE: dict[str, Callable[[dict[str, Any]], str]] = {
     "concurrency_conflict": lambda d: "Another process kept changing this run; call the tool again.",
     "spec_digest_mismatch": lambda d: ("The run's stored spec was altered; check the store with `lockgate verify "
                                        "RUN` and start a new run."),
+    "workspace_missing": lambda d: ("The run's workspace is on another machine (a shared store): continue "
+                                    "the run where that folder exists. Nothing was changed."),
     "corrupt_run": lambda d: "The stored run is damaged; check it with `lockgate verify RUN` and start a new run.",
 }
 
@@ -127,7 +130,10 @@ def next_steps(result: dict[str, Any]) -> str | None:
                 f"call lockgate_gate_resolve with token {result.get('token')}, or let a person decide with "
                 f"`lockgate gate approve {run} {result.get('step_id')}` and call lockgate_status with wait_seconds.")
     if status == "evaluating":
-        steps = ", ".join(str(e.get("step_id")) for e in result.get("evaluating") or ())
+        steps = ", ".join(str(e.get("step_id")) for e in result.get("evaluating") or ()) or "(none listed)"
+        if left_behind(result):
+            return (f"Run {run} shows evaluate step(s) {steps} running long past their timeout: the process "
+                    f"running them is gone. Call lockgate_resume with run_id {run} to run them again here.")
         return (f"Run {run} is running the command of evaluate step(s) {steps} (started by another call or "
                 f"process); call lockgate_status with wait_seconds for the outcome.")
     if status == "complete":

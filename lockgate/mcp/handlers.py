@@ -20,6 +20,7 @@ from typing import Any
 from ..dsl.codes import AGENT_CONFIG_CODES
 from ..dsl.loader import LoadResult, load
 from ..engine.engine import Engine
+from ..engine.evaluate import left_behind
 from ..errors import EngineError, SpecError
 from .specfile import SpecFileError, read_spec_file, spec_path
 
@@ -119,7 +120,8 @@ def gate_resolve(ctx: ToolContext, args: Args) -> dict[str, Any]:
 
 def status(ctx: ToolContext, args: Args) -> dict[str, Any]:
     """The current response; with ``wait_seconds``, wait while only gate decisions (or evaluate
-    commands running elsewhere) are awaited."""
+    commands running elsewhere, unless they were left behind by a process that is gone) are
+    awaited."""
     run_id = args["run_id"]
     deadline = time.monotonic() + float(args.get("wait_seconds", 0))
     store = ctx.engine.store
@@ -127,7 +129,7 @@ def status(ctx: ToolContext, args: Args) -> dict[str, Any]:
         version = ctx.call(store.current_version, run_id)
         out = ctx.call(ctx.engine.status, run_id)
         remaining = deadline - time.monotonic()
-        if out["status"] not in ("await_gate", "evaluating") or remaining <= 0:
+        if out["status"] not in ("await_gate", "evaluating") or remaining <= 0 or left_behind(out):
             return out
         store.wait_for_change(run_id, version, remaining)
 

@@ -295,3 +295,18 @@ def test_resuming_a_failed_run_starts_no_command():
     resumed = engine.resume(run_id)
     assert resumed["status"] == "error" and "evaluate" not in resumed
     assert [e["type"] for e in engine.audit(run_id)["events"]].count("evaluate_started") == 1
+
+
+def test_a_command_may_not_run_past_the_ms_budget_left(tmp_path):
+    import time
+
+    spec = SPEC.replace("    input: {}\n", "    input: {}\n    budget: {ms: 300}\n").replace(
+        'command: "check it"', 'command: "sleep 30"').replace("timeout_ms: 5000", "timeout_ms: 60000")
+    engine = Engine(workspace=tmp_path)  # the built-in runner: /bin/sh -c
+    plan = engine.plan(spec, {})
+    started = time.monotonic()
+    out = engine.step_done(plan["run_id"], "a", {"text": "A"}, plan["token"])
+    assert time.monotonic() - started < 20  # cut at the budget (0.3 s), not the step's 60 s
+    assert out["status"] == "error" and out["error_type"] == "budget_exhausted"
+    (ran,) = [e for e in engine.audit(plan["run_id"])["events"] if e["type"] == "evaluated"]
+    assert ran["detail"]["outcome"] == "timeout"

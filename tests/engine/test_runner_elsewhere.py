@@ -84,7 +84,7 @@ flows:
 
 
 async def test_a_command_left_running_by_a_process_that_is_gone_is_started_again(tmp_path: Path, monkeypatch) -> None:
-    from lockgate.engine import drive
+    from lockgate.engine import drive, evaluate
     from lockgate.engine.evaluate import deferred
     from lockgate.engine.runner import Runner
 
@@ -93,7 +93,7 @@ async def test_a_command_left_running_by_a_process_that_is_gone_is_started_again
     with deferred():  # a process that started the command, then died before running it
         started = engine.step_done(plan["run_id"], "a", {"text": "a"}, plan["token"])
     assert started["status"] == "evaluating"
-    monkeypatch.setattr(drive, "OVERDUE_GRACE_S", -60.0)  # its timeout is long past
+    monkeypatch.setattr(evaluate, "LEFT_BEHIND_GRACE_S", -60.0)  # its timeout is long past
     async with asyncio.timeout(GUARD_S):
         result = await drive.Drive(Runner(engine), engine.status(plan["run_id"])).drive()
     assert result.status == "complete" and result.output["reason"] == "rerun"
@@ -136,3 +136,52 @@ async def test_a_drive_left_at_a_gate_while_another_process_runs_a_command_retur
     async with asyncio.timeout(GUARD_S):
         result = await drive.Drive(runner, engine.status(plan["run_id"])).drive()
     assert result.status == "await_gate" and [g["step_id"] for g in result.waiting_gates] == ["g2"]
+
+
+GATED = """version: 1
+contracts:
+  Note: {text: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${draft.output}", contract: Note}
+    max_rounds: 5
+    steps:
+      - {id: draft, agent: writer, do: draft, out: Note}
+      - id: check
+        after: [draft]
+        evaluate: {command: "check it", in: "${draft.output.text}", timeout_ms: 5000}
+      - id: review
+        after: [draft]
+        gate: {on_approve: null, on_revise: draft, on_kill: null}
+"""
+
+
+async def test_a_revise_elsewhere_while_the_drives_command_runs_leaves_it_in_step_with_the_store(
+        tmp_path: Path) -> None:
+    """The revise resets the step whose command runs: its answer is stale, and the drive goes
+    on from the run as stored (it reported the gate waiting that the revise had decided)."""
+    other = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path)
+    inputs: list[Any] = []
+
+    def revising(command: str, value: Any, timeout_ms: int, workspace: Any) -> dict[str, Any]:
+        inputs.append(value)
+        if len(inputs) == 1:
+            (summary,) = other.runs()
+            (gate,) = other.status(summary["run_id"])["gates"]
+            other.gate_resolve(summary["run_id"], "review", "revise", "again", "bob", gate["token"])
+        return {"ok": True, "result": {"status": "closed", "children": [], "reason": "ok"}}
+
+    drafts = iter(["v1", "v2"])
+
+    async def writer(task: Task) -> dict[str, Any]:
+        return {"text": next(drafts)}
+
+    async with asyncio.timeout(GUARD_S):
+        result = await run(GATED, {}, store=str(tmp_path / "runs.db"), workspace=tmp_path, evaluator=revising,
+                           agents={"writer": writer})
+    stored = other.status(result.run_id)
+    assert result.status == stored["status"] == "await_gate"
+    assert [g["token"] for g in result.waiting_gates] == [g["token"] for g in stored["gates"]]
+    assert inputs == ["v1", "v2"]  # the reset step ran again on the revised draft

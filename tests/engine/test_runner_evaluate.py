@@ -323,11 +323,16 @@ flows:
 """
 
 
-async def test_a_command_failing_inside_a_subflow_is_reported_failed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("routed", [True, False])
+async def test_a_command_failing_inside_a_subflow_is_reported_failed(tmp_path: Path, routed: bool) -> None:
+    """Whether the subflow's failure is routed to on_fail or ends the run, the failed child is
+    reported failed (the response names its run step, and lists both in failed_steps)."""
+    text = FAILING_IN_SUBFLOW if routed else FAILING_IN_SUBFLOW.replace(", on_fail: fb}", "}").replace(
+        "      - {id: fb, agent: quick, do: fallback, out: Note}\n", "").replace("${fb.output}", "${wrap.output}")
     events: list[Any] = []
-    result = await run(FAILING_IN_SUBFLOW, {}, store="memory", workspace=tmp_path, agents={"quick": quick},
+    result = await run(text, {}, store="memory", workspace=tmp_path, agents={"quick": quick},
                        on_event=events.append)
-    assert result.status == "complete"
+    assert result.status == ("complete" if routed else "error")
     (outcome,) = [e for e in events if e.step_id == "wrap/e" and e.kind != "step_started"]
     assert outcome.kind == "step_failed" and "non-zero status (status 3" in outcome.message
     assert outcome.data["kind"] == "evaluate"

@@ -56,3 +56,27 @@ async def test_other_tools_answer_while_a_command_runs(tmp_path: Path) -> None:
             assert [w["kind"] for w in why["waits"]] == ["evaluate"]
             await anyio.to_thread.run_sync((tmp_path / "release.fifo").write_text, "go\n")
         assert done["status"] == "complete" and done["output"]["reason"] == "checked"
+
+
+def test_a_command_left_behind_by_a_gone_process_is_answered_with_resume(tmp_path: Path, monkeypatch) -> None:
+    """No transport needed: the status handler stops waiting, and the guidance says to resume,
+    once every running command is long past its timeout (the process running it is gone)."""
+    import time
+
+    from lockgate.engine import evaluate
+    from lockgate.engine.engine import Engine
+    from lockgate.engine.evaluate import deferred
+    from lockgate.mcp.advice import next_steps
+    from lockgate.mcp.handlers import ToolContext, status
+
+    engine = Engine(workspace=tmp_path)
+    plan = engine.plan(SPEC, {})
+    with deferred():  # a process that started the command, then died
+        engine.step_done(plan["run_id"], "a", {"text": "note"}, plan["token"])
+    ctx = ToolContext(engine, tmp_path)
+    assert "lockgate_status with wait_seconds" in next_steps(status(ctx, {"run_id": plan["run_id"]}))
+    monkeypatch.setattr(evaluate, "LEFT_BEHIND_GRACE_S", -120.0)  # its timeout is long past
+    started = time.monotonic()
+    out = status(ctx, {"run_id": plan["run_id"], "wait_seconds": 30})
+    assert out["status"] == "evaluating" and time.monotonic() - started < 10
+    assert f"Call lockgate_resume with run_id {plan['run_id']}" in next_steps(out)
