@@ -17,8 +17,9 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ...errors import AgentError, AgentUnavailable
 
@@ -70,7 +71,7 @@ class ProcessGroup:
         """Run ``argv`` to completion (for run ``run_id``, see :meth:`kill_all`); raise
         ProcessTimeout, ProcessOutputTooLarge, AgentUnavailable, another AgentError (it cannot be
         started) or CancelledError."""
-        proc = await _spawn(argv, cwd=cwd, env=env)
+        proc = await _started(_spawn(argv, cwd=cwd, env=env))
         self._running[proc] = run_id
         try:
             result = await _communicate(proc, stdin, timeout, argv[0], max_stdout)
@@ -90,6 +91,23 @@ class ProcessGroup:
 
     def __len__(self) -> int:
         return len(self._running)
+
+
+async def _started(spawn: Coroutine[Any, Any, asyncio.subprocess.Process]) -> asyncio.subprocess.Process:
+    """The process ``spawn`` starts. A cancellation that lands while it starts waits for the
+    start to finish, then kills the new process group: cancelled inside asyncio's start, only
+    the leader would be killed, and the start would wait for the pipes its children hold open
+    (a command's ``sleep 20`` left running, and the stop held up that long)."""
+    starting = asyncio.ensure_future(spawn)
+    try:
+        return await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        if not starting.cancelled():
+            try:
+                await terminate_group(await starting)
+            except Exception:  # noqa: BLE001 - it did not start: nothing to kill
+                pass
+        raise
 
 
 async def _spawn(argv: Sequence[str], *, cwd: str | None,
