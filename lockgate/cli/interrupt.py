@@ -7,8 +7,9 @@ KeyboardInterrupt at once.
 
 ``asyncio.run`` waits, on the way out, for every worker thread of the loop's default executor:
 a synchronous Python agent in the middle of a slow call, or a gate prompt blocked reading the
-terminal, would keep the command hanging after Ctrl-C. Here an interrupt abandons those
-threads instead; :func:`exit_now` then ends the process without joining them.
+terminal, would keep the command hanging after Ctrl-C, or after the run was cancelled from
+another terminal. Here an interrupt, or a run that ends while such calls still run, abandons
+those threads instead; :func:`exit_now` then ends the process without joining them.
 """
 
 from __future__ import annotations
@@ -19,14 +20,31 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Coroutine
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, NoReturn
 
 
 class _AbandonableExecutor(ThreadPoolExecutor):
-    """A thread pool whose shutdown does not wait once :attr:`abandoned` is set."""
+    """A thread pool whose shutdown does not wait once :attr:`abandoned` is set, and which
+    knows how many of its calls are still running (:attr:`busy`)."""
 
     abandoned = False
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._lock = threading.Lock()
+        self.busy = 0
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future = super().submit(fn, *args, **kwargs)
+        with self._lock:
+            self.busy += 1
+        future.add_done_callback(self._finished)
+        return future
+
+    def _finished(self, future: Future[Any]) -> None:
+        with self._lock:
+            self.busy -= 1
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         if self.abandoned:
@@ -69,7 +87,11 @@ def run(coro: Coroutine[Any, Any, Any], on_interrupt: Callable[[], None] = lambd
         interrupts = _Interrupts(loop, on_interrupt)
         installed = _take_sigint(interrupts.handle)
         try:
-            return runner.run(interrupts.main(coro))
+            result = runner.run(interrupts.main(coro))
+            # a synchronous agent still in its call (the run was cancelled from another
+            # terminal): its answer is not wanted, and the command is not to wait for it
+            executor.abandoned = executor.busy > 0
+            return result
         except asyncio.CancelledError:
             if not interrupts.count:
                 raise

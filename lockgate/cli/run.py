@@ -105,11 +105,9 @@ def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | Non
     except KeyboardInterrupt:  # before the event loop started: nothing was planned or changed
         _report_interrupted(None, resume_id, options)
         code = EXIT_INTERRUPTED
-    if code == EXIT_INTERRUPTED:
-        from .interrupt import exit_now
+    from .interrupt import exit_now
 
-        exit_now(code)  # an agent's worker thread may still be busy: do not wait for it
-    sys.exit(code)
+    exit_now(code)  # an agent's worker thread may still be busy (interrupted, cancelled elsewhere)
 
 
 def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow: str | None,

@@ -1,0 +1,62 @@
+"""``lockgate cancel RUN`` from another terminal ends a ``lockgate run`` driving RUN promptly,
+even while a synchronous Python agent is blocked in its call (its thread is abandoned, as after
+Ctrl-C: nobody wants its answer any more)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from cli_support import fifo_lines, lockgate_argv, lockgate_env
+
+from lockgate.engine import Engine
+from lockgate.engine.store import open_store
+
+SPEC = """version: 1
+contracts:
+  Note: {text: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${write.output}", contract: Note}
+    steps:
+      - {id: write, agent: writer, do: "write", out: Note}
+"""
+# Says it started, then blocks reading a FIFO nobody writes to: only the process's end stops it.
+AGENTS = """
+def writer(task):
+    with open("started.fifo", "w") as fifo:
+        fifo.write("go\\n")
+    with open("never.fifo") as fifo:
+        fifo.read()
+    return {"text": "never"}
+"""
+
+
+def test_a_cancel_from_another_terminal_ends_a_run_blocked_in_a_sync_agent(tmp_path: Path) -> None:
+    (tmp_path / "flow.stratum.yaml").write_text(SPEC)
+    (tmp_path / "agents.py").write_text(AGENTS)
+    for fifo in ("started.fifo", "never.fifo"):
+        os.mkfifo(tmp_path / fifo)
+    driving = subprocess.Popen(lockgate_argv("run", "flow.stratum.yaml", "--agents", "agents.py", "--store",
+                                             "runs.db", "--no-prompt"),
+                               cwd=tmp_path, env=lockgate_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert fifo_lines(tmp_path / "started.fifo", 1, [driving]) == "go\n"
+        engine = Engine(store=open_store(tmp_path / "runs.db"))
+        (summary,) = engine.runs()
+        engine.close()
+        cancel = subprocess.run(lockgate_argv("cancel", summary["run_id"], "--store", "runs.db"), cwd=tmp_path,
+                                env=lockgate_env(), capture_output=True, text=True, timeout=60, check=False)
+        assert cancel.returncode == 0, cancel.stderr
+        started = time.monotonic()
+        out, err = driving.communicate(timeout=30)
+        assert time.monotonic() - started < 15  # the drive checks every second; the agent never ends
+    finally:
+        driving.kill()
+    assert json.loads(out)["status"] == "cancelled", err
+    assert "Traceback" not in err.decode()
