@@ -136,9 +136,10 @@ class RunnerError(LockgateError):
 
 class DrivenElsewhere(RunnerError):
     """Another process drives the same run: a result of this one came too late (its token was
-    stale) and this one has nothing left to do. Nothing was lost; the run goes on there."""
+    stale: the step was answered, or reset, there) and this one has nothing left to do. Nothing
+    was lost; the run goes on there."""
 
     def __init__(self, run_id: str, step_id: str) -> None:
-        super().__init__(f"another process is driving run {run_id} (its result for step {step_id!r} was "
-                         "accepted first); nothing was lost")
+        super().__init__(f"another process is driving run {run_id} (step {step_id!r} was answered or reset "
+                         "there first); nothing was lost")
         self.run_id, self.step_id = run_id, step_id

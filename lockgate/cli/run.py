@@ -2,8 +2,8 @@
 
 Exit status: 0 complete, 1 failed (error, killed, cancelled), 2 usage error (bad arguments, an
 invalid spec, inputs or configuration, an unavailable agent), 3 waiting at a gate (``--no-prompt``,
-or no terminal to ask), 4 another process is driving the same run (its result for a step was
-accepted first; nothing was lost), 130 interrupted (Ctrl-C: the agent calls are stopped and the
+or no terminal to ask), 4 another process is driving the same run (a step was answered or reset
+there first; nothing was lost), 130 interrupted (Ctrl-C: the agent calls are stopped and the
 run is left as it was, to resume or cancel).
 """
 

@@ -186,12 +186,13 @@ class Drive:
         self._schedule_gates(current)
 
     def _idle_end(self, current: dict[str, Any]) -> RunResult:
-        """Nothing is in flight: the run waits at gates nobody answered, or the engine left it
-        with nothing to do (a RunnerError)."""
-        if self.unanswered:
-            return self._finish({**current, "status": "await_gate"})
+        """Nothing is in flight: another process changed work this drive had in flight (it
+        may be driving the run: DrivenElsewhere), the run waits at gates nobody answered, or
+        the engine left it with nothing to do (a RunnerError)."""
         if self.stale:
             raise DrivenElsewhere(self.run_id, self.stale[0])
+        if self.unanswered:
+            return self._finish({**current, "status": "await_gate"})
         raise RunnerError(f"run {self.run_id}: the engine answered "
                           f"{current.get('status')!r} with no work to do and no gate "
                           "waiting")
@@ -292,13 +293,14 @@ class Drive:
     async def _settle(self, step_id: str, method: Any, *args: Any, **kwargs: Any) -> tuple[Any, bool]:
         """(the response, True) of the engine ``method`` settling an answer about ``step_id``;
         (None, False) when its issuance went stale meanwhile (answered, reset or restarted
-        elsewhere: the drive's view of the run is read again, and nothing is started from it);
+        elsewhere, unless this drive's own view of the run had dropped it already: a command
+        of a subflow the drive's own transition closed);
         (the run's status, False) when the run ended elsewhere meanwhile."""
         try:
             return await self._engine_call(method, self.run_id, step_id, *args, **kwargs), True
         except StaleToken:
-            self.stale.append(step_id)
-            await self._engine_call(self.engine.status, self.run_id)
+            if method != self.engine.evaluated or _running_in(self.newest, step_id):
+                self.stale.append(step_id)
             return None, False
         except EngineError as exc:
             if exc.error_type not in ENDED_ELSEWHERE:
@@ -529,3 +531,7 @@ def retry_conflicts(call: Callable[[], Any]) -> Any:
 def _no_evaluator(*args: Any) -> Any:
     raise RunnerError(NO_RUNNER)
 
+
+def _running_in(response: dict[str, Any], step_id: str) -> bool:
+    """Whether ``response`` shows evaluate step ``step_id``'s command running."""
+    return any(entry.get("step_id") == step_id for entry in response.get("evaluating") or ())

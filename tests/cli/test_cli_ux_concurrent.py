@@ -84,7 +84,7 @@ def test_the_second_result_is_reported_as_another_process_driving(planned):
     assert second.returncode == 4, err2
     assert "Traceback" not in err2 and "no work to do" not in err2
     assert err2.strip().splitlines()[-1] == (
-        f"another process is driving run {rid} (its result for step 'draft' was accepted first); "
+        f"another process is driving run {rid} (step 'draft' was answered or reset there first); "
         f"nothing was lost: see `lockgate show {rid} --store runs.db`")
     assert out2 == ""
     # the accepted result is the first one's, and the run waits at its gate
