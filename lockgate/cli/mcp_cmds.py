@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -25,12 +26,13 @@ def mcp(ctx: click.Context, store: str | None, workspace: str | None) -> None:
     if ctx.invoked_subcommand is not None:
         return
     from ..errors import LockgateError
+    from ..mcp.config import INSTALL_MCP
 
     try:
         from ..mcp.server import serve
     except ModuleNotFoundError as exc:
         raise click.ClickException(f"the MCP server needs the `mcp` package ({exc}); "
-                                   "install it with: pip install 'lockgate[mcp]'") from exc
+                                   f"install it with: {INSTALL_MCP}") from exc
     try:
         serve(store, workspace)
     except LockgateError as exc:
@@ -53,7 +55,8 @@ def mcp_config(host: str | None, write: bool, path: str | None, name: str, comma
     """Print the MCP configuration for Claude Code or Codex, or merge it in with --write.
 
     Writing keeps every other server and setting (and comments, in TOML); an existing entry of
-    the same name keeps its extra keys (env, timeouts) and gets the new command.
+    the same name keeps its extra keys (env, timeouts) and gets the new command. Without the mcp
+    extra the configuration is still given, with a warning that the server cannot start yet.
     """
     from ..errors import ConfigError
     from ..mcp import config
@@ -67,6 +70,7 @@ def mcp_config(host: str | None, write: bool, path: str | None, name: str, comma
         if not write:
             click.echo(config.claude_snippet(entry, name) if host == "claude" else config.codex_snippet(entry, name),
                        nl=False)
+            _warn_without_server()
             return
         target = Path(path) if path else config.default_path(host)  # type: ignore[arg-type]
         outcome = config.write_config(host, entry, target, name)  # type: ignore[arg-type]
@@ -76,6 +80,17 @@ def mcp_config(host: str | None, write: bool, path: str | None, name: str, comma
     click.echo(f"{verb} MCP server {outcome.name!r} in {outcome.path}")
     if outcome.action != "unchanged":
         click.echo(f"restart {'Claude Code' if host == 'claude' else 'Codex'} to load it", err=True)
+    _warn_without_server()
+
+
+def _warn_without_server() -> None:
+    """Say on stderr when the configured server cannot start here: this Python lacks the MCP SDK,
+    so a host would only see ``lockgate mcp`` exit with the install hint."""
+    from ..mcp import config
+
+    if not config.server_importable():
+        click.echo(f"warning: the server needs the mcp extra, which {sys.executable} does not have; "
+                   f"install it with: {config.INSTALL_MCP}", err=True)
 
 
 @click.command("agent-instructions")

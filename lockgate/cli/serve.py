@@ -28,7 +28,8 @@ def lsp_command(tcp: str | None, log_file: str | None, log_level: str) -> None:
     try:
         from lockgate.lsp.server import create_server
     except ImportError as exc:  # pygls is the [lsp] extra
-        raise click.ClickException(f"the language server needs the lsp extra ({exc}); pip install 'lockgate[lsp]'") from exc
+        raise click.ClickException(f"the language server needs the lsp extra ({exc}); "
+                                   "pip install 'lockgate[lsp]' (from a clone: pip install -e '.[lsp]')") from exc
     server = create_server()
     if host is not None and port is not None:
         server.start_tcp(host, port)

@@ -10,6 +10,7 @@ untouched and reported as a :class:`~lockgate.errors.ConfigError`.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -22,6 +23,8 @@ from ..errors import ConfigError
 
 Host = Literal["claude", "codex"]
 DEFAULT_NAME = "lockgate"
+#: How to install the ``mcp`` extra (the MCP SDK and tomlkit), from the index or from a clone.
+INSTALL_MCP = "pip install 'lockgate[mcp]' (from a clone: pip install -e '.[mcp]')"
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,15 @@ def server_entry(*, command: str | None = None, store: str | None = None,
     return ServerEntry(command, tuple(options))
 
 
+def server_importable() -> bool:
+    """Whether this Python finds the MCP SDK (the ``mcp`` extra) that ``lockgate mcp`` imports:
+    without it a host that starts the configured server only sees it exit."""
+    try:
+        return importlib.util.find_spec("mcp") is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def claude_snippet(entry: ServerEntry, name: str = DEFAULT_NAME) -> str:
     """The ``.mcp.json`` document declaring only this server."""
     return json.dumps({"mcpServers": {name: {"type": "stdio", **entry.to_dict()}}}, indent=2) + "\n"
@@ -67,8 +79,7 @@ def claude_snippet(entry: ServerEntry, name: str = DEFAULT_NAME) -> str:
 
 def codex_snippet(entry: ServerEntry, name: str = DEFAULT_NAME) -> str:
     """The ``config.toml`` table declaring this server."""
-    import tomlkit
-
+    tomlkit = _tomlkit()
     doc = tomlkit.document()
     servers = tomlkit.table(is_super_table=True)
     servers.add(name, _toml_entry(entry))
@@ -112,7 +123,7 @@ def _merge_claude(text: str | None, entry: ServerEntry, name: str, path: Path) -
 
 
 def _merge_codex(text: str | None, entry: ServerEntry, name: str, path: Path) -> tuple[str, str]:
-    import tomlkit
+    tomlkit = _tomlkit()
     from tomlkit.exceptions import TOMLKitError
 
     try:
@@ -143,12 +154,21 @@ def _ending(text: str) -> str:
 
 
 def _toml_entry(entry: ServerEntry) -> Any:
-    import tomlkit
-
-    table = tomlkit.table()
+    table = _tomlkit().table()
     table.add("command", entry.command)
     table.add("args", list(entry.args))
     return table
+
+
+def _tomlkit() -> Any:
+    """tomlkit, which Codex's TOML needs; a ConfigError naming the extra when it is missing
+    (it is not a core dependency)."""
+    try:
+        import tomlkit
+    except ModuleNotFoundError as exc:
+        raise ConfigError(f"the Codex configuration needs tomlkit, part of the mcp extra ({exc}); "
+                          f"install it with: {INSTALL_MCP}") from exc
+    return tomlkit
 
 
 def _read(path: Path) -> str | None:
