@@ -94,24 +94,40 @@ def resume_hint(run_id: str, *, store: str | None, agents_needed: bool) -> tuple
 
 
 def agents_needed(engine: Any, run_id: str) -> bool:
-    """Whether some agent of run ``run_id``'s flow resolves only from an ``--agents`` module:
-    none of lockgate.toml (the nearest, from here), the registry and the built-ins knows it.
-    True when that cannot be told (the spec cannot be read back, the configuration is broken):
-    the placeholder then asks for the module rather than promising a command that may fail."""
+    """Whether some agent of run ``run_id``'s flow can come only from an ``--agents`` module:
+    none of lockgate.toml (the nearest, from here), the registry and the built-ins knows it, or
+    the one that does cannot run here (a module's ``codex`` function stands in for the built-in
+    Codex, whose binary is missing). True when that cannot be told (the spec cannot be read
+    back, the configuration is broken): the placeholder then asks for the module rather than
+    promising a command that may fail."""
     from pathlib import Path
 
     from ..engine.agents.config import load_config
-    from ..engine.agents.registry import known_agents
+    from ..engine.agents.registry import known_agents, resolve_agent
     from ..engine.flowneeds import agent_names
     from ..engine.graphs import stored_spec
 
     try:
         spec = stored_spec(engine.store, run_id)
-        flow = engine.status(run_id).get("flow")
-        known = set(known_agents(config=load_config(start=Path.cwd())))
-        return not set(agent_names(spec, flow)) <= known
+        config = load_config(start=Path.cwd())
+        names = set(agent_names(spec, engine.status(run_id).get("flow")))
+        if not names <= set(known_agents(config=config)):
+            return True
+        return not all(_runs_here(resolve_agent(name, config=config)) for name in names)
     except Exception:  # noqa: BLE001 - a hint must not fail the command that prints it
         return True
+
+
+def _runs_here(agent: Any) -> bool:
+    """Whether ``agent``'s synchronous preflight passes (one that must be awaited: assumed to)."""
+    from ..engine.agents.base import preflight_now
+    from ..errors import AgentUnavailable
+
+    try:
+        preflight_now(agent)
+    except AgentUnavailable:
+        return False
+    return True
 
 
 def unknown_agent(error: BaseException, *, agents: str | None) -> str | None:

@@ -120,6 +120,7 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     from ..engine.store import open_store
     from ..errors import DrivenElsewhere
     from . import interrupt
+    from .stores import open_existing
 
     loaded = as_spec(Path(spec)) if spec else None
     inputs = read_inputs(pairs, inputs_file, _declared_inputs(loaded, flow))
@@ -130,7 +131,9 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     config = load_config(found) if found else ProjectConfig()
     if found is not None and found != here:  # a resume from here would not find it
         options = options._replace(config=os.path.relpath(found))
-    engine = Engine(store=open_store(options.store), workspace=Path.cwd())
+    # a resume opens the store the run is in; only a new run creates one
+    store = open_existing(options.store) if resume_id else open_store(options.store)
+    engine = Engine(store=store, workspace=Path.cwd())
     display = Progress()
     # the prompt reads stdin through a selector and also watches the store, so a decision made
     # in another terminal ends it (and a late answer is reported as not applied)
@@ -251,6 +254,8 @@ def _report_engine_error(exc: Any) -> None:
         line = f"{violation.get('path')}: {violation.get('message')}"
         if line not in exc.message:
             click.echo(f"  {line}", err=True)
+    if exc.error_type == "input_validation_failed":
+        click.echo("  give the flow's inputs with --input NAME=VALUE (repeatable) or --inputs FILE.json", err=True)
 
 
 def _report_spec_error(spec: str | None, exc: Any) -> None:

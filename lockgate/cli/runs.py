@@ -19,6 +19,7 @@ import click
 from click.core import ParameterSource
 
 from . import hints
+from .stores import absent
 from .text import one_line
 
 STORE_HELP = "Run store: a SQLite path, sqlite://, postgresql://... or memory (default: $LOCKGATE_STORE or .lockgate/lockgate.db)."
@@ -120,7 +121,9 @@ def runs_cmd(status: str | None, limit: int, store: str | None, fmt: str) -> Non
         _json(found)
         return
     if not found:
-        click.echo("no runs")
+        gone = absent(store)
+        click.echo(f"no runs (no run store here: {gone} does not exist; run this where the runs were "
+                   "started, or pass --store)" if gone else "no runs")
         return
     _table([[r["run_id"], r["flow"], r["status"], _when(r["updated_at"])] for r in found],
            ["RUN", "FLOW", "STATUS", "UPDATED"])

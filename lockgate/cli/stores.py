@@ -26,7 +26,8 @@ def open_existing(store: str | None) -> Any:
     if path is None or path.exists():
         return open_store(target)
     if target is None:
-        return MemoryStore()
+        return MemoryStore(where=f"{path}, which does not exist: no run was started in this folder (run the "
+                                 "command where the run was started, or pass --store)")
     raise StoreError(f"no run store at {path} (`lockgate run` creates it; check --store or ${ENV_VAR})")
 
 
@@ -34,6 +35,13 @@ def missing(store: str | None) -> Path | None:
     """The SQLite file that ``store`` (or ``$LOCKGATE_STORE``) names when it does not exist."""
     target = _target(store)
     path = sqlite_path(target) if target is not None else None
+    return path if path is not None and not path.exists() else None
+
+
+def absent(store: str | None) -> Path | None:
+    """The SQLite file ``store`` (else ``$LOCKGATE_STORE``, else the default) names when it does
+    not exist: :func:`missing`, the default store included."""
+    path = sqlite_path(_target(store))
     return path if path is not None and not path.exists() else None
 
 

@@ -58,6 +58,7 @@ from .dispatches import stage_data as _stage_data  # noqa: F401
 from .dispatches import usage_of as _usage  # noqa: F401
 from .drive import _WAKE, CONFLICT_RETRIES, TERMINAL, Drive, RunResult  # noqa: F401
 from .drive import retry_conflicts as _retry_conflicts  # noqa: F401
+from .engine import check_inputs
 from .evaluate import Evaluator, deferred
 from .flowneeds import agent_names, as_spec, uses_judged
 from .flowneeds import flow_steps as _flow_steps  # noqa: F401
@@ -129,6 +130,7 @@ class Runner:
     async def start(self, spec: Any, inputs: Mapping[str, Any] | None = None, *,
                     flow: str | None = None) -> RunResult:
         spec = as_spec(spec)
+        check_inputs(spec, inputs, flow)  # the inputs first: a mistake there is the cheaper one to fix
         await self._ready_for(spec, flow)
         response = await self.transition(lambda: self.engine.plan(spec, dict(inputs or {}), flow=flow))
         return await Drive(self, response).drive()

@@ -12,7 +12,6 @@ left to the run's task, where the runner makes every preflight (at a start and a
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,6 +31,7 @@ def check_preflights(runner: Any, spec: Any, flow: str) -> None:
     the agents the flow may dispatch to and, when a judged ensure may be reached, the judge's
     agent: the checks :meth:`Runner.start` makes first, made in the cell. The run's task makes
     them again (a PATH lookup, an environment or file check: about 55 µs for a built-in agent)."""
+    from ..engine.agents.base import preflight_now
     from ..engine.flowneeds import agent_names, uses_judged
     from ..engine.judge import AgentJudge
 
@@ -40,17 +40,8 @@ def check_preflights(runner: Any, spec: Any, flow: str) -> None:
     if bridge is not None and isinstance(bridge.judge, AgentJudge) and uses_judged(spec, flow):
         agents.append(bridge.judge.agent)
     for agent in agents:
-        _preflight_now(agent)
+        preflight_now(agent)
 
-
-def _preflight_now(agent: Any) -> None:
-    """Call ``agent.preflight`` unless it is asynchronous (then the run's task awaits it)."""
-    check = getattr(agent, "preflight", None)
-    if check is None or inspect.iscoroutinefunction(check):
-        return
-    result = check()
-    if inspect.iscoroutine(result):  # asynchronous after all (an async __call__): left to the task
-        result.close()
 
 
 def agents_mapping(agents: Any, where: str) -> Mapping[str, Any] | None:

@@ -184,6 +184,17 @@ async def preflight(agent: Agent) -> None:
         await result
 
 
+def preflight_now(agent: Agent) -> None:
+    """Run the agent's ``preflight`` when it is synchronous (raises AgentUnavailable when it
+    cannot run); an asynchronous one is left to whoever can await it (see :func:`preflight`)."""
+    check = getattr(agent, "preflight", None)
+    if check is None or inspect.iscoroutinefunction(check):
+        return
+    result = check()
+    if inspect.iscoroutine(result):  # asynchronous after all (an async __call__)
+        result.close()
+
+
 def strict_compatible(schema: Any) -> bool:
     """Whether ``schema`` meets OpenAI-style strict structured output rules: every object lists
     all its properties as required and forbids additional ones. Optional contract fields break

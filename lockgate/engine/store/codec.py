@@ -381,9 +381,11 @@ def decode(text: str | bytes, what: str = "a stored value", key: Any = None) -> 
                          "or damaged; `lockgate verify RUN` names the damaged events") from exc
 
 
-def not_found(run_id: str) -> RunNotFound:
-    """The error every backend raises for a run id it does not hold."""
-    return RunNotFound(f"no run with id {run_id!r}", run_id=run_id)
+def not_found(run_id: str, where: object = None) -> RunNotFound:
+    """The error every backend raises for a run id it does not hold (``where``: the store, when
+    naming it helps: a file in another folder than the one the run was started in)."""
+    place = f" in {where}" if where is not None else ""
+    return RunNotFound(f"no run with id {run_id!r}{place}", run_id=run_id)
 
 
 def conflict(run_id: str, expected: int, actual: int) -> ConcurrencyConflict:

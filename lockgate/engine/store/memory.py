@@ -59,7 +59,10 @@ class _Run:
 class MemoryStore:
     """Dict-backed store; lost when the process ends."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, where: str | None = None) -> None:
+        """``where``: how to name this store in a "no run with id" error (a command standing in
+        for a store that does not exist yet says which)."""
+        self._where = where
         self._runs: dict[str, _Run] = {}
         self._changed = threading.Condition()
         self._waiting = 0  # threads in wait_for_change: a save wakes them only when there are some
@@ -167,7 +170,7 @@ class MemoryStore:
         self._check_open()
         run = self._runs.get(run_id)
         if run is None:
-            raise codec.not_found(run_id)
+            raise codec.not_found(run_id, self._where)
         return run
 
     def _check_open(self) -> None:

@@ -221,7 +221,7 @@ class SQLiteStore:
             return cached
         row = db.execute(_SELECT_HEAD, (run_id,)).fetchone()
         if row is None:
-            raise codec.not_found(run_id)
+            raise codec.not_found(run_id, self.path)
         if row[0] != version:
             raise codec.conflict(run_id, version, row[0])
         key = run_key(row[5])
@@ -232,7 +232,7 @@ class SQLiteStore:
         self._heads.pop(run_id, None)
         row = db.execute(_SELECT_HEAD, (run_id,)).fetchone()
         if row is None:
-            return codec.not_found(run_id)
+            return codec.not_found(run_id, self.path)
         return codec.conflict(run_id, expected, row[0])
 
     @staticmethod
@@ -279,7 +279,7 @@ class SQLiteStore:
                 (run_id,),
             ).fetchone()
             if row is None:
-                raise codec.not_found(run_id)
+                raise codec.not_found(run_id, self.path)
             key = run_key(row[6])
             slots, top, records = _own_steps(db.execute(_SELECT_RANGE, (key, key | LOW_MASK)), run_id, key)
         header_json, version = row[0], row[1]
@@ -297,7 +297,7 @@ class SQLiteStore:
         with self._lock:
             row = self._execute("SELECT version FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if row is None:
-            raise codec.not_found(run_id)
+            raise codec.not_found(run_id, self.path)
         return row[0]
 
     def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunSummary]:
@@ -326,7 +326,7 @@ class SQLiteStore:
         with self._read() as db:
             row = db.execute("SELECT event_count, head_hash, id FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             if row is None:
-                raise codec.not_found(run_id)
+                raise codec.not_found(run_id, self.path)
             key = run_key(row[2])
             links = [Link(*link) for link in db.execute(_SELECT_EVENTS, (run_id, key, key | LOW_MASK, 0))]
         return verify_chain(run_id, links, row[1], row[0])
@@ -389,11 +389,10 @@ class SQLiteStore:
         except sqlite3.Error as exc:
             raise StoreError(f"SQLite error on {self.path}: {exc}") from exc
 
-    @staticmethod
-    def _run_key(db: sqlite3.Connection, run_id: str) -> int:
+    def _run_key(self, db: sqlite3.Connection, run_id: str) -> int:
         row = db.execute("SELECT id FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if row is None:
-            raise codec.not_found(run_id)
+            raise codec.not_found(run_id, self.path)
         return run_key(row[0])
 
 
