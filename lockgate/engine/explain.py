@@ -53,7 +53,7 @@ def explain(run: LiveRun) -> dict[str, Any]:
             entry = dispatch_entry(run, key)
             waits.append({"kind": "dispatch", "step_id": key, "agent": entry["agent"],
                           "reason": f"step {key} is dispatched to agent {entry['agent']} (attempt "
-                                    f"{entry['attempt']}, {entry['retries_remaining']} retries left) and waits "
+                                    f"{entry['attempt']}, {retries(entry['retries_remaining'])} left) and waits "
                                     "for its result",
                           "token": entry["token"], **_unblocked_by(_resume_or_cancel(rid))})
         for key in run.evaluating:
@@ -88,3 +88,8 @@ def _resume_or_cancel(rid: str) -> list[dict[str, Any]]:
 def _unblocked_by(actions: list[dict[str, Any]]) -> dict[str, Any]:
     """A wait's ``actions`` and ``commands``: the same commands as data and as text."""
     return {"actions": actions, "commands": [render(act) for act in actions]}
+
+
+def retries(count: object) -> str:
+    """``count`` retries, in words ("1 retry", "2 retries")."""
+    return "1 retry" if count == 1 else f"{count} retries"

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..engine.evaluate import left_behind
+from ..engine.explain import retries
 from ..errors import EngineError, LockgateError, SpecError, StoreError
 
 MAX_DIAGNOSTICS = 20
@@ -118,7 +119,7 @@ def next_steps(result: dict[str, Any]) -> str | None:
     if status in ("ensure_failed", "schema_failed"):
         return (f"Rejected ({status}): {_rejection(result)} Redo step {result.get('step_id')} and call "
                 f"lockgate_step_done with the new token {result.get('token')} "
-                f"({result.get('retries_remaining')} retries left after that).")
+                f"({retries(result.get('retries_remaining'))} left after that).")
     if status == "execute_step":
         ready = result.get("ready") or []
         others = f" ({len(ready)} dispatches ready, each with its own token)" if len(ready) > 1 else ""
@@ -145,3 +146,4 @@ def next_steps(result: dict[str, Any]) -> str | None:
     if status == "cancelled":
         return f"Run {run} is cancelled."
     return None
+
