@@ -77,9 +77,12 @@ class _Interrupts:
         self.loop.call_soon_threadsafe(lambda: None)  # wake the loop if it is waiting
 
 
-def run(coro: Coroutine[Any, Any, Any], on_interrupt: Callable[[], None] = lambda: None) -> Any:
+def run(coro: Coroutine[Any, Any, Any], on_interrupt: Callable[[], None] = lambda: None,
+        abandon: Callable[[Any], bool] = lambda result: False) -> Any:
     """``asyncio.run(coro)``, except that Ctrl-C calls ``on_interrupt`` before the main task is
-    cancelled, then raises KeyboardInterrupt without waiting for worker threads."""
+    cancelled, then raises KeyboardInterrupt without waiting for worker threads; and that
+    worker threads still busy when ``coro`` returns a result for which ``abandon(result)``
+    holds (a run cancelled from another terminal) are not waited for either."""
     executor = _AbandonableExecutor(thread_name_prefix="lockgate-worker")
     with asyncio.Runner() as runner:
         loop = runner.get_loop()
@@ -88,9 +91,7 @@ def run(coro: Coroutine[Any, Any, Any], on_interrupt: Callable[[], None] = lambd
         installed = _take_sigint(interrupts.handle)
         try:
             result = runner.run(interrupts.main(coro))
-            # a synchronous agent still in its call (the run was cancelled from another
-            # terminal): its answer is not wanted, and the command is not to wait for it
-            executor.abandoned = executor.busy > 0
+            executor.abandoned = executor.busy > 0 and abandon(result)
             return result
         except asyncio.CancelledError:
             if not interrupts.count:
