@@ -43,7 +43,8 @@ from lockgate.errors import StoreError
 try:
     import psycopg
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
-    raise StoreError("the PostgreSQL store needs psycopg 3: pip install 'lockgate[postgres]'") from exc
+    raise StoreError("the PostgreSQL store needs psycopg 3, in the postgres extra: pip install 'lockgate[postgres]' "
+                     "(from a clone: pip install -e '.[postgres]')") from exc
 
 SCHEMA_VERSION = 1
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
