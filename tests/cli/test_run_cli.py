@@ -188,6 +188,22 @@ def test_readme_main_job_as_a_subprocess(tmp_path):
     assert (tmp_path / ".lockgate" / "health-report.md").is_file()
 
 
+def test_the_checked_health_example_runs_its_evaluate_and_set_steps(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "a.py").write_text('def f():\n    """Doc."""\n    return 1\n\n\ndef g():\n    return 2\n')
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("LOCKGATE_STORE", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "lockgate", "run", str(EXAMPLES / "checked-health.stratum.yaml"),
+         "--agents", str(EXAMPLES / "health_agents.py"), "--input", "root=pkg"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"files": 1, "documented_enough": True,
+                                       "verdict": "50% of functions documented"}
+    assert "succeeded  docs_gate" in proc.stderr
+
+
 def test_gate_waiting_as_a_subprocess_exits_3(project):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
