@@ -419,7 +419,16 @@ def _note(event: Any) -> str:
             f": {event.message}" if event.message else ""))
     if event.kind == "gate_waiting":
         return "waiting for a decision"
+    if event.data.get("kind") == "evaluate" and event.kind != "step_failed":
+        if event.kind == "step_started":  # the command, cut to what a progress line can hold
+            command = one_line(event.message or "")
+            return "command " + (command if len(command) <= COMMAND_SHOWN else command[:COMMAND_SHOWN - 3] + "...")
+        return f"command ran {event.data.get('duration_ms', 0):.0f} ms"
     return one_line(event.message or "")
+
+
+#: Characters of an evaluate step's command a progress line shows.
+COMMAND_SHOWN = 60
 
 
 

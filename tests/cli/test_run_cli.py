@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -201,7 +202,8 @@ def test_the_checked_health_example_runs_its_evaluate_and_set_steps(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"files": 1, "documented_enough": True,
                                        "verdict": "50% of functions documented"}
-    assert "succeeded  docs_gate" in proc.stderr
+    assert "running    docs_gate  - command python3 -c 'import json, sys; r = json.load(sys.stdin); o..." in proc.stderr
+    assert re.search(r"succeeded  docs_gate  - command ran \d+ ms", proc.stderr)
 
 
 def test_gate_waiting_as_a_subprocess_exits_3(project):
