@@ -77,12 +77,12 @@ class _Interrupts:
         self.loop.call_soon_threadsafe(lambda: None)  # wake the loop if it is waiting
 
 
-def run(coro: Coroutine[Any, Any, Any], on_interrupt: Callable[[], None] = lambda: None,
-        abandon: Callable[[Any], bool] = lambda result: False) -> Any:
+def run(coro: Coroutine[Any, Any, Any], on_interrupt: Callable[[], None] = lambda: None) -> Any:
     """``asyncio.run(coro)``, except that Ctrl-C calls ``on_interrupt`` before the main task is
     cancelled, then raises KeyboardInterrupt without waiting for worker threads; and that
-    worker threads still busy when ``coro`` returns a result for which ``abandon(result)``
-    holds (a run cancelled from another terminal) are not waited for either."""
+    worker threads still busy when ``coro`` returns (a synchronous agent in its call when the
+    run was cancelled or killed from another terminal: its answer is not wanted) are not
+    waited for either."""
     executor = _AbandonableExecutor(thread_name_prefix="lockgate-worker")
     with asyncio.Runner() as runner:
         loop = runner.get_loop()
@@ -91,7 +91,7 @@ def run(coro: Coroutine[Any, Any, Any], on_interrupt: Callable[[], None] = lambd
         installed = _take_sigint(interrupts.handle)
         try:
             result = runner.run(interrupts.main(coro))
-            executor.abandoned = executor.busy > 0 and abandon(result)
+            executor.abandoned = executor.busy > 0
             return result
         except asyncio.CancelledError:
             if not interrupts.count:
@@ -118,10 +118,23 @@ def _take_sigint(handler: Callable[[int, Any], None]) -> bool:
 
 
 def exit_now(code: int) -> NoReturn:
-    """Exit with ``code``; when worker threads are still busy, without waiting for them."""
+    """Exit with ``code``; when worker threads are still busy and this process is the
+    ``lockgate`` command itself, without waiting for them. A program calling the CLI in-process
+    (click's test runner, ``main(standalone_mode=False)``) gets SystemExit as always: ending its
+    whole process is not the CLI's to do."""
     busy = [t for t in threading.enumerate() if t.name.startswith("lockgate-worker") and t.is_alive()]
-    if not busy:
+    if not busy or not _is_the_program():
         sys.exit(code)
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     os._exit(code)
+
+
+def _is_the_program() -> bool:
+    """Whether this process is the ``lockgate`` command (its console script, or ``python -m
+    lockgate``), not a program that calls the CLI in-process."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name in ("lockgate", "lockgate.__main__"):
+        return True
+    return os.path.basename(sys.argv[0] or "") == "lockgate"

@@ -153,10 +153,7 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
         # stdout carries only the flow's output (for `> out.json` or `| jq`): what agents print
         # while the run is going goes to stderr, with the progress
         with _stdout_to_stderr():
-            # a synchronous agent still in its call when the run was cancelled from another
-            # terminal: its answer is not wanted, and the command does not wait for it
-            result = interrupt.run(main(), on_interrupt=runner.detach,
-                                   abandon=lambda ended: ended.status == "cancelled")
+            result = interrupt.run(main(), on_interrupt=runner.detach)
     except KeyboardInterrupt:
         _report_interrupted(engine, runner.run_ids[-1] if runner.run_ids else resume_id, options)
         return EXIT_INTERRUPTED

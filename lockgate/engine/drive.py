@@ -37,6 +37,7 @@ from .dispatches import (
 )
 from .evaluate import NO_RUNNER, evaluate_async, left_behind
 from .gatechannel import Decision, GateRequest
+from .model import RUNNING
 from .progress import Emitter, ProgressEvent
 
 if TYPE_CHECKING:
@@ -292,14 +293,17 @@ class Drive:
 
     async def _settle(self, step_id: str, method: Any, *args: Any, **kwargs: Any) -> tuple[Any, bool]:
         """(the response, True) of the engine ``method`` settling an answer about ``step_id``;
-        (None, False) when its issuance went stale meanwhile (answered, reset or restarted
-        elsewhere, unless this drive's own view of the run had dropped it already: a command
-        of a subflow the drive's own transition closed);
-        (the run's status, False) when the run ended elsewhere meanwhile."""
+        (None, False) when its issuance went stale meanwhile: a result answered elsewhere
+        first, or a command started again elsewhere (another process may be driving the run:
+        noted in ``stale``), or a command whose step is no longer running (reset by a revise
+        made elsewhere, or closed by this drive's own transition: the drive goes on from the
+        run as stored); (the run's status, False) when the run ended elsewhere meanwhile."""
         try:
             return await self._engine_call(method, self.run_id, step_id, *args, **kwargs), True
-        except StaleToken:
-            if method != self.engine.evaluated or _running_in(self.newest, step_id):
+        except StaleToken as stale:
+            if method == self.engine.evaluated and stale.detail.get("step_status") != RUNNING:
+                await self._engine_call(self.engine.status, self.run_id)
+            else:
                 self.stale.append(step_id)
             return None, False
         except EngineError as exc:
@@ -531,7 +535,3 @@ def retry_conflicts(call: Callable[[], Any]) -> Any:
 def _no_evaluator(*args: Any) -> Any:
     raise RunnerError(NO_RUNNER)
 
-
-def _running_in(response: dict[str, Any], step_id: str) -> bool:
-    """Whether ``response`` shows evaluate step ``step_id``'s command running."""
-    return any(entry.get("step_id") == step_id for entry in response.get("evaluating") or ())

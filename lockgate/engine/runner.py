@@ -136,10 +136,15 @@ class Runner:
         return await Drive(self, response).drive()
 
     async def resume(self, run_id: str) -> RunResult:
-        """Continue a run from its durable state (after a crash, or after a gate decision); its
-        agents are checked first, as at a start, so one that cannot run here leaves the run as
-        it was."""
-        await self._ready_for(*self.engine.spec_of(run_id))
+        """Continue a run from its durable state (after a crash, or after a gate decision); the
+        agents of a run still going are checked first, as at a start, so one that cannot run
+        here leaves the run as it was (a finished run needs none: its status is reported)."""
+        spec, flow = self.engine.spec_of(run_id)
+        if self.engine.status(run_id).get("status") not in TERMINAL:
+            await self._ready_for(spec, flow)
+        else:
+            self.install_evaluator()
+            self.install_judge()
         response = await self.transition(lambda: self.engine.resume(run_id), run_id=run_id)
         return await Drive(self, response).drive()
 

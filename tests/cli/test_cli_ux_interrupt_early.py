@@ -40,7 +40,7 @@ def interrupt_loading_agents(monkeypatch) -> None:
 
 def interrupt_the_loop(monkeypatch) -> None:
     """Ctrl-C as the event loop starts: the runner is detached, the run not driven."""
-    def interrupted(coro, on_interrupt, abandon=None):
+    def interrupted(coro, on_interrupt):
         coro.close()
         on_interrupt()
         raise KeyboardInterrupt

@@ -159,6 +159,7 @@ OPERATOR_SLIPS = [
     ("a =< 1", "=<", "<="),
     ("a === 1", "===", "=="),
     ("a !== 1", "!==", "!="),
+    ("not in_stock", "not", "!"),  # a name, not the word 'in'
 ]
 
 
@@ -171,7 +172,7 @@ def test_an_operator_slip_carries_its_replacement(source: str, bad: str, good: s
 
 # an applied fix must give a valid expression: where none does, there is none
 @pytest.mark.parametrize("source", ["a & b", "result.title.lower()", "a b", "(1 + 2", "x.__proto__",
-                                    "x not in y", "a =! b", "a <=> b", "a ==== 1"])
+                                    "x not in y", "a =! b", "a <=> b", "a ==== 1", "x >= = 1"])
 def test_other_parse_errors_carry_no_replacement(source: str) -> None:
     assert parse_error(source).replacement is None
 
@@ -298,3 +299,8 @@ def test_an_applied_operator_fix_parses(source: str, bad: str, good: str) -> Non
     span = parse_error(source).span
     assert span is not None
     parse(source[:span[0]] + good + source[span[1]:])
+
+
+def test_a_slip_keeps_its_fix_when_another_slip_follows() -> None:
+    error = parse_error("a = 1 && b = 2")
+    assert (error.span, error.replacement) == ((2, 3), "==")

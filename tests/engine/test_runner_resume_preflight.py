@@ -53,3 +53,11 @@ async def test_a_resume_whose_agent_cannot_run_here_is_refused_before_anything_r
     status = engine.status(plan["run_id"])
     assert status["status"] == "execute_step" and status["token"] == plan["token"]
     assert "resumed" not in [e["type"] for e in engine.audit(plan["run_id"])["events"]]
+
+
+async def test_a_finished_run_is_reported_without_asking_for_its_agents() -> None:
+    engine = Engine()
+    plan = engine.plan(SPEC, {})
+    engine.step_done(plan["run_id"], "write", {"text": "done"}, plan["token"])
+    result = await Runner(engine, agents={"offline": Offline()}).resume(plan["run_id"])
+    assert (result.status, result.output) == ("complete", {"text": "done"})

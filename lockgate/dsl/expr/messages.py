@@ -160,14 +160,20 @@ def _word_operator(source: str, token: Token, prev: Token | None) -> ExprError |
             continue
         word, after = candidate.value, source[candidate.end_pos:]
         rest = after.lstrip()
-        if word == "not" and rest.startswith("in") and not rest[2:3].isalnum():
+        if word == "not" and _starts_word(rest, "in"):
             return ExprError("parse", "there is no 'not in' operator; write !(a in b)", _span(candidate))
-        if word == "is" and rest.startswith("not") and not rest[3:4].isalnum():
+        if word == "is" and _starts_word(rest, "not"):
             end = candidate.end_pos + len(after) - len(rest) + 3
             return _parse_error("use '!=' instead of 'is not'", (candidate.start_pos, end), "!=")
         good = _WORD_OPERATORS[word]
         return _parse_error(f"use '{good}' instead of '{word}'", _span(candidate), good)
     return None
+
+
+def _starts_word(text: str, word: str) -> bool:
+    """Whether ``text`` starts with the whole word ``word`` (``in``, not ``in_stock``)."""
+    following = text[len(word):len(word) + 1]
+    return text.startswith(word) and not (following.isalnum() or following == "_")
 
 
 def _method_call(token, prev, prev2, brackets):

@@ -50,6 +50,13 @@ _SIMPLE_ESCAPES = {'"': '"', "'": "'", "\\": "\\", "/": "/", "b": "\b", "f": "\f
 
 def parse(source: str) -> Node:
     """Parse ``source`` into an AST; raises ``ExprError`` (``parse`` or ``resource_limit``)."""
+    try:
+        return _parse(source)
+    except ExprError as error:
+        raise _with_sound_fix(source, error) from None
+
+
+def _parse(source: str) -> Node:
     if not isinstance(source, str):
         raise ExprError("parse", f"an expression must be a string, not {type(source).__name__}")
     feed = _Feed(source)
@@ -62,6 +69,21 @@ def parse(source: str) -> Node:
     except (LarkError, RecursionError, MemoryError) as exc:
         raise ExprError("parse", f"the expression could not be parsed ({type(exc).__name__})",
                         None) from exc
+
+
+def _with_sound_fix(source: str, error: ExprError) -> ExprError:
+    """``error``, without its quick fix unless applying it mends that place: the fixed text
+    parses, or its first error lies beyond the fix (a later slip of its own). A slip beside
+    another (``x >= = 1``) gets none: a fix must not lead to a new error where it was made."""
+    if error.replacement is None or error.span is None:
+        return error
+    start, end = error.span
+    try:
+        _parse(source[:start] + error.replacement + source[end:])
+    except ExprError as after:
+        if after.span is None or after.span[0] < start + len(error.replacement):
+            return ExprError(error.kind, error.message, error.span)
+    return error
 
 
 class _Feed:
