@@ -16,6 +16,7 @@ from ..dsl import expr as exprlang
 from ..dsl import refs as reflang
 from ..dsl.contracts import ContractSet
 from ..dsl.ir import Ensure, Flow, Spec, Stage, Step
+from .flowneeds import uses_judged
 
 DEFAULT_AGENT = "claude"
 
@@ -140,6 +141,9 @@ class CompiledSpec:
         self.digest = digest
         self.contracts = ContractSet.from_decls(spec.contracts)
         self.flows = {name: CFlow(spec, flow) for name, flow in spec.flows.items()}
+        #: whether a transition may ask a judge (a ``judged`` ensure anywhere): a result reported
+        #: to such a spec is parked first, so that a crash while the judge answers loses nothing
+        self.judges = any(uses_judged(spec, name) for name in spec.flows)
         self._contracts: dict[str, Any] = {}
         self._schemas: dict[str, dict[str, Any]] = {}
         self._inputs: dict[str, Any] = {}

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .agents import AgentResult, Task
+from .agents.base import Usage
 from .progress import Emitter
 
 #: Responses that hand out work to dispatch (a retry's ensure/schema failure re-issues the step).
@@ -61,6 +62,16 @@ def revision_note(entry: Mapping[str, Any]) -> str | None:
     if not isinstance(revision, Mapping) or not revision.get("note"):
         return None
     return f"revision requested at gate {revision.get('gate')!r}: {revision['note']}"
+
+
+def reported_result(reported: Mapping[str, Any]) -> AgentResult:
+    """The AgentResult of a dispatch's ``reported`` result (held by the engine while a judge
+    was asked), to report it again as it was."""
+    usage = reported.get("usage") or {}
+    spent = Usage(tokens=int(usage.get("tokens", 0)), usd=float(usage.get("usd", 0.0)))
+    if reported.get("failure") is not None:
+        return AgentResult.failed(str(reported["failure"]), usage=spent)
+    return AgentResult.success(reported.get("result"), usage=spent)
 
 
 def usage_of(result: AgentResult) -> dict[str, float] | None:

@@ -32,6 +32,7 @@ from .dispatches import (
     dispatch_task,
     emit_evaluated,
     emit_outcome,
+    reported_result,
     stage_data,
     usage_of,
 )
@@ -266,7 +267,12 @@ class Drive:
         self._deliver(answer)
 
     async def _dispatch(self, entry: dict[str, Any]) -> dict[str, Any] | None:
-        """Execute ``entry`` once admitted, then report its result."""
+        """Execute ``entry`` once admitted, then report its result; a result reported before
+        (held while a judge was asked, then the process stopped: ``reported``) is reported
+        again without asking the agent again."""
+        reported = entry.get("reported")
+        if reported is not None:
+            return await self._report(entry, reported_result(reported))
         async with self.admission:
             result = await self._execute(entry)
         return await self._report(entry, result)

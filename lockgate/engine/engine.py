@@ -45,7 +45,7 @@ from .model import (
     now,
 )
 from .responses import dispatch_entry, gate_entry, response, trace
-from .results import late_spend, unstorable
+from .results import late_spend, park, parked, unstorable
 from .results import step_done as _step_done
 from .specdata import digest, spec_data
 
@@ -335,6 +335,7 @@ class Engine:
         ended meanwhile is refused as before, after what it spent is recorded (see
         :func:`~lockgate.engine.results.late_spend`)."""
         try:
+            self._park(run_id, step_id, result, token, failure, usage)
             return self._transact(run_id, lambda run: _settled(_step_done, run, step_id, result, token, failure,
                                                                usage))
         except UnstorableValue as exc:  # nothing was written: the attempt fails on what it sent
@@ -349,6 +350,20 @@ class Engine:
             except EngineError:
                 pass  # nothing to record: the refusal stands alone
             raise refused from None
+
+    def _park(self, run_id: str, step_id: str, result: Any, token: Any, failure: Any, usage: Any) -> None:
+        """When the run's spec may ask a judge, hold the result on its step first, in a
+        transaction of its own (:func:`~lockgate.engine.results.park`): the one that checks it
+        may wait long for a verdict (under a runner it is even abandoned while the judge is
+        asked), and a crash meanwhile must not lose the agent's work. Once per report: a replay
+        of the call finds it parked."""
+        run = self._get(run_id)
+        if not run.cspec.judges:
+            return
+        record = parked(token, result, failure, usage)
+        st = run.steps.get(step_id)
+        if st is None or st.parked != record:
+            self._transact(run_id, lambda live: park(live, step_id, record))
 
     def _drive(self, run_id: str, out: dict[str, Any], everything: bool = False) -> dict[str, Any]:
         """Finish the work the call's transaction started that the engine does itself: evaluate

@@ -56,7 +56,9 @@ class StepState:
     their defaults for other kinds: ``decisions`` (gates), ``fan`` (fanout steps: item count,
     epoch and settled summary), ``index``/``stage``/``item``/``prev``/``worktree``/``patch``
     (fanout items), ``sub_input``/``rounds`` (run steps), ``command_input`` (evaluate steps: what
-    their command gets on stdin, rendered when the step started). ``revision`` is set on every step a
+    their command gets on stdin, rendered when the step started). ``parked`` holds a result
+    reported for the current issuance while a judge is asked about it (``{token, result,
+    failure, usage}``), so a crash before the verdict loses nothing reported. ``revision`` is set on every step a
     gate's revise reset (``{gate, note, round}``) until its next reset, so its re-dispatch carries
     the gate's note.
     """
@@ -90,6 +92,7 @@ class StepState:
     sub_input: Any = UNDEFINED
     rounds: int = 0
     command_input: Any = UNDEFINED
+    parked: dict[str, Any] | None = None
     dropped: bool = False
 
     def to_dict(self) -> dict[str, Any]:
@@ -149,6 +152,8 @@ class StepState:
             out["rounds"] = self.rounds
         if self.command_input is not UNDEFINED:
             out["command_input"] = self.command_input
+        if self.parked is not None:
+            out["parked"] = self.parked
         if self.dropped:
             out["dropped"] = True
         return out
@@ -179,6 +184,7 @@ class StepState:
         self.sub_input = UNDEFINED
         self.rounds = 0
         self.command_input = UNDEFINED
+        self.parked = None
 
 
 _FIELD_NAMES = frozenset(f.name for f in fields(StepState))

@@ -71,6 +71,9 @@ def step_done(run: LiveRun, key: str, result: Any, token: Any, failure: Any = No
     """Settle a reported result (or ``failure``). ``rejected`` is the engine's own failure of the
     report, decided before reading it (see :func:`unstorable`): the attempt fails with it."""
     st = check_issuance(run, key, token, gate=False)
+    if st.parked is not None:
+        st.parked = None
+        run.touch(st)
     loc = run.locate(key)
     if loc.index is not None:
         fanout.item_result(run, loc, st, result, failure, usage, rejected)
@@ -107,6 +110,26 @@ def step_done(run: LiveRun, key: str, result: Any, token: Any, failure: Any = No
         record["usage"] = usage
     st.attempts.append(record)
     succeed(run, loc, st, result)
+
+
+def parked(token: Any, result: Any, failure: Any, usage: Any) -> dict[str, Any]:
+    """The record of a reported result held while a judge is asked (see :func:`park`)."""
+    record: dict[str, Any] = {"token": token, "result": result}
+    if failure is not None:
+        record["failure"] = failure
+    if usage:
+        record["usage"] = usage
+    return record
+
+
+def park(run: LiveRun, key: str, record: dict[str, Any]) -> None:
+    """Hold a reported result on its step (fenced like the report itself), in a transaction of
+    its own before the one that checks it: when that one asks a judge, which may take long, a
+    crash meanwhile loses nothing reported, and the dispatch is described with the result to
+    report again (``reported``) instead of work to do again."""
+    st = check_issuance(run, key, record["token"], gate=False)
+    st.parked = record
+    run.touch(st)
 
 
 def unstorable(problem: str) -> dict[str, Any]:

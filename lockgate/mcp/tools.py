@@ -250,7 +250,9 @@ RESUME = ToolSpec(
     description=(
         "Take over a run started by another session or process (after a restart, or a handover): "
         "the run is reloaded from the store, its spec checked against its digest, and all its "
-        "outstanding work described with the same tokens as before; an evaluate command found running "
+        "outstanding work described with the same tokens as before (a dispatch whose result was received "
+        "before the run stopped, while a judge was asked, carries it in `reported`: report it again "
+        "with lockgate_step_done); an evaluate command found running "
         "(its process stopped) is run again here before the answer. Then continue as after "
         "lockgate_plan. Find run ids with lockgate_runs."
     ),
