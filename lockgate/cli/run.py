@@ -82,6 +82,7 @@ def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | Non
         RunnerError,
         SpecError,
     )
+    from .stores import MissingStore
 
     if (spec is None) == (resume_id is None):
         _usage("give a SPEC to run, or --resume RUN to continue one (not both)")
@@ -91,7 +92,7 @@ def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | Non
     except SpecError as exc:
         _report_spec_error(spec, exc)
         code = EXIT_USAGE
-    except (ConfigError, AgentUnavailable, click.BadParameter) as exc:
+    except (ConfigError, AgentUnavailable, MissingStore, click.BadParameter) as exc:
         message = hints.unknown_agent(exc, agents=agents_module) or _message(exc)
         click.echo(f"error: {message}", err=True)
         code = EXIT_USAGE

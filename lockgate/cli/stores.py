@@ -13,13 +13,19 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..errors import StoreError
+
 MEMORY = {"memory", "memory://", ":memory:"}
+
+
+class MissingStore(StoreError):
+    """A store named by ``--store`` or ``$LOCKGATE_STORE`` that does not exist (a usage error:
+    the name is wrong, or the run was started elsewhere)."""
 
 
 def open_existing(store: str | None) -> Any:
     """The store ``store`` names (else ``$LOCKGATE_STORE``, else the default), if it exists."""
     from ..engine.store import ENV_VAR, MemoryStore, open_store
-    from ..errors import StoreError
 
     target = _target(store)
     path = sqlite_path(target)
@@ -28,7 +34,7 @@ def open_existing(store: str | None) -> Any:
     if target is None:
         return MemoryStore(where=f"{path}, which does not exist: no run was started in this folder (run the "
                                  "command where the run was started, or pass --store)")
-    raise StoreError(f"no run store at {path} (`lockgate run` creates it; check --store or ${ENV_VAR})")
+    raise MissingStore(f"no run store at {path} (`lockgate run` creates it; check --store or ${ENV_VAR})")
 
 
 def missing(store: str | None) -> Path | None:

@@ -292,7 +292,7 @@ def test_reading_commands_never_create_a_store(scratch, monkeypatch):
     assert not (scratch / ".lockgate").exists()
     typo = invoke("runs", "--store", "typo/runs.db")
     assert typo.exit_code == 1
-    assert typo.stderr.strip() == ("error (StoreError): no run store at typo/runs.db "
+    assert typo.stderr.strip() == ("error (MissingStore): no run store at typo/runs.db "
                                    "(`lockgate run` creates it; check --store or $LOCKGATE_STORE)")
     monkeypatch.setenv("LOCKGATE_STORE", "sqlite://elsewhere.db")
     assert "no run store at elsewhere.db" in invoke("gate", "approve", "r1", "review").stderr
