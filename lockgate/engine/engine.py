@@ -358,7 +358,7 @@ class Engine:
         asked), and a crash meanwhile must not lose the agent's work. Once per report: a replay
         of the call finds it parked."""
         run = self._get(run_id)
-        if not run.cspec.judges:
+        if not run.cspec.judges or self.judge is None:  # no judge: a judged ensure fails at once
             return
         record = parked(token, result, failure, usage)
         st = run.steps.get(step_id)
@@ -382,7 +382,7 @@ class Engine:
             if not keys:
                 return out
             entries = [dispatch_entry(run, k) for k in keys]
-            results = _run_batch(self.dispatcher, run_id, entries)
+            results = _reported_or_run(self.dispatcher, run_id, entries)
             for entry, (output, failure, usage) in zip(entries, results):
                 try:
                     out = self._evaluations(run_id, self._report(run_id, entry["step_id"], output, entry["token"],
@@ -545,6 +545,14 @@ def _engine_item(run: LiveRun, key: str) -> bool:
     loc = run.locate(key)
     fan = loc.cstep.step.fanout
     return loc.index is not None and fan is not None and fan.dispatch != "consumer"
+
+
+def _reported_or_run(dispatcher: Any, run_id: str, entries: list[dict[str, Any]]) -> list[tuple[Any, Any, Any]]:
+    """(output, failure, usage) per entry: a result held while a judge was asked (``reported``)
+    as it was reported, the others from the dispatcher (see :func:`_run_batch`)."""
+    ran = iter(_run_batch(dispatcher, run_id, [e for e in entries if "reported" not in e]))
+    return [(e["reported"].get("result"), e["reported"].get("failure"), e["reported"].get("usage"))
+            if "reported" in e else next(ran) for e in entries]
 
 
 def _run_batch(dispatcher: Any, run_id: str, entries: list[dict[str, Any]]) -> list[tuple[Any, Any, Any]]:

@@ -113,10 +113,13 @@ def step_done(run: LiveRun, key: str, result: Any, token: Any, failure: Any = No
 
 
 def parked(token: Any, result: Any, failure: Any, usage: Any) -> dict[str, Any]:
-    """The record of a reported result held while a judge is asked (see :func:`park`)."""
-    record: dict[str, Any] = {"token": token, "result": result}
+    """The record of a reported result held while a judge is asked (see :func:`park`); a
+    reported failure is held without the result (``step_done`` reads none beside it)."""
+    record: dict[str, Any] = {"token": token}
     if failure is not None:
         record["failure"] = failure
+    else:
+        record["result"] = result
     if usage:
         record["usage"] = usage
     return record

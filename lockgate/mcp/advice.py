@@ -122,9 +122,10 @@ def next_steps(result: dict[str, Any]) -> str | None:
                 f"({retries(result.get('retries_remaining'))} left after that).")
     if status == "execute_step":
         ready = result.get("ready") or []
-        if result.get("reported") is not None:
-            return (f"Step {result.get('step_id')}'s result was received before the run stopped (in `reported`): "
-                    f"call lockgate_step_done with it and token {result.get('token')}; no need to redo the work.")
+        held = next((entry for entry in [result, *ready] if entry.get("reported") is not None), None)
+        if held is not None:
+            return (f"Step {held.get('step_id')}'s result was received before the run stopped (in its `reported`): "
+                    f"call lockgate_step_done with it and token {held.get('token')}; no need to redo the work.")
         others = f" ({len(ready)} dispatches ready, each with its own token)" if len(ready) > 1 else ""
         return (f"Next: do step {result.get('step_id')} and call lockgate_step_done with run_id {run}, its "
                 f"step_id and token {result.get('token')}{others}.")

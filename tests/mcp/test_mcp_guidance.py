@@ -55,3 +55,13 @@ async def test_validation_leaves_out_agent_configuration_warnings(store, tmp_pat
         result = await s.ok("lockgate_validate", {"spec": spec})
         assert result["valid"] and "agent: writer" in spec
         assert not [w for w in result["warnings"] if w["code"] == "LG905"]
+
+
+def test_a_held_result_among_the_ready_dispatches_is_pointed_at() -> None:
+    from lockgate.mcp.advice import next_steps
+
+    response = {"status": "execute_step", "run_id": "r1", "step_id": "w", "token": "t1",
+                "ready": [{"step_id": "w", "token": "t1"},
+                          {"step_id": "v", "token": "t2", "reported": {"result": {"text": "done"}}}]}
+    advice = next_steps(response)
+    assert advice is not None and advice.startswith("Step v's result was received") and "token t2" in advice
