@@ -44,14 +44,37 @@ def format_option(fn: Callable[..., Any]) -> Callable[..., Any]:
                         show_default=True, help="text for people, json for tools.")(fn)
 
 
-def _engine(store: str | None) -> Any:
-    """An engine on the existing store (these commands never create one)."""
+def _engine(store: str | None, *, judging: bool = False) -> Any:
+    """An engine on the existing store (these commands never create one); ``judging``: with the
+    project's judge (``judge`` in lockgate.toml), for the commands that move a run on, whose
+    transition may reach a ``judged`` ensure (a set step after a gate)."""
     from pathlib import Path
 
     from ..engine import Engine
     from .stores import open_existing
 
-    return _call(lambda: Engine(store=open_existing(store), workspace=Path.cwd()))
+    judge = _project_judge() if judging else None
+    return _call(lambda: Engine(store=open_existing(store), workspace=Path.cwd(), judge=judge))
+
+
+def _project_judge() -> Any:
+    """The judge lockgate.toml names (nearest from here), or None; a configuration that cannot
+    give one is said on stderr (a judged ensure then fails closed, as with no judge)."""
+    from pathlib import Path
+
+    from ..engine.agents.config import load_config
+    from ..engine.agents.registry import resolve_agent
+    from ..engine.judge import as_judge
+    from ..errors import LockgateError
+
+    try:
+        config = load_config(start=Path.cwd())
+        if config.judge is None:
+            return None
+        return as_judge(config.judge, lambda name: resolve_agent(name, config=config))
+    except LockgateError as exc:
+        click.echo(f"warning: no judge for judged ensures: {exc}", err=True)
+        return None
 
 
 def _call(action: Callable[[], Any]) -> Any:
@@ -234,7 +257,7 @@ def _gate_command(decision: str, summary: str) -> click.Command:
     @store_option
     @format_option
     def command(run_id: str, step_id: str, note: str, resolved_by: str, store: str | None, fmt: str) -> None:
-        engine = _engine(store)
+        engine = _engine(store, judging=True)
         result = _call(lambda: engine.resolve_waiting_gate(run_id, step_id, decision, note, resolved_by))
         _print_response(result, fmt, engine, store)
 
@@ -268,7 +291,7 @@ def commit_cmd(run_id: str, label: str, store: str | None, fmt: str) -> None:
 @format_option
 def revert_cmd(run_id: str, label: str, store: str | None, fmt: str) -> None:
     """Restore a checkpoint (spend is not rolled back) and continue from there."""
-    engine = _engine(store)
+    engine = _engine(store, judging=True)
     _print_response(_call(lambda: engine.revert(run_id, label)), fmt, engine, store)
 
 
@@ -291,7 +314,7 @@ def resume_cmd(run_id: str, store: str | None, fmt: str) -> None:
 
     An evaluate command found running (the process running it stopped) is run again here first.
     """
-    engine = _engine(store)
+    engine = _engine(store, judging=True)
     _print_response(_call(lambda: engine.resume(run_id)), fmt, engine, store)
 
 
