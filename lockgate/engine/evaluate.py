@@ -45,11 +45,18 @@ from ..dsl.refs import render_value
 from ..dsl.values import UNDEFINED
 from ..errors import EngineError, RefError, StaleToken, UnstorableValue
 from . import budget
-from .advance import fail_attempt, output_source_failure, resolver, spend_unbudgeted, succeed
+from .advance import (
+    fail_attempt,
+    output_source_failure,
+    resolver,
+    spend_unbudgeted,
+    succeed,
+)
 from .ensures import call_sync, contract_violations
 from .judge import call_async
 from .live import LiveRun, Located
-from .model import RUN_CANCELLED, RUN_RUNNING, RUNNING, StepState, now
+from .model import RUN_RUNNING, RUNNING, StepState, now
+from .results import refuse_cancelled, refuse_duplicate, refuse_finished
 
 Evaluator = Callable[[str, Any, int, "Path | None"], Any]
 
@@ -307,20 +314,15 @@ def _running(run: LiveRun, key: Any, token: Any) -> StepState:
     """The evaluate step running under ``token``; raise (as ``step_done`` refuses a result) if
     there is none."""
     rid = run.header.id
-    if run.header.status == RUN_CANCELLED or run.header.cancel_requested:
-        raise EngineError(f"run {rid} is cancelled", error_type="run_cancelled", run_id=rid)
+    refuse_cancelled(run)
     st = run.steps.get(key) if isinstance(key, str) else None
     if st is None or key.startswith("@"):
         raise EngineError(f"run {rid} has no step {key!r}", error_type="unknown_step", run_id=rid, step_id=key)
     if run.locate(key).cstep.kind != "evaluate":
         raise EngineError(f"step {key} is not an evaluate step: it runs no command", error_type="not_awaiting",
                           run_id=rid, step_id=key, step_status=st.status)
-    if isinstance(token, str) and token and st.accepted == token:
-        raise StaleToken(f"evaluate step {key} already settled the command's answer for this token (duplicate); "
-                         "nothing changed", run_id=rid, step_id=key, reason="duplicate")
-    if run.header.status != RUN_RUNNING:
-        raise EngineError(f"run {rid} is {run.header.status}; it takes no more results", error_type="run_finished",
-                          run_id=rid, status=run.header.status)
+    refuse_duplicate(run, st, token, f"evaluate step {key} already settled the command's answer")
+    refuse_finished(run)
     if not (isinstance(token, str) and token):
         raise StaleToken(f"missing token for evaluate step {key}", run_id=rid, step_id=key, reason="missing")
     if st.dropped or key not in run.evaluating or st.token != token:

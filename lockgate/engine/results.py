@@ -39,19 +39,14 @@ def check_issuance(run: LiveRun, key: str, token: Any, *, gate: bool) -> StepSta
     In the order of semantics §6.4: a cancelled run, an unknown step, then whether the step
     awaits anything (a duplicate of an accepted report is named as such first), then the token.
     """
-    if run.header.status == RUN_CANCELLED or run.header.cancel_requested:
-        raise EngineError(f"run {run.header.id} is cancelled", error_type="run_cancelled", run_id=run.header.id)
+    refuse_cancelled(run)
     st = run.steps.get(key)
     if st is None or st.dropped or key.startswith("@"):
         raise EngineError(f"run {run.header.id} has no step {key!r}", error_type="unknown_step",
                           run_id=run.header.id, step_id=key)
     present = isinstance(token, str) and bool(token)
-    if present and st.accepted == token:
-        raise StaleToken(f"step {key} already accepted the {'decision' if gate else 'result'} for this token "
-                         "(duplicate); nothing changed", run_id=run.header.id, step_id=key, reason="duplicate")
-    if run.header.status != RUN_RUNNING:
-        raise EngineError(f"run {run.header.id} is {run.header.status}; it takes no more results",
-                          error_type="run_finished", run_id=run.header.id, status=run.header.status)
+    refuse_duplicate(run, st, token, f"step {key} already accepted the {'decision' if gate else 'result'}")
+    refuse_finished(run)
     wanted = WAITING_GATE if gate else READY
     if st.status != wanted:
         what = "a gate decision" if gate else "a result"
@@ -64,6 +59,27 @@ def check_issuance(run: LiveRun, key: str, token: Any, *, gate: bool) -> StepSta
         raise StaleToken(f"token is not the current issuance of step {key} (stale or foreign); nothing changed",
                          run_id=run.header.id, step_id=key, reason="stale")
     return st
+
+
+def refuse_cancelled(run: LiveRun) -> None:
+    """EngineError ``run_cancelled`` when the run is cancelled (or a cancel was asked)."""
+    if run.header.status == RUN_CANCELLED or run.header.cancel_requested:
+        raise EngineError(f"run {run.header.id} is cancelled", error_type="run_cancelled", run_id=run.header.id)
+
+
+def refuse_duplicate(run: LiveRun, st: StepState, token: Any, accepted: str) -> None:
+    """StaleToken ``duplicate`` when ``st`` already accepted an answer under ``token``;
+    ``accepted`` says so in words ("step S already accepted the result")."""
+    if isinstance(token, str) and token and st.accepted == token:
+        raise StaleToken(f"{accepted} for this token (duplicate); nothing changed", run_id=run.header.id,
+                         step_id=st.key, reason="duplicate")
+
+
+def refuse_finished(run: LiveRun) -> None:
+    """EngineError ``run_finished`` when the run no longer runs."""
+    if run.header.status != RUN_RUNNING:
+        raise EngineError(f"run {run.header.id} is {run.header.status}; it takes no more results",
+                          error_type="run_finished", run_id=run.header.id, status=run.header.status)
 
 
 def step_done(run: LiveRun, key: str, result: Any, token: Any, failure: Any = None,
