@@ -38,10 +38,9 @@ def open_existing(store: str | None) -> Any:
 
 
 def missing(store: str | None) -> Path | None:
-    """The SQLite file that ``store`` (or ``$LOCKGATE_STORE``) names when it does not exist."""
-    target = _target(store)
-    path = sqlite_path(target) if target is not None else None
-    return path if path is not None and not path.exists() else None
+    """The SQLite file that ``store`` (or ``$LOCKGATE_STORE``) names when it does not exist: the
+    default store is not named, so never this."""
+    return absent(store) if _target(store) is not None else None
 
 
 def absent(store: str | None) -> Path | None:
