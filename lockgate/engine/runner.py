@@ -153,10 +153,17 @@ class Runner:
         to (the judge's too, when a judged ensure may be reached): AgentUnavailable before
         anything starts."""
         self.install_evaluator()
+        for agent in self.agents_to_check(spec, flow):
+            await preflight(agent)
+
+    def agents_to_check(self, spec: Any, flow: str | None) -> list[Agent]:
+        """Every agent the flow may dispatch to, resolved, and the judge's agent when a judged
+        ensure may be reached: what a start (or a resume) preflights first."""
+        agents = [self.agent(name) for name in agent_names(spec, flow)]
         bridge = self.install_judge()
-        await self.preflight(agent_names(spec, flow))
         if bridge is not None and isinstance(bridge.judge, AgentJudge) and uses_judged(spec, flow):
-            await preflight(bridge.judge.agent)
+            agents.append(bridge.judge.agent)
+        return agents
 
     # --- the judge ---------------------------------------------------------------------------------
 

@@ -32,16 +32,9 @@ def check_preflights(runner: Any, spec: Any, flow: str) -> None:
     agent: the checks :meth:`Runner.start` makes first, made in the cell. The run's task makes
     them again (a PATH lookup, an environment or file check: about 55 µs for a built-in agent)."""
     from ..engine.agents.base import preflight_now
-    from ..engine.flowneeds import agent_names, uses_judged
-    from ..engine.judge import AgentJudge
 
-    agents = [runner.agent(name) for name in agent_names(spec, flow)]
-    bridge = runner.install_judge()
-    if bridge is not None and isinstance(bridge.judge, AgentJudge) and uses_judged(spec, flow):
-        agents.append(bridge.judge.agent)
-    for agent in agents:
+    for agent in runner.agents_to_check(spec, flow):
         preflight_now(agent)
-
 
 
 def agents_mapping(agents: Any, where: str) -> Mapping[str, Any] | None:
