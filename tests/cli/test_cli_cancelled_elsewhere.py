@@ -1,6 +1,8 @@
 """``lockgate cancel RUN`` from another terminal ends a ``lockgate run`` driving RUN promptly,
 even while a synchronous Python agent is blocked in its call (its thread is abandoned, as after
-Ctrl-C: nobody wants its answer any more)."""
+Ctrl-C: nobody wants its answer any more). A program that calls the CLI in-process keeps running
+the same way: only the ``lockgate`` process itself ends without joining the thread (an
+``os._exit`` there would end the caller's whole process, this test session included)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,9 @@ import time
 from pathlib import Path
 
 from cli_support import fifo_lines, lockgate_argv, lockgate_env
+from click.testing import CliRunner
 
+from lockgate.cli import main
 from lockgate.engine import Engine
 from lockgate.engine.store import open_store
 
@@ -60,3 +64,36 @@ def test_a_cancel_from_another_terminal_ends_a_run_blocked_in_a_sync_agent(tmp_p
         driving.kill()
     assert json.loads(out)["status"] == "cancelled", err
     assert "Traceback" not in err.decode()
+
+
+# Cancels its own run as another process would, then waits on a FIFO the test writes after the
+# command returned (so the thread ends and nothing is left behind).
+SELF_CANCELLING = """
+from lockgate.engine import Engine
+from lockgate.engine.store import open_store
+
+def writer(task):
+    engine = Engine(store=open_store("runs.db"))
+    engine.cancel(engine.runs()[0]["run_id"], "from elsewhere")
+    engine.close()
+    with open("release.fifo") as fifo:
+        fifo.read()
+    return {"text": "late"}
+"""
+
+
+def test_a_run_cancelled_elsewhere_returns_to_an_in_process_caller(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "flow.stratum.yaml").write_text(SPEC)
+    (tmp_path / "agents.py").write_text(SELF_CANCELLING)
+    os.mkfifo(tmp_path / "release.fifo")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LOCKGATE_STORE", raising=False)
+    try:
+        result = CliRunner().invoke(main, ["run", "flow.stratum.yaml", "--agents", "agents.py", "--store", "runs.db",
+                                           "--no-prompt"])
+    finally:  # the agent's thread, still waiting, ends (never blocks: both ends at once)
+        fd = os.open(tmp_path / "release.fifo", os.O_RDWR | os.O_NONBLOCK)
+        os.write(fd, b"go\n")
+        os.close(fd)
+    assert result.exit_code == 1, result.output
+    assert '"status": "cancelled"' in result.stdout
