@@ -2,8 +2,10 @@
 
 The callable receives the :class:`~lockgate.engine.agents.base.Task` and returns the step's output
 (a JSON value) or an :class:`~lockgate.engine.agents.base.AgentResult`. Coroutine functions are
-awaited on the loop; plain functions run in a worker thread so a slow one never blocks the loop
-(and other steps keep running). An exception raised by the callable is the task's failure.
+awaited on the loop; plain functions run in a daemon worker thread (:mod:`.threads`) so a slow one
+never blocks the loop (and other steps keep running), and one still running when its run ended
+does not keep ``lockgate.run_sync`` or the process waiting. An exception raised by the callable
+is the task's failure.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 from ..store.codec import json_encoder
 from .base import AgentResult, Task, Telemetry
+from .threads import run_in_thread
 
 AgentFunction = Callable[[Task], Any]
 
@@ -38,7 +41,7 @@ class _Call:
 
 
 class PythonAgent:
-    """Wraps ``fn(task)``; sync functions run via ``asyncio.to_thread``."""
+    """Wraps ``fn(task)``; sync functions run in a daemon worker thread (:func:`run_in_thread`)."""
 
     def __init__(self, name: str, fn: AgentFunction) -> None:
         if not callable(fn):
@@ -99,7 +102,7 @@ class PythonAgent:
     async def _call(self, task: Task) -> Any:
         if self._is_async:
             return await self.fn(task)
-        result = await asyncio.to_thread(self.fn, task)
+        result = await run_in_thread(self.fn, task)
         if inspect.isawaitable(result):
             return await result
         return result
