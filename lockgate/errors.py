@@ -99,6 +99,13 @@ class InputValidationError(EngineError):
     error_type = "input_validation_failed"
 
 
+class RunDriven(EngineError):
+    """Another live process drives the run (see :mod:`lockgate.engine.drivers`): driving it here
+    too would call its agents a second time. ``driver`` describes that process."""
+
+    error_type = "run_driven"
+
+
 class ConcurrencyConflict(EngineError):
     """Another writer changed the run first (optimistic concurrency); reload and retry."""
 
@@ -143,3 +150,13 @@ class DrivenElsewhere(RunnerError):
         super().__init__(f"another process is driving run {run_id} (step {step_id!r} was answered or reset "
                          "there first); nothing was lost")
         self.run_id, self.step_id = run_id, step_id
+
+
+class TakenOver(DrivenElsewhere):
+    """Another process took over the run this one was driving (``take_over``): this one stops
+    its calls; what it reported stays, and the run goes on there."""
+
+    def __init__(self, run_id: str, by: str) -> None:
+        RunnerError.__init__(self, f"{by} took over run {run_id}; this process stopped its agent calls "
+                             "(what it reported is kept)")
+        self.run_id, self.step_id = run_id, None

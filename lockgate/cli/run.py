@@ -62,9 +62,12 @@ class Options(NamedTuple):
               help="Do not prompt at gates: leave them waiting for `lockgate gate ...`.")
 @click.option("--resume", "resume_id", metavar="RUN",
               help="Continue an existing run (after a crash or a gate decision) instead of SPEC.")
+@click.option("--take-over", is_flag=True,
+              help="With --resume: drive the run even though another process seems to drive it "
+                   "(one on another host that is gone for good); that process stops its agent calls.")
 def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None,
                 flow: str | None, agents_module: str | None, store: str | None, judge: str | None,
-                config_file: str | None, no_prompt: bool, resume_id: str | None) -> None:
+                config_file: str | None, no_prompt: bool, resume_id: str | None, take_over: bool) -> None:
     """Run SPEC's flow with agents, checking every step.
 
     Steps run concurrently where the flow allows; failed checks are retried with the violations
@@ -73,12 +76,16 @@ def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | Non
 
     Ctrl-C stops the agent calls in flight and leaves the run as it was (exit status 130): it
     prints the command that resumes it and the one that cancels it (`lockgate cancel RUN`).
+
+    One process drives a run at a time: --resume of a run another live process drives is
+    refused (exit status 4), since both would call the same agents.
     """
     from ..errors import (
         AgentUnavailable,
         ConfigError,
         EngineError,
         LockgateError,
+        RunDriven,
         RunnerError,
         SpecError,
     )
@@ -86,9 +93,14 @@ def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | Non
 
     if (spec is None) == (resume_id is None):
         _usage("give a SPEC to run, or --resume RUN to continue one (not both)")
+    if take_over and resume_id is None:
+        _usage("--take-over goes with --resume RUN")
     options = Options(agents_module, store, judge, config_file)
     try:
-        code = _run(spec, pairs, inputs_file, flow, options, no_prompt, resume_id)
+        code = _run(spec, pairs, inputs_file, flow, options, no_prompt, resume_id, take_over)
+    except RunDriven as exc:
+        _report_driven(exc, options)
+        code = EXIT_ELSEWHERE
     except SpecError as exc:
         _report_spec_error(spec, exc)
         code = EXIT_USAGE
@@ -111,8 +123,18 @@ def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | Non
     exit_now(code)  # an agent's worker thread may still be busy (interrupted, cancelled elsewhere)
 
 
+def _report_driven(exc: Any, options: Options) -> None:
+    """Why a resume was refused, and what to do instead."""
+    run_id = str(exc.detail.get("run_id", ""))
+    click.echo(f"error: {exc.message}.\n"
+               f"  watch it:  {hints.command('why', run_id, store=options.store)}\n"
+               f"  stop it:   {hints.command('cancel', run_id, store=options.store)}\n"
+               f"  if that process is gone for good, drive the run here anyway:\n"
+               f"    {options.resume(run_id)} --take-over", err=True)
+
+
 def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow: str | None,
-         options: Options, no_prompt: bool, resume_id: str | None) -> int:
+         options: Options, no_prompt: bool, resume_id: str | None, take_over: bool = False) -> int:
     from ..engine.agents.config import ProjectConfig, find_config, load_config
     from ..engine.engine import Engine
     from ..engine.flowneeds import as_spec
@@ -147,7 +169,7 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     async def main() -> Any:
         with display:
             if resume_id:
-                return await runner.resume(resume_id)
+                return await runner.resume(resume_id, take_over=take_over)
             return await runner.start(loaded, inputs, flow=flow)
 
     try:

@@ -114,6 +114,7 @@ def revert(run: LiveRun, label: Any, env: Env) -> LiveRun:
             st.token = new_token()
     fresh = LiveRun(header, run.cspec, restored, run.version, env)
     fresh.checkpoint_records = run.checkpoint_records
+    fresh.driver = run.driver  # who drives the run is not part of its state
     fresh.begin()
     fresh.dirty.update(restored)
     fresh.event("checkpoint_reverted", None, label=label, steps_restored=len(snapshot["steps"]))

@@ -12,6 +12,7 @@ its tasks and its shutdown read together.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -23,6 +24,7 @@ from ..errors import (
     EngineError,
     RunnerError,
     StaleToken,
+    TakenOver,
 )
 from .admission import Admission, OutstandingLimit
 from .agents import AgentResult
@@ -36,6 +38,7 @@ from .dispatches import (
     stage_data,
     usage_of,
 )
+from .drivers import RENEW_S, Driver
 from .evaluate import NO_RUNNER, evaluate_async, left_behind
 from .gatechannel import Decision, GateRequest
 from .model import RUNNING
@@ -92,8 +95,11 @@ ENDED_ELSEWHERE = frozenset({"run_cancelled", "run_finished"})
 class Drive:
     """The state of one run being driven: agent calls and gate questions in flight."""
 
-    def __init__(self, runner: Runner, response: dict[str, Any]) -> None:
+    def __init__(self, runner: Runner, response: dict[str, Any], driver: Driver | None = None) -> None:
+        """``driver``: this drive's claim on the run, renewed while it drives and given up when
+        it stops with the run still going (see :mod:`lockgate.engine.drivers`)."""
         self.runner = runner
+        self.driver = driver
         self.engine = runner.engine
         self.emit = Emitter(runner.on_event)
         self.watch_store = runner.on_event is not None
@@ -131,20 +137,46 @@ class Drive:
             raise
         finally:
             watch.cancel()
+            self._release()
 
     async def _watch(self) -> None:
         """Every :data:`WATCH_S` seconds, check whether another process ended the run (``lockgate
         cancel`` in another terminal): the drive then stops its agent calls and commands at once,
         rather than when each one ends on its own and its answer is refused."""
+        renewed = time.monotonic()
         while True:
             await asyncio.sleep(WATCH_S)
             try:
                 response = self.engine.status(self.run_id)  # rereads the run only if someone else wrote it
+                if response.get("status") in TERMINAL:
+                    self.inbox.put_nowait(self._note(response))
+                    return
+                if self.driver is not None and time.monotonic() - renewed >= RENEW_S:
+                    renewed = time.monotonic()
+                    if not self.engine.renew(self.run_id, self.driver):
+                        self.inbox.put_nowait(TakenOver(self.run_id, self._holder()))
+                        return
             except Exception:  # noqa: BLE001 - the store is unreachable now: the drive's own calls will say so
                 continue
-            if response.get("status") in TERMINAL:
-                self.inbox.put_nowait(self._note(response))
-                return
+
+    def _holder(self) -> str:
+        """Who drives the run now, for a person: "process 812 on host h (...)"."""
+        try:
+            holder = self.engine.driver_of(self.run_id)
+        except Exception:  # noqa: BLE001 - only a description is lost
+            holder = None
+        return holder.describe() if holder is not None else "another process"
+
+    def _release(self) -> None:
+        """Give up this drive's claim when the run goes on without it (a run that ended needs
+        none; a claim left behind would only make the next resume here wait for nothing)."""
+        driver, self.driver = self.driver, None
+        if driver is None or self.newest.get("status") in TERMINAL:
+            return
+        try:
+            retry_conflicts(lambda: self.engine.release(self.run_id, driver))
+        except Exception:  # noqa: BLE001 - the claim then lapses with this process
+            pass
 
     async def _loop(self, response: dict[str, Any]) -> RunResult:
         """Every response's new dispatches are started as soon as it arrives (by the call or gate

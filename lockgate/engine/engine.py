@@ -25,14 +25,16 @@ from ..errors import (
     ConcurrencyConflict,
     EngineError,
     InputValidationError,
+    RunDriven,
     SpecError,
     UnstorableValue,
 )
-from . import checkpoints, evaluate
+from . import checkpoints, drivers, evaluate
 from .advance import advance
 from .budget import finite_number
 from .carry import materialise
 from .compiled import CompiledSpec, compiled
+from .drivers import DRIVER_KEY, Driver
 from .evaluate import Evaluated, Evaluator, run_command
 from .gates import gate_resolve as _gate_resolve
 from .live import Env, LiveRun, Report
@@ -85,6 +87,7 @@ class Engine:
         self.evaluator = evaluator
         self.around_commands: Callable[[], AbstractContextManager[Any]] = nullcontext
         self._live: dict[str, LiveRun] = {}
+        self._drives: dict[str, Driver] = {}  # run id -> this process's drive of it (see claim)
 
     # -- protocol ---------------------------------------------------------------------------------
 
@@ -190,7 +193,7 @@ class Engine:
         def apply(live: LiveRun) -> None:
             live.event("resumed", None, outstanding=list(live.outstanding), waiting=list(live.waiting),
                        **({"evaluating": list(live.evaluating)} if live.evaluating else {}))
-            if live.header.status == RUN_RUNNING:
+            if live.header.status == RUN_RUNNING and drivers.commands_ours(live, self._drives.get(run_id)):
                 for key in list(live.evaluating):
                     evaluate.restart(live, key)
             live.work.extend(k for k, st in live.steps.items() if st.status == "pending" and not st.dropped)
@@ -198,6 +201,33 @@ class Engine:
 
         out = self._transact(run_id, apply, everything=True)
         return {**self._drive(run_id, out, everything=True), "digest": run.header.digest}
+
+    # -- drives ---------------------------------------------------------------------------------
+
+    def claim(self, run_id: str, driver: Driver, *, take_over: bool = False) -> None:
+        """Record ``driver`` as the process driving the run's agents (see
+        :mod:`lockgate.engine.drivers`): RunDriven, changing nothing, while another live process
+        drives it, unless ``take_over``."""
+        self._transact(run_id, lambda run: drivers.claim(run, driver, take_over))
+        self._drives[run_id] = driver
+
+    def renew(self, run_id: str, driver: Driver) -> bool:
+        """Renew ``driver``'s claim on the run; False when another process took the run over."""
+        try:
+            self._transact(run_id, lambda run: drivers.renew(run, driver))
+        except RunDriven:
+            self._drives.pop(run_id, None)
+            return False
+        return True
+
+    def driver_of(self, run_id: str) -> Driver | None:
+        """The live process driving the run's agents now, or None (see :mod:`lockgate.engine.drivers`)."""
+        return drivers.holding(self._get(run_id, fresh=True).driver)
+
+    def release(self, run_id: str, driver: Driver) -> None:
+        """Give up ``driver``'s claim on the run, so another process may drive it at once."""
+        self._drives.pop(run_id, None)
+        self._transact(run_id, lambda run: drivers.release(run, driver))
 
     def commit(self, run_id: str, label: str) -> dict[str, Any]:
         """Save a named checkpoint of the run's state (not its spend)."""
@@ -466,6 +496,7 @@ def load_live(store: Any, run_id: str, env: Env) -> LiveRun:
             steps[key] = StepState.from_dict(record)
     run = LiveRun(header, cspec, steps, stored.version, env)
     run.checkpoint_records = cps
+    run.driver = stored.steps.get(DRIVER_KEY)
     return run
 
 

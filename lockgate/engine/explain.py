@@ -11,6 +11,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
+from .drivers import Driver, holding
 from .evaluate import call_entry
 from .live import LiveRun
 from .model import RUN_CANCELLED, RUN_COMPLETE, RUN_KILLED, RUN_RUNNING
@@ -40,6 +41,8 @@ def explain(run: LiveRun) -> dict[str, Any]:
     rid = header.id
     waits: list[dict[str, Any]] = []
     if header.status == RUN_RUNNING:
+        holder = holding(run.driver)
+        unblocked = _unblocked_by(_resume_or_cancel(rid) if holder is None else [action("cancel", rid)])
         for key in run.waiting:
             gate = gate_entry(run, key)
             routes = gate["routes"]
@@ -54,18 +57,20 @@ def explain(run: LiveRun) -> dict[str, Any]:
             waits.append({"kind": "dispatch", "step_id": key, "agent": entry["agent"],
                           "reason": f"step {key} is dispatched to agent {entry['agent']} (attempt "
                                     f"{entry['attempt']}, {retries(entry['retries_remaining'])} left) and waits "
-                                    "for its result",
-                          "token": entry["token"], **_unblocked_by(_resume_or_cancel(rid))})
+                                    f"for its result{_working(holder)}",
+                          "token": entry["token"], **unblocked})
         for key in run.evaluating:
             call = call_entry(run, key)
             waits.append({"kind": "evaluate", "step_id": key, "command": call["command"],
                           "started_at": call["started_at"],
-                          "reason": f"evaluate step {key} is running its command {call['command']!r}; if the "
-                                    "process running it is gone, resuming the run runs it again",
-                          **_unblocked_by(_resume_or_cancel(rid))})
+                          "reason": f"evaluate step {key} is running its command {call['command']!r}"
+                                    + (_working(holder) if holder is not None else "; if the process running it "
+                                       "is gone, resuming the run runs it again"),
+                          **unblocked})
         running = f" and {len(run.evaluating)} evaluate command(s)" if run.evaluating else ""
+        driven = f"; {holder.describe()} is driving it" if holder is not None else ""
         summary = (f"run {rid} is running: {len(run.waiting)} gate(s) and {len(run.outstanding)} dispatch(es) "
-                   f"outstanding{running}")
+                   f"outstanding{running}{driven}")
     elif header.status == RUN_COMPLETE:
         summary = f"run {rid} is complete; nothing to unblock"
     elif header.status == RUN_CANCELLED:
@@ -78,6 +83,11 @@ def explain(run: LiveRun) -> dict[str, Any]:
         waits.append({"kind": "finished", "step_id": failure.get("step"), "reason": summary,
                       **_unblocked_by(reverts or [action("audit", rid)])})
     return {"run_id": rid, "status": header.status, "summary": summary, "waits": waits}
+
+
+def _working(holder: Driver | None) -> str:
+    """Who is working on a wait: the process driving the run, if a live one does."""
+    return f"; {holder.describe()} is driving the run" if holder is not None else ""
 
 
 def _resume_or_cancel(rid: str) -> list[dict[str, Any]]:

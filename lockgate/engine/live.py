@@ -114,6 +114,8 @@ class LiveRun:
         #: set once this transition did something outside the store (git worktrees, merges)
         self.irreversible = False
         self.checkpoint_records: dict[str, dict[str, Any]] = {}
+        #: the ``@driver`` record: who drives the run (see :mod:`lockgate.engine.drivers`)
+        self.driver: dict[str, Any] | None = None
         self._located: dict[str, Located] = {}
         self._workspace: tuple[str | None, Path | None] = (None, None)
         #: (record, token, entry) of the last standing dispatch answered (see responses)

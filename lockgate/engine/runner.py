@@ -58,6 +58,7 @@ from .dispatches import stage_data as _stage_data  # noqa: F401
 from .dispatches import usage_of as _usage  # noqa: F401
 from .drive import _WAKE, CONFLICT_RETRIES, TERMINAL, Drive, RunResult  # noqa: F401
 from .drive import retry_conflicts as _retry_conflicts  # noqa: F401
+from .drivers import Driver
 from .engine import check_inputs
 from .evaluate import Evaluator, deferred
 from .flowneeds import agent_names, as_spec, uses_judged
@@ -133,20 +134,36 @@ class Runner:
         check_inputs(spec, inputs, flow)  # the inputs first: a mistake there is the cheaper one to fix
         await self._ready_for(spec, flow)
         response = await self.transition(lambda: self.engine.plan(spec, dict(inputs or {}), flow=flow))
-        return await Drive(self, response).drive()
+        driver = self._claim(str(response.get("run_id") or ""))
+        return await Drive(self, response, driver).drive()
 
-    async def resume(self, run_id: str) -> RunResult:
+    async def resume(self, run_id: str, *, take_over: bool = False) -> RunResult:
         """Continue a run from its durable state (after a crash, or after a gate decision); the
         agents of a run still going are checked first, as at a start, so one that cannot run
-        here leaves the run as it was (a finished run needs none: its status is reported)."""
+        here leaves the run as it was (a finished run needs none: its status is reported).
+
+        A run another live process drives is refused (:class:`~lockgate.errors.RunDriven`,
+        nothing changed): both would call the same agents. ``take_over`` drives it anyway, for
+        a process that is gone for good where this one cannot tell (another host); that process
+        stops its calls when it next renews its claim (see :mod:`lockgate.engine.drivers`)."""
         spec, flow = self.engine.spec_of(run_id)
         if self.engine.status(run_id).get("status") not in TERMINAL:
             await self._ready_for(spec, flow)
         else:
             self.install_evaluator()
             self.install_judge()
+        driver = self._claim(run_id, take_over=take_over)
         response = await self.transition(lambda: self.engine.resume(run_id), run_id=run_id)
-        return await Drive(self, response).drive()
+        return await Drive(self, response, driver).drive()
+
+    def _claim(self, run_id: str, *, take_over: bool = False) -> Driver | None:
+        """Claim run ``run_id`` for a drive by this process (RunDriven when another live process
+        drives it); None for an engine that keeps no claims."""
+        if not run_id or not hasattr(self.engine, "claim"):
+            return None
+        driver = Driver.here()
+        self.engine.claim(run_id, driver, take_over=take_over)
+        return driver
 
     async def _ready_for(self, spec: Any, flow: str | None) -> None:
         """Install the evaluator and the judge, and preflight every agent the flow may dispatch
@@ -304,10 +321,11 @@ def run_sync(spec: Any, inputs: Mapping[str, Any] | None = None, **options: Any)
     return asyncio.run(run(spec, inputs, **options))
 
 
-async def resume(run_id: str, **options: Any) -> RunResult:
-    """Continue an existing run with agents (same options as :func:`run`)."""
+async def resume(run_id: str, *, take_over: bool = False, **options: Any) -> RunResult:
+    """Continue an existing run with agents (same options as :func:`run`); ``take_over``: see
+    :meth:`Runner.resume`."""
     runner = make_runner(**options)
-    return await runner.resume(run_id)
+    return await runner.resume(run_id, take_over=take_over)
 
 
 def make_runner(*, engine: Any = None, store: Any = None,

@@ -1,7 +1,8 @@
-"""Two ``lockgate run --resume`` of one run at once: both call the agent for the step waiting;
-the process whose result is accepted second says another process is driving the run (nothing
-was lost) and exits 4, instead of an internal error with exit status 1. Real subprocesses; the
-agents are held on FIFOs so that the order of the two results is fixed by the test."""
+"""Two ``lockgate run --resume`` of one run at once: one drives it, the other is refused at once
+without calling the agent (exit 4); a drive whose result another consumer answered first says
+another process is driving the run (nothing was lost) and exits 4, instead of an internal error
+with exit status 1. Real subprocesses; the agents are held on FIFOs so that the order of events
+is fixed by the test."""
 
 from __future__ import annotations
 
@@ -64,34 +65,52 @@ def release(cwd: Path, pid: int) -> None:
         fifo.write("go\n")
 
 
-def test_the_second_result_is_reported_as_another_process_driving(planned):
+def test_of_two_resumes_at_once_one_drives_and_the_other_is_refused_without_calling_the_agent(planned):
     cwd, rid = planned
     procs = [resume(cwd, rid), resume(cwd, rid)]
     try:
-        called = read_calls(cwd / "calls", 2, procs)
-        by_pid = {proc.pid: proc for proc in procs}  # a Python agent runs in its command's process
-        first, second = (by_pid[pid] for pid in called)
-        release(cwd, called[0])
-        _, err = first.communicate(timeout=60)
-        assert first.returncode == 3, err  # it carried the run on to the gate
-        release(cwd, called[1])
-        out2, err2 = second.communicate(timeout=60)
+        (caller,) = read_calls(cwd / "calls", 1, procs)
+        (driving,) = [proc for proc in procs if proc.pid == caller]  # a Python agent runs in its command's process
+        (refused,) = [proc for proc in procs if proc.pid != caller]
+        out2, err2 = refused.communicate(timeout=60)  # on its own, while the other one's agent works
+        release(cwd, caller)
+        _, err = driving.communicate(timeout=60)
+        assert driving.returncode == 3, err  # it carried the run on to the gate
     finally:
         for proc in procs:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
                 proc.communicate()
-    assert second.returncode == 4, err2
-    assert "Traceback" not in err2 and "no work to do" not in err2
-    assert err2.strip().splitlines()[-1] == (
+    assert refused.returncode == 4, err2
+    assert "Traceback" not in err2 and out2 == ""
+    assert f"error: run {rid} is being driven by process {caller} on this host" in err2
+    engine = Engine(store=open_store(str(cwd / "runs.db")))
+    assert engine.status(rid)["status"] == "await_gate"
+    engine.close()
+
+
+def test_a_result_answered_elsewhere_first_is_reported_as_another_process_driving(planned):
+    cwd, rid = planned
+    proc = resume(cwd, rid)
+    try:
+        (caller,) = read_calls(cwd / "calls", 1, [proc])
+        engine = Engine(store=open_store(str(cwd / "runs.db")))  # a consumer answering on its own (MCP)
+        (dispatch,) = engine.status(rid)["ready"]
+        engine.step_done(rid, "draft", {"text": "by the consumer"}, dispatch["token"])
+        release(cwd, caller)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 4, err
+    assert "Traceback" not in err and "no work to do" not in err
+    assert err.strip().splitlines()[-1] == (
         f"another process is driving run {rid} (step 'draft' was answered or reset there first); "
         f"nothing was lost: see `lockgate show {rid} --store runs.db`")
-    assert out2 == ""
-    # the accepted result is the first one's, and the run waits at its gate
-    engine = Engine(store=open_store(str(cwd / "runs.db")))
-    status = engine.status(rid)
-    audit = engine.audit(rid)
+    assert out == ""
+    # the accepted result is the consumer's, and the run waits at its gate
+    audit = json.dumps(engine.audit(rid))
+    assert engine.status(rid)["status"] == "await_gate"
     engine.close()
-    assert status["status"] == "await_gate"
-    assert json.dumps(audit).count(f"by {called[0]}") >= 1
-    assert f"by {called[1]}" not in json.dumps(audit)
+    assert "by the consumer" in audit and f"by {caller}" not in audit

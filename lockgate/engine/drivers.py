@@ -1,0 +1,178 @@
+"""Who drives a run: the claim a runner holds on a run while it calls the run's agents.
+
+Two runners driving one run would both call the agent of every outstanding step (tokens keep
+the second answer out, but the call was made and paid for). So a runner claims the run before
+it drives it, in a transaction, and a second runner is refused while the first one is alive.
+
+"Alive" is decided without trusting the claim's age alone: a claim made on this host names its
+process (pid and start time), so a claim of a process that died (killed, crashed) is free at
+once and one of a process that still runs holds however long its loop has been busy. A claim
+made on another host (runs shared through PostgreSQL) holds while it is renewed: the driver
+renews it every :data:`RENEW_S` seconds, and it lapses :data:`STALE_S` seconds after the last
+renewal. Clocks of hosts sharing a store are assumed to agree within seconds.
+
+A claim of a run that ended means nothing, and a claim can be taken over on purpose (its
+process is gone for good but another host cannot tell): the displaced runner notices at its
+next renewal and stops its calls.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from ..errors import RunDriven
+from .model import RUN_RUNNING
+
+if TYPE_CHECKING:
+    from .live import LiveRun
+
+#: The record holding a run's claim (an engine record: not a step).
+DRIVER_KEY = "@driver"
+#: Seconds between a driver's renewals of its claim.
+RENEW_S = 10.0
+#: Seconds after its last renewal that a claim made on another host lapses.
+STALE_S = 45.0
+
+
+@dataclass(frozen=True, slots=True)
+class Driver:
+    """One drive of a run: ``owner`` tells drives apart (two in one process too), ``host``,
+    ``pid`` and ``started`` (the process's start time, when the system tells it) find its
+    process, ``renewed_at`` says when it last renewed its claim (seconds since the epoch)."""
+
+    owner: str
+    host: str
+    pid: int
+    started: str | None
+    renewed_at: float
+
+    @classmethod
+    def here(cls) -> Driver:
+        """A new drive by this process."""
+        pid = os.getpid()
+        return cls(uuid.uuid4().hex, socket.gethostname(), pid, process_start(pid), time.time())
+
+    def renewed(self) -> Driver:
+        return replace(self, renewed_at=time.time())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": DRIVER_KEY, **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, record: Any) -> Driver | None:
+        """The claim a stored record holds; None for a released claim or a record that is not one."""
+        if not isinstance(record, dict) or not isinstance(record.get("owner"), str):
+            return None
+        try:
+            driver = cls(record["owner"], str(record["host"]), int(record["pid"]),
+                         record.get("started"), float(record["renewed_at"]))
+        except (KeyError, TypeError, ValueError, OverflowError):
+            return None
+        return driver if driver.pid > 0 else None
+
+    def describe(self, at: float | None = None) -> str:
+        """Which process this is, for a person: "process 812 on this host" and when it was last heard from."""
+        where = "this host" if self.host == socket.gethostname() else f"host {self.host}"
+        ago = max(0, round((time.time() if at is None else at) - self.renewed_at))
+        return f"process {self.pid} on {where} (last heard from {ago} s ago)"
+
+
+# -- transitions (each applied to a live run in a transaction of its own) ---------------------
+
+
+def claim(run: LiveRun, driver: Driver, take_over: bool = False) -> None:
+    """Make ``driver`` the run's driver; RunDriven when another live driver holds it, unless
+    ``take_over`` (then the audit records whom it displaced). A run that ended is claimed freely."""
+    holder = holding(run.driver) if run.header.status == RUN_RUNNING else None
+    if holder is not None and holder.owner != driver.owner:
+        if not take_over:
+            raise RunDriven(f"run {run.header.id} is being driven by {holder.describe()}; driving it here too "
+                            "would call its agents a second time", run_id=run.header.id,
+                            driver=holder.to_dict())
+        run.event("drive_taken_over", None, by={"host": driver.host, "pid": driver.pid},
+                  displaced={"host": holder.host, "pid": holder.pid})
+    _write(run, driver.to_dict())
+
+
+def renew(run: LiveRun, driver: Driver) -> None:
+    """Renew ``driver``'s claim; RunDriven when it is no longer the run's driver (taken over)."""
+    current = Driver.from_dict(run.driver)
+    if current is None or current.owner != driver.owner:
+        by = current.describe() if current is not None else "another process"
+        raise RunDriven(f"run {run.header.id} is no longer driven here: {by} took it over",
+                        run_id=run.header.id, by=by)
+    _write(run, driver.renewed().to_dict())
+
+
+def release(run: LiveRun, driver: Driver) -> None:
+    """Give up ``driver``'s claim (left as it is when another driver holds the run now)."""
+    current = Driver.from_dict(run.driver)
+    if current is not None and current.owner == driver.owner:
+        _write(run, {"key": DRIVER_KEY, "owner": None})
+
+
+def commands_ours(run: LiveRun, driver: Driver | None) -> bool:
+    """Whether the commands the run has running are the caller's to start again: no live driver
+    runs them, or ``driver`` (the caller's) is that driver."""
+    holder = holding(run.driver)
+    return holder is None or (driver is not None and holder.owner == driver.owner)
+
+
+def _write(run: LiveRun, record: dict[str, Any]) -> None:
+    run.driver = record
+    run.extra_records[DRIVER_KEY] = record
+
+
+def holding(record: Any, at: float | None = None) -> Driver | None:
+    """The driver still holding the claim ``record`` describes, or None when the claim is free:
+    released, its process gone (this host), or not renewed for :data:`STALE_S` seconds (another
+    host)."""
+    driver = Driver.from_dict(record)
+    if driver is None:
+        return None
+    if driver.host == socket.gethostname():
+        return driver if process_alive(driver.pid, driver.started) else None
+    return driver if (time.time() if at is None else at) - driver.renewed_at < STALE_S else None
+
+
+def process_start(pid: int) -> str | None:
+    """The start time of process ``pid`` as the system counts it (clock ticks since boot, from
+    ``/proc``), which tells a process from a later one given the same pid; None where there is
+    no ``/proc`` or no such process."""
+    stat = _stat(pid)
+    return stat[19] if stat is not None and len(stat) > 19 else None
+
+
+def process_alive(pid: int, started: str | None) -> bool:
+    """Whether process ``pid`` runs and is the one that started at ``started`` (a zombie, dead
+    but not yet reaped, does not run)."""
+    stat = _stat(pid)
+    if stat is not None:
+        return stat[0] != "Z" and (started is None or len(stat) <= 19 or stat[19] == started)
+    if os.path.isdir("/proc/self"):  # a system with /proc, and no such process
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def _stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (the state first), or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            text = stat.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    # the command name is in parentheses and may itself hold ") ": split after the last one
+    return text[text.rfind(")") + 2:].split()

@@ -1,0 +1,98 @@
+"""One process drives a run at a time: ``lockgate run --resume`` of a run another live
+``lockgate run`` drives is refused at once (exit 4, nothing changed, its agent not called again),
+with the commands that watch, stop or take over the run; once that process is killed, the same
+resume drives the run to its end without waiting."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from cli_support import fifo_lines, lockgate_argv, lockgate_env
+
+from lockgate.engine import Engine
+from lockgate.engine.store import open_store
+
+SPEC = """version: 1
+contracts:
+  Note: {text: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${write.output}", contract: Note}
+    steps:
+      - id: write
+        agent: writer
+        do: "write"
+        out: Note
+"""
+# The writer logs each call. Its first call says it started, then waits on a FIFO nobody writes
+# (the test kills the process meanwhile); a later call answers at once.
+AGENTS = """
+import os
+
+def writer(task):
+    with open("calls.log", "a") as log:
+        log.write("writer\\n")
+    if not os.path.exists("started-once"):
+        open("started-once", "w").close()
+        with open("started.fifo", "w") as fifo:
+            fifo.write(task.run_id + "\\n")
+        with open("never.fifo") as fifo:
+            fifo.read()
+    return {"text": "written"}
+"""
+ARGS = ("--agents", "agents.py", "--store", "runs.db", "--no-prompt")
+
+
+def _resume(tmp_path: Path, run_id: str, *more: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(lockgate_argv("run", "--resume", run_id, *ARGS, *more), cwd=tmp_path,
+                          env=lockgate_env(), capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_a_resume_of_a_run_another_process_drives_is_refused_until_that_process_is_gone(tmp_path: Path) -> None:
+    (tmp_path / "flow.stratum.yaml").write_text(SPEC)
+    (tmp_path / "agents.py").write_text(AGENTS)
+    for fifo in ("started.fifo", "never.fifo"):
+        os.mkfifo(tmp_path / fifo)
+    first = subprocess.Popen(lockgate_argv("run", "flow.stratum.yaml", *ARGS), cwd=tmp_path, env=lockgate_env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        run_id = fifo_lines(tmp_path / "started.fifo", 1, [first]).strip()
+        engine = Engine(store=open_store(tmp_path / "runs.db"))
+        version = engine.store.current_version(run_id)
+
+        refused = _resume(tmp_path, run_id)
+
+        assert refused.returncode == 4, refused.stderr
+        assert f"run {run_id} is being driven by process {first.pid} on this host" in refused.stderr
+        assert f"lockgate why {run_id} --store runs.db" in refused.stderr
+        assert "--take-over" in refused.stderr
+        assert (tmp_path / "calls.log").read_text().split() == ["writer"]  # not called a second time
+        assert engine.store.current_version(run_id) == version  # nothing written
+        why = engine.why(run_id)
+        assert f"; process {first.pid} on this host (last heard from" in why["summary"]
+        (wait,) = why["waits"]  # the agent is at work there: no resume offered
+        assert f"process {first.pid} on this host" in wait["reason"]
+        assert wait["commands"] == [f"lockgate cancel {run_id}"]
+        engine.close()
+    finally:
+        first.kill()
+        first.communicate()
+
+    resumed = _resume(tmp_path, run_id)  # its driver is dead: no waiting for its claim to lapse
+
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout) == {"text": "written"}
+    assert (tmp_path / "calls.log").read_text().split() == ["writer", "writer"]
+
+
+def test_take_over_goes_with_resume(tmp_path: Path) -> None:
+    (tmp_path / "flow.stratum.yaml").write_text(SPEC)
+    done = subprocess.run(lockgate_argv("run", "flow.stratum.yaml", "--take-over"), cwd=tmp_path,
+                          env=lockgate_env(), capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert "--take-over goes with --resume RUN" in done.stderr

@@ -1,0 +1,233 @@
+"""Who drives a run (:mod:`lockgate.engine.drivers`): a drive claims its run, a second drive is
+refused while the first one's process lives, a claim of a dead process is free at once, one made
+on another host lapses unless renewed, and ``take_over`` displaces a claim (the displaced drive
+stops at its next renewal)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lockgate.engine import Engine, drive
+from lockgate.engine.agents import Task
+from lockgate.engine.drivers import DRIVER_KEY, STALE_S, Driver, holding, process_start
+from lockgate.engine.evaluate import deferred
+from lockgate.engine.runner import make_runner
+from lockgate.engine.store import open_store
+from lockgate.errors import RunDriven, TakenOver
+
+#: a guard (nothing waits for it to pass)
+GUARD_S = 30
+SPEC = """version: 1
+contracts:
+  Note: {text: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${write.output}", contract: Note}
+    steps:
+      - {id: write, agent: writer, do: "write", out: Note}
+"""
+COMMAND_SPEC = """version: 1
+contracts:
+  Note: {text: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${a.output}", contract: Note}
+    steps:
+      - {id: a, agent: claude, do: a, out: Note}
+      - id: check
+        after: [a]
+        evaluate: {command: "check it", timeout_ms: 5000}
+"""
+
+
+def elsewhere(driver: Driver, **changes: Any) -> dict[str, Any]:
+    """``driver``'s record as if made on another host."""
+    return replace(driver, host="another-host.example", **changes).to_dict()
+
+
+def exited_pid() -> int:
+    """The pid of a process that has exited and been reaped."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+# -- whether a claim holds -------------------------------------------------------------------------
+
+
+def test_a_claim_of_this_live_process_holds():
+    driver = Driver.here()
+    assert holding(driver.to_dict()) == driver
+
+
+def test_a_claim_of_a_process_that_exited_is_free():
+    assert holding(replace(Driver.here(), pid=exited_pid(), started=None).to_dict()) is None
+
+
+def test_a_claim_of_a_process_that_exited_but_was_not_reaped_is_free():
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    started = process_start(child.pid)
+    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited; left a zombie
+    try:
+        assert holding(replace(Driver.here(), pid=child.pid, started=started).to_dict()) is None
+    finally:
+        child.wait()
+
+
+def test_a_claim_naming_a_pid_now_used_by_another_process_is_free():
+    driver = Driver.here()
+    assert driver.started is not None
+    assert holding(replace(driver, started=str(int(driver.started) - 1)).to_dict()) is None
+
+
+def test_a_claim_made_on_another_host_holds_until_it_lapses():
+    driver = Driver.here()
+    assert holding(elsewhere(driver)) is not None
+    assert holding(elsewhere(driver, renewed_at=time.time() - STALE_S - 1)) is None
+
+
+@pytest.mark.parametrize("record", [
+    None, {}, {"owner": None}, {"owner": 7}, {"owner": "x", "host": "h", "pid": "not a pid", "renewed_at": 1},
+    {"owner": "x", "host": "h", "pid": 0, "renewed_at": 1}, {"owner": "x", "host": "h", "pid": -1, "renewed_at": 1},
+    {"owner": "x", "host": "h", "pid": 1}, "a string", [1, 2],
+])
+def test_what_is_not_a_claim_holds_nothing(record):
+    assert Driver.from_dict(record) is None and holding(record) is None
+
+
+# -- claims through the engine ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def two_engines(tmp_path):
+    """Two processes' engines on one SQLite store (one process here: distinct drives)."""
+    first = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path)
+    second = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path)
+    yield first, second
+    first.close()
+    second.close()
+
+
+def test_a_second_claim_is_refused_changing_nothing_until_the_first_is_released(two_engines):
+    first, second = two_engines
+    run_id = first.plan(SPEC, {})["run_id"]
+    mine, theirs = Driver.here(), Driver.here()
+    first.claim(run_id, mine)
+    version = second.store.current_version(run_id)
+    with pytest.raises(RunDriven, match=rf"run {run_id} is being driven by process {os.getpid()} on this host"):
+        second.claim(run_id, theirs)
+    assert second.store.current_version(run_id) == version
+    assert second.driver_of(run_id) == mine
+    first.release(run_id, mine)
+    assert second.driver_of(run_id) is None
+    second.claim(run_id, theirs)
+    assert first.driver_of(run_id) == theirs
+
+
+def test_a_claim_taken_over_is_recorded_and_its_driver_can_no_longer_renew(two_engines):
+    first, second = two_engines
+    run_id = first.plan(SPEC, {})["run_id"]
+    mine, theirs = Driver.here(), Driver.here()
+    first.claim(run_id, mine)
+    assert first.renew(run_id, mine)
+    second.claim(run_id, theirs, take_over=True)
+    assert not first.renew(run_id, mine)
+    first.release(run_id, mine)  # not its claim any more: left as it is
+    assert second.driver_of(run_id) == theirs
+    (event,) = [e for e in second.audit(run_id)["events"] if e["type"] == "drive_taken_over"]
+    assert event["detail"]["displaced"] == {"host": mine.host, "pid": os.getpid()}
+
+
+def test_a_run_that_ended_is_claimed_freely(two_engines):
+    first, second = two_engines
+    plan = first.plan(SPEC, {})
+    first.claim(plan["run_id"], Driver.here())
+    first.step_done(plan["run_id"], "write", {"text": "done"}, plan["token"])
+    second.claim(plan["run_id"], Driver.here())
+
+
+def test_a_resume_leaves_the_commands_of_a_live_driver_running(two_engines):
+    first, second = two_engines
+    plan = first.plan(COMMAND_SPEC, {})
+    run_id = plan["run_id"]
+    mine = Driver.here()
+    first.claim(run_id, mine)
+    with deferred():
+        (call,) = first.step_done(run_id, "a", {"text": "A"}, plan["token"])["evaluate"]
+        seen = second.resume(run_id)  # `lockgate resume` elsewhere: it is running here
+    assert "evaluate" not in seen and [e["step_id"] for e in seen["evaluating"]] == ["check"]
+    assert second.store.load_run(run_id).steps["check"]["token"] == call["token"]
+    first.release(run_id, mine)
+    with deferred():
+        (again,) = second.resume(run_id)["evaluate"]  # nobody runs it now: started again
+    assert again["token"] != call["token"]
+
+
+def test_the_claim_is_an_engine_record_not_a_step(two_engines):
+    first, _ = two_engines
+    plan = first.plan(SPEC, {})
+    first.claim(plan["run_id"], Driver.here())
+    assert DRIVER_KEY in first.store.load_run(plan["run_id"]).steps
+    assert [t["step_id"] for t in first.audit(plan["run_id"])["trace"]] == ["write"]
+
+
+# -- drives ------------------------------------------------------------------------------------------
+
+
+async def test_a_second_drive_is_refused_without_calling_the_agent_and_a_take_over_displaces_the_first(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(drive, "RENEW_S", 0.0)  # the first drive renews at every watch
+    calls: list[str] = []
+    started = asyncio.Event()
+
+    async def stuck(task: Task) -> dict[str, Any]:
+        calls.append("stuck")
+        started.set()
+        await asyncio.Event().wait()
+        return {"text": "never"}
+
+    async def quick(task: Task) -> dict[str, Any]:
+        calls.append("quick")
+        await asyncio.wait([driving])  # the first drive stops at its next renewal
+        return {"text": "written"}
+
+    first = make_runner(store=tmp_path / "runs.db", workspace=tmp_path, agents={"writer": stuck})
+    driving = asyncio.ensure_future(first.start(SPEC, {}))
+    async with asyncio.timeout(GUARD_S):
+        await started.wait()
+        (run_id,) = first.run_ids
+        second = make_runner(store=tmp_path / "runs.db", workspace=tmp_path, agents={"writer": quick})
+        with pytest.raises(RunDriven):
+            await second.resume(run_id)
+        assert calls == ["stuck"]
+
+        result = await second.resume(run_id, take_over=True)
+
+        assert result.ok and result.output == {"text": "written"}
+        with pytest.raises(TakenOver, match=rf"process {os.getpid()} on this host .* took over run {run_id}"):
+            await driving
+    assert calls == ["stuck", "quick"]
+    first.engine.close()
+    second.engine.close()
+
+
+async def test_a_drive_that_stops_with_the_run_going_gives_its_claim_up(tmp_path: Path) -> None:
+    gate_spec = SPEC + "      - {id: ok, after: [write], gate: {on_approve: null, on_revise: null, on_kill: null}}\n"
+    runner = make_runner(store=tmp_path / "runs.db", workspace=tmp_path, agents={"writer": lambda task: {"text": "x"}})
+    result = await runner.start(gate_spec, {})
+    assert result.status == "await_gate"
+    assert runner.engine.driver_of(result.run_id) is None
+    runner.engine.close()
