@@ -2,7 +2,8 @@
 
 A route target (of ``on_fail``, ``on_approve`` or ``on_kill``) waits until a route activates it,
 and is skipped once every step that could route to it is terminal without doing so (so the branch
-a gate did not take does not strand the run).
+a gate did not take does not strand the run). A revise's reset keeps a route taken from outside
+its region (see ``gates.reset_region``), so such a step runs again instead of being skipped.
 
 A dependency that failed and was routed to its ``on_fail`` step counts as satisfied for the
 recovery step itself (which may list it in ``after``) and for a step that also depends on that

@@ -140,9 +140,17 @@ def _revise(run: LiveRun, loc: Located, st: Any, entry: dict[str, Any]) -> None:
 def reset_region(run: LiveRun, scope: Scope, target: str, revision: dict[str, Any]) -> list[dict[str, Any]]:
     """Reset the revise target's closure to pending (new epoch), dropping fanout items and
     subflow children; gates keep their revision counters. Every reset step records
-    ``revision`` (the gate, its note, the round), which its next dispatches carry."""
+    ``revision`` (the gate, its note, the round), which its next dispatches carry.
+
+    A step keeps the route that activated it when the step that routed (a gate's approve or
+    kill, a failure's ``on_fail``) lies outside the region: that decision is not reset and still
+    holds, so the step runs again rather than being skipped as never routed (a revise means
+    "redo from there"). A route taken inside the region is cleared with its router, which
+    decides again."""
+    region = scope.flow.reset_closure(target)
+    inside = set(region)
     out = []
-    for sid in scope.flow.reset_closure(target):
+    for sid in region:
         st = run.steps[scope.prefix + sid]
         cstep = scope.flow.steps[sid]
         before = st.epoch
@@ -152,10 +160,12 @@ def reset_region(run: LiveRun, scope: Scope, target: str, revision: dict[str, An
             run.scopes.pop(st.key + "/", None)
         keep = st.iterations if cstep.kind == "gate" else 0
         decisions = st.decisions
+        routed = st.routed if st.routed is not None and st.routed.get("from") not in inside else None
         run.set_status(st, "pending")
         st.reset()
         st.iterations = keep
         st.decisions = decisions
+        st.routed = routed
         st.finished_at = None
         st.revision = dict(revision)
         run.touch(st)
