@@ -38,15 +38,19 @@ def check_issuance(run: LiveRun, key: str, token: Any, *, gate: bool) -> StepSta
 
     In the order of semantics §6.4: a cancelled run, an unknown step, then whether the step
     awaits anything (a duplicate of an accepted report is named as such first), then the token.
+    A fanout item or subflow child withdrawn when its step was reset or started again (a
+    tombstone) is no unknown step: its token is stale (§6.12), whatever it held.
     """
     refuse_cancelled(run)
     st = run.steps.get(key)
-    if st is None or st.dropped or key.startswith("@"):
+    if st is None or key.startswith("@"):
         raise EngineError(f"run {run.header.id} has no step {key!r}", error_type="unknown_step",
                           run_id=run.header.id, step_id=key)
     present = isinstance(token, str) and bool(token)
     refuse_duplicate(run, st, token, f"step {key} already accepted the {'decision' if gate else 'result'}")
     refuse_finished(run)
+    if st.dropped:
+        _refuse_withdrawn(run, key, present, gate)
     wanted = WAITING_GATE if gate else READY
     if st.status != wanted:
         what = "a gate decision" if gate else "a result"
@@ -59,6 +63,16 @@ def check_issuance(run: LiveRun, key: str, token: Any, *, gate: bool) -> StepSta
         raise StaleToken(f"token is not the current issuance of step {key} (stale or foreign); nothing changed",
                          run_id=run.header.id, step_id=key, reason="stale")
     return st
+
+
+def _refuse_withdrawn(run: LiveRun, key: str, present: bool, gate: bool) -> None:
+    """StaleToken for an answer to a withdrawn issuance (``missing`` without a token)."""
+    if not present:
+        raise StaleToken(f"missing {'gate' if gate else 'dispatch'} token for step {key}",
+                         run_id=run.header.id, step_id=key, reason="missing")
+    owner = key.rpartition("/")[0]
+    raise StaleToken(f"token is stale: step {key} was withdrawn when {owner} was reset or started again; "
+                     "nothing changed", run_id=run.header.id, step_id=key, reason="stale")
 
 
 def refuse_cancelled(run: LiveRun) -> None:
