@@ -24,6 +24,8 @@ from typing import Any
 from ...errors import AgentError, AgentUnavailable
 
 TERM_GRACE_S = 2.0
+#: Seconds between looks at whether a killed leader has been reaped by asyncio's child watcher.
+REAP_POLL_S = 0.005
 PIPE_GRACE_S = 1.0
 TAIL_CHARS = 2000
 MAX_STDOUT = 32 * 1024 * 1024
@@ -265,7 +267,8 @@ async def _feed(proc: asyncio.subprocess.Process, data: bytes) -> None:
 
 
 async def terminate_group(proc: asyncio.subprocess.Process) -> None:
-    """SIGTERM the process group, wait up to the grace period, then SIGKILL whatever is left."""
+    """SIGTERM the process group, wait up to the grace period, then SIGKILL whatever is left;
+    returns once the leader is reaped (no zombie left behind for whoever looks next)."""
     _signal_group(proc.pid, signal.SIGTERM)
     try:
         await asyncio.wait_for(_leader_exited(proc), TERM_GRACE_S)
@@ -273,6 +276,8 @@ async def terminate_group(proc: asyncio.subprocess.Process) -> None:
         pass
     _signal_group(proc.pid, signal.SIGKILL)
     await _leader_exited(proc)  # not proc.wait(): that also waits for the pipes to close
+    while proc.returncode is None:  # exited: asyncio's child watcher reaps it in a moment
+        await asyncio.sleep(REAP_POLL_S)
 
 
 def _kill_leftovers(pgid: int) -> None:
