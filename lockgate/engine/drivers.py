@@ -6,8 +6,9 @@ it drives it, in a transaction, and a second runner is refused while the first o
 
 "Alive" is decided without trusting the claim's age alone: a claim made on this host names its
 process (pid and start time), so a claim of a process that died (killed, crashed) is free at
-once and one of a process that still runs holds however long its loop has been busy. A claim
-made on another host (runs shared through PostgreSQL) holds while it is renewed: the driver
+once and one of a process that still runs holds however long its loop has been busy (on POSIX
+systems; elsewhere, as for another host, by its age). A claim made on another host (runs shared
+through PostgreSQL) holds while it is renewed: the driver
 renews it every :data:`RENEW_S` seconds, and it lapses :data:`STALE_S` seconds after the last
 renewal. Clocks of hosts sharing a store are assumed to agree within seconds.
 
@@ -135,7 +136,7 @@ def holding(record: Any, at: float | None = None) -> Driver | None:
     driver = Driver.from_dict(record)
     if driver is None:
         return None
-    if driver.host == socket.gethostname():
+    if driver.host == socket.gethostname() and os.name == "posix":
         return driver if process_alive(driver.pid, driver.started) else None
     return driver if (time.time() if at is None else at) - driver.renewed_at < STALE_S else None
 
