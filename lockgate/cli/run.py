@@ -163,8 +163,8 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     gates = None if no_prompt else TerminalGates(
         ask=_ask, say=lambda text: click.echo(text, err=True), pause=display.paused, store=engine.store,
         watch_stdin=True, prompt=lambda text: click.echo(text, err=True, nl=False))
-    runner = make_runner(engine=engine, config=config, agents=agents, gates=gates,
-                         on_event=display.update, judge=options.judge)
+    runner = make_runner(engine=engine, config=config, config_chosen=options.config is not None, agents=agents,
+                         gates=gates, on_event=display.update, judge=options.judge)
 
     async def main() -> Any:
         with display:

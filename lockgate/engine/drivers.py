@@ -44,19 +44,22 @@ STALE_S = 45.0
 class Driver:
     """One drive of a run: ``owner`` tells drives apart (two in one process too), ``host``,
     ``pid`` and ``started`` (the process's start time, when the system tells it) find its
-    process, ``renewed_at`` says when it last renewed its claim (seconds since the epoch)."""
+    process, ``renewed_at`` says when it last renewed its claim (seconds since the epoch);
+    ``config``: the project configuration file it resolves agents with (kept when the claim is
+    released, so that a later resume can tell it would resolve them from another one)."""
 
     owner: str
     host: str
     pid: int
     started: str | None
     renewed_at: float
+    config: str | None = None
 
     @classmethod
-    def here(cls) -> Driver:
-        """A new drive by this process."""
+    def here(cls, config: str | None = None) -> Driver:
+        """A new drive by this process, resolving agents with the configuration file ``config``."""
         pid = os.getpid()
-        return cls(uuid.uuid4().hex, socket.gethostname(), pid, process_start(pid), time.time())
+        return cls(uuid.uuid4().hex, socket.gethostname(), pid, process_start(pid), time.time(), config)
 
     def renewed(self) -> Driver:
         return replace(self, renewed_at=time.time())
@@ -71,7 +74,7 @@ class Driver:
             return None
         try:
             driver = cls(record["owner"], str(record["host"]), int(record["pid"]),
-                         record.get("started"), float(record["renewed_at"]))
+                         record.get("started"), float(record["renewed_at"]), config_of(record))
         except (KeyError, TypeError, ValueError, OverflowError):
             return None
         return driver if driver.pid > 0 else None
@@ -114,7 +117,13 @@ def release(run: LiveRun, driver: Driver) -> None:
     """Give up ``driver``'s claim (left as it is when another driver holds the run now)."""
     current = Driver.from_dict(run.driver)
     if current is not None and current.owner == driver.owner:
-        _write(run, {"key": DRIVER_KEY, "owner": None})
+        _write(run, {"key": DRIVER_KEY, "owner": None, **({"config": current.config} if current.config else {})})
+
+
+def config_of(record: Any) -> str | None:
+    """The configuration file the run's last driver resolved agents with (None: none, or unknown)."""
+    config = record.get("config") if isinstance(record, dict) else None
+    return config if isinstance(config, str) else None
 
 
 def commands_ours(run: LiveRun, driver: Driver | None) -> bool:

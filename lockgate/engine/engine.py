@@ -224,6 +224,10 @@ class Engine:
         """The live process driving the run's agents now, or None (see :mod:`lockgate.engine.drivers`)."""
         return drivers.holding(self._get(run_id, fresh=True).driver)
 
+    def last_config(self, run_id: str) -> str | None:
+        """The project configuration file the run's last drive resolved its agents with."""
+        return drivers.config_of(self._get(run_id, fresh=True).driver)
+
     def release(self, run_id: str, driver: Driver) -> None:
         """Give up ``driver``'s claim on the run, so another process may drive it at once."""
         self._drives.pop(run_id, None)

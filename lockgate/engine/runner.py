@@ -88,11 +88,15 @@ class Runner:
                  registry: AgentRegistry | None = None, config: ProjectConfig | None = None,
                  gates: GateChannel | None = None, on_event: Observer | None = None,
                  settings: RunnerSettings | None = None, workspace: str | os.PathLike | None = None,
-                 judge: JudgeLike | None = None, evaluator: Evaluator | None = ENGINE_EVALUATOR) -> None:
+                 judge: JudgeLike | None = None, evaluator: Evaluator | None = ENGINE_EVALUATOR,
+                 config_chosen: bool | None = None) -> None:
         """``evaluator`` runs ``evaluate`` steps' commands: not given, the engine's own; given
-        (None: none, evaluate steps then fail), it replaces the engine's when a run starts."""
+        (None: none, evaluate steps then fail), it replaces the engine's when a run starts.
+        ``config_chosen``: the caller chose ``config`` on purpose (default: when it is given), so
+        a resume may use it although the run was driven with another configuration file."""
         self.engine = engine
         self.config = config if config is not None else load_config(start=workspace)
+        self.config_chosen = config is not None if config_chosen is None else config_chosen
         self.settings = settings or self.config.runner
         self.gates = gates
         self.workspace = str(workspace) if workspace is not None else None
@@ -148,6 +152,7 @@ class Runner:
         stops its calls when it next renews its claim (see :mod:`lockgate.engine.drivers`)."""
         spec, flow = self.engine.spec_of(run_id)
         if self.engine.status(run_id).get("status") not in TERMINAL:
+            self._check_config(run_id)
             await self._ready_for(spec, flow)
         else:
             self.install_evaluator()
@@ -156,12 +161,29 @@ class Runner:
         response = await self.transition(lambda: self.engine.resume(run_id), run_id=run_id)
         return await Drive(self, response, driver).drive()
 
+    def _check_config(self, run_id: str) -> None:
+        """Refuse (ConfigError) to resume with agents resolved from another configuration file
+        than the one the run's last drive used, unless the caller chose this one: a resume from
+        another folder would otherwise quietly give the run's agent names other adapters."""
+        before = self.engine.last_config(run_id) if hasattr(self.engine, "last_config") else None
+        here = self._config_file()
+        if self.config_chosen or before is None or before == here or not os.path.exists(before):
+            return
+        raise ConfigError(
+            f"run {run_id} was driven with the configuration {before}, but this resume found "
+            f"{here or 'no configuration file'}: its agents could resolve to other adapters. Resume with "
+            f"that configuration (`--config {before}`, or config=load_config({before!r}) in Python), or "
+            "choose one on purpose the same way")
+
+    def _config_file(self) -> str | None:
+        return str(Path(self.config.path).resolve()) if self.config.path else None
+
     def _claim(self, run_id: str, *, take_over: bool = False) -> Driver | None:
         """Claim run ``run_id`` for a drive by this process (RunDriven when another live process
         drives it); None for an engine that keeps no claims."""
         if not run_id or not hasattr(self.engine, "claim"):
             return None
-        driver = Driver.here()
+        driver = Driver.here(self._config_file())
         self.engine.claim(run_id, driver, take_over=take_over)
         return driver
 

@@ -96,3 +96,49 @@ def test_take_over_goes_with_resume(tmp_path: Path) -> None:
                           env=lockgate_env(), capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2
     assert "--take-over goes with --resume RUN" in done.stderr
+
+
+GATED = """version: 1
+contracts:
+  Note: {text: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${write.output}", contract: Note}
+    steps:
+      - {id: ok, gate: {on_approve: write, on_revise: null, on_kill: null}}
+      - {id: write, agent: writer, do: "write", out: Note}
+"""
+PROJECT = """[agents.writer]
+type = "command"
+command = ["sh", "-c", "cat >/dev/null; echo '{\\"text\\": \\"from the project\\"}'"]
+"""
+
+
+def test_a_resume_from_a_folder_that_finds_another_configuration_names_the_one_the_run_used(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "flow.stratum.yaml").write_text(GATED)
+    (project / "lockgate.toml").write_text(PROJECT)
+    run = lockgate_argv("run", "proj/flow.stratum.yaml", "--store", "runs.db", "--no-prompt")
+    waiting = subprocess.run(run, cwd=tmp_path, env=lockgate_env(), capture_output=True, text=True, timeout=120,
+                             check=False)
+    assert waiting.returncode == 3, waiting.stderr
+    engine = Engine(store=open_store(tmp_path / "runs.db"))
+    (summary,) = engine.runs()
+    run_id = summary["run_id"]
+    engine.resolve_waiting_gate(run_id, "ok", "approve")
+    engine.close()
+
+    def resume(*more: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(lockgate_argv("run", "--resume", run_id, "--store", "runs.db", *more), cwd=tmp_path,
+                              env=lockgate_env(), capture_output=True, text=True, timeout=120, check=False)
+
+    refused = resume()  # from tmp_path, which has no lockgate.toml
+    assert refused.returncode == 2, refused.stderr
+    assert (f"run {run_id} was driven with the configuration {(project / 'lockgate.toml').resolve()}, but this "
+            "resume found no configuration file") in refused.stderr
+    done = resume("--config", "proj/lockgate.toml")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"text": "from the project"}

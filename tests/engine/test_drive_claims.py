@@ -231,3 +231,42 @@ async def test_a_drive_that_stops_with_the_run_going_gives_its_claim_up(tmp_path
     assert result.status == "await_gate"
     assert runner.engine.driver_of(result.run_id) is None
     runner.engine.close()
+
+
+# -- the configuration a run is driven with ----------------------------------------------------------
+
+
+def _project(folder: Path, writer: str) -> Path:
+    """A lockgate.toml in ``folder`` mapping agent ``writer`` to a command printing ``writer``'s note."""
+    folder.mkdir()
+    config = folder / "lockgate.toml"
+    config.write_text(f'[agents.writer]\ntype = "command"\ncommand = ["sh", "-c", "cat >/dev/null; echo \'{{\\"text\\": \\"{writer}\\"}}\'"]\n')
+    return config
+
+
+async def test_a_resume_finding_another_configuration_than_the_run_was_driven_with_is_refused(tmp_path: Path) -> None:
+    from lockgate.engine.agents.config import load_config
+    from lockgate.errors import ConfigError
+
+    gate_first = SPEC.replace("      - {id: write,", "      - {id: ok, gate: {on_approve: write, on_revise: null, on_kill: null}}\n"
+                                                    "      - {id: write,")
+    started_with = _project(tmp_path / "proj", "from proj")
+    other = _project(tmp_path / "other", "from other")
+    first = make_runner(store=tmp_path / "runs.db", workspace=tmp_path, config=load_config(started_with),
+                        config_chosen=False)
+    waiting = await first.start(gate_first, {})
+    assert waiting.status == "await_gate"
+    run_id = waiting.run_id
+    first.engine.resolve_waiting_gate(run_id, "ok", "approve")
+    assert first.engine.last_config(run_id) == str(started_with.resolve())
+
+    elsewhere = make_runner(store=tmp_path / "runs.db", workspace=tmp_path, config=load_config(other),
+                            config_chosen=False)
+    with pytest.raises(ConfigError, match=rf"run {run_id} was driven with the configuration {started_with.resolve()}, "
+                                          rf"but this resume found {other.resolve()}"):
+        await elsewhere.resume(run_id)
+    chosen = make_runner(store=tmp_path / "runs.db", workspace=tmp_path, config=load_config(other))
+    result = await chosen.resume(run_id)  # chosen on purpose
+    assert result.ok and result.output == {"text": "from other"}
+    for runner in (first, elsewhere, chosen):
+        runner.engine.close()
