@@ -2,8 +2,11 @@
 
 Approve with a null ``on_approve`` completes the gate (the source document's reading: "approve
 routes to on_approve, or completes the gate when the route is null"): its dependents proceed and
-the flow completes when its steps are done. Kill with a null ``on_kill`` ends the run ``killed``
-(inside a subflow it fails the run step).
+the flow completes when its steps are done. Inside a subflow it completes the subflow at once
+(semantics §6.7, "inside a subflow the subflow completes instead"): the run step's output is the
+subflow's ``output`` as it stands then, checked as at any completion (unavailable or invalid, the
+run step fails), and the child steps not yet done are left undone. Kill with a null ``on_kill``
+ends the run ``killed`` (inside a subflow it fails the run step).
 
 ``reject`` is accepted as the CLI's word for ``kill``. Every refusal (bad decision, stale token,
 gate not waiting) changes nothing; a revise whose rounds are exhausted consumes the token and
@@ -19,6 +22,7 @@ from .advance import fail_parent, notify
 from .live import Located, LiveRun, Scope
 from .model import FAILED, RUN_KILLED, RUNNING, SUCCEEDED, now
 from .results import check_issuance
+from .subflows import settle_subflow
 
 DECISIONS = {"approve": "approve", "revise": "revise", "kill": "kill", "reject": "kill"}
 
@@ -56,6 +60,9 @@ def gate_resolve(run: LiveRun, key: str, outcome: Any, rationale: Any, resolved_
         return
     run.set_status(st, SUCCEEDED)
     _event(run, st.key, entry, target)
+    if target is None and decision == "approve" and loc.scope.parent is not None:
+        settle_subflow(run, loc.scope, early=True)
+        return
     if target is not None:
         tst = run.steps[loc.scope.prefix + target]
         tst.routed = {"from": loc.cstep.id, "decision": decision}
