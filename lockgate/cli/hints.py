@@ -74,6 +74,14 @@ def gate_commands(run_id: str, step_id: str, *, store: str | None = None,
     return [approve, f"{revise} --note '...'", reject]
 
 
+def revise_note(gate: Mapping[str, Any]) -> str | None:
+    """Why a gate with a revise route does not offer revise now (its rounds are used up: a
+    revise would fail the run), in parentheses to print under its commands; None when it offers
+    revise or never could (no ``on_revise``: nothing to explain)."""
+    unavailable = gate.get("revise_unavailable")
+    return f"({unavailable})" if unavailable and (gate.get("routes") or {}).get("revise") else None
+
+
 def engine_command(action: Mapping[str, Any], *, store: str | None) -> str:
     """A command the engine suggests (an action of ``Engine.why``: ``{"command": ["gate",
     "approve"], "args": [R, S], "options": {"note": "..."}}``) as the engine writes it, with

@@ -245,7 +245,7 @@ def verify_cmd(run_id: str, store: str | None, fmt: str) -> None:
 
 @click.group("gate")
 def gate_group() -> None:
-    """Decide a waiting gate: approve, revise or reject."""
+    """Decide a waiting gate: approve, revise or reject (kill)."""
 
 
 def _gate_command(decision: str, summary: str) -> click.Command:
@@ -258,15 +258,37 @@ def _gate_command(decision: str, summary: str) -> click.Command:
     @format_option
     def command(run_id: str, step_id: str, note: str, resolved_by: str, store: str | None, fmt: str) -> None:
         engine = _engine(store, judging=True)
+        gate = _open_gate(engine, run_id, step_id)
         result = _call(lambda: engine.resolve_waiting_gate(run_id, step_id, decision, note, resolved_by))
         _print_response(result, fmt, engine, store)
+        if decision == "revise" and result.get("status") == "error":
+            # semantics §6.7: a revise past the round limit is taken, and fails the run
+            why = ((gate or {}).get("revise_unavailable") or one_line(result.get("message"))).removeprefix(
+                "revise would fail the run: ")
+            click.echo(f"error: the revise ended run {run_id}: gate {step_id} had no revision round left "
+                       f"({why})", err=True)
+            sys.exit(1)
 
     return command
 
 
+def _open_gate(engine: Any, run_id: str, step_id: str) -> dict[str, Any] | None:
+    """The waiting gate ``step_id`` of run ``run_id`` (None when it does not wait: the engine
+    then says which gates do); a run that ended is refused here, saying how it ended."""
+    status = _call(lambda: engine.status(run_id))
+    ended = {"complete": "is complete", "cancelled": "was cancelled", "killed": "was killed",
+             "error": f"failed ({status.get('error_type')})"}.get(status["status"])
+    if ended is not None:
+        click.echo(f"error: run {run_id} {ended}; its gates take no more decisions", err=True)
+        sys.exit(1)
+    return next((g for g in status.get("gates", []) if g["step_id"] == step_id), None)
+
+
 gate_group.add_command(_gate_command("approve", "Approve a waiting gate (it takes its on_approve route)."))
-gate_group.add_command(_gate_command("revise", "Send the work back to the gate's on_revise step."))
+gate_group.add_command(_gate_command("revise", "Send the work back to the gate's on_revise step (a revise "
+                                               "past the gate's or the flow's max_rounds fails the run)."))
 gate_group.add_command(_gate_command("reject", "Reject (kill): take on_kill, or end the run."))
+gate_group.add_command(_gate_command("kill", "The same as reject: take on_kill, or end the run."))
 
 
 @click.command("commit")
@@ -336,6 +358,9 @@ def _print_response(resp: dict[str, Any], fmt: str, engine: Any, store: str | No
         click.echo(f"run {rid}: gate {resp['step_id']} waits for a decision; decide with:")
         for line in hints.gate_commands(str(rid), resp["step_id"], store=named, decisions=resp.get("decisions")):
             click.echo(f"  {line}")
+        note = hints.revise_note(resp)
+        if note:
+            click.echo(f"  {note}")
     elif status == "complete":
         click.echo(f"run {rid}: complete\noutput: " + json.dumps(resp.get("output"), sort_keys=True))
     elif status == "error":

@@ -45,12 +45,9 @@ def explain(run: LiveRun) -> dict[str, Any]:
         unblocked = _unblocked_by(_resume_or_cancel(rid) if holder is None else [action("cancel", rid)])
         for key in run.waiting:
             gate = gate_entry(run, key)
-            routes = gate["routes"]
-            verbs = ["approve", *(["revise"] if routes.get("revise") else []), "reject"]
-            waits.append({"kind": "gate", "step_id": key,
-                          "reason": f"gate {key} waits for a decision (round {gate['round']}"
-                                    f"{'/' + str(gate['max_rounds']) if gate['max_rounds'] else ''})",
-                          "routes": routes, "token": gate["token"],
+            verbs = ["approve", *(["revise"] if "revise" in gate["decisions"] else []), "reject"]
+            waits.append({"kind": "gate", "step_id": key, "reason": gate_reason(gate),
+                          "routes": gate["routes"], "token": gate["token"],
                           **_unblocked_by([action(f"gate {verb}", rid, key, note=FILL_IN) for verb in verbs])})
         for key in run.outstanding:
             entry = dispatch_entry(run, key)
@@ -80,9 +77,22 @@ def explain(run: LiveRun) -> dict[str, Any]:
         kind = "killed" if header.status == RUN_KILLED else f"failed ({header.error_type})"
         summary = f"run {rid} {kind}: {failure.get('reason', '')}"
         reverts = [action("revert", rid, label) for label in header.checkpoints]
-        waits.append({"kind": "finished", "step_id": failure.get("step"), "reason": summary,
+        # the summary says how it ended: the wait says what can be done about it
+        reason = ("reverting to a checkpoint continues it from there" if reverts else
+                  "nothing continues it (it saved no checkpoint); its audit trail shows what happened")
+        waits.append({"kind": "finished", "step_id": failure.get("step"), "reason": reason,
                       **_unblocked_by(reverts or [action("audit", rid)])})
     return {"run_id": rid, "status": header.status, "summary": summary, "waits": waits}
+
+
+def gate_reason(gate: Mapping[str, Any]) -> str:
+    """What a waiting gate (its :func:`gate_entry`) waits for, with the revision limit that
+    applies to it (the gate's or the flow's ``max_rounds``, whichever a revise meets first) and,
+    when its revise route cannot be taken, that a revise would fail the run."""
+    limit = gate.get("round_limit")
+    rounds = f" (round {limit['used']}/{limit['max']}, the {limit['set_by']}'s max_rounds)" if limit else ""
+    unavailable = gate.get("revise_unavailable") if gate["routes"].get("revise") else None
+    return f"gate {gate['step_id']} waits for a decision{rounds}" + (f"; {unavailable}" if unavailable else "")
 
 
 def _working(holder: Driver | None) -> str:

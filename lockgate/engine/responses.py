@@ -262,12 +262,29 @@ def gate_entry(run: LiveRun, key: str) -> dict[str, Any]:
         "max_rounds": loc.scope.flow.flow.max_rounds,
         "gate_max_rounds": gate.max_rounds,
         "revisions": st.iterations,
+        **_round_limit(loc, st, rounds),
     }
     blocked = revise_blocked(run, loc, st)
     if blocked is None:
         return {**entry, "decisions": ["approve", "revise", "kill"]}
     # revise is still taken (it fails the run, semantics §6.7) but not offered
     return {**entry, "decisions": ["approve", "kill"], "revise_unavailable": f"revise would fail the run: {blocked}"}
+
+
+def _round_limit(loc: Any, st: StepState, rounds: int) -> dict[str, Any]:
+    """The revision limit a revise of this gate meets first, as the engine enforces it (the
+    flow's ``max_rounds`` counts the scope's rounds, the gate's its own revisions; see
+    :func:`lockgate.engine.gates.revise_blocked`): ``round_limit`` ``{used, max, set_by: "gate"
+    | "flow"}`` and ``rounds_left``, the revises left before one fails the run. Nothing for a
+    gate that cannot send work back (no ``on_revise`` target or no flow ``max_rounds``)."""
+    gate = loc.cstep.step.gate
+    flow_max = loc.scope.flow.flow.max_rounds
+    if gate.on_revise is None or flow_max is None:
+        return {}
+    limit = {"used": rounds, "max": flow_max, "set_by": "flow"}
+    if gate.max_rounds is not None and gate.max_rounds - st.iterations <= flow_max - rounds:
+        limit = {"used": st.iterations, "max": gate.max_rounds, "set_by": "gate"}
+    return {"round_limit": limit, "rounds_left": max(limit["max"] - limit["used"], 0)}
 
 
 def trace(run: LiveRun) -> list[dict[str, Any]]:
