@@ -14,18 +14,29 @@ import click
 DEBUG_ENV = "LOCKGATE_DEBUG"
 
 
+class CommandError(click.ClickException):
+    """A command's refusal, shown as every command shows one: ``error: MESSAGE`` on stderr
+    (click's own ``Error: MESSAGE`` read as a different kind of message); exit status 1."""
+
+    def show(self, file=None) -> None:  # type: ignore[no-untyped-def, override]
+        click.echo(f"error: {self.format_message()}", err=True, file=file)
+
+
 class SafeGroup(click.Group):
-    """A click group whose unexpected exceptions become a :class:`click.ClickException`."""
+    """A click group whose unexpected exceptions become a :class:`CommandError`, as do the
+    commands' plain :class:`click.ClickException` (usage errors keep click's usage text)."""
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         try:
             return super().invoke(ctx)
-        except (click.ClickException, click.exceptions.Exit, click.Abort, BrokenPipeError):
+        except (click.UsageError, CommandError, click.exceptions.Exit, click.Abort, BrokenPipeError):
             raise  # click reports these itself (a broken pipe: silently, exit 1)
+        except click.ClickException as exc:
+            raise CommandError(exc.format_message()) from exc
         except Exception as exc:
             if os.environ.get(DEBUG_ENV):
                 raise
-            raise click.ClickException(describe(exc)) from exc
+            raise CommandError(describe(exc)) from exc
 
 
 def describe(exc: Exception) -> str:

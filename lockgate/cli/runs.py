@@ -83,8 +83,7 @@ def _call(action: Callable[[], Any]) -> Any:
     try:
         return action()
     except LockgateError as exc:
-        kind = getattr(exc, "error_type", type(exc).__name__)
-        click.echo(f"error ({kind}): {exc}", err=True)
+        click.echo(f"error: {exc}", err=True)
         sys.exit(1)
 
 

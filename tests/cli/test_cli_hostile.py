@@ -197,7 +197,7 @@ def test_ctrl_c_detaches_the_run_and_exits_promptly(scratch):
 def test_an_odd_run_id_is_just_not_found(scratch):
     result = CliRunner().invoke(main, ["show", "a/../b;$(x)'\"", "--store", "memory"])
     assert result.exit_code == 1
-    assert result.stderr.startswith("error (run_not_found): no run with id")
+    assert result.stderr.startswith("error: no run with id")
 
 
 
@@ -292,7 +292,7 @@ def test_reading_commands_never_create_a_store(scratch, monkeypatch):
     assert not (scratch / ".lockgate").exists()
     typo = invoke("runs", "--store", "typo/runs.db")
     assert typo.exit_code == 1
-    assert typo.stderr.strip() == ("error (MissingStore): no run store at typo/runs.db "
+    assert typo.stderr.strip() == ("error: no run store at typo/runs.db "
                                    "(`lockgate run` creates it; check --store or $LOCKGATE_STORE)")
     monkeypatch.setenv("LOCKGATE_STORE", "sqlite://elsewhere.db")
     assert "no run store at elsewhere.db" in invoke("gate", "approve", "r1", "review").stderr

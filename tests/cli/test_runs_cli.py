@@ -106,7 +106,7 @@ def test_commit_revert_cancel_and_resume(db: Path) -> None:
     code, out = cli(db, "cancel", run)
     assert code == 0 and "cancelled" in out
     code, out = cli(db, "revert", run, "at-gate")
-    assert code == 1 and "flow_cancelled" in out
+    assert code == 1 and f"error: run {run} is cancelled" in out
 
 
 def test_audit_and_verify_detect_tampering(db: Path) -> None:
@@ -129,4 +129,4 @@ def test_audit_and_verify_detect_tampering(db: Path) -> None:
 def test_unknown_runs_are_a_clear_error(db: Path) -> None:
     gate_run(db)
     code, out = cli(db, "show", "nope")
-    assert code == 1 and "run_not_found" in out
+    assert code == 1 and "error: no run with id 'nope'" in out
