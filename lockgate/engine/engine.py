@@ -29,7 +29,7 @@ from ..errors import (
     SpecError,
     UnstorableValue,
 )
-from . import checkpoints, drivers, evaluate
+from . import checkpoints, drivers, evaluate, worktrees
 from .advance import advance
 from .budget import finite_number
 from .carry import materialise
@@ -154,13 +154,21 @@ class Engine:
     def cancel(self, run_id: str, reason: str | None = None) -> dict[str, Any]:
         """Cancel a running run, burning every outstanding token; other statuses are reported.
         ``reason`` (why it was cancelled: a limit, a person) is kept in the audit's
-        ``flow_cancelled`` event, cut to :data:`MAX_CANCEL_REASON` characters."""
+        ``flow_cancelled`` event, cut to :data:`MAX_CANCEL_REASON` characters.
+
+        The git worktrees of the items in flight are removed (semantics §6.8) once the cancel
+        is committed, not before: a cancel whose save conflicts is replayed on what the writer
+        that came first stored, where the run may have moved on. A crash in between leaves
+        them on disk."""
         if reason is not None and not isinstance(reason, str):
             raise EngineError(f"a cancel reason is text, not {type(reason).__name__}", error_type="invalid_arguments")
+        held: list[Any] = []
 
         def apply(run: LiveRun) -> None:
+            held.clear()  # what the transaction that commits holds, not one refused or replayed
             if run.header.status != RUN_RUNNING:
                 return
+            held.extend((run.workspace(), run.fan_worktrees()))
             burned = []
             for key in [*run.outstanding, *run.waiting, *run.evaluating]:
                 st = run.steps[key]
@@ -177,6 +185,8 @@ class Engine:
 
         before = self._get(run_id, fresh=True).header.status
         out = self._transact(run_id, apply)
+        if held:
+            worktrees.release(*held)
         if before != RUN_RUNNING:
             out["reason"] = f"already_{before}"
         return out

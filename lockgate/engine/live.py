@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..dsl.values import UNDEFINED
+from . import worktrees
 from .compiled import CFlow, CompiledSpec, CStep
 from .model import (
     CHECKPOINT_PREFIX,
@@ -206,6 +207,9 @@ class LiveRun:
         self.header.finished_at = now()
         self.event(_END_EVENTS.get(error_type, "failed") if status == RUN_FAILED else "killed", step,
                    error_type=error_type, reason=reason, **detail)
+        # a fanout in flight stays as it was, like every other step of an ended run (a late
+        # result's spend is still recorded against its item), but its items' worktrees go
+        self.release_worktrees(self.fan_worktrees())
 
     def add_record(self, st: StepState) -> None:
         self.steps[st.key] = st
@@ -277,7 +281,9 @@ class LiveRun:
         return [st for key, st in self.steps.items() if key.startswith(prefix) and not st.dropped]
 
     def drop_records(self, prefix: str) -> None:
-        """Tombstone every live record under ``prefix`` (items or children of a reset step)."""
+        """Tombstone every live record under ``prefix`` (items or children of a reset step),
+        removing the git worktrees the dropped items held (see :meth:`release_worktrees`)."""
+        held = []
         for key, st in list(self.steps.items()):
             if key.startswith(prefix) and not st.dropped:
                 self.outstanding.pop(key, None)
@@ -285,7 +291,34 @@ class LiveRun:
                 self.evaluating.pop(key, None)
                 self.steps[key] = StepState(key, status=FAILED, dropped=True, epoch=st.epoch + 1)
                 self.dirty.add(key)
+                if st.worktree:
+                    held.append(st.worktree)
         self.open.pop(prefix, None)
+        self.release_worktrees(held)
+
+    def fan_worktrees(self) -> list[str]:
+        """The git worktrees held by the items of the fanouts in flight."""
+        steps = self.steps
+        return [w for key, counters in self.fans.items() for i in range(counters.count)
+                if (w := steps[f"{key}/{i}"].worktree)]
+
+    def release_worktrees(self, held: list[str]) -> None:
+        """Remove ``held``, worktrees of items this transition dropped or whose run it ended
+        (semantics §6.8: the worktree is always removed), as the transition runs: marked
+        irreversible, like the fanout's own git work, since no hook runs after the commit.
+
+        The removal is made safe to replay instead. Removing a worktree already gone does
+        nothing, and a transition whose save conflicts is replayed on the stored state, where
+        it drops the same records or ends the run again, or finds the run ended (or the
+        records dropped) by the writer that came first, which removed them too. Only a replay
+        refused outright (its token went stale: another writer decided first) leaves live items
+        without their worktree: the next result of such an item finds no patch to take and
+        that attempt fails and is retried in a fresh worktree (:func:`worktrees.ensure`); the
+        next stage of a multi-stage item starts in a fresh one. Nothing crashes, nothing
+        foreign is merged; that attempt's work is lost."""
+        if held:
+            self.irreversible = True
+            worktrees.release(self.workspace(), held)
 
     def _rebuild_indexes(self) -> None:
         for key, st in self.steps.items():

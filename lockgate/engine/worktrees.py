@@ -44,11 +44,27 @@ def capture_patch(worktree: str) -> str:
 
 
 def remove(workspace: Path | None, worktree: str) -> None:
+    """Remove a finished item's worktree (its patch taken) and prune git's record of it."""
+    _unlink(workspace, worktree)
+    if workspace is not None:
+        _git(workspace, "worktree", "prune")
+
+
+def release(workspace: Path | None, worktrees: list[str]) -> None:
+    """Remove those of ``worktrees`` still on disk, with one prune for all: the worktrees of
+    items whose record was dropped or whose run ended. Idempotent (one already gone is left
+    alone), so a transition that is replayed may release the same worktrees again."""
+    there = [w for w in worktrees if w and Path(w).is_dir()]
+    for worktree in there:
+        _unlink(workspace, worktree)
+    if there and workspace is not None:
+        _git(workspace, "worktree", "prune")
+
+
+def _unlink(workspace: Path | None, worktree: str) -> None:
     if workspace is not None:
         _git(workspace, "worktree", "remove", "--force", worktree)
     shutil.rmtree(worktree, ignore_errors=True)
-    if workspace is not None:
-        _git(workspace, "worktree", "prune")
 
 
 def apply_patch(workspace: Path, patch: str) -> str | None:
