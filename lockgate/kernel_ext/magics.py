@@ -1,7 +1,8 @@
 """``%%flow`` and ``%flow``: thin adapters from magic syntax to the library.
 
 ``%%flow NAME [--flow F]`` validates the cell, shows every diagnostic with the cell's own line
-numbers (no traceback), and binds a :class:`FlowSpec` to NAME only when the spec is valid.
+numbers (no traceback), and binds a :class:`FlowSpec` to NAME only when the spec is valid; a cell
+that binds nothing fails (a :class:`FlowCellError`), so "Run All" and papermill stop there.
 ``%flow SUBCOMMAND ...`` gives every notebook action a plain-text form (papermill, VS Code,
 tests): run, approve, revise, kill, runs, show, audit, graph, resume, cancel.
 """
@@ -34,27 +35,31 @@ class FlowMagics(Magics):
         """Validate a spec written in the cell, draw its flow, and bind it to NAME.
 
         Usage: %%flow NAME [--flow F] [--no-lint], then the YAML spec as the cell body.
-        An invalid spec shows its diagnostics and binds nothing.
+        An invalid spec shows its diagnostics, binds nothing, and fails the cell.
         """
         from ..dsl.codes import AGENT_CONFIG_CODES
         from ..dsl.loader import load
         from ..dsl.report import format_text
+        from .cellerror import FlowCellError
         from .spec_view import FlowSpec
 
         if _HELP_WORDS[1] in line.split() or _HELP_WORDS[2] in line.split():
             print(self.flow.parser.format_help().lstrip(": \n").replace("%flow", "usage: %%flow", 1))
             return None
-        args = parse_argstring(self.flow, line)
+        try:
+            args = parse_argstring(self.flow, line)
+        except UsageError as exc:  # no NAME, an unknown option: the cell binds nothing either
+            raise FlowCellError(str(exc)) from None
         if not args.name.isidentifier():
-            raise UsageError(f"%%flow: {args.name!r} is not a valid Python name to bind the spec to")
+            raise FlowCellError(f"%%flow: {args.name!r} is not a valid Python name to bind the spec to")
         result = load(cell, f"%%flow {args.name}", lint=not args.no_lint)
         if not result.ok:
             shown = [d for d in result.diagnostics if d.code not in AGENT_CONFIG_CODES]  # agents come with start()
             report = _printable(format_text("cell", cell, shown, line_offset=CELL_LINE_OFFSET))
             count = len(result.errors)
-            raise UsageError(f"the spec has {count} error{'s' * (count != 1)}; {args.name} was not bound\n\n{report}")
+            raise FlowCellError(f"the spec has {count} error{'s' * (count != 1)}; {args.name} was not bound\n\n{report}")
         if args.flow and args.flow not in result.spec.flows:
-            raise UsageError(f"no flow named {args.flow!r}; flows: {', '.join(result.spec.flows)}")
+            raise FlowCellError(f"no flow named {args.flow!r}; flows: {', '.join(result.spec.flows)}")
         spec = FlowSpec(args.name, result, args.flow)
         self.shell.user_ns[args.name] = spec
         return spec

@@ -64,8 +64,9 @@ def test_refused_gate_decisions_are_one_line_messages(kernel):
 
 def test_control_characters_of_a_cell_are_escaped_in_the_report(kernel):
     out = kernel.run('%%flow junk\nversion: 1\n\x00\x1b[31m flows: x\n')
-    _short_usage_error(out, "LG102", "\u2400\u241b[31m flows: x")  # the report shows control pictures
-    assert "\x1b[31m" not in out.stderr
+    assert out.error["ename"] == "FlowCellError" and "Traceback" not in out.shown  # a failed cell, no traceback
+    assert "LG102" in out.traceback and "\u2400\u241b[31m flows: x" in out.traceback  # control pictures
+    assert "\x1b[31m" not in out.traceback
 
 
 BLOCKING_AGENT = '''

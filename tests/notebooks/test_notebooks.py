@@ -41,7 +41,8 @@ def test_notebook_runs_clean(name, tmp_path, monkeypatch):
     monkeypatch.delenv("LOCKGATE_OPENAI_BASE_URL", raising=False)
     client, book = _client(NOTEBOOKS / f"{name}.ipynb", tmp_path)
     client.execute()
-    assert not [c for c in book.cells if c.cell_type == "code" and any(o.get("output_type") == "error" for o in c.outputs)]
+    failed = [c for c in book.cells if c.cell_type == "code" and any(o.get("output_type") == "error" for o in c.outputs)]
+    assert all("raises-exception" in c.metadata.get("tags", []) for c in failed)  # only cells failing on purpose
     text = "\n".join(_outputs_text(c) for c in book.cells if c.cell_type == "code")
     checks = {
         "quickstart": ["'label': 'positive'", "error -", "planned"],
@@ -51,10 +52,11 @@ def test_notebook_runs_clean(name, tmp_path, monkeypatch):
     }[name]
     for needle in checks:
         assert needle in text, f"{needle!r} not in the outputs of {name}"
-    if name == "recovery":  # the deliberately invalid cell: one concise UsageError, no traceback
+    if name == "recovery":  # the deliberately invalid cell fails, with its diagnostics and no traceback
         tagged = [c for c in book.cells if "raises-exception" in c.metadata.get("tags", [])]
+        assert failed == tagged and [o.output_type for o in tagged[0].outputs] == ["error"]
         shown = json.dumps(tagged[0].outputs)
-        assert "UsageError" in shown and "LG601" in shown and "Traceback" not in shown
+        assert "FlowCellError" in shown and "LG601" in shown and "Traceback" not in shown
 
 
 def test_gates_notebook_approved_by_a_browser_click(tmp_path):
