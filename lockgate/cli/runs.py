@@ -30,8 +30,9 @@ RUN_STATUSES = ("running", "complete", "failed", "killed", "cancelled")
 
 # What `lockgate run` (the protocol's responses) calls a stored status by another name: a failed
 # run answers "error" (lockgate.engine.responses.error_response). The waiting statuses
-# (execute_step, await_gate) are not here: both are "running" in the store, which cannot tell a
-# run waiting at a gate from one waiting for an agent.
+# (execute_step, await_gate) are not here: both are "running" in the store; `runs` reads what a
+# running run waits on from its records (lockgate.cli.waiting), and --status await_gate lists
+# the ones a gate holds.
 STATUS_ALIASES = {"error": "failed"}
 
 
@@ -129,16 +130,27 @@ def _table(rows: list[list[str]], header: list[str]) -> None:
 
 
 @click.command("runs")
-@click.option("--status", type=click.Choice([*RUN_STATUSES, *STATUS_ALIASES]),
-              help="Only runs with this status (error: failed, as `lockgate run` reports it).")
+@click.option("--status", type=click.Choice([*RUN_STATUSES, *STATUS_ALIASES, "await_gate"]),
+              help="Only runs with this status (error: failed, as `lockgate run` reports it; "
+                   "await_gate: running runs waiting for a person's gate decision).")
 @click.option("--limit", type=click.IntRange(1), default=50, show_default=True,
               help="At most this many runs.")
 @store_option
 @format_option
 def runs_cmd(status: str | None, limit: int, store: str | None, fmt: str) -> None:
-    """List runs, newest first."""
-    status = STATUS_ALIASES.get(status, status) if status else None
-    found = _call(lambda: _engine(store).runs(status=status, limit=limit))
+    """List runs, newest first; a running run says what it waits on: a gate (a person's
+    decision), the live process driving it, or nobody (idle: resume it)."""
+    from .waiting import AWAIT_GATE, at_gates, waits_of
+
+    engine = _engine(store)
+    if status == AWAIT_GATE:
+        found = [{**run, "waiting": waits.to_dict()} for run, waits in _call(lambda: at_gates(engine.store, limit))]
+    else:
+        status = STATUS_ALIASES.get(status, status) if status else None
+        found = _call(lambda: engine.runs(status=status, limit=limit))
+        for run in found:
+            if run["status"] == "running":
+                run["waiting"] = _call(lambda: waits_of(engine.store, run["run_id"])).to_dict()
     if fmt == "json":
         _json(found)
         return
@@ -147,8 +159,8 @@ def runs_cmd(status: str | None, limit: int, store: str | None, fmt: str) -> Non
         click.echo(f"no runs (no run store here: {gone} does not exist; run this where the runs were "
                    "started, or pass --store)" if gone else "no runs")
         return
-    _table([[r["run_id"], r["flow"], r["status"], _when(r["updated_at"])] for r in found],
-           ["RUN", "FLOW", "STATUS", "UPDATED"])
+    _table([[r["run_id"], r["flow"], r["status"], _when(r["updated_at"]), r.get("waiting", {}).get("waiting_on", "")]
+            for r in found], ["RUN", "FLOW", "STATUS", "UPDATED", "WAITING ON"])
 
 
 @click.command("show")

@@ -68,7 +68,7 @@ def test_other_statuses_still_filter_it_out(failed_run):
 def test_the_help_shows_every_accepted_name():
     shown = invoke("runs", "--help").stdout
     choices = shown[shown.index("--status [") + len("--status ["):].split("]")[0].split("|")
-    assert choices == ["running", "complete", "failed", "killed", "cancelled", "error"]
+    assert choices == ["running", "complete", "failed", "killed", "cancelled", "error", "await_gate"]
     assert "error: failed" in " ".join(shown.split())
 
 
