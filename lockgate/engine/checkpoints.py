@@ -4,8 +4,12 @@ A snapshot holds the run status, output, failure, rounds, carry and every step r
 stored as the engine record ``@cp/<label>``. Spend is not rolled back (the live ledger is kept,
 restored step ledgers come back), tokens of restored issuances are re-minted so pre-revert
 tokens are stale, and reverting a finished run brings it back to life. Both are refused on
-cancelled runs, while a fanout is in flight, and while a consumer-dispatched worktree fanout
-waits for its successor gates (the consumer's worktrees and merge are fenced by those gates).
+cancelled runs and, while the run runs, when a fanout is in flight or a consumer-dispatched
+worktree fanout waits for its successor gates (the consumer's worktrees and merge are fenced by
+those gates). A run that ended with a fanout running keeps it as it was, like any step it left
+mid-way, but nothing of it moves any more (no result is taken, no item promoted, its items'
+worktrees are removed): it is not in flight, and the run can be committed and reverted
+(semantics §6.14, §8.22: reverting a failed run revives it).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from .model import (
     PENDING,
     READY,
     RUN_CANCELLED,
+    RUN_RUNNING,
     RUNNING,
     SKIPPED,
     SUCCEEDED,
@@ -40,6 +45,8 @@ def _refuse(run: LiveRun, label: Any) -> str:
                           run_id=run.header.id)
     if run.header.status == RUN_CANCELLED:
         raise EngineError(f"run {run.header.id} is cancelled", error_type="flow_cancelled", run_id=run.header.id)
+    if run.header.status != RUN_RUNNING:
+        return label.strip()
     if run.fans:
         raise EngineError(f"run {run.header.id} has a fanout in flight ({', '.join(run.fans)}); checkpoints wait "
                           "for it to settle", error_type="fanout_in_flight", run_id=run.header.id)
@@ -119,7 +126,7 @@ def revert(run: LiveRun, label: Any, env: Env) -> LiveRun:
     fresh.dirty.update(restored)
     fresh.event("checkpoint_reverted", None, label=label, steps_restored=len(snapshot["steps"]))
     fresh.work.extend(k for k, st in restored.items() if st.status == PENDING and not st.dropped)
-    if header.status == "running":
+    if header.status == RUN_RUNNING:
         for key in list(fresh.evaluating):
             evaluate.restart(fresh, key)
         for key, st in restored.items():

@@ -250,7 +250,11 @@ class Engine:
         return holder
 
     def revert(self, run_id: str, label: str) -> dict[str, Any]:
-        """Restore a checkpoint (re-minting tokens) and re-advance; revives finished runs."""
+        """Restore a checkpoint (re-minting tokens) and re-advance; revives finished runs.
+
+        Items the revert drops have their git worktrees removed once it is committed (none is in
+        use: a running run with a fanout in flight is not reverted, and a run that ended removed
+        its items' worktrees; this clears what a crash or an older engine left behind)."""
         for _ in range(MAX_REPLAYS):
             run = self._get(run_id)
             run.begin()
@@ -266,6 +270,8 @@ class Engine:
             except ConcurrencyConflict:
                 self._live.pop(run_id, None)
                 continue
+            worktrees.release(fresh.workspace(), [st.worktree for key, st in run.steps.items()
+                                                  if st.worktree and not st.dropped and fresh.steps[key].dropped])
             self._live[run_id] = fresh
             out = self._drive(run_id, response(fresh, everything=True), everything=True)
             return {**out, "reverted_to": label.strip()}
