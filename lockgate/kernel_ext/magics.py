@@ -41,6 +41,7 @@ class FlowMagics(Magics):
         from ..dsl.loader import load
         from ..dsl.report import format_text
         from .cellerror import FlowCellError
+        from .celllines import in_cell
         from .spec_view import FlowSpec
 
         if _HELP_WORDS[1] in line.split() or _HELP_WORDS[2] in line.split():
@@ -54,8 +55,9 @@ class FlowMagics(Magics):
             raise FlowCellError(f"%%flow: {args.name!r} is not a valid Python name to bind the spec to")
         result = load(cell, f"%%flow {args.name}", lint=not args.no_lint)
         if not result.ok:
-            shown = [d for d in result.diagnostics if d.code not in AGENT_CONFIG_CODES]  # agents come with start()
-            report = _printable(format_text("cell", cell, shown, line_offset=CELL_LINE_OFFSET))
+            shown = [in_cell(d, CELL_LINE_OFFSET) for d in result.diagnostics
+                     if d.code not in AGENT_CONFIG_CODES]  # agents come with start()
+            report = _printable(format_text("cell", "\n" * CELL_LINE_OFFSET + cell, shown))
             count = len(result.errors)
             raise FlowCellError(f"the spec has {count} error{'s' * (count != 1)}; {args.name} was not bound\n\n{report}")
         if args.flow and args.flow not in result.spec.flows:
