@@ -418,19 +418,49 @@ class Progress:
         return "  ".join(parts)
 
     def _table(self) -> Any:
-        from rich.table import Table
-
-        table = Table(title="lockgate run", expand=False)
-        for column in ("step", "status", "attempt", "agent", "notes"):
-            table.add_column(column)
         from rich.markup import escape
+        from rich.table import Table
         from rich.text import Text
 
-        for step, row in self.rows.items():
+        room = self.console.size.height - TABLE_CHROME
+        crowded = len(self.rows) > room
+        table = Table(title="lockgate run", expand=False)
+        for column in ("step", "status", "attempt", "agent", "notes"):
+            # a crowded table keeps every row to one line, so the rows counted are the lines shown
+            table.add_column(column, no_wrap=crowded, overflow="ellipsis" if crowded else "fold")
+        shown, rest = visible_rows(self.rows, room) if crowded else (list(self.rows.items()), "")
+        for step, row in shown:
             status = row.get("status", "")
             table.add_row(escape(str(step)), Text(status, style=self.STYLE.get(status, "")),
                           str(row["attempt"]), escape(row["agent"]), Text(row["note"]))
+        if rest:
+            table.add_row(Text(rest, style="dim"), "", "", "", "")
         return table
+
+
+#: The lines of the live table that are not step rows (its title, the borders and the header),
+#: and one spare: a table as tall as the terminal scrolls it at each refresh.
+TABLE_CHROME = 6
+#: The statuses of steps that are done with, which a table too tall for the terminal summarises.
+FINISHED = ("succeeded", "skipped", "resolved")
+
+
+def visible_rows(rows: dict[str, dict[str, Any]], room: int) -> tuple[list[tuple[str, dict[str, Any]]], str]:
+    """The rows a table with ``room`` lines for rows shows, and the line summarising the others
+    ("18 finished"): the steps still in play (running, retrying, waiting at a gate, failed)
+    first, then the latest finished ones that fit. Without this the terminal cut the bottom of
+    the table, where the steps started last, the running ones, are."""
+    active = [(k, r) for k, r in rows.items() if r.get("status") not in FINISHED]
+    finished = [(k, r) for k, r in rows.items() if r.get("status") in FINISHED]
+    room = max(room - 1, 1)  # the summary's line
+    shown_active = active[:room]
+    spare = room - len(shown_active)
+    latest = finished[max(len(finished) - spare, 0):] if spare > 0 else []
+    hidden_active = len(active) - len(shown_active)
+    hidden_finished = len(finished) - len(latest)
+    parts = [f"{hidden_active} more in play"] * bool(hidden_active) + [f"{hidden_finished} finished"] * bool(
+        hidden_finished)
+    return shown_active + latest, ", ".join(parts)
 
 
 def _note(event: Any) -> str:
