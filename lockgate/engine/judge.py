@@ -137,6 +137,23 @@ def as_judge(target: Any, resolve_agent: Callable[[str], Any] | None = None) -> 
                       f"judge(statement, stakes, result, input); got {type(target).__name__}")
 
 
+def project_judge(start: Any) -> tuple[Judge | None, str | None]:
+    """(the judge ``judge`` in lockgate.toml names — the file nearest from ``start`` — or None,
+    why there is none when the configuration cannot give one): for a process that is no runner
+    (the CLI's commands, the MCP server), which says the problem to its user; judged ensures
+    then fail closed, as with no judge."""
+    from .agents.config import load_config
+    from .agents.registry import resolve_agent
+
+    try:
+        config = load_config(start=start)
+        if config.judge is None:
+            return None, None
+        return as_judge(config.judge, lambda name: resolve_agent(name, config=config)), None
+    except LockgateError as exc:
+        return None, str(exc)
+
+
 async def ask_judge(judge: Judge, question: Question, *, run_id: str = "",
                     step_id: str | None = None, cwd: str | None = None) -> Any:
     """Ask ``judge`` on the running loop: an agent judge gets the run's context; a coroutine
@@ -279,18 +296,46 @@ async def settle(transition: Callable[[], Any], ask: Callable[[Question], Awaita
     """
     state = SettlePass()
     while True:
-        previous = settling()
-        _settling.current, state.asked = state, set()
-        try:
-            return transition()
-        except VerdictNeeded as need:
-            question = need.question
-            if len(state.memo) >= MAX_QUESTIONS:
-                raise RunnerError(f"one engine call asked the judge more than {MAX_QUESTIONS} "
-                                  "distinct questions; giving up") from None
-        finally:
-            _settling.current = previous
+        question = _attempt(state, transition)
+        if not isinstance(question, Question):
+            return question.value
         state.memo[question.key] = await _answer(ask, question)
+
+
+def settle_blocking(transition: Callable[[], Any], ask: Callable[[Question], Any]) -> Any:
+    """:func:`settle` for a caller without an event loop that serialises engine calls (the MCP
+    server's lock): ``ask`` blocks for each verdict, and may let other engine calls run
+    meanwhile (the transition was abandoned unsaved, and is replayed on what they did)."""
+    state = SettlePass()
+    while True:
+        question = _attempt(state, transition)
+        if not isinstance(question, Question):
+            return question.value
+        try:
+            state.memo[question.key] = ask(question)
+        except Exception as exc:  # a judge is foreign code: its failure is the ensure's failure
+            state.memo[question.key] = _Raised(exc)
+
+
+@dataclass(frozen=True)
+class _Done:
+    value: Any
+
+
+def _attempt(state: SettlePass, transition: Callable[[], Any]) -> _Done | Question:
+    """One pass of ``transition`` with the verdicts of ``state``: its value, or the question it
+    needs answered first."""
+    previous = settling()
+    _settling.current, state.asked = state, set()
+    try:
+        return _Done(transition())
+    except VerdictNeeded as need:
+        if len(state.memo) >= MAX_QUESTIONS:
+            raise RunnerError(f"one engine call asked the judge more than {MAX_QUESTIONS} "
+                              "distinct questions; giving up") from None
+        return need.question
+    finally:
+        _settling.current = previous
 
 
 class JudgeBridge:

@@ -9,11 +9,13 @@ or :class:`~lockgate.errors.SpecError`; :mod:`lockgate.mcp.advice` turns them in
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from ..dsl.codes import AGENT_CONFIG_CODES
 from ..dsl.loader import LoadResult, load
 from ..engine.engine import Engine
 from ..engine.evaluate import left_behind
+from ..engine.judge import JudgeBridge, Question, ask_judge, settle_blocking
 from ..errors import EngineError, SpecError
 from .specfile import SpecFileError, read_spec_file, spec_path
 
@@ -34,7 +37,11 @@ class ToolContext:
     ``lock`` serialises engine calls (handlers run in worker threads; the engine's cache of live
     runs is not thread-safe); waiting for a decision made elsewhere happens outside it, and so
     does every evaluate command the engine runs (it commits first, and settles the answer under
-    the lock again), so one slow command does not hold up the other tools.
+    the lock again), so one slow command does not hold up the other tools. So does asking the
+    judge: an engine whose judge is a :class:`~lockgate.engine.judge.JudgeBridge` has its calls
+    settled by :func:`~lockgate.engine.judge.settle_blocking`, which abandons a transition that
+    needs a verdict (unsaved; the result it reports was held on its step first), asks the judge
+    with the lock left, and replays the transition on the state then.
     """
 
     engine: Engine
@@ -46,7 +53,17 @@ class ToolContext:
 
     def call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         with self.lock:
+            if isinstance(self.engine.judge, JudgeBridge):
+                return settle_blocking(partial(method, *args, **kwargs), self._verdict)
             return method(*args, **kwargs)
+
+    def _verdict(self, question: Question) -> Any:
+        """The judge's verdict on ``question``, asked with the lock left (entered only inside
+        :meth:`call`): other tools go on while the judge thinks."""
+        assert isinstance(self.engine.judge, JudgeBridge)
+        judge = self.engine.judge.judge
+        with self.unlocked():
+            return asyncio.run(ask_judge(judge, question, step_id=question.step_id, cwd=question.cwd))
 
     @contextmanager
     def unlocked(self) -> Iterator[None]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import sys
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
@@ -23,6 +24,7 @@ from mcp.server import Server
 
 from .. import __version__
 from ..engine.engine import Engine
+from ..engine.judge import JudgeBridge, project_judge
 from .advice import next_steps, tool_error
 from .handlers import HANDLERS, ToolContext, invalid
 from .instructions import SERVER_INSTRUCTIONS
@@ -143,11 +145,16 @@ def _may_wait(name: str, arguments: Mapping[str, Any] | None) -> bool:
 
 def make_context(store: str | None = None, workspace: str | Path | None = None) -> ToolContext:
     """An engine over ``store`` (default: the project's SQLite store) jailed to ``workspace``
-    (default: the current directory, where hosts start their MCP servers)."""
+    (default: the current directory, where hosts start their MCP servers), with the judge the
+    workspace's lockgate.toml names for ``judged`` ensures."""
     from ..engine.store import open_store
 
     root = Path(workspace).expanduser().resolve() if workspace is not None else Path.cwd()
-    return ToolContext(Engine(store=open_store(store), workspace=root), root)
+    judge, problem = project_judge(root)
+    if problem:  # stderr is the host's log of the server
+        print(f"lockgate mcp: no judge for judged ensures (they fail closed): {problem}", file=sys.stderr)
+    engine = Engine(store=open_store(store), workspace=root, judge=JudgeBridge(judge) if judge else None)
+    return ToolContext(engine, root)
 
 
 async def serve_stdio(ctx: ToolContext) -> None:
