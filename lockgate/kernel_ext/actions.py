@@ -72,8 +72,15 @@ def _refuse_unoffered(args, gate) -> None:
 
 
 def _runs(shell, args):
+    """The store's runs as ``lockgate runs`` lists them: a table with a header, times to the second."""
+    from ..cli.runs import _table, _when
+
     rows = _engine().runs()
-    print("\n".join(f"{r['run_id']}  {r['flow']:<20} {r['status']:<10} {r.get('updated_at', '')}" for r in rows) or "no runs")
+    if not rows:
+        print("no runs")
+        return
+    _table([[r["run_id"], r["flow"], r["status"], _when(r.get("updated_at"))] for r in rows],
+           ["RUN", "FLOW", "STATUS", "UPDATED"])
 
 
 def _show(shell, args):

@@ -81,12 +81,12 @@ class FlowSpec:
             kinds[step.kind or "?"] = kinds.get(step.kind or "?", 0) + 1
         parts = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
         inputs = ", ".join(flow.input) or "none"
-        return f"flow {self.flow!r}: {len(flow.steps)} steps ({parts}); inputs: {inputs}"
+        return f"flow {self.flow!r}: {_counted(len(flow.steps), 'step')} ({parts}); inputs: {inputs}"
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, Any]:
         text = f"FlowSpec {self.name}: {self.summary()}"
         if self.warnings:
-            text += f"\n{len(self.warnings)} warning(s):\n" + "\n".join(
+            text += f"\n{_counted(len(self.warnings), 'warning')}:\n" + "\n".join(
                 f"  line {w.range.start.line + 2}: {w.code} {w.message}" for w in self.warnings
             )
         png = self.png()
@@ -103,3 +103,8 @@ class FlowSpec:
 
     def __repr__(self) -> str:
         return f"<FlowSpec {self.name}: {self.summary()}>"
+
+
+def _counted(count: int, noun: str) -> str:
+    """``1 step``, ``2 steps``: a count and its (regular) noun."""
+    return f"{count} {noun}{'s' * (count != 1)}"
