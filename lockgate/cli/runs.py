@@ -148,9 +148,10 @@ def runs_cmd(status: str | None, limit: int, store: str | None, fmt: str) -> Non
     else:
         status = STATUS_ALIASES.get(status, status) if status else None
         found = _call(lambda: engine.runs(status=status, limit=limit))
-        for run in found:
-            if run["status"] == "running":
-                run["waiting"] = _call(lambda: waits_of(engine.store, run["run_id"])).to_dict()
+        running = [run for run in found if run["status"] == "running"]
+        waits = _call(lambda: [waits_of(engine.store, run["run_id"]) for run in running])
+        for run, wait in zip(running, waits):
+            run["waiting"] = wait.to_dict()
     if fmt == "json":
         _json(found)
         return
@@ -369,9 +370,9 @@ def _print_response(resp: dict[str, Any], fmt: str, engine: Any, store: str | No
         click.echo(f"run {rid}: gate {resp['step_id']} waits for a decision; decide with:")
         for line in hints.gate_commands(str(rid), resp["step_id"], store=named, decisions=resp.get("decisions")):
             click.echo(f"  {line}")
-        note = hints.revise_note(resp)
-        if note:
-            click.echo(f"  {note}")
+        no_revise = hints.revise_note(resp)
+        if no_revise:
+            click.echo(f"  {no_revise}")
     elif status == "complete":
         click.echo(f"run {rid}: complete\noutput: " + json.dumps(resp.get("output"), sort_keys=True))
     elif status == "error":

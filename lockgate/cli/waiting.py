@@ -53,7 +53,8 @@ def at_gates(store: Any, limit: int) -> list[tuple[dict[str, Any], Waits]]:
 
     The store lists by status only, so running runs are read in growing batches until enough
     wait at a gate or none are left."""
-    batch, read = limit, {}
+    batch = limit
+    read: dict[str, Waits] = {}
     while True:
         running = store.list_runs(status="running", limit=batch)
         found = []
