@@ -331,20 +331,27 @@ class Drive:
 
     async def _settle(self, step_id: str, method: Any, *args: Any, **kwargs: Any) -> tuple[Any, bool]:
         """(the response, True) of the engine ``method`` settling an answer about ``step_id``;
-        (None, False) when its issuance went stale meanwhile: a result answered elsewhere
-        first, or a command started again elsewhere (another process may be driving the run:
-        noted in ``stale``), or a command whose step is no longer running (reset by a revise
-        made elsewhere, or closed by this drive's own transition: the drive goes on from the
-        run as stored); (the run's status, False) when the run ended elsewhere meanwhile."""
+        (None, False) when its issuance went stale meanwhile, and the drive goes on from the run
+        as stored: this drive holds the run's claim (no other drive calls its agents: the step
+        was reset by a decision made elsewhere — then it may even wait for its dependencies
+        again, refused as ``not_awaiting`` — or answered by a consumer such as an MCP client),
+        or a command's step is no longer running (reset, or closed by this drive's own
+        transition). Without a claim, a result answered or a command started again elsewhere
+        means another process may be driving the run: noted in ``stale``, which ends this drive
+        once nothing else is in flight. (the run's status, False) when the run ended elsewhere."""
         try:
             return await self._engine_call(method, self.run_id, step_id, *args, **kwargs), True
         except StaleToken as stale:
-            if method == self.engine.evaluated and stale.detail.get("step_status") != RUNNING:
+            if self.driver is not None or (method == self.engine.evaluated
+                                           and stale.detail.get("step_status") != RUNNING):
                 await self._engine_call(self.engine.status, self.run_id)
             else:
                 self.stale.append(step_id)
             return None, False
         except EngineError as exc:
+            if exc.error_type == "not_awaiting" and self.driver is not None:  # reset meanwhile, now pending
+                await self._engine_call(self.engine.status, self.run_id)
+                return None, False
             if exc.error_type not in ENDED_ELSEWHERE:
                 raise
             return await self._engine_call(self.engine.status, self.run_id), False
@@ -442,13 +449,15 @@ class Drive:
             response = await self._engine_call(
                 self.engine.gate_resolve, self.run_id, request.step_id, decision.outcome,
                 decision.rationale, decision.resolved_by, request.token, judging=request.step_id)
-        except StaleToken as stale:  # decided elsewhere first: continue from the durable state
-            report = getattr(self.runner.gates, "not_applied", None)
-            if report is not None:  # the channel tells whoever decided (never dropped in silence)
-                report(request, decision, stale)
-            return await self._engine_call(self.engine.status, self.run_id)
         except EngineError as exc:
-            if exc.error_type not in ENDED_ELSEWHERE:
+            # decided elsewhere first, or the gate was reset there (it waits for its dependencies
+            # again): the channel tells whoever decided (never dropped in silence), and the drive
+            # goes on from the durable state
+            if isinstance(exc, StaleToken) or exc.error_type == "not_awaiting":
+                report = getattr(self.runner.gates, "not_applied", None)
+                if report is not None:
+                    report(request, decision, exc)
+            elif exc.error_type not in ENDED_ELSEWHERE:
                 raise
             return await self._engine_call(self.engine.status, self.run_id)
         self._emit_resolved(request, decision)

@@ -270,3 +270,96 @@ async def test_a_resume_finding_another_configuration_than_the_run_was_driven_wi
     assert result.ok and result.output == {"text": "from other"}
     for runner in (first, elsewhere, chosen):
         runner.engine.close()
+
+
+async def test_a_step_reset_by_a_decision_made_elsewhere_while_its_agent_works_is_dispatched_again(
+        tmp_path: Path) -> None:
+    spec = """version: 1
+contracts:
+  Note: {text: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    max_rounds: 3
+    output: {from: "${write.output}", contract: Note}
+    steps:
+      - {id: plan, agent: planner, do: "plan", out: Note}
+      - {id: write, agent: writer, do: "write", out: Note, after: [plan]}
+      - {id: look, after: [plan], gate: {on_approve: null, on_revise: plan, on_kill: null}}
+"""
+    calls: list[int] = []
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def writer(task: Task) -> dict[str, Any]:
+        calls.append(task.attempt)
+        if len(calls) == 1:
+            started.set()
+            await release.wait()
+        return {"text": f"call {len(calls)}"}
+
+    runner = make_runner(store=tmp_path / "runs.db", workspace=tmp_path,
+                         agents={"writer": writer, "planner": lambda task: {"text": "plan"}})
+    driving = asyncio.ensure_future(runner.start(spec, {}))
+    async with asyncio.timeout(GUARD_S):
+        await started.wait()
+        (run_id,) = runner.run_ids
+        elsewhere = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path)  # another terminal
+        elsewhere.resolve_waiting_gate(run_id, "look", "revise", "start over")
+        elsewhere.close()
+        release.set()
+        result = await driving
+    assert result.status == "await_gate"  # not "another process is driving": nobody else does
+    assert len(calls) == 2
+    (write,) = [t for t in runner.engine.audit(run_id)["trace"] if t["step_id"] == "write"]
+    assert write["output"] == {"text": "call 2"}
+    runner.engine.close()
+
+
+async def test_a_decision_for_a_gate_reset_elsewhere_meanwhile_is_reported_not_applied(tmp_path: Path) -> None:
+    from lockgate.engine.gatechannel import Decision
+
+    spec = """version: 1
+contracts:
+  Note: {text: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    max_rounds: 3
+    output: {from: "${plan.output}", contract: Note}
+    steps:
+      - {id: plan, agent: planner, do: "plan", out: Note}
+      - {id: look, after: [plan], gate: {on_approve: null, on_revise: plan, on_kill: null}}
+      - {id: sign, after: [plan], gate: {on_approve: null, on_revise: null, on_kill: null}}
+"""
+    asked, answer = asyncio.Event(), asyncio.Event()
+    lost: list[str] = []
+
+    class Slow:
+        """Decides gate sign once the test says so; leaves look waiting."""
+
+        async def decide(self, request: Any) -> Decision | None:
+            if request.step_id != "sign" or lost:
+                return None
+            asked.set()
+            await answer.wait()
+            return Decision("approve", "fine")
+
+        def not_applied(self, request: Any, decision: Decision, refusal: Exception) -> None:
+            lost.append(f"{request.step_id}: {refusal}")
+
+    runner = make_runner(store=tmp_path / "runs.db", workspace=tmp_path, gates=Slow(),
+                         agents={"planner": lambda task: {"text": "plan"}})
+    driving = asyncio.ensure_future(runner.start(spec, {}))
+    async with asyncio.timeout(GUARD_S):
+        await asked.wait()
+        (run_id,) = runner.run_ids
+        elsewhere = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path)
+        elsewhere.resolve_waiting_gate(run_id, "look", "revise", "again")  # resets plan, look and sign
+        elsewhere.close()
+        answer.set()
+        result = await driving
+    assert result.status == "await_gate"
+    assert lost == ["sign: step sign is pending, not awaiting a gate decision"]
+    runner.engine.close()
