@@ -63,19 +63,12 @@ def _project_judge() -> Any:
     give one is said on stderr (a judged ensure then fails closed, as with no judge)."""
     from pathlib import Path
 
-    from ..engine.agents.config import load_config
-    from ..engine.agents.registry import resolve_agent
-    from ..engine.judge import as_judge
-    from ..errors import LockgateError
+    from ..engine.judge import project_judge
 
-    try:
-        config = load_config(start=Path.cwd())
-        if config.judge is None:
-            return None
-        return as_judge(config.judge, lambda name: resolve_agent(name, config=config))
-    except LockgateError as exc:
-        click.echo(f"warning: no judge for judged ensures: {exc}", err=True)
-        return None
+    judge, problem = project_judge(Path.cwd())
+    if problem:
+        click.echo(f"warning: no judge for judged ensures: {problem}", err=True)
+    return judge
 
 
 def _call(action: Callable[[], Any]) -> Any:
