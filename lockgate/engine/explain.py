@@ -89,10 +89,20 @@ def gate_reason(gate: Mapping[str, Any]) -> str:
     """What a waiting gate (its :func:`gate_entry`) waits for, with the revision limit that
     applies to it (the gate's or the flow's ``max_rounds``, whichever a revise meets first) and,
     when its revise route cannot be taken, that a revise would fail the run."""
-    limit = gate.get("round_limit")
-    rounds = f" (round {limit['used']}/{limit['max']}, the {limit['set_by']}'s max_rounds)" if limit else ""
+    words = round_limit_words(gate)
+    rounds = f" ({words})" if words else ""
     unavailable = gate.get("revise_unavailable") if gate["routes"].get("revise") else None
     return f"gate {gate['step_id']} waits for a decision{rounds}" + (f"; {unavailable}" if unavailable else "")
+
+
+def round_limit_words(gate: Mapping[str, Any]) -> str | None:
+    """A waiting gate's revision limit in words ("round 1/2, the gate's max_rounds"): the
+    ``round_limit`` of its :func:`gate_entry`, None when it has none (it sends no work back, or
+    no ``max_rounds`` bounds it). Shared by ``why`` and the terminal gate prompt."""
+    limit = gate.get("round_limit")
+    if not limit:
+        return None
+    return f"round {limit['used']}/{limit['max']}, the {limit['set_by']}'s max_rounds"
 
 
 def _working(holder: Driver | None) -> str:

@@ -54,9 +54,17 @@ class GateRequest:
         return value if isinstance(value, int) else None
 
     def summary(self) -> str:
-        """A one-paragraph description for a person: the gate and what it follows."""
+        """A one-paragraph description for a person: the gate, the revision limit that applies to
+        it (worded as ``lockgate why`` words it: the gate's or the flow's ``max_rounds``), and what
+        it follows. A gate with no such limit says the flow's round."""
+        # imported here: explain pulls in the whole engine, which this module does not need
+        from .explain import round_limit_words
+
         lines = [f"Gate {self.step_id!r} of run {self.run_id} is waiting for a decision."]
-        if self.round is not None:
+        limit = round_limit_words(self.response)
+        if limit is not None:
+            lines.append(f"{limit[0].upper()}{limit[1:]}.")
+        elif self.round is not None:
             lines.append(f"Round {self.round}.")
         for key in ("prompt", "context", "previous"):
             if self.response.get(key):
