@@ -162,13 +162,11 @@ class Engine:
         them on disk."""
         if reason is not None and not isinstance(reason, str):
             raise EngineError(f"a cancel reason is text, not {type(reason).__name__}", error_type="invalid_arguments")
-        held: list[Any] = []
 
         def apply(run: LiveRun) -> None:
-            held.clear()  # what the transaction that commits holds, not one refused or replayed
             if run.header.status != RUN_RUNNING:
                 return
-            held.extend((run.workspace(), run.fan_worktrees()))
+            run.release_worktrees(run.fan_worktrees())
             burned = []
             for key in [*run.outstanding, *run.waiting, *run.evaluating]:
                 st = run.steps[key]
@@ -185,8 +183,6 @@ class Engine:
 
         before = self._get(run_id, fresh=True).header.status
         out = self._transact(run_id, apply)
-        if held:
-            worktrees.release(*held)
         if before != RUN_RUNNING:
             out["reason"] = f"already_{before}"
         return out
@@ -270,8 +266,9 @@ class Engine:
             except ConcurrencyConflict:
                 self._live.pop(run_id, None)
                 continue
-            worktrees.release(fresh.workspace(), [st.worktree for key, st in run.steps.items()
-                                                  if st.worktree and not st.dropped and fresh.steps[key].dropped])
+            fresh.release_worktrees([st.worktree for key, st in run.steps.items()
+                                     if st.worktree and not st.dropped and fresh.steps[key].dropped])
+            _remove_released(fresh)
             self._live[run_id] = fresh
             out = self._drive(run_id, response(fresh, everything=True), everything=True)
             return {**out, "reverted_to": label.strip()}
@@ -375,6 +372,7 @@ class Engine:
             except BaseException:
                 self._live.pop(run_id, None)
                 raise
+            _remove_released(run)
             return response(run, everything=everything)
         raise ConcurrencyConflict(f"run {run_id} kept changing; gave up after {MAX_REPLAYS} replays",
                                   run_id=run_id)
@@ -488,6 +486,13 @@ def _reporting(so_far: Report, transition: Callable[..., None]) -> Callable[...,
         transition(run, *args, **kwargs)
 
     return apply
+
+
+def _remove_released(run: LiveRun) -> None:
+    """Remove the git worktrees the transaction just committed let go (LiveRun.release_worktrees)."""
+    if run.to_release:
+        worktrees.release(run.workspace(), run.to_release)
+        run.to_release = []
 
 
 def _no_evaluator(*args: Any) -> Any:

@@ -114,6 +114,8 @@ class LiveRun:
         self.extra_records: dict[str, dict[str, Any]] = {}
         #: set once this transition did something outside the store (git worktrees, merges)
         self.irreversible = False
+        #: git worktrees to remove once this transition is committed (see release_worktrees)
+        self.to_release: list[str] = []
         self.checkpoint_records: dict[str, dict[str, Any]] = {}
         #: the ``@driver`` record: who drives the run (see :mod:`lockgate.engine.drivers`)
         self.driver: dict[str, Any] | None = None
@@ -137,6 +139,7 @@ class LiveRun:
         self.routed_now.clear()
         self.extra_records.clear()
         self.irreversible = False
+        self.to_release = []
 
     def report(self) -> Report:
         """What this transaction has to report so far (copies)."""
@@ -303,22 +306,12 @@ class LiveRun:
                 if (w := steps[f"{key}/{i}"].worktree)]
 
     def release_worktrees(self, held: list[str]) -> None:
-        """Remove ``held``, worktrees of items this transition dropped or whose run it ended
-        (semantics §6.8: the worktree is always removed), as the transition runs: marked
-        irreversible, like the fanout's own git work, since no hook runs after the commit.
-
-        The removal is made safe to replay instead. Removing a worktree already gone does
-        nothing, and a transition whose save conflicts is replayed on the stored state, where
-        it drops the same records or ends the run again, or finds the run ended (or the
-        records dropped) by the writer that came first, which removed them too. Only a replay
-        refused outright (its token went stale: another writer decided first) leaves live items
-        without their worktree: the next result of such an item finds no patch to take and
-        that attempt fails and is retried in a fresh worktree (:func:`worktrees.ensure`); the
-        next stage of a multi-stage item starts in a fresh one. Nothing crashes, nothing
-        foreign is merged; that attempt's work is lost."""
-        if held:
-            self.irreversible = True
-            worktrees.release(self.workspace(), held)
+        """Let go of ``held``, worktrees of items this transition dropped or whose run it ended
+        (semantics §6.8: the worktree is always removed): the engine removes them once the
+        transaction is committed (:attr:`to_release`), so a transition refused or replayed on
+        another writer's state removes nothing. A crash in between leaves them on disk; a
+        revert that drops their items again removes them."""
+        self.to_release.extend(held)
 
     def _rebuild_indexes(self) -> None:
         for key, st in self.steps.items():

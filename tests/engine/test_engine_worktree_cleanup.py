@@ -140,6 +140,28 @@ def test_a_revise_replayed_after_a_conflict_removes_them_once(repo: Path) -> Non
     assert drive(engine, run, write_and_echo)["status"] == "complete"
 
 
+def test_a_revise_refused_on_its_replay_leaves_the_worktrees_of_the_items_still_in_flight(repo: Path) -> None:
+    store = MemoryStore()
+    engine = Engine(store=store, workspace=repo)
+    run, entries = items_in_flight(engine, repo)
+    gate = engine.status(run)["gates"][0]
+    save, raced = store.save_run, []
+
+    def approved_elsewhere_first(*args: Any, **kwargs: Any) -> int:
+        if not raced:  # another writer approves the gate just before this revise is saved
+            raced.append(True)
+            Engine(store=store, workspace=repo).gate_resolve(run, "ok", "approve", "fine", "them", gate["token"])
+        return save(*args, **kwargs)
+
+    store.save_run = approved_elsewhere_first  # type: ignore[method-assign]
+    with pytest.raises(EngineError):  # replayed on the approved gate: its token is spent
+        engine.gate_resolve(run, "ok", "revise", "again", "me", gate["token"])
+    store.save_run = save  # type: ignore[method-assign]
+    assert sorted(linked(repo)) == sorted(entries[k]["cwd"] for k in ("fan/0", "fan/1"))  # still in use
+    assert drive(engine, run, write_and_echo)["status"] == "complete" and linked(repo) == []
+    assert (repo / "a.txt").read_text() == "made by a\n"
+
+
 def test_a_cancel_removes_the_worktrees_of_the_items_in_flight(repo: Path) -> None:
     engine = Engine(workspace=repo)
     run, entries = items_in_flight(engine, repo)
