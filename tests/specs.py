@@ -40,3 +40,19 @@ flows:
           dispatch: {dispatch}
 {pre_merge}          steps:
 {stages}"""
+
+
+def note_flow(steps: str, *, output: str, max_rounds: int | None = None) -> str:
+    """A flow with no input over contract Note (``{text: string}``) whose output is step
+    ``output``'s; ``steps`` are its YAML list items, each line indented six spaces."""
+    rounds = f"    max_rounds: {max_rounds}\n" if max_rounds else ""
+    return f"""version: 1
+contracts:
+  Note: {{text: string}}
+flows:
+  entry: main
+  main:
+    input: {{}}
+{rounds}    output: {{from: "${{{output}.output}}", contract: Note}}
+    steps:
+{steps}"""

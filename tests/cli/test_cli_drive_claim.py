@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 from cli_support import fifo_lines, lockgate_argv, lockgate_env
+from specs import note_flow
 
 from lockgate.engine import Engine
 from lockgate.engine.store import open_store
@@ -98,18 +99,9 @@ def test_take_over_goes_with_resume(tmp_path: Path) -> None:
     assert "--take-over goes with --resume RUN" in done.stderr
 
 
-GATED = """version: 1
-contracts:
-  Note: {text: string}
-flows:
-  entry: main
-  main:
-    input: {}
-    output: {from: "${write.output}", contract: Note}
-    steps:
-      - {id: ok, gate: {on_approve: write, on_revise: null, on_kill: null}}
+GATED = note_flow("""      - {id: ok, gate: {on_approve: write, on_revise: null, on_kill: null}}
       - {id: write, agent: writer, do: "write", out: Note}
-"""
+""", output="write")
 PROJECT = """[agents.writer]
 type = "command"
 command = ["sh", "-c", "cat >/dev/null; echo '{\\"text\\": \\"from the project\\"}'"]

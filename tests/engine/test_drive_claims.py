@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from specs import note_flow
 
 from lockgate.engine import Engine, drive
 from lockgate.engine.agents import Task
@@ -26,31 +27,12 @@ from lockgate.errors import RunDriven, TakenOver
 
 #: a guard (nothing waits for it to pass)
 GUARD_S = 30
-SPEC = """version: 1
-contracts:
-  Note: {text: string}
-flows:
-  entry: main
-  main:
-    input: {}
-    output: {from: "${write.output}", contract: Note}
-    steps:
-      - {id: write, agent: writer, do: "write", out: Note}
-"""
-COMMAND_SPEC = """version: 1
-contracts:
-  Note: {text: string}
-flows:
-  entry: main
-  main:
-    input: {}
-    output: {from: "${a.output}", contract: Note}
-    steps:
-      - {id: a, agent: claude, do: a, out: Note}
+SPEC = note_flow('      - {id: write, agent: writer, do: "write", out: Note}\n', output="write")
+COMMAND_SPEC = note_flow("""      - {id: a, agent: claude, do: a, out: Note}
       - id: check
         after: [a]
         evaluate: {command: "check it", timeout_ms: 5000}
-"""
+""", output="a")
 
 
 def elsewhere(driver: Driver, **changes: Any) -> dict[str, Any]:
@@ -274,20 +256,10 @@ async def test_a_resume_finding_another_configuration_than_the_run_was_driven_wi
 
 async def test_a_step_reset_by_a_decision_made_elsewhere_while_its_agent_works_is_dispatched_again(
         tmp_path: Path) -> None:
-    spec = """version: 1
-contracts:
-  Note: {text: string}
-flows:
-  entry: main
-  main:
-    input: {}
-    max_rounds: 3
-    output: {from: "${write.output}", contract: Note}
-    steps:
-      - {id: plan, agent: planner, do: "plan", out: Note}
+    spec = note_flow("""      - {id: plan, agent: planner, do: "plan", out: Note}
       - {id: write, agent: writer, do: "write", out: Note, after: [plan]}
       - {id: look, after: [plan], gate: {on_approve: null, on_revise: plan, on_kill: null}}
-"""
+""", output="write", max_rounds=3)
     calls: list[int] = []
     started, release = asyncio.Event(), asyncio.Event()
 
@@ -319,20 +291,10 @@ flows:
 async def test_a_decision_for_a_gate_reset_elsewhere_meanwhile_is_reported_not_applied(tmp_path: Path) -> None:
     from lockgate.engine.gatechannel import Decision
 
-    spec = """version: 1
-contracts:
-  Note: {text: string}
-flows:
-  entry: main
-  main:
-    input: {}
-    max_rounds: 3
-    output: {from: "${plan.output}", contract: Note}
-    steps:
-      - {id: plan, agent: planner, do: "plan", out: Note}
+    spec = note_flow("""      - {id: plan, agent: planner, do: "plan", out: Note}
       - {id: look, after: [plan], gate: {on_approve: null, on_revise: plan, on_kill: null}}
       - {id: sign, after: [plan], gate: {on_approve: null, on_revise: null, on_kill: null}}
-"""
+""", output="plan", max_rounds=3)
     asked, answer = asyncio.Event(), asyncio.Event()
     lost: list[str] = []
 
