@@ -16,20 +16,7 @@ from specs import note_flow
 from lockgate.engine import Engine
 from lockgate.engine.store import open_store
 
-SPEC = """version: 1
-contracts:
-  Note: {text: string}
-flows:
-  entry: main
-  main:
-    input: {}
-    output: {from: "${write.output}", contract: Note}
-    steps:
-      - id: write
-        agent: writer
-        do: "write"
-        out: Note
-"""
+SPEC = note_flow('      - {id: write, agent: writer, do: "write", out: Note}\n', output="write")
 # The writer logs each call. Its first call says it started, then waits on a FIFO nobody writes
 # (the test kills the process meanwhile); a later call answers at once.
 AGENTS = """
