@@ -97,12 +97,13 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
     ("LG719", "CARRY_REVISE_GATE_NOT_AFTER_CONSUMER", "a carry reader does not reach the gate"),
     # lint
     ("LG901", "LINT_UNUSED_CONTRACT", "a contract no step or flow uses"),
-    ("LG902", "LINT_UNREACHABLE_STEP", "a routing target no route can reach"),
+    ("LG902", "LINT_UNREACHABLE_STEP", "a step no route or dependency can reach"),
     ("LG903", "LINT_SAME_AGENT_REVIEW", "a reviewer uses the same agent as the step it reviews"),
     ("LG904", "LINT_WHEN_UNORDERED", "when reads a step it does not depend on"),
     ("LG905", "LINT_UNKNOWN_AGENT", "an agent name that is not configured"),
     ("LG906", "LINT_NO_ENSURE", "an agent step with neither out nor ensure is unchecked"),
     ("LG907", "LINT_UNUSED_OUTPUT", "an output nobody reads"),
+    ("LG908", "LINT_GATE_SPLIT_ROUTES", "a gate approves and kills to different steps (the reference engine strands one)"),
 )
 
 CODES: dict[str, Code] = {

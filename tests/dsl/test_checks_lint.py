@@ -1,8 +1,10 @@
-"""Lint warnings LG901-906: each with a hint, only with lint=True."""
+"""Lint warnings LG901-906 and LG908: each with a hint, only with lint=True."""
 
 from __future__ import annotations
 
-from checks_support import P, check, codes, errors, flow, only
+import textwrap
+
+from checks_support import P, calling_sub, check, codes, errors, flow, only
 
 from lockgate.dsl.diagnostics import Severity
 
@@ -28,27 +30,37 @@ def test_misspelt_out_does_not_also_make_the_contract_unused():
     assert "LG901" not in codes(check(flow("- {id: a, do: x, out: Rr}")))
 
 
-def test_unreachable_router_chain_reports_the_first_step_only():
-    found = lint(flow("""
-        - {id: a, do: x, out: R, ensure: [{expr: "true"}]}
-        - {id: g, after: [a], gate: {on_approve: null, on_revise: null, on_kill: null}}
-        - {id: b, do: y, out: R, after: [g], on_fail: c}
-        - {id: c, do: z, out: R}
-        - {id: d, do: w, out: R, after: [b]}
-    """))
-    found = only(found, "LG902")
-    assert found.path == P(2, "id")
-    assert "gate 'g'" in found.message and "2 steps after it" in found.message
+CHAIN = """
+    - {id: a, do: x, out: R, ensure: [{expr: "true"}]}
+    - {id: g, after: [a], gate: {on_approve: null, on_revise: null, on_kill: null}}
+    - {id: b, do: y, out: R, after: [g], on_fail: c}
+    - {id: c, do: z, out: R}
+    - {id: d, do: w, out: R, after: [b]}
+"""
 
 
-def test_gate_with_different_approve_and_kill_targets_strands_one():
+def test_unreachable_router_chain_in_a_subflow_reports_the_first_step_only():
+    sub = "input: {}\noutput: {from: '${a.output}', contract: R}\nsteps:\n" + textwrap.indent(
+        textwrap.dedent(CHAIN).strip("\n"), "  ")
+    found = only(lint(calling_sub(sub)), "LG902")
+    assert found.path == ("flows", "sub", "steps", 2, "id")
+    assert "runs as a subflow" in found.message and "gate 'g'" in found.message
+    assert "2 steps after it" in found.message
+
+
+def test_steps_after_a_null_approve_gate_at_the_root_run():
+    assert "LG902" not in codes(lint(flow(CHAIN)))
+
+
+def test_gate_with_different_approve_and_kill_targets_notes_the_reference_engine():
     found = only(lint(flow("""
         - {id: a, do: x, out: R, ensure: [{expr: "true"}]}
         - {id: g, after: [a], gate: {on_approve: ok, on_revise: null, on_kill: stop}}
         - {id: ok, do: y, out: R}
         - {id: stop, do: z, out: R}
     """)))
-    assert (found.code, found.path) == ("LG902", P(1, "gate", "on_kill"))
+    assert (found.code, found.path) == ("LG908", P(1, "gate", "on_kill"))
+    assert "Lockgate skips" in found.message and "reference engine" in found.message
 
 
 def test_gate_with_a_kill_route_releases_its_dependents():

@@ -97,6 +97,11 @@ flows:
         out: Other
 """
 
+# flow other with a gate whose null approve ends it as a subflow (LG902 only once main calls it)
+OTHER_B = '      - id: b\n        do: "Then ${a.output.x}"\n'
+OTHER_GATE = "      - id: g\n        after: [a]\n        gate: {on_approve: null, on_revise: null, on_kill: null}\n"
+OTHER_B_AFTER_GATE = '      - id: b\n        after: [g]\n        do: "Then ${a.output.x}"\n'
+CALL_OTHER = '      - id: s7\n        run: other\n        with: {x: "${input.topic}"}\n'
 S1 = "      - id: s1\n"
 S2 = "      - id: s2\n"
 
@@ -127,7 +132,9 @@ VARIANTS = [
     ({"LG403", "LG502"}, edit(("      - id: s3\n", "      - id: s33\n"))),
     ({"LG505"}, edit(("on_revise: s3", "on_revise: s5"))),
     ({"LG506"}, edit(("    max_rounds: 2\n", ""))),
-    ({"LG902"}, edit(("on_approve: s5", "on_approve: null"))),
+    ({"LG908"}, edit(("on_kill: null", "on_kill: s6"))),
+    (set(), edit((OTHER_B, OTHER_GATE + OTHER_B_AFTER_GATE))),  # a null-approve gate at the root
+    ({"LG902"}, edit((OTHER_B, OTHER_GATE + OTHER_B_AFTER_GATE), ("      - id: s6\n", CALL_OTHER + "      - id: s6\n"))),
     ({"LG903"}, edit(("do: \"Work on ${s0.output.summary}\"\n        agent: codex",
                       "do: \"Work on ${s0.output.summary}\"\n        agent: claude"))),
     ({"LG904"}, edit(("        after: [s2]\n        when:", "        when:"))),

@@ -45,10 +45,10 @@ def _reviews(text: str) -> bool:
 
 def check(ctx: Context) -> Iterator[Finding]:
     yield from unused_contracts(ctx.spec)
+    called = subflow_names(ctx.spec)
     for flow in ctx.spec.flows.values():
         if ctx.graph_complete(flow):
-            # both read only the graph and what step signatures hold: one answer per graph
-            yield from graph_memo(flow, "LG902", lambda f: (*unreachable_steps(f), *split_gate_routes(f)))
+            yield from gate_route_findings(flow, flow.name in called)
             yield from unordered_reads(flow)
             yield from unused_outputs(flow)
         yield from same_agent_reviews(flow)
@@ -123,17 +123,39 @@ def _undeclared_names(spec: Spec) -> set[str]:
     return {n for n in named if n not in spec.contracts}
 
 
-# -- LG902 ------------------------------------------------------------------------------------
+# -- LG902, LG908 ----------------------------------------------------------------------------
+#
+# What the engine does with gate routes (lockgate/engine/gates.py, advance.py): a route target
+# the gate did not route to is skipped, so both branches of a gate settle; a null on_approve
+# completes only the gate at the root (its dependents run), but completes the whole subflow
+# inside one (semantics §6.7), so there the gate's dependents run only if a kill route releases
+# them. A null on_kill fails the run (or the run step) either way.
 
 
-def unreachable_steps(flow: Flow) -> Iterator[Finding]:
-    """Steps that can never run: those waiting for a gate whose approval completes the flow
-    and whose kill fails it, and everything behind them.
+def subflow_names(spec: Spec) -> frozenset[str]:
+    """Flows some ``run`` step calls (one naming the entry flow is LG704; the entry stays a root)."""
+    return frozenset(step.run for flow in spec.flows.values() for step in flow.steps
+                     if step.kind == "run" and step.run and step.run != spec.entry)
+
+
+def gate_route_findings(flow: Flow, subflow: bool) -> tuple[Finding, ...]:
+    """LG902 and LG908 for ``flow``; both read only the graph and what step signatures hold,
+    plus whether the flow runs as a subflow: one answer per graph and place."""
+    key = "LG902/subflow" if subflow else "LG902/root"
+    return graph_memo(flow, key, lambda f: (*unreachable_steps(f, subflow), *split_gate_routes(f)))
+
+
+def unreachable_steps(flow: Flow, subflow: bool) -> Iterator[Finding]:
+    """Steps that can never run in a subflow: those waiting for a gate whose approval (a null
+    ``on_approve``) completes the subflow and whose kill (a null ``on_kill``) fails it, and
+    everything behind them. At the root every step can run, so there is nothing to report.
 
     Reachability is a fixpoint: a step can run when every dependency can finish and, for a
     routing target, when some router can run. Only the first step of an unreachable chain is
     reported; the message counts the steps stranded behind it (by dependency or route).
     """
+    if not subflow:
+        return
     from ..graph import dependencies
 
     ids = list(flow.step_map)
@@ -150,7 +172,7 @@ def unreachable_steps(flow: Flow) -> Iterator[Finding]:
             if sid in runnable:
                 continue
             deps = dependencies(flow, sid)
-            if not deps <= runnable or any(_ends_flow(flow.step_map[d]) for d in deps):
+            if not deps <= runnable or any(_ends_subflow(flow.step_map[d]) for d in deps):
                 continue
             if sid in targets and not any(r.source in runnable for r in targets[sid]):
                 continue
@@ -158,50 +180,51 @@ def unreachable_steps(flow: Flow) -> Iterator[Finding]:
             changed = True
     stuck = [sid for sid in ids if sid not in runnable]
     for sid in stuck:
-        cause = _cause(flow, sid)
-        if cause is None:
+        gate = _ending_gate(flow, sid)
+        if gate is None:
             continue  # stranded behind another unreachable step, which is reported
         behind = [s for s in stuck if s != sid and s in reset_closure(flow, sid)]
         tail = f" ({len(behind)} step{'s' if len(behind) > 1 else ''} after it are stranded too)" if behind else ""
         yield Finding(
             "LG902",
-            f"step '{sid}' can never run: {cause}{tail}",
+            f"step '{sid}' can never run when flow '{flow.name}' runs as a subflow: it waits for "
+            f"gate '{gate}', whose approval completes the subflow (on_approve: null) and whose "
+            f"kill fails it{tail}",
             (*flow.step_map[sid].at, "id"),
-            hint="check the routes and 'after' lists that lead to it, or remove it",
+            hint=f"route on_approve of '{gate}' to the step that should run next, or remove it",
         )
 
 
-def _ends_flow(step: Step) -> bool:
-    """A gate whose approval completes the flow and whose kill fails it releases nobody."""
+def _ends_subflow(step: Step) -> bool:
+    """A gate whose approval completes its subflow and whose kill fails it releases nobody."""
     gate = step.gate
     return step.kind == "gate" and gate is not None and gate.on_approve is None and gate.on_kill is None
 
 
-def _cause(flow: Flow, sid: str) -> str | None:
-    """Why ``sid`` can never run, when the reason is its own (not a step before it)."""
+def _ending_gate(flow: Flow, sid: str) -> str | None:
+    """The gate that strands ``sid`` directly, when the reason is its own (not a step before it)."""
     from ..graph import dependencies
 
-    enders = sorted(d for d in dependencies(flow, sid) if _ends_flow(flow.step_map[d]))
-    if enders:
-        return (f"it waits for gate '{enders[0]}', whose approval completes the flow and whose "
-                f"kill fails it")
-    return None
+    enders = sorted(d for d in dependencies(flow, sid) if _ends_subflow(flow.step_map[d]))
+    return enders[0] if enders else None
 
 
 def split_gate_routes(flow: Flow) -> Iterator[Finding]:
-    """A gate that approves to one step and kills to another strands the branch not taken:
-    routed-only gate targets are never skipped (§8 item 13), so the run cannot finish."""
+    """A gate that approves to one step and kills to another: Lockgate skips the branch not
+    taken, but the reference engine never skips a gate route target (semantics §8.13), so
+    there the run stops with no runnable steps. A porting note, not a Lockgate problem."""
     for step in flow.steps:
         gate = step.gate
         if gate is None or None in (gate.on_approve, gate.on_kill) or gate.on_approve == gate.on_kill:
             continue
         yield Finding(
-            "LG902",
-            f"gate '{step.id}' approves to '{gate.on_approve}' and kills to '{gate.on_kill}': the "
-            f"step not taken is never skipped, so it can never run and the run cannot finish",
+            "LG908",
+            f"gate '{step.id}' approves to '{gate.on_approve}' and kills to '{gate.on_kill}': "
+            f"Lockgate skips the step not taken; the reference engine would leave it pending and "
+            f"stop with no runnable steps",
             (*gate.at, "on_kill"),
-            hint="route approve and kill to the same step (and branch on a 'when' there), or "
-            "set one of them to null",
+            hint="for a spec that also runs on the reference engine, route approve and kill to "
+            "the same step (and branch on a 'when' there), or set one of them to null",
         )
 
 
