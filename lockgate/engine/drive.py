@@ -419,23 +419,26 @@ class Drive:
         request = GateRequest.from_response({"run_id": self.run_id, **gate})
         self.emit("gate_waiting", self.run_id, step_id=request.step_id,
                   data={"round": gate.get("round"), "max_rounds": gate.get("max_rounds")})
-        if self.runner.gates is None:
+        held = gate.get("decided")  # decided before the process that took it stopped
+        if self.runner.gates is None and held is None:
             self.unanswered[token] = gate
             return
-        self.asks[token] = asyncio.ensure_future(self._ask(request, gate))
+        decision = Decision(held["outcome"], held["rationale"], held["resolved_by"]) if held else None
+        self.asks[token] = asyncio.ensure_future(self._ask(request, gate, decision))
 
-    async def _ask(self, request: GateRequest, gate: dict[str, Any]) -> None:
+    async def _ask(self, request: GateRequest, gate: dict[str, Any], held: Decision | None = None) -> None:
         try:
-            answer = await self._answer(self._decide(request, gate))
+            answer = await self._answer(self._decide(request, gate, held))
         finally:
             self.asks.pop(request.token, None)
         self._deliver(answer)
 
-    async def _decide(self, request: GateRequest, gate: dict[str, Any]) -> Any:
-        """The response after the channel's decision; without one the gate is left waiting
-        and the loop only woken. A decision said to be made elsewhere while the gate still
-        waits is no decision (asking again would loop without end)."""
-        decision = await self.runner.gates.decide(request)  # type: ignore[union-attr]
+    async def _decide(self, request: GateRequest, gate: dict[str, Any], held: Decision | None = None) -> Any:
+        """The response after the channel's decision (or ``held``, one a person made before the
+        process applying it stopped: applied again without asking); without one the gate is
+        left waiting and the loop only woken. A decision said to be made elsewhere while the
+        gate still waits is no decision (asking again would loop without end)."""
+        decision = held if held is not None else await self.runner.gates.decide(request)  # type: ignore[union-attr]
         if decision is not None and decision.applied:
             response = await self._engine_call(self.engine.status, self.run_id)
             if all(g.get("token") != request.token for g in waiting_gates(response)):

@@ -45,6 +45,13 @@ def explain(run: LiveRun) -> dict[str, Any]:
         unblocked = _unblocked_by(_resume_or_cancel(rid) if holder is None else [action("cancel", rid)])
         for key in run.waiting:
             gate = gate_entry(run, key)
+            if "decided" in gate:  # decided, not applied yet: the process applying it stopped
+                held = gate["decided"]
+                waits.append({"kind": "gate", "step_id": key, "routes": gate["routes"], "token": gate["token"],
+                              "reason": f"gate {key} was decided ({held['outcome']}, by {held['resolved_by']}) "
+                                        "before the process applying it stopped; resuming the run applies it",
+                              **unblocked})
+                continue
             verbs = ["approve", *(["revise"] if "revise" in gate["decisions"] else []), "reject"]
             waits.append({"kind": "gate", "step_id": key, "reason": gate_reason(gate),
                           "routes": gate["routes"], "token": gate["token"],

@@ -36,6 +36,9 @@ def gate_resolve(run: LiveRun, key: str, outcome: Any, rationale: Any, resolved_
         st = check_issuance(run, key, token, gate=True)
     except StaleToken as exc:
         raise _decided_otherwise(run, key, decision, exc) from None
+    if st.parked is not None:  # held while a judge was asked (Engine.gate_resolve): applied now
+        st.parked = None
+        run.touch(st)
     loc = run.locate(key)
     gate = loc.cstep.step.gate
     assert gate is not None

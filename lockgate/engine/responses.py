@@ -264,6 +264,9 @@ def gate_entry(run: LiveRun, key: str) -> dict[str, Any]:
         "revisions": st.iterations,
         **_round_limit(loc, st, rounds),
     }
+    parked = st.parked
+    if parked is not None and parked.get("token") == st.token:  # see results.park
+        entry["decided"] = parked["decision"]
     blocked = revise_blocked(run, loc, st)
     if blocked is None:
         return {**entry, "decisions": ["approve", "revise", "kill"]}

@@ -155,14 +155,21 @@ def parked(token: Any, result: Any, failure: Any, usage: Any) -> dict[str, Any]:
     return record
 
 
-def park(run: LiveRun, key: str, record: dict[str, Any]) -> None:
-    """Hold a reported result on its step (fenced like the report itself), in a transaction of
-    its own before the one that checks it: when that one asks a judge, which may take long, a
-    crash meanwhile loses nothing reported, and the dispatch is described with the result to
-    report again (``reported``) instead of work to do again."""
-    st = check_issuance(run, key, record["token"], gate=False)
+def park(run: LiveRun, key: str, record: dict[str, Any], *, gate: bool = False) -> None:
+    """Hold a reported result (or, ``gate``, a gate decision: :func:`parked_decision`) on its
+    step (fenced like the report itself), in a transaction of its own before the one that
+    checks it: when that one asks a judge, which may take long, a crash meanwhile loses nothing
+    reported, and the dispatch is described with the result to report again (``reported``)
+    instead of work to do again (a gate with the decision to apply again: ``decided``)."""
+    st = check_issuance(run, key, record["token"], gate=gate)
     st.parked = record
     run.touch(st)
+
+
+def parked_decision(token: Any, outcome: str, rationale: Any, resolved_by: Any) -> dict[str, Any]:
+    """The record of a gate decision held while its transition asks a judge (see :func:`park`)."""
+    return {"token": token, "decision": {"outcome": outcome, "rationale": str(rationale or ""),
+                                         "resolved_by": str(resolved_by or "human")}}
 
 
 def unstorable(problem: str) -> dict[str, Any]:

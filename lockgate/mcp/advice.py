@@ -130,6 +130,12 @@ def next_steps(result: dict[str, Any]) -> str | None:
         return (f"Next: do step {result.get('step_id')} and call lockgate_step_done with run_id {run}, its "
                 f"step_id and token {result.get('token')}{others}.")
     if status == "await_gate":
+        decided = next((g for g in [result, *(result.get("gates") or ())] if g.get("decided")), None)
+        if decided is not None:
+            held = decided["decided"]
+            return (f"Gate {decided.get('step_id')} was decided ({held.get('outcome')}, by {held.get('resolved_by')}) "
+                    "before the process applying it stopped (in its `decided`): call lockgate_gate_resolve with "
+                    f"that decision and token {decided.get('token')}; no need to ask again.")
         offered = " / ".join(result.get("decisions") or ("approve", "revise", "kill"))
         return (f"Gate {result.get('step_id')} waits for a decision: ask the user ({offered}) and "
                 f"call lockgate_gate_resolve with token {result.get('token')}, or let a person decide with "
