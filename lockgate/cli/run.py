@@ -98,9 +98,8 @@ def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | Non
     if resume_id is not None and (pairs or inputs_file or flow):
         given = "--flow" if flow and not (pairs or inputs_file) else "--input/--inputs"
         _usage(f"{given} goes with SPEC: a resumed run keeps the flow and inputs it was started with")
-    if spec is not None and (not Path(spec).exists() or Path(spec).is_dir()):
-        problem = "is a directory, not a spec file" if Path(spec).is_dir() else "no such file"
-        click.echo(f"error: {problem}: {spec}", err=True)
+    if spec is not None and Path(spec).is_dir():  # a missing file: the engine says "no such file"
+        click.echo(f"error: is a directory, not a spec file: {spec}", err=True)
         sys.exit(EXIT_USAGE)
     options = Options(agents_module, store, judge, config_file)
     try:

@@ -278,14 +278,9 @@ def _gate_command(decision: str, summary: str) -> click.Command:
 
 
 def _open_gate(engine: Any, run_id: str, step_id: str) -> dict[str, Any] | None:
-    """The waiting gate ``step_id`` of run ``run_id`` (None when it does not wait: the engine
-    then says which gates do); a run that ended is refused here, saying how it ended."""
+    """The waiting gate ``step_id`` of run ``run_id`` (None when it does not wait: the engine's
+    refusal of the decision then says which gates do, or how the run ended)."""
     status = _call(lambda: engine.status(run_id))
-    ended = {"complete": "is complete", "cancelled": "was cancelled", "killed": "was killed",
-             "error": f"failed ({status.get('error_type')})"}.get(status["status"])
-    if ended is not None:
-        click.echo(f"error: run {run_id} {ended}; its gates take no more decisions", err=True)
-        sys.exit(1)
     return next((g for g in status.get("gates", []) if g["step_id"] == step_id), None)
 
 

@@ -36,7 +36,6 @@ from .carry import materialise
 from .compiled import CompiledSpec, compiled
 from .drivers import DRIVER_KEY, Driver
 from .evaluate import Evaluated, Evaluator, run_command
-from .gates import DECISIONS
 from .gates import gate_resolve as _gate_resolve
 from .live import Env, LiveRun, Report
 from .model import (
@@ -48,7 +47,7 @@ from .model import (
     now,
 )
 from .responses import dispatch_entry, gate_entry, response, trace
-from .results import late_spend, park, parked, parked_decision, unstorable
+from .results import late_spend, park, parked, unstorable
 from .results import step_done as _step_done
 from .specdata import digest, spec_data
 
@@ -124,7 +123,6 @@ class Engine:
     def gate_resolve(self, run_id: str, step_id: str, outcome: str, rationale: str = "",
                      resolved_by: str = "human", token: str | None = None) -> dict[str, Any]:
         """Approve, revise or kill (``reject``) a waiting gate, fenced by its gate token."""
-        self._park_decision(run_id, step_id, outcome, rationale, resolved_by, token)
         out = self._transact(run_id, lambda run: _settled(_gate_resolve, run, step_id, outcome, rationale,
                                                           resolved_by, token))
         return self._drive(run_id, out)
@@ -144,10 +142,15 @@ class Engine:
 
         For people deciding from the CLI or a notebook, who hold no token: the decision applies
         to the round that is waiting at this moment. Refused (``not_awaiting``) when the step is
-        not a waiting gate.
+        not a waiting gate, saying which gates wait, or how the run ended when it has.
         """
-        gates = {g["step_id"]: g for g in self.status(run_id).get("gates", [])}
+        status = self.status(run_id)
+        gates = {g["step_id"]: g for g in status.get("gates", [])}
         if step_id not in gates:
+            ended = _how_it_ended(status)
+            if ended is not None:
+                raise EngineError(f"run {run_id} {ended}; its gates take no more decisions",
+                                  error_type="not_awaiting")
             waiting = ", ".join(gates) or "none"
             raise EngineError(f"step {step_id} of run {run_id} is not a waiting gate (waiting gates: {waiting})",
                               error_type="not_awaiting")
@@ -415,24 +418,6 @@ class Engine:
         if st is None or st.parked != record:
             self._transact(run_id, lambda live: park(live, step_id, record))
 
-    def _park_decision(self, run_id: str, step_id: str, outcome: Any, rationale: Any, resolved_by: Any,
-                       token: Any) -> None:
-        """:meth:`_park` for a gate decision: the transition applying it may reach a judged
-        ensure (a ``set`` step after the gate, a revise's region), so it is held on the gate
-        first and a crash while the judge answers does not lose what a person decided. A
-        decision the gate refuses is not held (its own transaction then says why)."""
-        run = self._get(run_id)
-        st = run.steps.get(step_id)
-        if (not run.cspec.judges or self.judge is None or st is None or not isinstance(outcome, str)
-                or outcome not in DECISIONS or not isinstance(token, str)):
-            return
-        record = parked_decision(token, DECISIONS[outcome], rationale, resolved_by)
-        if st.parked != record:
-            try:
-                self._transact(run_id, lambda live: park(live, step_id, record, gate=True))
-            except EngineError:
-                pass
-
     def _drive(self, run_id: str, out: dict[str, Any], everything: bool = False) -> dict[str, Any]:
         """Finish the work the call's transaction started that the engine does itself: evaluate
         commands (:meth:`_evaluations`) and, with a dispatcher, outstanding engine-dispatch
@@ -545,6 +530,13 @@ def load_live(store: Any, run_id: str, env: Env) -> LiveRun:
     return run
 
 
+def _how_it_ended(status: dict[str, Any]) -> str | None:
+    """How a run whose response is ``status`` ended, in words ("was cancelled", "failed
+    (budget_exceeded)"); None while it runs."""
+    return {"complete": "is complete", "cancelled": "was cancelled", "killed": "was killed",
+            "error": f"failed ({status.get('error_type')})"}.get(status["status"])
+
+
 def _coerce_spec(spec: Spec | str | Path) -> Spec:
     if isinstance(spec, Spec):
         return spec
@@ -554,6 +546,8 @@ def _coerce_spec(spec: Spec | str | Path) -> Spec:
         path = Path(spec)
         try:  # bytes: the loader reports text that is not UTF-8 as a diagnostic
             result = load_file(path)
+        except FileNotFoundError as exc:
+            raise SpecError(f"no such file: {path}") from exc
         except OSError as exc:
             raise SpecError(f"cannot read spec {path}: {exc}") from exc
     elif isinstance(spec, str):

@@ -58,8 +58,8 @@ def test_refused_gate_decisions_are_one_line_messages(kernel):
     _short_usage_error(kernel.run("%flow revise r review"), "a revision needs a note")
     assert kernel.value("r.waiting_gates()") == ["review"]  # nothing was decided
     assert kernel.run("%flow approve r review --note ok").error is None
-    _short_usage_error(kernel.run("%flow approve r review"), "%flow approve: step review of run",
-                       "is not a waiting gate")
+    _short_usage_error(kernel.run("%flow approve r review"), "%flow approve: run",
+                       "is complete; its gates take no more decisions")
 
 
 def test_control_characters_of_a_cell_are_escaped_in_the_report(kernel):
