@@ -36,6 +36,7 @@ from .carry import materialise
 from .compiled import CompiledSpec, compiled
 from .drivers import DRIVER_KEY, Driver
 from .evaluate import Evaluated, Evaluator, run_command
+from .gates import DECISIONS
 from .gates import gate_resolve as _gate_resolve
 from .live import Env, LiveRun, Report
 from .model import (
@@ -47,7 +48,7 @@ from .model import (
     now,
 )
 from .responses import dispatch_entry, gate_entry, response, trace
-from .results import late_spend, park, parked, unstorable
+from .results import late_spend, park, parked, parked_decision, unstorable
 from .results import step_done as _step_done
 from .specdata import digest, spec_data
 
@@ -123,6 +124,7 @@ class Engine:
     def gate_resolve(self, run_id: str, step_id: str, outcome: str, rationale: str = "",
                      resolved_by: str = "human", token: str | None = None) -> dict[str, Any]:
         """Approve, revise or kill (``reject``) a waiting gate, fenced by its gate token."""
+        self._park_decision(run_id, step_id, outcome, rationale, resolved_by, token)
         out = self._transact(run_id, lambda run: _settled(_gate_resolve, run, step_id, outcome, rationale,
                                                           resolved_by, token))
         return self._drive(run_id, out)
@@ -417,6 +419,24 @@ class Engine:
         st = run.steps.get(step_id)
         if st is None or st.parked != record:
             self._transact(run_id, lambda live: park(live, step_id, record))
+
+    def _park_decision(self, run_id: str, step_id: str, outcome: Any, rationale: Any, resolved_by: Any,
+                       token: Any) -> None:
+        """:meth:`_park` for a gate decision: the transition applying it may reach a judged
+        ensure (a ``set`` step after the gate, a revise's region), so it is held on the gate
+        first and a crash while the judge answers does not lose what a person decided. A
+        decision the gate refuses is not held (its own transaction then says why)."""
+        run = self._get(run_id)
+        st = run.steps.get(step_id)
+        if (not run.cspec.judges or self.judge is None or st is None or not isinstance(outcome, str)
+                or outcome not in DECISIONS or not isinstance(token, str)):
+            return
+        record = parked_decision(token, DECISIONS[outcome], rationale, resolved_by)
+        if st.parked != record:
+            try:
+                self._transact(run_id, lambda live: park(live, step_id, record, gate=True))
+            except EngineError:
+                pass
 
     def _drive(self, run_id: str, out: dict[str, Any], everything: bool = False) -> dict[str, Any]:
         """Finish the work the call's transaction started that the engine does itself: evaluate
