@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, LockgateError, RunnerError
-from .agents.threads import run_in_thread
 from .ensures import Subject, call_sync, judged_subject
 
 if TYPE_CHECKING:  # the agents package imports every adapter (httpx...): not at engine import
@@ -174,6 +173,8 @@ async def call_async(fn: Callable[..., Any], *args: Any) -> Any:
     evaluate steps' evaluators."""
     if _is_async(fn):
         return await _stoppable(fn(*args))
+    from .agents.threads import run_in_thread  # here: the agents package imports httpx
+
     value = await run_in_thread(fn, *args)  # a daemon thread: a hung judge does not hold the process
     return await _stoppable(value) if inspect.isawaitable(value) else value
 

@@ -73,7 +73,8 @@ class _Pool:
 
     def __init__(self) -> None:
         self._reset()
-        os.register_at_fork(after_in_child=self._reset)
+        if hasattr(os, "register_at_fork"):  # POSIX: Windows does not fork
+            os.register_at_fork(after_in_child=self._reset)
 
     def _reset(self) -> None:
         # A forked child has none of the parent's threads: forget them (and a lock held by one).
@@ -84,13 +85,14 @@ class _Pool:
         with self._lock:
             inbox = self._idle.pop() if self._idle else None
         if inbox is None:
-            threading.Thread(target=self._work, args=(job,), name="lockgate-agent",
-                             daemon=True).start()
-        else:
-            inbox.put(job)
+            # the job goes through the inbox, not the thread's arguments, which the thread
+            # would keep (and with them the call's answer) for as long as it lives
+            inbox = queue.SimpleQueue()
+            threading.Thread(target=self._work, args=(inbox,), name="lockgate-agent", daemon=True).start()
+        inbox.put(job)
 
-    def _work(self, job: Job) -> None:
-        inbox: queue.SimpleQueue[Job] = queue.SimpleQueue()
+    def _work(self, inbox: queue.SimpleQueue[Job]) -> None:
+        job = inbox.get()
         while True:
             job()
             del job  # nothing of a finished call stays alive while the worker idles
