@@ -1,4 +1,5 @@
-"""The error a ``%%flow`` cell that binds nothing raises: the cell fails, shown without a traceback.
+"""The error a refused ``%flow`` line or a ``%%flow`` cell that binds nothing raises: the cell
+fails, shown without a traceback.
 
 IPython shows a plain :class:`UsageError` as one line on stderr and records no ``error``
 output, so a saved notebook, papermill (which looks for an ``error`` output to fail a run) and
@@ -13,7 +14,8 @@ from IPython.core.error import UsageError
 
 
 class FlowCellError(UsageError):
-    """A ``%%flow`` cell that binds nothing: an invalid spec, name or ``--flow``.
+    """A ``%%flow`` cell that binds nothing (an invalid spec, name or ``--flow``), or a refused
+    ``%flow`` line (``%flow approve`` of a step that is not a waiting gate, an unknown option).
 
     A :class:`UsageError` for callers that catch one; the message (the diagnostics, with the
     cell's line numbers) is the whole traceback shown.

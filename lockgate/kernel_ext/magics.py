@@ -4,7 +4,8 @@
 numbers (no traceback), and binds a :class:`FlowSpec` to NAME only when the spec is valid; a cell
 that binds nothing fails (a :class:`FlowCellError`), so "Run All" and papermill stop there.
 ``%flow SUBCOMMAND ...`` gives every notebook action a plain-text form (papermill, VS Code,
-tests): run, approve, revise, kill, runs, show, audit, graph, resume, cancel.
+tests): run, approve, revise, kill, runs, show, audit, graph, resume, cancel; a refused line
+fails its cell too.
 """
 
 from __future__ import annotations
@@ -78,7 +79,21 @@ class FlowMagics(Magics):
 
         RUN is a run id in the store, or a variable holding a run or a run id (also as $name
         or {expression}).
+
+        A refusal (a line that does not parse, a bad step, a run that cannot start) fails the
+        cell with a :class:`FlowCellError`, its message alone, as a ``%%flow`` cell's does.
         """
+        from .cellerror import FlowCellError
+
+        try:
+            return self._flow_line(line)
+        except FlowCellError:
+            raise
+        except UsageError as exc:  # IPython would print a plain one and leave the cell succeeded
+            raise FlowCellError(str(exc)) from None
+
+    def _flow_line(self, line: str) -> Any:
+        """``%flow LINE``: help, or the subcommand's action; a UsageError when it is refused."""
         from ..errors import LockgateError
         from . import actions
 

@@ -30,11 +30,12 @@ def kernel(tmp_path_factory):
 
 
 def _one_line_refusal(out, *expected: str) -> None:
-    assert out.error is None or out.error["ename"] == "UsageError", out.traceback  # IPython prints it
-    assert out.stderr.startswith("UsageError: ") and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    """A refused %flow line fails the cell with a FlowCellError, shown as one line."""
+    assert out.error is not None and out.error["ename"] == "FlowCellError", out.shown
+    assert out.traceback.startswith("FlowCellError: ") and len(out.error["traceback"]) == 1, out.traceback
     assert "Traceback" not in out.shown
     for text in expected:
-        assert text in out.stderr, out.stderr
+        assert text in out.traceback, out.traceback
 
 
 def _waiting(kernel, name: str, spec: str) -> None:

@@ -61,5 +61,6 @@ def test_each_value_is_read_by_its_declared_type(kernel, pairs, inputs):
 def test_a_value_that_is_not_of_its_type_is_still_refused(kernel):
     out = kernel.run("%flow run typed --input topic=x --input level=low --input count=many --input tags=[] "
                      "--agents agents")
-    assert out.stderr.startswith("UsageError: %flow run: inputs do not match flow 'main'"), out.stderr
-    assert "input.count: expected integer" in out.stderr
+    assert out.error is not None and out.error["ename"] == "FlowCellError", out.shown  # the cell failed
+    assert out.traceback.startswith("FlowCellError: %flow run: inputs do not match flow 'main'"), out.traceback
+    assert "input.count: expected integer" in out.traceback

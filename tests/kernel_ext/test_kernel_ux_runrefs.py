@@ -110,6 +110,6 @@ def test_a_run_id_no_run_here_has_is_looked_up_in_the_store(kernel):
 ])
 def test_a_reference_to_no_run_is_a_one_line_message(kernel, line, message):
     out = kernel.run(line)
-    assert out.error is None or out.error["ename"] == "UsageError", out.traceback
-    assert out.stderr.startswith("UsageError: ") and len(out.stderr.strip().splitlines()) == 1, out.stderr
-    assert message in out.stderr
+    assert out.error is not None and out.error["ename"] == "FlowCellError", out.shown  # the cell failed
+    assert out.traceback.startswith("FlowCellError: ") and len(out.error["traceback"]) == 1, out.traceback
+    assert message in out.traceback

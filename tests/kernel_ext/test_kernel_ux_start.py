@@ -41,11 +41,21 @@ def kernel(tmp_path_factory):
 
 
 def _one_line_usage_error(out, *expected: str) -> None:
+    """A refused Python call (``rw.start``): IPython prints the UsageError, one line."""
     assert out.error is None or out.error["ename"] == "UsageError", out.traceback  # IPython prints it
     assert out.stderr.startswith("UsageError: ") and len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert "Traceback" not in out.shown
     for text in expected:
         assert text in out.stderr, out.stderr
+
+
+def _one_line_refused_line(out, *expected: str) -> None:
+    """A refused %flow line: the cell fails with a FlowCellError, shown as one line."""
+    assert out.error is not None and out.error["ename"] == "FlowCellError", out.shown
+    assert out.traceback.startswith("FlowCellError: ") and len(out.error["traceback"]) == 1, out.traceback
+    assert "Traceback" not in out.shown
+    for text in expected:
+        assert text in out.traceback, out.traceback
 
 
 @pytest.mark.parametrize("code, expected", [
@@ -67,7 +77,8 @@ def _one_line_usage_error(out, *expected: str) -> None:
 ])
 def test_a_run_that_cannot_start_is_refused_at_once(kernel, code, expected):
     before = kernel.value("stored_runs()")
-    _one_line_usage_error(kernel.run(code), *expected)
+    refused = _one_line_refused_line if code.startswith("%flow") else _one_line_usage_error
+    refused(kernel.run(code), *expected)
     assert kernel.value('"bad" in globals()') is False  # nothing bound, nothing started
     assert kernel.value("stored_runs()") == before
 
@@ -97,9 +108,9 @@ def test_a_run_whose_agent_is_found_down_later_fails_before_it_is_planned(kernel
                      'await n.wait_until(lambda run: run.done)')
     assert out.error is None, out.traceback
     assert kernel.value("n.status") == "error"
-    _one_line_usage_error(kernel.run("%flow audit n"),
-                          "%flow audit: the run has not been planned (it is error: ", "endpoint down")
-    _one_line_usage_error(kernel.run("%flow approve n review"), "%flow approve: the run has not been planned")
+    _one_line_refused_line(kernel.run("%flow audit n"),
+                           "%flow audit: the run has not been planned (it is error: ", "endpoint down")
+    _one_line_refused_line(kernel.run("%flow approve n review"), "%flow approve: the run has not been planned")
 
 
 def test_a_resumed_run_whose_agent_is_nowhere_is_refused_at_once(kernel):
@@ -108,8 +119,8 @@ def test_a_resumed_run_whose_agent_is_nowhere_is_refused_at_once(kernel):
                'rid = stored.plan(scribed.spec, {"text": "t"})["run_id"]\n'
                'def events():\n    return len(stored.audit(rid)["events"])')
     before = kernel.value("events()")
-    _one_line_usage_error(kernel.run("%flow resume $rid --as bad"),
-                          "%flow resume: no agent named 'scribe': pass --agents VAR (a dict mapping 'scribe'")
+    _one_line_refused_line(kernel.run("%flow resume $rid --as bad"),
+                           "%flow resume: no agent named 'scribe': pass --agents VAR (a dict mapping 'scribe'")
     assert kernel.value('"bad" in globals()') is False
     assert kernel.value("events()") == before  # nothing driven: the run waits as it did
     kernel.run('scribes = {"scribe": work}')
@@ -124,7 +135,7 @@ def test_a_resumed_run_whose_agent_cannot_run_here_is_refused_at_once(kernel):
                'kept = Engine(store=open_store(None))\n'
                'kept_id = kept.plan(rw.spec, {"text": "t"})["run_id"]')
     before = kernel.value('len(kept.audit(kept_id)["events"])')
-    _one_line_usage_error(kernel.run("%flow resume $kept_id --agents offline --as bad"),
-                          "%flow resume: codex: no binary here")
+    _one_line_refused_line(kernel.run("%flow resume $kept_id --agents offline --as bad"),
+                           "%flow resume: codex: no binary here")
     assert kernel.value('"bad" in globals()') is False
     assert kernel.value('len(kept.audit(kept_id)["events"])') == before
