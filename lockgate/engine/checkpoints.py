@@ -18,7 +18,7 @@ import copy
 from typing import Any
 
 from ..errors import EngineError
-from . import evaluate
+from . import drivers, evaluate
 from .advance import advance
 from .live import Env, LiveRun
 from .model import (
@@ -108,6 +108,7 @@ def revert(run: LiveRun, label: Any, env: Env) -> LiveRun:
                           run_id=run.header.id, available=list(run.header.checkpoints))
     saved = copy.deepcopy(snapshot)  # the checkpoint stays as committed, for the next revert
     header = run.header
+    revived = header.status != RUN_RUNNING  # an ended run brought back: its last drive has returned
     defaults = Header(id=header.id, flow=header.flow)  # a field at its default was not written down
     for name in SNAPSHOT_FIELDS:
         setattr(header, name, saved["header"][name] if name in saved["header"] else getattr(defaults, name))
@@ -123,6 +124,8 @@ def revert(run: LiveRun, label: Any, env: Env) -> LiveRun:
     fresh.checkpoint_records = run.checkpoint_records
     fresh.driver = run.driver  # who drives the run is not part of its state
     fresh.begin()
+    if revived:
+        drivers.vacate(fresh)
     fresh.dirty.update(restored)
     fresh.event("checkpoint_reverted", None, label=label, steps_restored=len(snapshot["steps"]))
     fresh.work.extend(k for k, st in restored.items() if st.status == PENDING and not st.dropped)

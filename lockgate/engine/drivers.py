@@ -4,8 +4,8 @@ Two runners driving one run would both call the agent of every outstanding step 
 the second answer out, but the call was made and paid for). So a runner claims the run before
 it drives it, in a transaction, and a second runner is refused while the first one is alive.
 
-"Alive" is decided without trusting the claim's age alone: a claim made on this host names its
-process (pid and start time), so a claim of a process that died (killed, crashed) is free at
+"Alive" is decided without trusting the claim's age alone: a claim made on this host (and in
+this pid namespace: containers may share a host name) names its process (pid and start time), so a claim of a process that died (killed, crashed) is free at
 once and one of a process that still runs holds however long its loop has been busy (on POSIX
 systems; elsewhere, as for another host, by its age). A claim made on another host (runs shared
 through PostgreSQL) holds while it is renewed: the driver
@@ -46,7 +46,9 @@ class Driver:
     ``pid`` and ``started`` (the process's start time, when the system tells it) find its
     process, ``renewed_at`` says when it last renewed its claim (seconds since the epoch);
     ``config``: the project configuration file it resolves agents with (kept when the claim is
-    released, so that a later resume can tell it would resolve them from another one)."""
+    released, so that a later resume can tell it would resolve them from another one);
+    ``pidns``: the process's pid namespace, when the system tells it (containers sharing a host
+    name, and a store, number their processes apart)."""
 
     owner: str
     host: str
@@ -54,12 +56,14 @@ class Driver:
     started: str | None
     renewed_at: float
     config: str | None = None
+    pidns: str | None = None
 
     @classmethod
     def here(cls, config: str | None = None) -> Driver:
         """A new drive by this process, resolving agents with the configuration file ``config``."""
         pid = os.getpid()
-        return cls(uuid.uuid4().hex, socket.gethostname(), pid, process_start(pid), time.time(), config)
+        return cls(uuid.uuid4().hex, socket.gethostname(), pid, process_start(pid), time.time(), config,
+                   pid_namespace())
 
     def renewed(self) -> Driver:
         return replace(self, renewed_at=time.time())
@@ -74,7 +78,8 @@ class Driver:
             return None
         try:
             driver = cls(record["owner"], str(record["host"]), int(record["pid"]),
-                         record.get("started"), float(record["renewed_at"]), config_of(record))
+                         record.get("started"), float(record["renewed_at"]), config_of(record),
+                         record.get("pidns") if isinstance(record.get("pidns"), str) else None)
         except (KeyError, TypeError, ValueError, OverflowError):
             return None
         return driver if driver.pid > 0 else None
@@ -117,7 +122,14 @@ def release(run: LiveRun, driver: Driver) -> None:
     """Give up ``driver``'s claim (left as it is when another driver holds the run now)."""
     current = Driver.from_dict(run.driver)
     if current is not None and current.owner == driver.owner:
-        _write(run, {"key": DRIVER_KEY, "owner": None, **({"config": current.config} if current.config else {})})
+        vacate(run)
+
+
+def vacate(run: LiveRun) -> None:
+    """Leave the run claimed by nobody (the configuration it was driven with is kept): a drive
+    gave it up, or a revert brought an ended run back, whose last drive has returned."""
+    config = config_of(run.driver)
+    _write(run, {"key": DRIVER_KEY, "owner": None, **({"config": config} if config else {})})
 
 
 def config_of(record: Any) -> str | None:
@@ -145,9 +157,17 @@ def holding(record: Any, at: float | None = None) -> Driver | None:
     driver = Driver.from_dict(record)
     if driver is None:
         return None
-    if driver.host == socket.gethostname() and os.name == "posix":
+    if driver.host == socket.gethostname() and os.name == "posix" and driver.pidns == pid_namespace():
         return driver if process_alive(driver.pid, driver.started) else None
     return driver if (time.time() if at is None else at) - driver.renewed_at < STALE_S else None
+
+
+def pid_namespace() -> str | None:
+    """This process's pid namespace (``pid:[4026531836]``), or None where the system has none."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
 
 
 def process_start(pid: int) -> str | None:

@@ -92,9 +92,12 @@ class Engine:
 
     # -- protocol ---------------------------------------------------------------------------------
 
-    def plan(self, spec: Spec | str | Path, inputs: Mapping[str, Any] | None, flow: str | None = None) -> dict[str, Any]:
+    def plan(self, spec: Spec | str | Path, inputs: Mapping[str, Any] | None, flow: str | None = None, *,
+             driver: Driver | None = None) -> dict[str, Any]:
         """Validate ``inputs`` strictly, create a run of ``flow`` (default the entry flow) and
-        return its first dispatches. Nothing is stored when the spec or the inputs are invalid."""
+        return its first dispatches. Nothing is stored when the spec or the inputs are invalid.
+        ``driver``: the drive about to call the run's agents, claiming it in the same transaction
+        (see :meth:`claim`)."""
         data, cspec, name = _compiled_flow(spec, flow)
         inputs = _check_inputs(cspec, name, inputs)
         stamp = now()
@@ -111,8 +114,12 @@ class Engine:
         advance(run)
         records = run.record_dicts()
         records[SPEC_KEY] = {"key": SPEC_KEY, "data": data, "inputs": inputs}
+        if driver is not None:
+            records[DRIVER_KEY] = run.driver = driver.to_dict()
         run.version = self.store.create_run(header.id, header.to_dict(), records, list(run.events))
         self._live[header.id] = run
+        if driver is not None:
+            self._drives[header.id] = driver
         return {**self._drive(header.id, response(run, everything=True), everything=True), "digest": cspec.digest}
 
     def step_done(self, run_id: str, step_id: str, result: Any, token: str | None, failure: Any = None,
@@ -213,7 +220,7 @@ class Engine:
             advance(live)
 
         out = self._transact(run_id, apply, everything=True)
-        return {**self._drive(run_id, out, everything=True), "digest": run.header.digest}
+        return self._driven_by(run_id, {**self._drive(run_id, out, everything=True), "digest": run.header.digest})
 
     # -- drives ---------------------------------------------------------------------------------
 
@@ -236,6 +243,16 @@ class Engine:
     def driver_of(self, run_id: str) -> Driver | None:
         """The live process driving the run's agents now, or None (see :mod:`lockgate.engine.drivers`)."""
         return drivers.holding(self._get(run_id, fresh=True).driver)
+
+    def _driven_by(self, run_id: str, out: dict[str, Any]) -> dict[str, Any]:
+        """``out`` with ``driven_by`` (which process) while another live process drives the run:
+        its agents are doing the dispatches ``out`` lists, which a consumer must not do too."""
+        run = self._live.get(run_id)
+        holder = drivers.holding(run.driver) if run is not None and run.header.status == RUN_RUNNING else None
+        mine = self._drives.get(run_id)
+        if holder is None or (mine is not None and holder.owner == mine.owner):
+            return out
+        return {**out, "driven_by": holder.describe()}
 
     def last_config(self, run_id: str) -> str | None:
         """The project configuration file the run's last drive resolved its agents with."""
@@ -287,7 +304,7 @@ class Engine:
         """The run's current response: everything outstanding, or its final status."""
         run = self._get(run_id, fresh=True)
         run.begin()
-        return response(run, everything=True)
+        return self._driven_by(run_id, response(run, everything=True))
 
     def spec_of(self, run_id: str) -> tuple[Spec, str]:
         """The spec a stored run runs (checked against its digest) and the name of its flow."""

@@ -41,7 +41,7 @@ import asyncio
 import os
 from collections import Counter
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, nullcontext, suppress
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -137,8 +137,12 @@ class Runner:
         spec = as_spec(spec)
         check_inputs(spec, inputs, flow)  # the inputs first: a mistake there is the cheaper one to fix
         await self._ready_for(spec, flow)
-        response = await self.transition(lambda: self.engine.plan(spec, dict(inputs or {}), flow=flow))
-        driver = self._claim(str(response.get("run_id") or ""))
+        if hasattr(self.engine, "claim"):  # claimed as it is planned (see drivers)
+            driver = Driver.here(self._config_file())
+            response = await self.transition(lambda: self.engine.plan(spec, dict(inputs or {}), flow=flow,
+                                                                      driver=driver))
+        else:
+            driver, response = None, await self.transition(lambda: self.engine.plan(spec, dict(inputs or {}), flow=flow))
         return await Drive(self, response, driver).drive()
 
     async def resume(self, run_id: str, *, take_over: bool = False) -> RunResult:
@@ -158,7 +162,13 @@ class Runner:
             self.install_evaluator()
             self.install_judge()
         driver = self._claim(run_id, take_over=take_over)
-        response = await self.transition(lambda: self.engine.resume(run_id), run_id=run_id)
+        try:
+            response = await self.transition(lambda: self.engine.resume(run_id), run_id=run_id)
+        except BaseException:
+            if driver is not None:  # nobody drives it after all (a claim left lapses with this process)
+                with suppress(Exception):
+                    _retry_conflicts(lambda: self.engine.release(run_id, driver))
+            raise
         return await Drive(self, response, driver).drive()
 
     def _check_config(self, run_id: str) -> None:
@@ -181,7 +191,7 @@ class Runner:
     def _claim(self, run_id: str, *, take_over: bool = False) -> Driver | None:
         """Claim run ``run_id`` for a drive by this process (RunDriven when another live process
         drives it); None for an engine that keeps no claims."""
-        if not run_id or not hasattr(self.engine, "claim"):
+        if not hasattr(self.engine, "claim"):
             return None
         driver = Driver.here(self._config_file())
         self.engine.claim(run_id, driver, take_over=take_over)

@@ -116,6 +116,10 @@ def _rejection(result: dict[str, Any]) -> str:
 def next_steps(result: dict[str, Any]) -> str | None:
     """One line telling the agent what the response asks of it (None for non-protocol results)."""
     status, run = result.get("status"), result.get("run_id")
+    if result.get("driven_by") and status in ("execute_step", "ensure_failed", "schema_failed", "evaluating"):
+        return (f"Run {run} is being driven by {result['driven_by']}: its agents are doing the dispatched steps, so "
+                "do not do them too. Call lockgate_status with wait_seconds to follow it (or lockgate_cancel to "
+                "stop it).")
     if status in ("ensure_failed", "schema_failed"):
         return (f"Rejected ({status}): {_rejection(result)} Redo step {result.get('step_id')} and call "
                 f"lockgate_step_done with the new token {result.get('token')} "

@@ -325,3 +325,71 @@ async def test_a_decision_for_a_gate_reset_elsewhere_meanwhile_is_reported_not_a
     assert result.status == "await_gate"
     assert lost == ["sign: step sign is pending, not awaiting a gate decision"]
     runner.engine.close()
+
+
+# -- claims and the rest of the protocol (from a review) -------------------------------------------
+
+
+def test_a_start_claims_its_run_in_the_transaction_that_plans_it(tmp_path: Path) -> None:
+    engine = Engine(store=open_store(tmp_path / "runs.db"))
+    driver = Driver.here()
+    run_id = engine.plan(SPEC, {}, driver=driver)["run_id"]
+    assert engine.store.current_version(run_id) == 1 and engine.driver_of(run_id) == driver
+    engine.close()
+
+
+async def test_an_ended_run_brought_back_by_a_revert_is_resumed_by_the_process_that_drove_it(tmp_path: Path) -> None:
+    runner = make_runner(store=tmp_path / "runs.db", workspace=tmp_path,
+                         agents={"writer": lambda task: {"text": "written"}})
+    engine = runner.engine
+    gate_first = note_flow("""      - {id: ok, gate: {on_approve: write, on_revise: null, on_kill: null}}
+      - {id: write, agent: writer, do: "write", out: Note}
+""", output="write")
+    run_id = (await runner.start(gate_first, {})).run_id
+    engine.commit(run_id, "before")
+    engine.resolve_waiting_gate(run_id, "ok", "approve")
+    assert (await runner.resume(run_id)).ok  # this drive ends with the run: its claim stays recorded
+    engine.revert(run_id, "before")  # back to life, waiting at the gate
+    assert engine.driver_of(run_id) is None
+    engine.resolve_waiting_gate(run_id, "ok", "approve")
+    assert (await runner.resume(run_id)).ok
+    engine.close()
+
+
+async def test_a_resume_whose_engine_call_fails_gives_its_claim_up(tmp_path: Path) -> None:
+    runner = make_runner(store=tmp_path / "runs.db", workspace=tmp_path,
+                         agents={"writer": lambda task: {"text": "written"}})
+    run_id = runner.engine.plan(SPEC, {})["run_id"]
+    resume, failures = runner.engine.resume, []
+
+    def failing(run: str) -> Any:
+        if not failures:
+            failures.append(run)
+            raise OSError("database is locked")
+        return resume(run)
+
+    runner.engine.resume = failing  # type: ignore[method-assign]
+    with pytest.raises(OSError):
+        await runner.resume(run_id)
+    assert runner.engine.driver_of(run_id) is None
+    assert (await runner.resume(run_id)).ok  # the retry is not refused by the claim left behind
+    runner.engine.close()
+
+
+def test_a_claim_from_another_pid_namespace_of_this_host_holds_while_renewed():
+    driver = Driver.here()
+    other = replace(driver, pidns="pid:[1]", pid=exited_pid())  # its pid means nothing here
+    assert holding(other.to_dict()) is not None
+    assert holding(replace(other, renewed_at=time.time() - STALE_S - 1).to_dict()) is None
+
+
+def test_a_consumer_reading_a_run_another_process_drives_is_told_who(two_engines):
+    first, second = two_engines
+    run_id = first.plan(SPEC, {}, driver=Driver.here())["run_id"]
+    assert "driven_by" not in first.status(run_id)  # its own drive
+    seen = second.status(run_id)
+    assert seen["driven_by"].startswith(f"process {os.getpid()} on this host")
+    assert second.resume(run_id)["driven_by"] == seen["driven_by"]
+    from lockgate.mcp.advice import next_steps
+
+    assert next_steps(seen).startswith(f"Run {run_id} is being driven by process {os.getpid()}")
