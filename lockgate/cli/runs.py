@@ -102,7 +102,8 @@ def _json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, sort_keys=True, default=str))
 
 
-def _when(stamp: Any) -> str:
+def when(stamp: Any) -> str:
+    """A stored time (epoch seconds or ISO text) as ``YYYY-MM-DD HH:MM:SS`` (UTC), as listings show it."""
     if isinstance(stamp, (int, float)):
         return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d %H:%M:%S")
     return str(stamp or "")[:19].replace("T", " ")
@@ -112,7 +113,9 @@ def _spent(spent: dict[str, Any]) -> str:
     return ", ".join(f"{k} {v:g}" for k, v in sorted(spent.items())) or "nothing"
 
 
-def _table(rows: list[list[str]], header: list[str]) -> None:
+def table(rows: list[list[str]], header: list[str]) -> None:
+    """Print ``rows`` under ``header`` in aligned columns, each cell on one line (``lockgate runs``,
+    ``%flow runs``)."""
     rows = [[one_line(cell) for cell in row] for row in rows]
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
@@ -153,8 +156,8 @@ def runs_cmd(status: str | None, limit: int, store: str | None, fmt: str) -> Non
         click.echo(f"no runs (no run store here: {gone} does not exist; run this where the runs were "
                    "started, or pass --store)" if gone else "no runs")
         return
-    _table([[r["run_id"], r["flow"], r["status"], _when(r["updated_at"]), r.get("waiting", {}).get("waiting_on", "")]
-            for r in found], ["RUN", "FLOW", "STATUS", "UPDATED", "WAITING ON"])
+    table([[r["run_id"], r["flow"], r["status"], when(r["updated_at"]), r.get("waiting", {}).get("waiting_on", "")]
+           for r in found], ["RUN", "FLOW", "STATUS", "UPDATED", "WAITING ON"])
 
 
 @click.command("show")
@@ -178,10 +181,10 @@ def show_cmd(run_id: str, store: str | None, fmt: str) -> None:
     if "output" in audit:
         click.echo("output: " + json.dumps(audit["output"], sort_keys=True))
     click.echo()
-    _table([[t["step_id"], t["kind"], t["status"], str(t["attempts"]),
-             f"{t['duration_ms']:.0f} ms" if "duration_ms" in t else "",
-             one_line((t.get("failure") or {}).get("reason", ""))[:70]] for t in audit["trace"]],
-           ["STEP", "KIND", "STATUS", "ATTEMPTS", "TIME", "LAST FAILURE"])
+    table([[t["step_id"], t["kind"], t["status"], str(t["attempts"]),
+            f"{t['duration_ms']:.0f} ms" if "duration_ms" in t else "",
+            one_line((t.get("failure") or {}).get("reason", ""))[:70]] for t in audit["trace"]],
+          ["STEP", "KIND", "STATUS", "ATTEMPTS", "TIME", "LAST FAILURE"])
 
 
 @click.command("audit")
@@ -198,7 +201,7 @@ def audit_cmd(run_id: str, store: str | None, fmt: str) -> None:
         detail = json.dumps(event["detail"], sort_keys=True)
         if len(detail) > 100:
             detail = detail[:97] + "..."
-        click.echo(f"{event['seq']:>5}  {_when(event['at'])}  {event['type']:<22} {event['step_id'] or '-':<16} "
+        click.echo(f"{event['seq']:>5}  {when(event['at'])}  {event['type']:<22} {event['step_id'] or '-':<16} "
                    f"{detail}  {event['hash'][:12]}")
 
 

@@ -73,14 +73,14 @@ def _refuse_unoffered(args, gate) -> None:
 
 def _runs(shell, args):
     """The store's runs as ``lockgate runs`` lists them: a table with a header, times to the second."""
-    from ..cli.runs import _table, _when
+    from ..cli.runs import table, when
 
     rows = _engine().runs()
     if not rows:
         print("no runs")
         return
-    _table([[r["run_id"], r["flow"], r["status"], _when(r.get("updated_at"))] for r in rows],
-           ["RUN", "FLOW", "STATUS", "UPDATED"])
+    table([[r["run_id"], r["flow"], r["status"], when(r.get("updated_at"))] for r in rows],
+          ["RUN", "FLOW", "STATUS", "UPDATED"])
 
 
 def _show(shell, args):
