@@ -181,10 +181,18 @@ def show_cmd(run_id: str, store: str | None, fmt: str) -> None:
     if "output" in audit:
         click.echo("output: " + json.dumps(audit["output"], sort_keys=True))
     click.echo()
-    table([[t["step_id"], t["kind"], t["status"], str(t["attempts"]),
+    table([[t["step_id"], t["kind"], _shown_status(t), str(t["attempts"]),
             f"{t['duration_ms']:.0f} ms" if "duration_ms" in t else "",
             one_line((t.get("failure") or {}).get("reason", ""))[:70]] for t in audit["trace"]],
           ["STEP", "KIND", "STATUS", "ATTEMPTS", "TIME", "LAST FAILURE"])
+
+
+def _shown_status(step: dict[str, Any]) -> str:
+    """A step's status as ``show`` prints it: a dispatched step names the attempt its agent is on
+    (ATTEMPTS counts the finished ones, so it reads 0 during the first), as ``why`` does."""
+    if step["status"] == "ready":
+        return f"dispatched, attempt {step['attempts'] + 1}"
+    return str(step["status"])
 
 
 @click.command("audit")

@@ -70,6 +70,16 @@ def test_runs_show_and_why_point_at_the_waiting_gate(db: Path) -> None:
     assert json.loads(out)["waits"][0]["kind"] == "gate"
 
 
+def test_show_names_the_attempt_a_dispatched_step_is_on_as_why_does(db: Path) -> None:
+    engine = Engine(store=open_store(db))
+    run = engine.plan(SPEC, {"text": "the thing"})["run_id"]
+    engine.close()
+    code, out = cli(db, "show", run)
+    assert code == 0 and "work    do    dispatched, attempt 1  0" in out
+    code, out = cli(db, "why", run)
+    assert "(attempt 1, 1 retry left)" in out
+
+
 def test_gate_commands_resolve_with_the_current_token(db: Path) -> None:
     run = gate_run(db)
     code, out = cli(db, "gate", "revise", run, "review", "--note", "again")
