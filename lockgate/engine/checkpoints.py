@@ -126,6 +126,7 @@ def revert(run: LiveRun, label: Any, env: Env) -> LiveRun:
     fresh.begin()
     if revived:
         drivers.vacate(fresh)
+    fresh.sweep_worktrees()
     fresh.dirty.update(restored)
     fresh.event("checkpoint_reverted", None, label=label, steps_restored=len(snapshot["steps"]))
     fresh.work.extend(k for k, st in restored.items() if st.status == PENDING and not st.dropped)

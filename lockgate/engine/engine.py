@@ -48,7 +48,7 @@ from .model import (
     now,
 )
 from .responses import dispatch_entry, gate_entry, response, trace
-from .results import late_spend, park, parked, parked_decision, unstorable
+from .results import late_spend, park, parked, parked_decision, unpark, unstorable
 from .results import step_done as _step_done
 from .specdata import digest, spec_data
 
@@ -131,9 +131,14 @@ class Engine:
     def gate_resolve(self, run_id: str, step_id: str, outcome: str, rationale: str = "",
                      resolved_by: str = "human", token: str | None = None) -> dict[str, Any]:
         """Approve, revise or kill (``reject``) a waiting gate, fenced by its gate token."""
-        self._park_decision(run_id, step_id, outcome, rationale, resolved_by, token)
-        out = self._transact(run_id, lambda run: _settled(_gate_resolve, run, step_id, outcome, rationale,
-                                                          resolved_by, token))
+        held = self._park_decision(run_id, step_id, outcome, rationale, resolved_by, token)
+        try:
+            out = self._transact(run_id, lambda run: _settled(_gate_resolve, run, step_id, outcome, rationale,
+                                                              resolved_by, token))
+        except EngineError:
+            if held is not None:  # refused, changing nothing: nothing stays held either
+                self._transact(run_id, lambda run: unpark(run, step_id, held))
+            raise
         return self._drive(run_id, out)
 
     def evaluated(self, run_id: str, step_id: str, token: str | None, answer: Evaluated) -> dict[str, Any]:
@@ -213,6 +218,7 @@ class Engine:
         def apply(live: LiveRun) -> None:
             live.event("resumed", None, outstanding=list(live.outstanding), waiting=list(live.waiting),
                        **({"evaluating": list(live.evaluating)} if live.evaluating else {}))
+            live.sweep_worktrees()
             if live.header.status == RUN_RUNNING and drivers.commands_ours(live, self._drives.get(run_id)):
                 for key in list(live.evaluating):
                     evaluate.restart(live, key)
@@ -220,7 +226,7 @@ class Engine:
             advance(live)
 
         out = self._transact(run_id, apply, everything=True)
-        return self._driven_by(run_id, {**self._drive(run_id, out, everything=True), "digest": run.header.digest})
+        return {**self._drive(run_id, out, everything=True), "digest": run.header.digest}
 
     # -- drives ---------------------------------------------------------------------------------
 
@@ -248,11 +254,12 @@ class Engine:
         """``out`` with ``driven_by`` (which process) while another live process drives the run:
         its agents are doing the dispatches ``out`` lists, which a consumer must not do too."""
         run = self._live.get(run_id)
-        holder = drivers.holding(run.driver) if run is not None and run.header.status == RUN_RUNNING else None
+        record = run.driver if run is not None and run.header.status == RUN_RUNNING else None
         mine = self._drives.get(run_id)
-        if holder is None or (mine is not None and holder.owner == mine.owner):
-            return out
-        return {**out, "driven_by": holder.describe()}
+        if not record or not record.get("owner") or (mine is not None and record["owner"] == mine.owner):
+            return out  # nobody drives it, or this process does: no process to look up
+        holder = drivers.holding(record)
+        return out if holder is None else {**out, "driven_by": holder.describe()}
 
     def last_config(self, run_id: str) -> str | None:
         """The project configuration file the run's last drive resolved its agents with."""
@@ -438,24 +445,34 @@ class Engine:
             self._transact(run_id, lambda live: park(live, step_id, record))
 
     def _park_decision(self, run_id: str, step_id: str, outcome: Any, rationale: Any, resolved_by: Any,
-                       token: Any) -> None:
+                       token: Any) -> dict[str, Any] | None:
         """:meth:`_park` for a gate decision: the transition applying it may reach a judged
         ensure (a ``set`` step after the gate, a revise's region), so it is held on the gate
-        first and a crash while the judge answers does not lose what a person decided. A
-        decision the gate refuses is not held (its own transaction then says why)."""
+        first and a crash while the judge answers does not lose what a person decided. The
+        record held by this call, if any: a decision the gate refuses is not held (its own
+        transaction then says why), nor one made when another is held for the round already
+        (that one stands: see :func:`lockgate.engine.gates.gate_resolve`)."""
         run = self._get(run_id)
         st = run.steps.get(step_id)
         if (not run.cspec.judges or self.judge is None or st is None or not isinstance(outcome, str)
                 or outcome not in DECISIONS or not isinstance(token, str)):
-            return
+            return None
         record = parked_decision(token, DECISIONS[outcome], rationale, resolved_by)
         if st.parked != record:
             try:
                 self._transact(run_id, lambda live: park(live, step_id, record, gate=True))
             except EngineError:
-                pass
+                return None
+        st = self._get(run_id).steps.get(step_id)
+        return record if st is not None and st.parked == record else None
 
     def _drive(self, run_id: str, out: dict[str, Any], everything: bool = False) -> dict[str, Any]:
+        """The call's response, saying who drives the run when another live process does
+        (:meth:`_driven_by`), once the work its transaction started that the engine does itself
+        is done (:meth:`_done_here`)."""
+        return self._driven_by(run_id, self._done_here(run_id, out, everything))
+
+    def _done_here(self, run_id: str, out: dict[str, Any], everything: bool = False) -> dict[str, Any]:
         """Finish the work the call's transaction started that the engine does itself: evaluate
         commands (:meth:`_evaluations`) and, with a dispatcher, outstanding engine-dispatch
         fanout items (a batch at a time, concurrently), settling each result as its own

@@ -36,9 +36,7 @@ def gate_resolve(run: LiveRun, key: str, outcome: Any, rationale: Any, resolved_
         st = check_issuance(run, key, token, gate=True)
     except StaleToken as exc:
         raise _decided_otherwise(run, key, decision, exc) from None
-    if st.parked is not None:  # held while a judge was asked (Engine.gate_resolve): applied now
-        st.parked = None
-        run.touch(st)
+    rationale, resolved_by = _held(run, st, key, decision, token) or (rationale, resolved_by)
     loc = run.locate(key)
     gate = loc.cstep.step.gate
     assert gate is not None
@@ -90,6 +88,25 @@ def revise_blocked(run: LiveRun, loc: Located, st: Any) -> str | None:
     if gate.max_rounds is not None and st.iterations + 1 > gate.max_rounds:
         return f"the gate's {gate.max_rounds} revision round(s) are used up"
     return None
+
+
+def _held(run: LiveRun, st: Any, key: str, decision: str, token: Any) -> tuple[str, str] | None:
+    """The decision held on the gate for this round (see Engine.gate_resolve), which is applied
+    now: (its rationale, who made it) when ``decision`` is the same outcome (the first one to
+    decide is the one recorded); StaleToken ``decided`` when it differs, changing nothing."""
+    held = st.parked
+    made = held.get("decision") if held is not None and held.get("token") == token else None
+    if not isinstance(made, dict):
+        return None
+    if made["outcome"] != decision:
+        why = f" ({made['rationale']})" if made["rationale"] else ""
+        raise StaleToken(f"gate {key} was already decided for this token: {made['outcome']} by {made['resolved_by']}"
+                         f"{why}, which resuming the run applies; your {decision} was not applied and nothing "
+                         "changed", run_id=run.header.id, step_id=key, reason="decided", decision=made["outcome"],
+                         resolved_by=made["resolved_by"])
+    st.parked = None
+    run.touch(st)
+    return made["rationale"], made["resolved_by"]
 
 
 def _decided_otherwise(run: LiveRun, key: str, decision: str, exc: StaleToken) -> StaleToken:

@@ -292,7 +292,9 @@ class LiveRun:
                 self.outstanding.pop(key, None)
                 self.waiting.pop(key, None)
                 self.evaluating.pop(key, None)
-                self.steps[key] = StepState(key, status=FAILED, dropped=True, epoch=st.epoch + 1)
+                # the tombstone keeps the worktree's path until it is removed (see sweep_worktrees)
+                self.steps[key] = StepState(key, status=FAILED, dropped=True, epoch=st.epoch + 1,
+                                            worktree=st.worktree)
                 self.dirty.add(key)
                 if st.worktree:
                     held.append(st.worktree)
@@ -309,9 +311,19 @@ class LiveRun:
         """Let go of ``held``, worktrees of items this transition dropped or whose run it ended
         (semantics §6.8: the worktree is always removed): the engine removes them once the
         transaction is committed (:attr:`to_release`), so a transition refused or replayed on
-        another writer's state removes nothing. A crash in between leaves them on disk; a
-        revert that drops their items again removes them."""
+        another writer's state removes nothing. A crash in between leaves them on disk, and
+        their items' tombstones naming them: :meth:`sweep_worktrees` finds them again."""
         self.to_release.extend(held)
+
+    def sweep_worktrees(self) -> None:
+        """Let go of the worktrees dropped items' tombstones still name (a crash came between a
+        transition and their removal), and forget them on the tombstones: for a resume or a
+        revert, which remove them once committed."""
+        for st in self.steps.values():
+            if st.dropped and st.worktree:
+                self.release_worktrees([st.worktree])
+                st.worktree = None
+                self.dirty.add(st.key)
 
     def _rebuild_indexes(self) -> None:
         for key, st in self.steps.items():

@@ -162,6 +162,8 @@ def park(run: LiveRun, key: str, record: dict[str, Any], *, gate: bool = False) 
     reported, and the dispatch is described with the result to report again (``reported``)
     instead of work to do again (a gate with the decision to apply again: ``decided``)."""
     st = check_issuance(run, key, record["token"], gate=gate)
+    if gate and st.parked is not None and st.parked.get("token") == record["token"]:
+        return  # a decision for this round is held already: the first one stands (see gates)
     st.parked = record
     run.touch(st)
 
@@ -170,6 +172,15 @@ def parked_decision(token: Any, outcome: str, rationale: Any, resolved_by: Any) 
     """The record of a gate decision held while its transition asks a judge (see :func:`park`)."""
     return {"token": token, "decision": {"outcome": outcome, "rationale": str(rationale or ""),
                                          "resolved_by": str(resolved_by or "human")}}
+
+
+def unpark(run: LiveRun, key: str, record: dict[str, Any]) -> None:
+    """Let go of ``record`` held on ``key`` (a decision its own transaction refused, changing
+    nothing: the gate waits as before); nothing when another is held there now."""
+    st = run.steps.get(key)
+    if st is not None and st.parked == record:
+        st.parked = None
+        run.touch(st)
 
 
 def unstorable(problem: str) -> dict[str, Any]:

@@ -162,6 +162,29 @@ def test_a_revise_refused_on_its_replay_leaves_the_worktrees_of_the_items_still_
     assert (repo / "a.txt").read_text() == "made by a\n"
 
 
+def test_worktrees_a_crash_left_after_a_revise_committed_are_removed_by_the_resume(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lockgate.engine import engine as engine_module
+
+    store = MemoryStore()
+    engine = Engine(store=store, workspace=repo)
+    run, entries = items_in_flight(engine, repo)
+    gate = engine.status(run)["gates"][0]
+
+    def killed(run: Any) -> None:  # the process dies between the commit and the removal
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(engine_module, "_remove_released", killed)
+    with pytest.raises(KeyboardInterrupt):
+        engine.gate_resolve(run, "ok", "revise", "again", "me", gate["token"])
+    monkeypatch.undo()
+    assert len(linked(repo)) == 2  # left on disk
+
+    Engine(store=store, workspace=repo).resume(run)
+
+    assert_removed(repo, entries)
+
+
 def test_a_cancel_removes_the_worktrees_of_the_items_in_flight(repo: Path) -> None:
     engine = Engine(workspace=repo)
     run, entries = items_in_flight(engine, repo)
