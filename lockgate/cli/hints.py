@@ -16,8 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 AGENTS_PLACEHOLDER = "<your agents module>"
-NOT_RECORDED = ("the store does not record the --agents module (or --config file) a run was "
-                "started with: give the same one")
+NOT_RECORDED = "the store does not record the --agents module a run was started with: give the same one"
 
 
 def command(*words: str, **options: str | None) -> str:
@@ -91,19 +90,43 @@ def engine_command(action: Mapping[str, Any], *, store: str | None) -> str:
     return render(action) if store is None else render(action, store=shown_store(store))
 
 
-def resume_hint(run_id: str, *, store: str | None, agents_needed: bool) -> tuple[str, str | None]:
+def resume_hint(run_id: str, *, store: str | None, agents_needed: bool,
+                config: str | None = None) -> tuple[str, str | None]:
     """(the resume command, a note about it or None) for a command that cannot know the
     ``--agents`` module: ``agents_needed`` when some agent of the run resolves from none of
-    lockgate.toml, the registry and the built-ins."""
-    resume = resume_command(run_id, store=store)
+    lockgate.toml, the registry and the built-ins; ``config``: the configuration file to name
+    (the run's, when a resume from here would not find it: see :func:`config_to_name`)."""
+    resume = resume_command(run_id, store=store, config=config)
     if agents_needed:
         return f"{resume} --agents {AGENTS_PLACEHOLDER}", NOT_RECORDED
     return resume, None
 
 
-def agents_needed(engine: Any, run_id: str) -> bool:
+def config_to_name(engine: Any, run_id: str) -> str | None:
+    """The configuration file the run was last driven with, as a resume command must name it
+    (``--config``): None when a resume from here finds that one anyway, or none is recorded."""
+    import os
+    from pathlib import Path
+
+    from ..engine.agents.config import find_config
+
+    try:
+        recorded = engine.last_config(run_id)
+        here = find_config()
+    except Exception:  # noqa: BLE001 - a hint must not fail the command that prints it
+        return None
+    if not recorded or (here is not None and str(Path(here).resolve()) == recorded):
+        return None
+    try:
+        return os.path.relpath(recorded)
+    except ValueError:  # another drive (Windows)
+        return recorded
+
+
+def agents_needed(engine: Any, run_id: str, config: str | None = None) -> bool:
     """Whether some agent of run ``run_id``'s flow can come only from an ``--agents`` module:
-    none of lockgate.toml (the nearest, from here), the registry and the built-ins knows it, or
+    none of lockgate.toml (``config``, else the nearest from here), the registry and the
+    built-ins knows it, or
     the one that does cannot run here (a module's ``codex`` function stands in for the built-in
     Codex, whose binary is missing). True when that cannot be told (the spec cannot be read
     back, the configuration is broken): the placeholder then asks for the module rather than
@@ -117,7 +140,7 @@ def agents_needed(engine: Any, run_id: str) -> bool:
 
     try:
         spec = stored_spec(engine.store, run_id)
-        config = load_config(start=Path.cwd())
+        config = load_config(config) if config else load_config(start=Path.cwd())
         names = set(agent_names(spec, engine.status(run_id).get("flow")))
         if not names <= set(known_agents(config=config)):
             return True

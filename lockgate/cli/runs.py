@@ -93,8 +93,9 @@ def _named_store(store: str | None) -> str | None:
 def _resume_lines(engine: Any, run_id: str, store: str | None) -> list[str]:
     """The command that continues ``run_id`` with agents, and when it needs an --agents module
     this command cannot know, the line that says so."""
-    command, note = hints.resume_hint(run_id, store=store,
-                                      agents_needed=hints.agents_needed(engine, run_id))
+    config = hints.config_to_name(engine, run_id)
+    command, note = hints.resume_hint(run_id, store=store, config=config,
+                                      agents_needed=hints.agents_needed(engine, run_id, config))
     return [command, *([f"({note})"] if note else [])]
 
 
@@ -361,6 +362,9 @@ def _print_response(resp: dict[str, Any], fmt: str, engine: Any, store: str | No
     if status in ("execute_step", "ensure_failed", "schema_failed"):
         ready = resp.get("ready") or [resp]
         click.echo(f"run {rid}: {len(ready)} step(s) to execute: " + ", ".join(r["step_id"] for r in ready))
+        if resp.get("driven_by"):  # its agents are called there: a resume here would be refused
+            click.echo(f"{resp['driven_by']} is driving the run: it carries on there")
+            return
         command, *note = _resume_lines(engine, str(rid), named)
         click.echo(f"continue with agents: {command}")
         for line in note:

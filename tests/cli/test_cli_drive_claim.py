@@ -121,3 +121,23 @@ def test_a_resume_from_a_folder_that_finds_another_configuration_names_the_one_t
     done = resume("--config", "proj/lockgate.toml")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"text": "from the project"}
+
+
+def test_the_resume_commands_printed_for_a_run_name_the_configuration_it_was_driven_with(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "flow.stratum.yaml").write_text(GATED)
+    (project / "lockgate.toml").write_text(PROJECT)
+    waiting = subprocess.run(lockgate_argv("run", "proj/flow.stratum.yaml", "--store", "runs.db", "--no-prompt"),
+                             cwd=tmp_path, env=lockgate_env(), capture_output=True, text=True, timeout=120,
+                             check=False)
+    assert waiting.returncode == 3, waiting.stderr
+    run_id = json.loads(waiting.stdout)["run_id"]
+    approved = subprocess.run(lockgate_argv("gate", "approve", run_id, "ok", "--store", "runs.db"), cwd=tmp_path,
+                              env=lockgate_env(), capture_output=True, text=True, timeout=120, check=False)
+    expected = f"lockgate run --resume {run_id} --store runs.db --config proj/lockgate.toml"
+    assert approved.returncode == 0 and expected in approved.stdout, approved.stdout + approved.stderr
+    resumed = subprocess.run(lockgate_argv(*expected.split()[1:]), cwd=tmp_path,
+                             env=lockgate_env(), capture_output=True, text=True, timeout=120, check=False)
+    assert resumed.returncode == 0, resumed.stderr  # the printed command works as printed
+    assert json.loads(resumed.stdout) == {"text": "from the project"}

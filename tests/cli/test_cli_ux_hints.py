@@ -22,8 +22,7 @@ from lockgate.engine.store import open_store
 SPEC = gate_spec(revise_to="draft")
 
 AGENTS = "def writer(task):\n    return {'text': task.prompt}\n"
-PLACEHOLDER_NOTE = ("(the store does not record the --agents module (or --config file) a run "
-                    "was started with: give the same one)")
+PLACEHOLDER_NOTE = "(the store does not record the --agents module a run was started with: give the same one)"
 
 
 @pytest.fixture

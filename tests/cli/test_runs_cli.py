@@ -80,6 +80,19 @@ def test_show_names_the_attempt_a_dispatched_step_is_on_as_why_does(db: Path) ->
     assert "(attempt 1, 1 retry left)" in out
 
 
+def test_a_decision_on_a_run_another_process_drives_says_it_carries_on_there(db: Path) -> None:
+    from lockgate.engine.drivers import Driver
+
+    engine = Engine(store=open_store(db))
+    first = engine.plan(SPEC, {"text": "the thing"}, driver=Driver.here())  # this live process drives it
+    engine.step_done(first["run_id"], "work", {"result": "done"}, first["token"])
+    engine.close()
+    code, out = cli(db, "gate", "revise", first["run_id"], "review", "--note", "again")
+    assert code == 0 and "1 step(s) to execute: work" in out
+    assert "on this host (last heard from" in out and "is driving the run: it carries on there" in out
+    assert "lockgate run --resume" not in out
+
+
 def test_gate_commands_resolve_with_the_current_token(db: Path) -> None:
     run = gate_run(db)
     code, out = cli(db, "gate", "revise", run, "review", "--note", "again")
