@@ -130,13 +130,21 @@ def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | Non
 
 
 def _report_driven(exc: Any, options: Options) -> None:
-    """Why a resume was refused, and what to do instead."""
+    """Why a resume was refused, and what to do instead: a process this machine can see is
+    known to be alive (its claim is free as soon as it ends), so only one elsewhere is offered
+    to be taken over."""
+    from ..engine.drivers import Driver, checkable_here
+
     run_id = str(exc.detail.get("run_id", ""))
+    holder = Driver.from_dict(exc.detail.get("driver"))
+    if holder is not None and checkable_here(holder):
+        last = (f"  or stop process {holder.pid} (Ctrl-C in its terminal) and resume here: "
+                f"{options.resume(run_id)}")
+    else:
+        last = f"  if that process is gone for good, drive the run here anyway:\n    {options.resume(run_id)} --take-over"
     click.echo(f"error: {exc.message}.\n"
                f"  watch it:  {hints.command('why', run_id, store=options.store)}\n"
-               f"  stop it:   {hints.command('cancel', run_id, store=options.store)}\n"
-               f"  if that process is gone for good, drive the run here anyway:\n"
-               f"    {options.resume(run_id)} --take-over", err=True)
+               f"  stop it:   {hints.command('cancel', run_id, store=options.store)}\n{last}", err=True)
 
 
 def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow: str | None,

@@ -159,6 +159,16 @@ class Drive:
             except Exception:  # noqa: BLE001 - the store is unreachable now: the drive's own calls will say so
                 continue
 
+    def _still_driving(self) -> None:
+        """Raise TakenOver when this drive's claim was taken over: an answer of its own went
+        stale because another process drives the run now (not because of a reset made
+        elsewhere), and following the stored run would call its agents twice."""
+        if self.driver is None:
+            return
+        holder = self.engine.driver_of(self.run_id)
+        if holder is not None and holder.owner != self.driver.owner:
+            raise TakenOver(self.run_id, holder.describe())
+
     def _holder(self) -> str:
         """Who drives the run now, for a person: "process 812 on host h (...)"."""
         try:
@@ -344,12 +354,14 @@ class Drive:
         except StaleToken as stale:
             if self.driver is not None or (method == self.engine.evaluated
                                            and stale.detail.get("step_status") != RUNNING):
+                self._still_driving()
                 await self._engine_call(self.engine.status, self.run_id)
             else:
                 self.stale.append(step_id)
             return None, False
         except EngineError as exc:
             if exc.error_type == "not_awaiting" and self.driver is not None:  # reset meanwhile, now pending
+                self._still_driving()
                 await self._engine_call(self.engine.status, self.run_id)
                 return None, False
             if exc.error_type not in ENDED_ELSEWHERE:

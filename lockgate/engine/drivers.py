@@ -13,8 +13,9 @@ renews it every :data:`RENEW_S` seconds, and it lapses :data:`STALE_S` seconds a
 renewal. Clocks of hosts sharing a store are assumed to agree within seconds.
 
 A claim of a run that ended means nothing, and a claim can be taken over on purpose (its
-process is gone for good but another host cannot tell): the displaced runner notices at its
-next renewal and stops its calls.
+process is gone for good but another host cannot tell): the outstanding dispatches and waiting
+gates get new tokens, so the displaced runner, if it lives after all, notices at its next
+answer (refused as stale) or its next renewal, and stops its calls.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RunDriven
-from .model import RUN_RUNNING
+from .model import RUN_RUNNING, new_token
 
 if TYPE_CHECKING:
     from .live import LiveRun
@@ -45,8 +46,9 @@ class Driver:
     """One drive of a run: ``owner`` tells drives apart (two in one process too), ``host``,
     ``pid`` and ``started`` (the process's start time, when the system tells it) find its
     process, ``renewed_at`` says when it last renewed its claim (seconds since the epoch);
-    ``config``: the project configuration file it resolves agents with (kept when the claim is
-    released, so that a later resume can tell it would resolve them from another one);
+    ``config``: the project configuration file it resolves agents with, ``""`` for none (kept
+    when the claim is released, so that a later resume can tell it would resolve them from
+    another one);
     ``pidns``: the process's pid namespace, when the system tells it (containers sharing a host
     name, and a store, number their processes apart)."""
 
@@ -104,8 +106,19 @@ def claim(run: LiveRun, driver: Driver, take_over: bool = False) -> None:
                             "would call its agents a second time", run_id=run.header.id,
                             driver=holder.to_dict())
         run.event("drive_taken_over", None, by={"host": driver.host, "pid": driver.pid},
-                  displaced={"host": holder.host, "pid": holder.pid})
+                  displaced={"host": holder.host, "pid": holder.pid}, reissued=_reissue(run))
     _write(run, driver.to_dict())
+
+
+def _reissue(run: LiveRun) -> list[str]:
+    """New tokens for the run's outstanding dispatches and waiting gates (the keys): what the
+    displaced driver reports for them afterwards is stale, and tells it it was taken over."""
+    keys = [*run.outstanding, *run.waiting]
+    for key in keys:
+        st = run.steps[key]
+        st.token = new_token()
+        run.touch(st)
+    return keys
 
 
 def renew(run: LiveRun, driver: Driver) -> None:
@@ -129,11 +142,12 @@ def vacate(run: LiveRun) -> None:
     """Leave the run claimed by nobody (the configuration it was driven with is kept): a drive
     gave it up, or a revert brought an ended run back, whose last drive has returned."""
     config = config_of(run.driver)
-    _write(run, {"key": DRIVER_KEY, "owner": None, **({"config": config} if config else {})})
+    _write(run, {"key": DRIVER_KEY, "owner": None, **({"config": config} if config is not None else {})})
 
 
 def config_of(record: Any) -> str | None:
-    """The configuration file the run's last driver resolved agents with (None: none, or unknown)."""
+    """The configuration file the run's last driver resolved agents with: ``""`` when it had
+    none, None when that is not recorded (no drive yet, or one by an older Lockgate)."""
     config = record.get("config") if isinstance(record, dict) else None
     return config if isinstance(config, str) else None
 
@@ -157,7 +171,7 @@ def holding(record: Any, at: float | None = None) -> Driver | None:
     driver = Driver.from_dict(record)
     if driver is None:
         return None
-    if driver.host == socket.gethostname() and os.name == "posix" and driver.pidns == pid_namespace():
+    if checkable_here(driver):
         return driver if process_alive(driver.pid, driver.started) else None
     return driver if (time.time() if at is None else at) - driver.renewed_at < STALE_S else None
 
@@ -168,6 +182,12 @@ def pid_namespace() -> str | None:
         return os.readlink("/proc/self/ns/pid")
     except OSError:
         return None
+
+
+def checkable_here(driver: Driver) -> bool:
+    """Whether this process can look ``driver``'s process up: the same host and pid namespace,
+    on a system where a pid can be probed (POSIX)."""
+    return driver.host == socket.gethostname() and os.name == "posix" and driver.pidns == pid_namespace()
 
 
 def process_start(pid: int) -> str | None:

@@ -268,7 +268,9 @@ class Engine:
     def release(self, run_id: str, driver: Driver) -> None:
         """Give up ``driver``'s claim on the run, so another process may drive it at once."""
         self._drives.pop(run_id, None)
-        self._transact(run_id, lambda run: drivers.release(run, driver))
+        current = Driver.from_dict(self._get(run_id, fresh=True).driver)
+        if current is not None and current.owner == driver.owner:  # else nothing to write
+            self._transact(run_id, lambda run: drivers.release(run, driver))
 
     def commit(self, run_id: str, label: str) -> dict[str, Any]:
         """Save a named checkpoint of the run's state (not its spend)."""

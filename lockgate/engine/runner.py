@@ -177,16 +177,22 @@ class Runner:
         another folder would otherwise quietly give the run's agent names other adapters."""
         before = self.engine.last_config(run_id) if hasattr(self.engine, "last_config") else None
         here = self._config_file()
-        if self.config_chosen or before is None or before == here or not os.path.exists(before):
+        if self.config_chosen or before is None or before == here or (before and not os.path.exists(before)):
             return
+        if not before:
+            raise ConfigError(
+                f"run {run_id} was driven without a configuration file, but this resume found {here}: its "
+                "agents could resolve to other adapters. Resume from a folder where no lockgate.toml is "
+                f"found, or choose this one on purpose (`--config {here}`, or config= in Python)")
         raise ConfigError(
             f"run {run_id} was driven with the configuration {before}, but this resume found "
             f"{here or 'no configuration file'}: its agents could resolve to other adapters. Resume with "
             f"that configuration (`--config {before}`, or config=load_config({before!r}) in Python), or "
             "choose one on purpose the same way")
 
-    def _config_file(self) -> str | None:
-        return str(Path(self.config.path).resolve()) if self.config.path else None
+    def _config_file(self) -> str:
+        """The configuration file this runner resolves agents with, resolved; ``""`` for none."""
+        return str(Path(self.config.path).resolve()) if self.config.path else ""
 
     def _claim(self, run_id: str, *, take_over: bool = False) -> Driver | None:
         """Claim run ``run_id`` for a drive by this process (RunDriven when another live process

@@ -58,7 +58,8 @@ def test_a_resume_of_a_run_another_process_drives_is_refused_until_that_process_
         assert refused.returncode == 4, refused.stderr
         assert f"run {run_id} is being driven by process {first.pid} on this host" in refused.stderr
         assert f"lockgate why {run_id} --store runs.db" in refused.stderr
-        assert "--take-over" in refused.stderr
+        assert "--take-over" not in refused.stderr  # alive on this machine: its claim frees itself
+        assert f"or stop process {first.pid} (Ctrl-C in its terminal) and resume here" in refused.stderr
         assert (tmp_path / "calls.log").read_text().split() == ["writer"]  # not called a second time
         assert engine.store.current_version(run_id) == version  # nothing written
         why = engine.why(run_id)
@@ -141,3 +142,22 @@ def test_the_resume_commands_printed_for_a_run_name_the_configuration_it_was_dri
                              env=lockgate_env(), capture_output=True, text=True, timeout=120, check=False)
     assert resumed.returncode == 0, resumed.stderr  # the printed command works as printed
     assert json.loads(resumed.stdout) == {"text": "from the project"}
+
+
+def test_a_run_driven_from_another_machine_may_be_taken_over(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from lockgate.engine.drivers import Driver
+
+    (tmp_path / "agents.py").write_text("def writer(task):\n    return {'text': 'here'}\n")
+    engine = Engine(store=open_store(tmp_path / "runs.db"))
+    elsewhere = replace(Driver.here(), host="another-host.example")  # renewed just now
+    run_id = engine.plan(SPEC, {}, driver=elsewhere)["run_id"]
+    engine.close()
+    refused = _resume(tmp_path, run_id)
+    assert refused.returncode == 4
+    assert f"run {run_id} is being driven by process {elsewhere.pid} on host another-host.example" in refused.stderr
+    assert f"lockgate run --resume {run_id} --agents agents.py --store runs.db --take-over" in refused.stderr
+    taken = _resume(tmp_path, run_id, "--take-over")
+    assert taken.returncode == 0, taken.stderr
+    assert json.loads(taken.stdout) == {"text": "here"}

@@ -393,3 +393,61 @@ def test_a_consumer_reading_a_run_another_process_drives_is_told_who(two_engines
     from lockgate.mcp.advice import next_steps
 
     assert next_steps(seen).startswith(f"Run {run_id} is being driven by process {os.getpid()}")
+
+
+async def test_a_drive_taken_over_stops_at_its_next_answer_without_calling_agents_again(tmp_path: Path) -> None:
+    spec = note_flow("""      - {id: write, agent: writer, do: "write", out: Note}
+      - {id: more, agent: writer, do: "more", out: Note, after: [write]}
+""", output="more")
+    calls: list[str] = []
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def stuck(task: Task) -> dict[str, Any]:
+        calls.append(f"first:{task.step_id}")
+        started.set()
+        await release.wait()
+        return {"text": "first"}
+
+    async def after_the_first_answers(task: Task) -> dict[str, Any]:
+        calls.append(f"second:{task.step_id}")
+        if task.step_id == "write":  # the take-over is committed: let the first drive's agent answer
+            release.set()
+            await asyncio.wait([driving])
+        return {"text": "second"}
+
+    first = make_runner(store=tmp_path / "runs.db", workspace=tmp_path, agents={"writer": stuck})
+    driving = asyncio.ensure_future(first.start(spec, {}))
+    async with asyncio.timeout(GUARD_S):
+        await started.wait()
+        (run_id,) = first.run_ids
+        second = make_runner(store=tmp_path / "runs.db", workspace=tmp_path,
+                             agents={"writer": after_the_first_answers})
+        result = await second.resume(run_id, take_over=True)
+        with pytest.raises(TakenOver):  # its answer was stale: it stopped, before any renewal
+            await driving
+    assert result.ok and result.output == {"text": "second"}
+    assert calls == ["first:write", "second:write", "second:more"]
+    first.engine.close()
+    second.engine.close()
+
+
+async def test_a_resume_finding_a_configuration_for_a_run_driven_without_one_is_refused(tmp_path: Path) -> None:
+    from lockgate.engine.agents.config import ProjectConfig, load_config
+    from lockgate.errors import ConfigError
+
+    gate_first = note_flow("""      - {id: ok, gate: {on_approve: write, on_revise: null, on_kill: null}}
+      - {id: write, agent: writer, do: "write", out: Note}
+""", output="write")
+    first = make_runner(store=tmp_path / "runs.db", workspace=tmp_path, config=ProjectConfig(), config_chosen=False,
+                        agents={"writer": lambda task: {"text": "explicit"}})
+    run_id = (await first.start(gate_first, {})).run_id
+    first.engine.resolve_waiting_gate(run_id, "ok", "approve")
+    assert first.engine.last_config(run_id) == ""
+    found = _project(tmp_path / "other", "from other")
+    elsewhere = make_runner(store=tmp_path / "runs.db", workspace=tmp_path, config=load_config(found),
+                            config_chosen=False)
+    with pytest.raises(ConfigError, match=rf"run {run_id} was driven without a configuration file, but this resume "
+                                          rf"found {found.resolve()}"):
+        await elsewhere.resume(run_id)
+    for runner in (first, elsewhere):
+        runner.engine.close()
