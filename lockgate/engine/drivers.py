@@ -102,9 +102,7 @@ def claim(run: LiveRun, driver: Driver, take_over: bool = False) -> None:
     holder = holding(run.driver) if run.header.status == RUN_RUNNING else None
     if holder is not None and holder.owner != driver.owner:
         if not take_over:
-            raise RunDriven(f"run {run.header.id} is being driven by {holder.describe()}; driving it here too "
-                            "would call its agents a second time", run_id=run.header.id,
-                            driver=holder.to_dict())
+            raise refusal(run.header.id, holder)
         run.event("drive_taken_over", None, by={"host": driver.host, "pid": driver.pid},
                   displaced={"host": holder.host, "pid": holder.pid}, reissued=_reissue(run))
     _write(run, driver.to_dict())
@@ -119,6 +117,12 @@ def _reissue(run: LiveRun) -> list[str]:
         st.token = new_token()
         run.touch(st)
     return keys
+
+
+def refusal(run_id: str, holder: Driver) -> RunDriven:
+    """The error for driving run ``run_id`` while ``holder`` drives it."""
+    return RunDriven(f"run {run_id} is being driven by {holder.describe()}; driving it here too would call its "
+                     "agents a second time", run_id=run_id, driver=holder.to_dict())
 
 
 def renew(run: LiveRun, driver: Driver) -> None:

@@ -58,7 +58,7 @@ from .dispatches import stage_data as _stage_data  # noqa: F401
 from .dispatches import usage_of as _usage  # noqa: F401
 from .drive import _WAKE, CONFLICT_RETRIES, TERMINAL, Drive, RunResult  # noqa: F401
 from .drive import retry_conflicts as _retry_conflicts  # noqa: F401
-from .drivers import Driver
+from .drivers import Driver, refusal
 from .engine import check_inputs
 from .evaluate import Evaluator, deferred
 from .flowneeds import agent_names, as_spec, uses_judged
@@ -156,7 +156,7 @@ class Runner:
         stops its calls when it next renews its claim (see :mod:`lockgate.engine.drivers`)."""
         spec, flow = self.engine.spec_of(run_id)
         if self.engine.status(run_id).get("status") not in TERMINAL:
-            self._check_config(run_id)
+            self.check_resumable(run_id, take_over=take_over)
             await self._ready_for(spec, flow)
         else:
             self.install_evaluator()
@@ -170,6 +170,16 @@ class Runner:
                     _retry_conflicts(lambda: self.engine.release(run_id, driver))
             raise
         return await Drive(self, response, driver).drive()
+
+    def check_resumable(self, run_id: str, *, take_over: bool = False) -> None:
+        """Refuse now, changing nothing, what :meth:`resume` would refuse: a run another live
+        process drives (RunDriven; not with ``take_over``) or one whose agents this runner would
+        resolve from another configuration file (ConfigError). For callers that start the
+        resume later (a notebook cell's task) and must say so in the cell."""
+        self._check_config(run_id)
+        holder = None if take_over or not hasattr(self.engine, "driver_of") else self.engine.driver_of(run_id)
+        if holder is not None:
+            raise refusal(run_id, holder)
 
     def _check_config(self, run_id: str) -> None:
         """Refuse (ConfigError) to resume with agents resolved from another configuration file

@@ -384,11 +384,14 @@ def resume_run(flowspec: Any, run_id: str, *, agents: Mapping[str, Any] | None =
     """Continue a stored run (after a kernel restart) and drive it here.
 
     Agents of its flow that resolve from nowhere, or whose (synchronous) preflight finds they
-    cannot run here, raise here (a LockgateError), as at its start."""
+    cannot run here, raise here (a LockgateError), as at its start; so does a run another
+    process drives, or one driven with another lockgate.toml than this kernel finds."""
     from ..engine.graphs import picture_statuses
     from .startcheck import check_agents, check_preflights
 
     run = _notebook_run(flowspec, agents, store, workspace)
+    if run.engine.status(run_id).get("status") not in FINAL:
+        run.runner.check_resumable(run_id)  # another process drives it, or another lockgate.toml
     check_agents(run.runner, flowspec.spec, flowspec.flow)
     check_preflights(run.runner, flowspec.spec, flowspec.flow)
     run.run_id = run_id

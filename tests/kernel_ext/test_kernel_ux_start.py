@@ -139,3 +139,31 @@ def test_a_resumed_run_whose_agent_cannot_run_here_is_refused_at_once(kernel):
                            "%flow resume: codex: no binary here")
     assert kernel.value('"bad" in globals()') is False
     assert kernel.value('len(kept.audit(kept_id)["events"])') == before
+
+
+def test_a_resumed_run_another_process_drives_is_refused_at_once(kernel):
+    import json
+    import subprocess
+    import sys
+    import textwrap
+
+    # another process plans the run, claiming it as a drive would, and lives on until told to end
+    script = textwrap.dedent(f"""
+        import json, sys
+        from lockgate.engine.drivers import Driver
+        from lockgate.engine.engine import Engine
+        from lockgate.engine.store import open_store
+        from lockgate.dsl.loader import load
+        engine = Engine(store=open_store({str(kernel.cwd / ".lockgate" / "lockgate.db")!r}))
+        spec = load({REVIEWED_WORK!r}).spec
+        print(json.dumps(engine.plan(spec, {{"text": "t"}}, driver=Driver.here())["run_id"]), flush=True)
+        sys.stdin.read()
+    """)
+    other = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        run_id = json.loads(other.stdout.readline())
+        out = kernel.run(f"%flow resume {run_id} --as elsewhere")
+        _one_line_refused_line(out, f"%flow resume: run {run_id} is being driven by process {other.pid} on this host")
+        assert kernel.value('"elsewhere" in globals()') is False
+    finally:
+        other.communicate("", timeout=60)
