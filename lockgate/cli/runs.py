@@ -137,18 +137,8 @@ def table(rows: list[list[str]], header: list[str]) -> None:
 def runs_cmd(status: str | None, limit: int, store: str | None, fmt: str) -> None:
     """List runs, newest first; a running run says what it waits on: a gate (a person's
     decision), the live process driving it, or nobody (idle: resume it)."""
-    from .waiting import AWAIT_GATE, at_gates, waits_of
-
     engine = _engine(store)
-    if status == AWAIT_GATE:
-        found = [{**run, "waiting": waits.to_dict()} for run, waits in _call(lambda: at_gates(engine.store, limit))]
-    else:
-        status = STATUS_ALIASES.get(status, status) if status else None
-        found = _call(lambda: engine.runs(status=status, limit=limit))
-        running = [run for run in found if run["status"] == "running"]
-        waits = _call(lambda: [waits_of(engine.store, run["run_id"]) for run in running])
-        for run, wait in zip(running, waits):
-            run["waiting"] = wait.to_dict()
+    found = _call(lambda: listed_runs(engine, status, limit))
     if fmt == "json":
         _json(found)
         return
@@ -157,6 +147,25 @@ def runs_cmd(status: str | None, limit: int, store: str | None, fmt: str) -> Non
         click.echo(f"no runs (no run store here: {gone} does not exist; run this where the runs were "
                    "started, or pass --store)" if gone else "no runs")
         return
+    print_runs(found)
+
+
+def listed_runs(engine: Any, status: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+    """The runs ``lockgate runs`` lists (newest first, ``status`` a status, an alias or
+    ``await_gate``), each running one with what it waits on (``waiting``)."""
+    from .waiting import AWAIT_GATE, at_gates, waits_of
+
+    if status == AWAIT_GATE:
+        return [{**run, "waiting": waits.to_dict()} for run, waits in at_gates(engine.store, limit)]
+    found = engine.runs(status=STATUS_ALIASES.get(status, status) if status else None, limit=limit)
+    for run in found:
+        if run["status"] == "running":
+            run["waiting"] = waits_of(engine.store, run["run_id"]).to_dict()
+    return found
+
+
+def print_runs(found: list[dict[str, Any]]) -> None:
+    """The table of ``lockgate runs`` (and ``%flow runs``)."""
     table([[r["run_id"], r["flow"], r["status"], when(r["updated_at"]), r.get("waiting", {}).get("waiting_on", "")]
            for r in found], ["RUN", "FLOW", "STATUS", "UPDATED", "WAITING ON"])
 

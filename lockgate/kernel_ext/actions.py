@@ -72,15 +72,15 @@ def _refuse_unoffered(args, gate) -> None:
 
 
 def _runs(shell, args):
-    """The store's runs as ``lockgate runs`` lists them: a table with a header, times to the second."""
-    from ..cli.runs import table, when
+    """The store's runs as ``lockgate runs`` lists them: a table with a header, times to the
+    second, and what each running run waits on."""
+    from ..cli.runs import listed_runs, print_runs
 
-    rows = _engine().runs()
+    rows = listed_runs(_engine())
     if not rows:
         print("no runs")
         return
-    table([[r["run_id"], r["flow"], r["status"], when(r.get("updated_at"))] for r in rows],
-          ["RUN", "FLOW", "STATUS", "UPDATED"])
+    print_runs(rows)
 
 
 def _show(shell, args):

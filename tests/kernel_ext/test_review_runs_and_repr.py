@@ -36,7 +36,7 @@ def kernel(tmp_path_factory):
     session.close()
 
 
-def test_runs_is_a_table_with_a_header_and_times_to_the_second(kernel):
+def test_runs_is_lockgate_runs_table_with_what_each_running_run_waits_on(kernel):
     assert kernel.run("%flow runs").stdout == "no runs\n"
     kernel.bind(rw=REVIEWED_WORK)
     kernel.run(DONE_AGENTS)
@@ -44,10 +44,11 @@ def test_runs_is_a_table_with_a_header_and_times_to_the_second(kernel):
     out = kernel.run("%flow runs")
     assert out.error is None and out.stderr == "", out.shown
     header, *rows = out.stdout.splitlines()
-    assert header.split() == ["RUN", "FLOW", "STATUS", "UPDATED"]
-    run_id = kernel.value("r.run_id")
+    assert header.split() == ["RUN", "FLOW", "STATUS", "UPDATED", "WAITING", "ON"]
+    run_id, pid = kernel.value("r.run_id"), kernel.value("__import__('os').getpid()")
     [row] = rows
-    assert re.fullmatch(rf"{run_id} +reviewed_work +running +\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d", row), row
+    assert re.fullmatch(rf"{run_id} +reviewed_work +running +\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d +"
+                        rf"waiting at gate review; driven by process {pid}", row), row
     assert header.index("FLOW") == row.index("reviewed_work")  # columns line up under the header
 
 
