@@ -454,7 +454,7 @@ FINISHED = ("succeeded", "skipped", "resolved")
 
 def visible_rows(rows: dict[str, dict[str, Any]], room: int) -> tuple[list[tuple[str, dict[str, Any]]], str]:
     """The rows a table with ``room`` lines for rows shows, and the line summarising the others
-    ("18 finished"): the steps still in play (running, retrying, waiting at a gate, failed)
+    ("18 more finished, not shown"): the steps still in play (running, retrying, waiting at a gate, failed)
     first, then the latest finished ones that fit. Without this the terminal cut the bottom of
     the table, where the steps started last, the running ones, are."""
     active = [(k, r) for k, r in rows.items() if r.get("status") not in FINISHED]
@@ -465,8 +465,8 @@ def visible_rows(rows: dict[str, dict[str, Any]], room: int) -> tuple[list[tuple
     latest = finished[max(len(finished) - spare, 0):] if spare > 0 else []
     hidden_active = len(active) - len(shown_active)
     hidden_finished = len(finished) - len(latest)
-    parts = [f"{hidden_active} more in play"] * bool(hidden_active) + [f"{hidden_finished} finished"] * bool(
-        hidden_finished)
+    parts = [f"{hidden_active} more in play"] * bool(hidden_active) + [
+        f"{hidden_finished} more finished, not shown"] * bool(hidden_finished)
     return shown_active + latest, ", ".join(parts)
 
 

@@ -87,8 +87,11 @@ class Driver:
         return driver if driver.pid > 0 else None
 
     def describe(self, at: float | None = None) -> str:
-        """Which process this is, for a person: "process 812 on this host" and when it was last heard from."""
-        where = "this host" if self.host == socket.gethostname() else f"host {self.host}"
+        """Which process this is, for a person: "process 812 on this host", or one this
+        machine cannot look up with when it was last heard from (its claim lapses by age)."""
+        if checkable_here(self):
+            return f"process {self.pid} on this host"
+        where = "this host, in another pid namespace" if self.host == socket.gethostname() else f"host {self.host}"
         ago = max(0, round((time.time() if at is None else at) - self.renewed_at))
         return f"process {self.pid} on {where} (last heard from {ago} s ago)"
 

@@ -71,9 +71,10 @@ def explain(run: LiveRun) -> dict[str, Any]:
                                     + (_working(holder) if holder is not None else "; if the process running it "
                                        "is gone, resuming the run runs it again"),
                           **unblocked})
-        running = f" and {len(run.evaluating)} evaluate command(s)" if run.evaluating else ""
+        running = f" and {counted(len(run.evaluating), 'evaluate command')}" if run.evaluating else ""
         driven = f"; {holder.describe()} is driving it" if holder is not None else ""
-        summary = (f"run {rid} is running: {len(run.waiting)} gate(s) and {len(run.outstanding)} dispatch(es) "
+        summary = (f"run {rid} is running: {counted(len(run.waiting), 'gate')} and "
+                   f"{counted(len(run.outstanding), 'dispatch', 'dispatches')} "
                    f"outstanding{running}{driven}")
     elif header.status == RUN_COMPLETE:
         summary = f"run {rid} is complete; nothing to unblock"
@@ -125,6 +126,11 @@ def _resume_or_cancel(rid: str) -> list[dict[str, Any]]:
 def _unblocked_by(actions: list[dict[str, Any]]) -> dict[str, Any]:
     """A wait's ``actions`` and ``commands``: the same commands as data and as text."""
     return {"actions": actions, "commands": [render(act) for act in actions]}
+
+
+def counted(count: int, one: str, many: str | None = None) -> str:
+    """``count`` things in words: "1 gate", "2 gates", "0 dispatches"."""
+    return f"{count} {one if count == 1 else many or one + 's'}"
 
 
 def retries(count: object) -> str:

@@ -63,7 +63,8 @@ def test_a_resume_of_a_run_another_process_drives_is_refused_until_that_process_
         assert (tmp_path / "calls.log").read_text().split() == ["writer"]  # not called a second time
         assert engine.store.current_version(run_id) == version  # nothing written
         why = engine.why(run_id)
-        assert f"; process {first.pid} on this host (last heard from" in why["summary"]
+        assert why["summary"] == (f"run {run_id} is running: 0 gates and 1 dispatch outstanding; "
+                                  f"process {first.pid} on this host is driving it")
         (wait,) = why["waits"]  # the agent is at work there: no resume offered
         assert f"process {first.pid} on this host" in wait["reason"]
         assert wait["commands"] == [f"lockgate cancel {run_id}"]

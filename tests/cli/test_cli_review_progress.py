@@ -42,12 +42,12 @@ def steps(lines: list[str]) -> list[str]:
 def test_a_short_terminal_shows_the_steps_in_play_first_and_counts_the_finished():
     lines = rendered(progress(height=12))
     assert len(lines) < 12
-    assert steps(lines) == ["drafting", "checking", "review", "done16", "done17", "16 finished"]
+    assert steps(lines) == ["drafting", "checking", "review", "done16", "done17", "16 more finished, not shown"]
 
 
 def test_a_terminal_too_short_even_for_the_steps_in_play_counts_those_too():
     lines = rendered(progress(height=8))
-    assert len(lines) < 8 and steps(lines) == ["drafting", "2 more in play, 18 finished"]
+    assert len(lines) < 8 and steps(lines) == ["drafting", "2 more in play, 18 more finished, not shown"]
 
 
 def test_a_table_that_fits_keeps_every_row_in_the_order_the_steps_came():

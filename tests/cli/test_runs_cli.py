@@ -89,7 +89,7 @@ def test_a_decision_on_a_run_another_process_drives_says_it_carries_on_there(db:
     engine.close()
     code, out = cli(db, "gate", "revise", first["run_id"], "review", "--note", "again")
     assert code == 0 and "1 step(s) to execute: work" in out
-    assert "on this host (last heard from" in out and "is driving the run: it carries on there" in out
+    assert "on this host is driving the run: it carries on there" in out
     assert "lockgate run --resume" not in out
 
 
