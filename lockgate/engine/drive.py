@@ -472,10 +472,12 @@ class Drive:
                 report = getattr(self.runner.gates, "not_applied", None)
                 if report is not None:
                     report(request, decision, exc)
+                self._still_driving()
             elif exc.error_type not in ENDED_ELSEWHERE:
                 raise
             return await self._engine_call(self.engine.status, self.run_id)
         self._emit_resolved(request, decision)
+        self._still_driving()  # a decision moves the run on: not by this drive if it was taken over
         return response
 
     def _emit_resolved(self, request: GateRequest, decision: Decision) -> None:

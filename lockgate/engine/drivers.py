@@ -13,9 +13,9 @@ renews it every :data:`RENEW_S` seconds, and it lapses :data:`STALE_S` seconds a
 renewal. Clocks of hosts sharing a store are assumed to agree within seconds.
 
 A claim of a run that ended means nothing, and a claim can be taken over on purpose (its
-process is gone for good but another host cannot tell): the outstanding dispatches and waiting
-gates get new tokens, so the displaced runner, if it lives after all, notices at its next
-answer (refused as stale) or its next renewal, and stops its calls.
+process is gone for good but another host cannot tell): the outstanding dispatches get new
+tokens, so the displaced runner, if it lives after all, notices at its agents' next answer
+(refused as stale), after a gate decision it applies, or at its next renewal, and stops its calls.
 """
 
 from __future__ import annotations
@@ -112,12 +112,17 @@ def claim(run: LiveRun, driver: Driver, take_over: bool = False) -> None:
 
 
 def _reissue(run: LiveRun) -> list[str]:
-    """New tokens for the run's outstanding dispatches and waiting gates (the keys): what the
-    displaced driver reports for them afterwards is stale, and tells it it was taken over."""
-    keys = [*run.outstanding, *run.waiting]
+    """New tokens for the run's outstanding dispatches (the keys): what the displaced driver's
+    agents report for them afterwards is stale, and tells it it was taken over. A result held
+    on its step while a judge was asked moves to the new token (nothing reported is lost).
+    Waiting gates keep theirs: a person holding one may still decide (the displaced driver
+    checks its claim after each decision it applies)."""
+    keys = list(run.outstanding)
     for key in keys:
         st = run.steps[key]
-        st.token = new_token()
+        old, st.token = st.token, new_token()
+        if st.parked is not None and st.parked.get("token") == old:
+            st.parked = {**st.parked, "token": st.token}
         run.touch(st)
     return keys
 

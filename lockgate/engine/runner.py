@@ -51,7 +51,7 @@ from .admission import Admission
 from .agents import Agent, preflight
 from .agents.base import cancels_by_run
 from .agents.config import ProjectConfig, RunnerSettings, load_config
-from .agents.registry import AgentLike, AgentRegistry, known_agents, resolve_agent
+from .agents.registry import DEFAULT_REGISTRY, AgentLike, AgentRegistry, known_agents, resolve_agent
 from .dispatches import DISPATCH_STATUSES  # noqa: F401  (re-exported, as before the split)
 from .dispatches import revision_note as _revision_note  # noqa: F401
 from .dispatches import stage_data as _stage_data  # noqa: F401
@@ -187,7 +187,8 @@ class Runner:
         another folder would otherwise quietly give the run's agent names other adapters."""
         before = self.engine.last_config(run_id) if hasattr(self.engine, "last_config") else None
         here = self._config_file()
-        if self.config_chosen or before is None or before == here or (before and not os.path.exists(before)):
+        if (self.config_chosen or before is None or before == here or (before and not os.path.exists(before))
+                or not self._config_resolves(run_id)):
             return
         if not before:
             raise ConfigError(
@@ -199,6 +200,16 @@ class Runner:
             f"{here or 'no configuration file'}: its agents could resolve to other adapters. Resume with "
             f"that configuration (`--config {before}`, or config=load_config({before!r}) in Python), or "
             "choose one on purpose the same way")
+
+    def _config_resolves(self, run_id: str) -> bool:
+        """Whether a configuration file can change the run's agents here: some agent of its flow
+        is not given in ``agents=`` nor registered, or its judged ensures take the judge from
+        the configuration (none given to this runner or its engine)."""
+        spec, flow = self.engine.spec_of(run_id)
+        registered = set((self._registry or DEFAULT_REGISTRY).names())
+        if not set(agent_names(spec, flow)) <= set(self._explicit) | registered:
+            return True
+        return self._judge_choice is None and getattr(self.engine, "judge", None) is None and uses_judged(spec, flow)
 
     def _config_file(self) -> str:
         """The configuration file this runner resolves agents with, resolved; ``""`` for none."""
@@ -383,6 +394,7 @@ def make_runner(*, engine: Any = None, store: Any = None,
     """A Runner over ``engine`` (or a new Engine on ``store``) with limits applied; the other
     options (``agents``, ``registry``, ``gates``, ``on_event``, ``judge``, ``evaluator``) go to
     :class:`Runner`."""
+    options.setdefault("config_chosen", config is not None)  # found here: not chosen on purpose
     config = config if config is not None else load_config(start=workspace)
     if engine is None:
         engine = _engine(store, workspace)

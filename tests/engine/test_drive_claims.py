@@ -451,3 +451,76 @@ async def test_a_resume_finding_a_configuration_for_a_run_driven_without_one_is_
         await elsewhere.resume(run_id)
     for runner in (first, elsewhere):
         runner.engine.close()
+
+
+def test_a_take_over_keeps_a_held_result_and_the_waiting_gates_tokens(tmp_path: Path) -> None:
+    spec = note_flow("""      - id: w
+        agent: writer
+        do: "write"
+        out: Note
+        ensure:
+          - judged: {statement: "fine"}
+      - {id: g, gate: {on_approve: null, on_revise: null, on_kill: null}}
+""", output="w")
+    engine = Engine(store=open_store(tmp_path / "runs.db"), judge=lambda *args: {"holds": True, "reason": "ok"})
+    plan = engine.plan(spec, {}, driver=replace(Driver.here(), host="another-host.example"))
+    run_id = plan["run_id"]
+    (w,) = [e for e in plan["ready"] if e["step_id"] == "w"]
+    engine._park(run_id, "w", {"text": "held"}, w["token"], None, None)  # the judge was asked; then a crash
+    gate_token = engine.status(run_id)["gates"][0]["token"]
+    engine.claim(run_id, Driver.here(), take_over=True)
+    (held,) = engine.status(run_id)["ready"]
+    assert held["token"] != w["token"] and held["reported"] == {"result": {"text": "held"}}
+    assert engine.status(run_id)["gates"][0]["token"] == gate_token  # a person holding it may decide
+    done = engine.step_done(run_id, "w", {"text": "held"}, held["token"])
+    assert engine.gate_resolve(run_id, "g", "approve", "ok", "ana", gate_token)["status"] == "complete", done
+    engine.close()
+
+
+async def test_a_drive_taken_over_while_its_gate_prompt_was_open_stops_after_the_decision(tmp_path: Path) -> None:
+    from lockgate.engine.gatechannel import Decision
+
+    spec = note_flow("""      - {id: g, gate: {on_approve: w, on_revise: null, on_kill: null}}
+      - {id: w, agent: writer, do: "write", out: Note}
+""", output="w")
+    asked, answer = asyncio.Event(), asyncio.Event()
+    calls: list[str] = []
+
+    class Prompt:
+        async def decide(self, request: Any) -> Decision:
+            asked.set()
+            await answer.wait()
+            return Decision("approve", "go")
+
+    first = make_runner(store=tmp_path / "runs.db", workspace=tmp_path, gates=Prompt(),
+                        agents={"writer": lambda task: calls.append("first") or {"text": "first"}})
+    driving = asyncio.ensure_future(first.start(spec, {}))
+    async with asyncio.timeout(GUARD_S):
+        await asked.wait()
+        (run_id,) = first.run_ids
+        first.engine.claim(run_id, Driver.here(), take_over=True)  # another process takes it over
+        answer.set()
+        with pytest.raises(TakenOver):
+            await driving
+    assert calls == []  # the decision was applied; the step after it is the new driver's to run
+    assert first.engine.status(run_id)["step_id"] == "w"
+    first.engine.close()
+
+
+async def test_agents_given_in_python_are_not_refused_for_another_configuration(tmp_path: Path) -> None:
+    from lockgate.engine.agents.config import load_config
+
+    gate_first = note_flow("""      - {id: ok, gate: {on_approve: write, on_revise: null, on_kill: null}}
+      - {id: write, agent: writer, do: "write", out: Note}
+""", output="write")
+    agents = {"writer": lambda task: {"text": "explicit"}}
+    first = make_runner(store=tmp_path / "runs.db", workspace=tmp_path, agents=agents,
+                        config=load_config(_project(tmp_path / "a", "from a")), config_chosen=False)
+    run_id = (await first.start(gate_first, {})).run_id
+    first.engine.resolve_waiting_gate(run_id, "ok", "approve")
+    elsewhere = make_runner(store=tmp_path / "runs.db", workspace=tmp_path, agents=agents,
+                            config=load_config(_project(tmp_path / "b", "from b")), config_chosen=False)
+    result = await elsewhere.resume(run_id)  # every agent is given: no file can change them
+    assert result.ok and result.output == {"text": "explicit"}
+    for runner in (first, elsewhere):
+        runner.engine.close()
