@@ -138,8 +138,8 @@ def _report_driven(exc: Any, options: Options) -> None:
     run_id = str(exc.detail.get("run_id", ""))
     holder = Driver.from_dict(exc.detail.get("driver"))
     if holder is not None and checkable_here(holder):
-        last = (f"  or stop process {holder.pid} (Ctrl-C in its terminal) and resume here: "
-                f"{options.resume(run_id)}")
+        last = (f"  or stop process {holder.pid} (Ctrl-C in its terminal; a notebook kernel: restart it) and "
+                f"resume here: {options.resume(run_id)}")
     else:
         last = f"  if that process is gone for good, drive the run here anyway:\n    {options.resume(run_id)} --take-over"
     click.echo(f"error: {exc.message}.\n"

@@ -38,7 +38,7 @@ from .dispatches import (
     stage_data,
     usage_of,
 )
-from .drivers import RENEW_S, Driver
+from .drivers import RENEW_S, Driver, ended
 from .evaluate import NO_RUNNER, evaluate_async, left_behind
 from .gatechannel import Decision, GateRequest
 from .model import RUNNING
@@ -181,7 +181,10 @@ class Drive:
         """Give up this drive's claim when the run goes on without it (a run that ended needs
         none; a claim left behind would only make the next resume here wait for nothing)."""
         driver, self.driver = self.driver, None
-        if driver is None or self.newest.get("status") in TERMINAL:
+        if driver is None:
+            return
+        ended(driver)  # whatever the store says, this drive is over
+        if self.newest.get("status") in TERMINAL:
             return
         try:
             retry_conflicts(lambda: self.engine.release(self.run_id, driver))

@@ -62,10 +62,13 @@ class Driver:
 
     @classmethod
     def here(cls, config: str | None = None) -> Driver:
-        """A new drive by this process, resolving agents with the configuration file ``config``."""
+        """A new drive by this process, resolving agents with the configuration file ``config``;
+        it counts as driving until :func:`ended` says it stopped."""
         pid = os.getpid()
-        return cls(uuid.uuid4().hex, socket.gethostname(), pid, process_start(pid), time.time(), config,
-                   pid_namespace())
+        driver = cls(uuid.uuid4().hex, socket.gethostname(), pid, process_start(pid), time.time(), config,
+                     pid_namespace())
+        _DRIVING.add(driver.owner)
+        return driver
 
     def renewed(self) -> Driver:
         return replace(self, renewed_at=time.time())
@@ -176,6 +179,17 @@ def _write(run: LiveRun, record: dict[str, Any]) -> None:
     run.extra_records[DRIVER_KEY] = record
 
 
+#: The owners of the drives this process has going: a claim of this process whose drive has
+#: stopped (its release could not be written: the store failed) binds nobody, though the
+#: process lives on (a notebook kernel).
+_DRIVING: set[str] = set()
+
+
+def ended(driver: Driver) -> None:
+    """Say that ``driver``, a drive of this process, has stopped."""
+    _DRIVING.discard(driver.owner)
+
+
 def holding(record: Any, at: float | None = None) -> Driver | None:
     """The driver still holding the claim ``record`` describes, or None when the claim is free:
     released, its process gone (this host), or not renewed for :data:`STALE_S` seconds (another
@@ -184,6 +198,8 @@ def holding(record: Any, at: float | None = None) -> Driver | None:
     if driver is None:
         return None
     if checkable_here(driver):
+        if driver.pid == os.getpid() and driver.started == process_start(driver.pid):
+            return driver if driver.owner in _DRIVING else None  # this process: its drives say
         return driver if process_alive(driver.pid, driver.started) else None
     return driver if (time.time() if at is None else at) - driver.renewed_at < STALE_S else None
 

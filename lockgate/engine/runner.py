@@ -58,7 +58,7 @@ from .dispatches import stage_data as _stage_data  # noqa: F401
 from .dispatches import usage_of as _usage  # noqa: F401
 from .drive import _WAKE, CONFLICT_RETRIES, TERMINAL, Drive, RunResult  # noqa: F401
 from .drive import retry_conflicts as _retry_conflicts  # noqa: F401
-from .drivers import Driver, refusal
+from .drivers import Driver, ended, refusal
 from .engine import check_inputs
 from .evaluate import Evaluator, deferred
 from .flowneeds import agent_names, as_spec, uses_judged
@@ -139,8 +139,12 @@ class Runner:
         await self._ready_for(spec, flow)
         if hasattr(self.engine, "claim"):  # claimed as it is planned (see drivers)
             driver = Driver.here(self._config_file())
-            response = await self.transition(lambda: self.engine.plan(spec, dict(inputs or {}), flow=flow,
-                                                                      driver=driver))
+            try:
+                response = await self.transition(lambda: self.engine.plan(spec, dict(inputs or {}), flow=flow,
+                                                                          driver=driver))
+            except BaseException:
+                ended(driver)
+                raise
         else:
             driver, response = None, await self.transition(lambda: self.engine.plan(spec, dict(inputs or {}), flow=flow))
         return await Drive(self, response, driver).drive()
@@ -155,17 +159,19 @@ class Runner:
         a process that is gone for good where this one cannot tell (another host); that process
         stops its calls when it next renews its claim (see :mod:`lockgate.engine.drivers`)."""
         spec, flow = self.engine.spec_of(run_id)
-        if self.engine.status(run_id).get("status") not in TERMINAL:
+        going = self.engine.status(run_id).get("status") not in TERMINAL
+        if going:
             self.check_resumable(run_id, take_over=take_over)
             await self._ready_for(spec, flow)
         else:
             self.install_evaluator()
             self.install_judge()
-        driver = self._claim(run_id, take_over=take_over)
+        driver = self._claim(run_id, take_over=take_over) if going else None  # an ended run: nothing to drive
         try:
             response = await self.transition(lambda: self.engine.resume(run_id), run_id=run_id)
         except BaseException:
-            if driver is not None:  # nobody drives it after all (a claim left lapses with this process)
+            if driver is not None:  # nobody drives it after all
+                ended(driver)
                 with suppress(Exception):
                     _retry_conflicts(lambda: self.engine.release(run_id, driver))
             raise
@@ -221,7 +227,11 @@ class Runner:
         if not hasattr(self.engine, "claim"):
             return None
         driver = Driver.here(self._config_file())
-        self.engine.claim(run_id, driver, take_over=take_over)
+        try:
+            self.engine.claim(run_id, driver, take_over=take_over)
+        except BaseException:
+            ended(driver)
+            raise
         return driver
 
     async def _ready_for(self, spec: Any, flow: str | None) -> None:

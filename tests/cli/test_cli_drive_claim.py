@@ -59,7 +59,7 @@ def test_a_resume_of_a_run_another_process_drives_is_refused_until_that_process_
         assert f"run {run_id} is being driven by process {first.pid} on this host" in refused.stderr
         assert f"lockgate why {run_id} --store runs.db" in refused.stderr
         assert "--take-over" not in refused.stderr  # alive on this machine: its claim frees itself
-        assert f"or stop process {first.pid} (Ctrl-C in its terminal) and resume here" in refused.stderr
+        assert f"or stop process {first.pid} (Ctrl-C in its terminal; a notebook kernel: restart it)" in refused.stderr
         assert (tmp_path / "calls.log").read_text().split() == ["writer"]  # not called a second time
         assert engine.store.current_version(run_id) == version  # nothing written
         why = engine.why(run_id)

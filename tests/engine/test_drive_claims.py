@@ -524,3 +524,35 @@ async def test_agents_given_in_python_are_not_refused_for_another_configuration(
     assert result.ok and result.output == {"text": "explicit"}
     for runner in (first, elsewhere):
         runner.engine.close()
+
+
+def test_a_claim_of_this_process_whose_drive_stopped_binds_nobody(tmp_path: Path) -> None:
+    from lockgate.engine.drivers import ended
+
+    engine = Engine(store=open_store(tmp_path / "runs.db"))
+    driver = Driver.here()
+    run_id = engine.plan(SPEC, {}, driver=driver)["run_id"]
+    assert engine.driver_of(run_id) == driver
+    ended(driver)  # its release could not be written (the store failed): the claim is left
+    assert engine.driver_of(run_id) is None  # a notebook kernel can drive it again
+    engine.claim(run_id, Driver.here())
+    engine.close()
+
+
+async def test_resuming_an_ended_run_to_read_it_neither_claims_it_nor_records_a_configuration(tmp_path: Path) -> None:
+    from lockgate.engine.agents.config import load_config
+
+    started_with = _project(tmp_path / "proj", "from proj")
+    first = make_runner(store=tmp_path / "runs.db", workspace=tmp_path, config=load_config(started_with),
+                        config_chosen=False)
+    done = await first.start(SPEC, {})
+    assert done.ok and done.output == {"text": "from proj"}
+    reader = make_runner(store=tmp_path / "runs.db", workspace=tmp_path,
+                         config=load_config(_project(tmp_path / "other", "from other")), config_chosen=False)
+    version = reader.engine.store.current_version(done.run_id)
+    again = await reader.resume(done.run_id)
+    assert again.ok and again.output == {"text": "from proj"}
+    assert reader.engine.last_config(done.run_id) == str(started_with.resolve())
+    assert reader.engine.store.current_version(done.run_id) == version + 1  # the resume's event only
+    for runner in (first, reader):
+        runner.engine.close()
