@@ -73,6 +73,14 @@ def gate_commands(run_id: str, step_id: str, *, store: str | None = None,
     return [approve, f"{revise} --note '...'", reject]
 
 
+def decide_lines(run_id: str, gate: Mapping[str, Any], *, store: str | None = None) -> list[str]:
+    """The lines that say how to decide waiting ``gate`` (an engine gate entry) of run
+    ``run_id``: its commands, and why revise is left out when it is."""
+    note = revise_note(gate)
+    return [*gate_commands(run_id, gate["step_id"], store=store, decisions=gate.get("decisions")),
+            *([note] if note else [])]
+
+
 def revise_note(gate: Mapping[str, Any]) -> str | None:
     """Why a gate with a revise route does not offer revise now (its rounds are used up: a
     revise would fail the run), in parentheses to print under its commands; None when it offers

@@ -241,11 +241,9 @@ def _conclude(result: Any, options: Options) -> int:
     response = result.response
     if result.status == "await_gate":
         for gate in result.waiting_gates:
-            decide = hints.gate_commands(result.run_id, gate["step_id"], store=options.store,
-                                         decisions=gate.get("decisions"))
-            note = hints.revise_note(gate)
+            decide = hints.decide_lines(result.run_id, gate, store=options.store)
             click.echo("\n".join([f"run {result.run_id} waits at gate {gate['step_id']!r}; decide with:",
-                                  *(f"  {line}" for line in [*decide, *([note] if note else [])]),
+                                  *(f"  {line}" for line in decide),
                                   f"then continue it with: {options.resume(result.run_id)}"]), err=True)
     else:
         reason = response.get("message") or response.get("reason") or response.get("error_type")

@@ -380,11 +380,13 @@ def _print_response(resp: dict[str, Any], fmt: str, engine: Any, store: str | No
             click.echo(f"  {line}")
     elif status == "await_gate":
         click.echo(f"run {rid}: gate {resp['step_id']} waits for a decision; decide with:")
-        for line in hints.gate_commands(str(rid), resp["step_id"], store=named, decisions=resp.get("decisions")):
+        for line in hints.decide_lines(str(rid), resp, store=named):
             click.echo(f"  {line}")
-        no_revise = hints.revise_note(resp)
-        if no_revise:
-            click.echo(f"  {no_revise}")
+        if not resp.get("driven_by"):  # else the process driving it carries on once decided
+            command, *note = _resume_lines(engine, str(rid), named)
+            click.echo(f"then continue it with: {command}")
+            for line in note:
+                click.echo(f"  {line}")
     elif status == "complete":
         click.echo(f"run {rid}: complete\noutput: " + json.dumps(resp.get("output"), sort_keys=True))
     elif status == "error":

@@ -120,10 +120,13 @@ def test_the_resolving_commands_note_that_revise_is_not_offered(store):
     run = at_gate(store, spec(3, 2), revisions=2)
     resumed = invoke(store, "resume", run)
     assert resumed.exit_code == 0, resumed.stderr
-    assert resumed.stdout.splitlines()[-3:] == [
+    lines = resumed.stdout.splitlines()
+    decided = lines.index(f"  lockgate gate approve {run} review --store {store}")
+    assert lines[decided:decided + 4] == [
         f"  lockgate gate approve {run} review --store {store}",
         f"  lockgate gate reject {run} review --store {store}",
         "  (revise would fail the run: the gate's 2 revision round(s) are used up)",
+        f"then continue it with: lockgate run --resume {run} --store {store} --agents <your agents module>",
     ]
 
 

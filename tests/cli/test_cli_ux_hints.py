@@ -74,6 +74,8 @@ def test_a_steering_command_prints_the_decisions_run_prints_and_they_work_typed(
         f"  lockgate gate approve {rid} review --store runs.db",
         f"  lockgate gate revise {rid} review --store runs.db --note '...'",
         f"  lockgate gate reject {rid} review --store runs.db",
+        f"then continue it with: lockgate run --resume {rid} --store runs.db --agents <your agents module>",
+        f"  {PLACEHOLDER_NOTE}",
     ]
     revise = shlex.split(shown.stdout.splitlines()[2])
     revised = invoke(*revise[1:])
