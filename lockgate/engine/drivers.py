@@ -4,13 +4,14 @@ Two runners driving one run would both call the agent of every outstanding step 
 the second answer out, but the call was made and paid for). So a runner claims the run before
 it drives it, in a transaction, and a second runner is refused while the first one is alive.
 
-"Alive" is decided without trusting the claim's age alone: a claim made on this host (and in
-this pid namespace: containers may share a host name) names its process (pid and start time), so a claim of a process that died (killed, crashed) is free at
-once and one of a process that still runs holds however long its loop has been busy (on POSIX
-systems; elsewhere, as for another host, by its age). A claim made on another host (runs shared
-through PostgreSQL) holds while it is renewed: the driver
-renews it every :data:`RENEW_S` seconds, and it lapses :data:`STALE_S` seconds after the last
-renewal. Clocks of hosts sharing a store are assumed to agree within seconds.
+"Alive" is decided without trusting the claim's age alone. A claim made on this host, in this
+pid namespace (containers may share a host name), names its process (pid and start time): a
+claim of a process that died (killed, crashed) is free at once, one of a process that still runs
+holds however long its loop has been busy, and one of this very process holds only while its
+drive runs. Elsewhere (another host sharing a PostgreSQL store, another pid namespace, a system
+without /proc) a claim holds while it is renewed: the driver renews it every :data:`RENEW_S`
+seconds, and it lapses :data:`STALE_S` seconds after the last renewal. Clocks of hosts sharing a
+store are assumed to agree within seconds.
 
 A claim of a run that ended means nothing, and a claim can be taken over on purpose (its
 process is gone for good but another host cannot tell): the outstanding dispatches get new
@@ -48,9 +49,8 @@ class Driver:
     process, ``renewed_at`` says when it last renewed its claim (seconds since the epoch);
     ``config``: the project configuration file it resolves agents with, ``""`` for none (kept
     when the claim is released, so that a later resume can tell it would resolve them from
-    another one);
-    ``pidns``: the process's pid namespace, when the system tells it (containers sharing a host
-    name, and a store, number their processes apart)."""
+    another one); ``pidns``: the process's pid namespace, when the system tells it (containers
+    sharing a host name, and a store, number their processes apart)."""
 
     owner: str
     host: str
