@@ -8,10 +8,10 @@ it drives it, in a transaction, and a second runner is refused while the first o
 pid namespace (containers may share a host name), names its process (pid and start time): a
 claim of a process that died (killed, crashed) is free at once, one of a process that still runs
 holds however long its loop has been busy, and one of this very process holds only while its
-drive runs. Elsewhere (another host sharing a PostgreSQL store, another pid namespace, a system
-without /proc) a claim holds while it is renewed: the driver renews it every :data:`RENEW_S`
-seconds, and it lapses :data:`STALE_S` seconds after the last renewal. Clocks of hosts sharing a
-store are assumed to agree within seconds.
+drive runs. Elsewhere (another host sharing a PostgreSQL store, another pid namespace, Windows)
+a claim holds while it is renewed: the driver renews it every :data:`RENEW_S` seconds, and it
+lapses :data:`STALE_S` seconds after the last renewal. Clocks of hosts sharing a store are
+assumed to agree within seconds.
 
 A claim of a run that ended means nothing, and a claim can be taken over on purpose (its
 process is gone for good but another host cannot tell): the outstanding dispatches get new
