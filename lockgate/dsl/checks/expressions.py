@@ -1,7 +1,9 @@
 """Expression fields (``when``, ``set`` values, ``iterate.until``, ``ensure.expr`` and the
 fanout stage ``when``/``ensure``): each compiles (``LG601``, ``LG605``), uses only the
 bindings of its context (``LG602``, §5.4) and builtins (``LG603``) with the right number of
-arguments (``LG604``), and reads only fields its bindings' contracts have (``LG606``).
+arguments (``LG604``), and reads only fields its bindings' contracts have (``LG606``). In
+``ensure`` fields, ``result`` is typed by the step's ``out`` contract, and operations that
+cannot type-check on it (``result.score >= "high"`` for ``score: number``) are ``LG604`` too.
 
 Lockgate checks this statically, where the reference engine would fail closed at run time
 (a broken ``when`` silently skips its step). A ``${...}`` template in an expression field is
@@ -21,6 +23,7 @@ from ..diagnostics import Finding
 from ...errors import ContractError, ExprError
 from ..expr import compile as compile_expr
 from ..expr.builtins import BUILTINS
+from ..expr.typecheck import type_errors
 from ..graph import ScannedField
 from ..ir import Flow, Step
 from ..refs import scan
@@ -73,8 +76,32 @@ def field_expression(ctx: Context, flow: Flow, step: Step, field: ScannedField) 
         allowed.discard("prev")
     for exc in expression.static_errors(allowed):
         yield _from_error(exc, field)
+    if field.context in _TYPED_CONTEXTS:
+        typer = _result_typer(ctx, flow, step, field)
+        for exc in type_errors(expression.tree, field.text, typer):
+            yield _from_error(exc, field)
     bound = [m for m in expression.member_paths if m.root in allowed]
     yield from _member_paths(ctx, flow, step, field, bound)
+
+
+_TYPED_CONTEXTS = frozenset({"ensure", "stage_ensure"})  # result has passed its out contract
+
+
+def _result_typer(ctx: Context, flow: Flow, step: Step, field: ScannedField):
+    """``(binding, path) -> TypeExpr | None``: the contract type of ``result.<path>``; None for
+    every other binding and for whatever the contract does not settle."""
+    root = _binding_root(ctx, flow, step, field, "result")
+    if root is None or not ctx.usable(root):
+        return lambda name, path: None
+
+    def typer(name: str, path: tuple[str | int, ...]):
+        if name != "result":
+            return None
+        try:
+            return ctx.contracts.type_at(root, path)
+        except ContractError:
+            return None
+    return typer
 
 
 def _template_in_expression(ctx: Context, flow: Flow, step: Step, field: ScannedField) -> Iterator[Finding]:
