@@ -77,8 +77,7 @@ def field_expression(ctx: Context, flow: Flow, step: Step, field: ScannedField) 
     for exc in expression.static_errors(allowed):
         yield _from_error(exc, field)
     if field.context in _TYPED_CONTEXTS:
-        typer = _result_typer(ctx, flow, step, field)
-        for exc in type_errors(expression.tree, field.text, typer):
+        for exc in _type_errors(ctx, flow, step, field, expression.tree):
             yield _from_error(exc, field)
     bound = [m for m in expression.member_paths if m.root in allowed]
     yield from _member_paths(ctx, flow, step, field, bound)
@@ -87,11 +86,28 @@ def field_expression(ctx: Context, flow: Flow, step: Step, field: ScannedField) 
 _TYPED_CONTEXTS = frozenset({"ensure", "stage_ensure"})  # result has passed its out contract
 
 
-def _result_typer(ctx: Context, flow: Flow, step: Step, field: ScannedField):
-    """``(binding, path) -> TypeExpr | None``: the contract type of ``result.<path>``; None for
-    every other binding and for whatever the contract does not settle."""
+def _type_errors(ctx: Context, flow: Flow, step: Step, field: ScannedField, tree: Any) -> list[ExprError]:
+    """The certain type errors of an ensure expression on its step's ``result``, computed once
+    per expression text and result type in a document (generated and copied steps repeat them)."""
     root = _binding_root(ctx, flow, step, field, "result")
-    if root is None or not ctx.usable(root):
+    if root is not None and not ctx.usable(root):
+        root = None
+    try:
+        key = (field.text, root)
+        hash(key)
+    except TypeError:  # a type that cannot be a key: computed every time
+        return type_errors(tree, field.text, _result_typer(ctx, root))
+    found = ctx.type_errors.get(key)
+    if found is None:
+        found = ctx.type_errors[key] = type_errors(tree, field.text, _result_typer(ctx, root))
+    return found
+
+
+def _result_typer(ctx: Context, root: Any):
+    """``(binding, path) -> TypeExpr | None``: the contract type of ``result.<path>`` (``root``
+    the type of ``result``); None for every other binding and for whatever the contract does
+    not settle."""
+    if root is None:
         return lambda name, path: None
 
     def typer(name: str, path: tuple[str | int, ...]):
