@@ -61,6 +61,6 @@ def test_a_path_the_predicate_never_reached_is_left_out():
 
 
 def test_a_type_error_keeps_its_own_reason_without_values():
-    violation = _violation("result.path > 1", {"path": "p", "items": []})
+    violation = _violation("input.item > 1", {"path": "p", "items": []})  # validation types result only
     assert "values" not in violation
     assert violation["detail"].startswith("type_error")
