@@ -39,6 +39,13 @@ def test_reviewer_ordering_a_number_against_a_string():
                              "(in 'ensure')")
 
 
+def test_the_right_side_of_a_logical_operator_is_never_reported():
+    """It runs only for some values of the left, which folding cannot always settle (a review)."""
+    for expr in ("len(result.tags) >= 0 || result.n > 'a'", "result.b || !result.b || result.n + 'x' == ''",
+                 "result.b || result.n >= 'high'", "result.b && len(result.n) > 0"):
+        assert ensure(expr) == [], expr
+
+
 def test_reviewer_len_of_a_number():
     (found,) = ensure("len(result.n) > 0")
     assert (found.code, found.span) == ("LG604", (0, 13))
@@ -46,8 +53,8 @@ def test_reviewer_len_of_a_number():
 
 
 def test_span_is_the_offending_sub_expression():
-    (found,) = ensure("len(result.tags) > 0 && (result.meta.count + 'x') == 'y'")
-    assert found.span == (25, 48)
+    (found,) = ensure("(result.meta.count + 'x') == 'y' && len(result.tags) > 0")
+    assert found.span == (1, 24)
     assert found.message == ("result.meta.count is a number; '+' cannot add it with the string 'x' "
                              "(in 'ensure')")
 
@@ -194,6 +201,7 @@ def test_a_report_means_the_whole_expression_raises_a_type_error(text, value):
 @SETTINGS
 @given(_expressions(logical=True), _VALUES)
 def test_each_reported_sub_expression_raises_a_type_error_when_it_runs(text, value):
-    """With ``&&``/``||`` a reported part may be skipped at run time, but never runs fine."""
+    """With ``&&``/``||`` too, a reported part always runs: the expression raises."""
     for error in _reported(text, value):
         assert _raises_type_error(text[error.span[0]: error.span[1]], value), (text, error)
+        assert _raises_type_error(text, value), (text, error)

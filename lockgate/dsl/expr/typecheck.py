@@ -6,8 +6,8 @@ A conservative inference over the AST: each node gets the JSON kind it is certai
 known. Kinds come from literals, from member chains a ``typer`` can type (a contract field that
 is not optional), and from the result kinds of builtins and operators. An error is reported only
 where the evaluator's own rules (:mod:`.operators`, :mod:`.builtins`) reject every value of the
-known kinds, and only where the node can run (the right side of ``&&``/``||`` as
-:mod:`.folding` decides). Constant sub-expressions are left to :mod:`.folding`, and a node
+known kinds, and only where the node is certain to run whenever the expression is evaluated
+(never the right side of ``&&``/``||``). Constant sub-expressions are left to :mod:`.folding`, and a node
 whose child already fails gets no kind, so one mistake is reported once.
 """
 
@@ -58,7 +58,7 @@ _ORDERING = frozenset({"<", "<=", ">", ">="})
 
 
 def type_errors(tree: Node, source: str, typer: Typer) -> list[ExprError]:
-    """The certain type errors of ``tree``'s non-constant nodes that can run, in source order."""
+    """The certain type errors of ``tree``'s non-constant nodes that always run, in source order."""
     return _Inference(tree, source, typer).errors()
 
 
@@ -117,8 +117,8 @@ class _Inference:
             if message is not None:
                 errors.append(ExprError("type", message, node.span))
             if isinstance(node, Binary) and node.op in ("&&", "||"):
-                if self.folder.may(node.left, node.op == "&&"):
-                    stack.append(node.right)
+                # the right side runs only for some values of the left (even one folding
+                # cannot settle: `b || !b`), and an error must be certain: only the left is read
                 stack.append(node.left)
             elif isinstance(node, Binary):
                 stack.extend((node.right, node.left))
