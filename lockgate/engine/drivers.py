@@ -123,9 +123,9 @@ def _reissue(run: LiveRun) -> list[str]:
     keys = list(run.outstanding)
     for key in keys:
         st = run.steps[key]
-        old, st.token = st.token, new_token()
-        if st.parked is not None and st.parked.get("token") == old:
-            st.parked = {**st.parked, "token": st.token}
+        held, st.token = st.held_for(st.token), new_token()
+        if held is not None:
+            st.parked = {**held, "token": st.token}
         run.touch(st)
     return keys
 

@@ -94,8 +94,8 @@ def _held(run: LiveRun, st: Any, key: str, decision: str, token: Any) -> tuple[s
     """The decision held on the gate for this round (see Engine.gate_resolve), which is applied
     now: (its rationale, who made it) when ``decision`` is the same outcome (the first one to
     decide is the one recorded); StaleToken ``decided`` when it differs, changing nothing."""
-    held = st.parked
-    made = held.get("decision") if held is not None and held.get("token") == token else None
+    held = st.held_for(token)
+    made = held.get("decision") if held is not None else None
     if not isinstance(made, dict):
         return None
     if made["outcome"] != decision:

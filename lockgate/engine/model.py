@@ -95,6 +95,12 @@ class StepState:
     parked: dict[str, Any] | None = None
     dropped: bool = False
 
+    def held_for(self, token: Any) -> dict[str, Any] | None:
+        """What is held on this step for issuance ``token`` (a reported result or a gate decision
+        waiting for a judge, see :func:`lockgate.engine.results.park`), or None."""
+        parked = self.parked
+        return parked if parked is not None and parked.get("token") == token else None
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON record: only fields that differ from their defaults (plus key and status).
 

@@ -159,9 +159,9 @@ def dispatch_entry(run: LiveRun, key: str) -> dict[str, Any]:
         entry["cwd"] = st.worktree or run.header.workspace
     elif static.iterate:
         entry["iteration"] = st.iterations + 1
-    parked = st.parked
-    if parked is not None and parked.get("token") == st.token:  # see results.park
-        entry["reported"] = {k: v for k, v in parked.items() if k != "token"}
+    held = st.held_for(st.token)
+    if held is not None:
+        entry["reported"] = {k: v for k, v in held.items() if k != "token"}
     if st.failure is not None:
         entry["previous_failure"] = st.failure
     elif st.routed is not None and st.routed.get("failure") is not None:
@@ -264,9 +264,9 @@ def gate_entry(run: LiveRun, key: str) -> dict[str, Any]:
         "revisions": st.iterations,
         **_round_limit(loc, st, rounds),
     }
-    parked = st.parked
-    if parked is not None and parked.get("token") == st.token:  # see results.park
-        entry["decided"] = parked["decision"]
+    held = st.held_for(st.token)
+    if held is not None:
+        entry["decided"] = held["decision"]
     blocked = revise_blocked(run, loc, st)
     if blocked is None:
         return {**entry, "decisions": ["approve", "revise", "kill"]}

@@ -162,7 +162,7 @@ def park(run: LiveRun, key: str, record: dict[str, Any], *, gate: bool = False) 
     reported, and the dispatch is described with the result to report again (``reported``)
     instead of work to do again (a gate with the decision to apply again: ``decided``)."""
     st = check_issuance(run, key, record["token"], gate=gate)
-    if gate and st.parked is not None and st.parked.get("token") == record["token"]:
+    if gate and st.held_for(record["token"]) is not None:
         return  # a decision for this round is held already: the first one stands (see gates)
     st.parked = record
     run.touch(st)
