@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -181,15 +182,8 @@ class Drive:
         """Give up this drive's claim when the run goes on without it (a run that ended needs
         none; a claim left behind would only make the next resume here wait for nothing)."""
         driver, self.driver = self.driver, None
-        if driver is None:
-            return
-        ended(driver)  # whatever the store says, this drive is over
-        if self.newest.get("status") in TERMINAL:
-            return
-        try:
-            retry_conflicts(lambda: self.engine.release(self.run_id, driver))
-        except Exception:  # noqa: BLE001 - the claim then lapses with this process
-            pass
+        if driver is not None:
+            give_up(self.engine, self.run_id, driver, write=self.newest.get("status") not in TERMINAL)
 
     async def _loop(self, response: dict[str, Any]) -> RunResult:
         """Every response's new dispatches are started as soon as it arrives (by the call or gate
@@ -587,6 +581,16 @@ def waiting_gates(response: dict[str, Any]) -> list[dict[str, Any]]:
     if response.get("status") == "await_gate" and not gates:
         gates = [response]
     return gates
+
+
+def give_up(engine: Any, run_id: str, driver: Driver, *, write: bool = True) -> None:
+    """End ``driver``'s drive of run ``run_id`` in this process and, with ``write``, release its
+    claim in the store (best effort: a claim left binds nobody in this process, and lapses with
+    it elsewhere)."""
+    ended(driver)
+    if write:
+        with suppress(Exception):
+            retry_conflicts(lambda: engine.release(run_id, driver))
 
 
 def retry_conflicts(call: Callable[[], Any]) -> Any:

@@ -41,7 +41,7 @@ import asyncio
 import os
 from collections import Counter
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager, nullcontext, suppress
+from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -57,6 +57,7 @@ from .dispatches import revision_note as _revision_note  # noqa: F401
 from .dispatches import stage_data as _stage_data  # noqa: F401
 from .dispatches import usage_of as _usage  # noqa: F401
 from .drive import _WAKE, CONFLICT_RETRIES, TERMINAL, Drive, RunResult  # noqa: F401
+from .drive import give_up
 from .drive import retry_conflicts as _retry_conflicts  # noqa: F401
 from .drivers import Driver, ended, refusal
 from .engine import check_inputs
@@ -137,16 +138,14 @@ class Runner:
         spec = as_spec(spec)
         check_inputs(spec, inputs, flow)  # the inputs first: a mistake there is the cheaper one to fix
         await self._ready_for(spec, flow)
-        if hasattr(self.engine, "claim"):  # claimed as it is planned (see drivers)
-            driver = Driver.here(self._config_file())
-            try:
-                response = await self.transition(lambda: self.engine.plan(spec, dict(inputs or {}), flow=flow,
-                                                                          driver=driver))
-            except BaseException:
+        driver = self._new_driver()  # claimed as the run is planned (see drivers)
+        claim = {"driver": driver} if driver is not None else {}
+        try:
+            response = await self.transition(lambda: self.engine.plan(spec, dict(inputs or {}), flow=flow, **claim))
+        except BaseException:
+            if driver is not None:
                 ended(driver)
-                raise
-        else:
-            driver, response = None, await self.transition(lambda: self.engine.plan(spec, dict(inputs or {}), flow=flow))
+            raise
         return await Drive(self, response, driver).drive()
 
     async def resume(self, run_id: str, *, take_over: bool = False) -> RunResult:
@@ -171,9 +170,7 @@ class Runner:
             response = await self.transition(lambda: self.engine.resume(run_id), run_id=run_id)
         except BaseException:
             if driver is not None:  # nobody drives it after all
-                ended(driver)
-                with suppress(Exception):
-                    _retry_conflicts(lambda: self.engine.release(run_id, driver))
+                give_up(self.engine, run_id, driver)
             raise
         return await Drive(self, response, driver).drive()
 
@@ -224,15 +221,18 @@ class Runner:
     def _claim(self, run_id: str, *, take_over: bool = False) -> Driver | None:
         """Claim run ``run_id`` for a drive by this process (RunDriven when another live process
         drives it); None for an engine that keeps no claims."""
-        if not hasattr(self.engine, "claim"):
-            return None
-        driver = Driver.here(self._config_file())
-        try:
-            self.engine.claim(run_id, driver, take_over=take_over)
-        except BaseException:
-            ended(driver)
-            raise
+        driver = self._new_driver()
+        if driver is not None:
+            try:
+                self.engine.claim(run_id, driver, take_over=take_over)
+            except BaseException:
+                ended(driver)
+                raise
         return driver
+
+    def _new_driver(self) -> Driver | None:
+        """A new drive by this process, for an engine that keeps claims (None for another)."""
+        return Driver.here(self._config_file()) if hasattr(self.engine, "claim") else None
 
     async def _ready_for(self, spec: Any, flow: str | None) -> None:
         """Install the evaluator and the judge, and preflight every agent the flow may dispatch
