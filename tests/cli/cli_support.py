@@ -17,11 +17,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def gate_spec(gate: str = "review", *, revise_to: str | None = None) -> str:
+def gate_spec(gate: str = "review", *, revise_to: str | None = None, flow_rounds: int = 2,
+              gate_rounds: int | None = None) -> str:
     """A flow whose agent ``writer`` drafts (contract Draft, from input ``topic``), then gate
-    ``gate`` reviews the draft; ``revise_to`` is where a revise goes (with two rounds at most),
-    None to end the flow."""
-    rounds = "    max_rounds: 2\n" if revise_to else ""
+    ``gate`` reviews the draft; ``revise_to`` is where a revise goes (with ``flow_rounds``
+    rounds at most, and the gate's own ``gate_rounds`` when given), None to end the flow."""
+    rounds = f"    max_rounds: {flow_rounds}\n" if revise_to else ""
+    gate_limit = f"\n          max_rounds: {gate_rounds}" if gate_rounds is not None else ""
     return f"""version: 1
 contracts:
   Draft:
@@ -44,7 +46,7 @@ flows:
         gate:
           on_approve: null
           on_revise: {revise_to or "null"}
-          on_kill: null
+          on_kill: null{gate_limit}
 """
 
 

@@ -7,6 +7,7 @@ on a run that ended says how it ended; ``why`` on a finished run says its failur
 from __future__ import annotations
 
 import pytest
+from cli_support import gate_spec
 from click.testing import CliRunner
 
 from lockgate.cli import main
@@ -18,32 +19,7 @@ from lockgate.engine.store import open_store
 def spec(flow_rounds: int, gate_rounds: int) -> str:
     """A draft reviewed by gate ``review``, which may send it back ``gate_rounds`` times, in a
     flow allowing ``flow_rounds`` revision rounds."""
-    return f"""version: 1
-contracts:
-  Draft:
-    text: string
-flows:
-  entry: main
-  main:
-    input:
-      topic: string
-    output:
-      from: "${{draft.output}}"
-      contract: Draft
-    max_rounds: {flow_rounds}
-    steps:
-      - id: draft
-        do: "Write about ${{input.topic}}"
-        agent: writer
-        out: Draft
-      - id: review
-        after: [draft]
-        gate:
-          on_approve: null
-          on_revise: draft
-          on_kill: null
-          max_rounds: {gate_rounds}
-"""
+    return gate_spec(revise_to="draft", flow_rounds=flow_rounds, gate_rounds=gate_rounds)
 
 
 @pytest.fixture
