@@ -2,9 +2,10 @@
 
 A resume command needs the options the run was driven with: its store and, when its agents
 are Python functions, the ``--agents`` module. ``lockgate run`` knows them (it was given them);
-the other commands know the store but not the module, which the store does not record: they
-write a placeholder for it, and say so, unless every agent of the run's flow resolves without
-one (configured in lockgate.toml, or built in).
+the other commands know the store, and the module from the run's claim record (a run driven
+by an older Lockgate, or from Python, has none: they write a placeholder for it and say so),
+unless every agent of the run's flow resolves without one (configured in lockgate.toml, or
+built in).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 AGENTS_PLACEHOLDER = "<your agents module>"
 NOT_RECORDED = "the store does not record the --agents module a run was started with: give the same one"
+GONE = "the run was driven with --agents {}, which is not there any more: give the module that defines its agents"
 
 
 def command(*words: str, **options: str | None) -> str:
@@ -99,15 +101,33 @@ def engine_command(action: Mapping[str, Any], *, store: str | None) -> str:
 
 
 def resume_hint(run_id: str, *, store: str | None, agents_needed: bool,
-                config: str | None = None) -> tuple[str, str | None]:
-    """(the resume command, a note about it or None) for a command that cannot know the
+                config: str | None = None, recorded: str | None = None) -> tuple[str, str | None]:
+    """(the resume command, a note about it or None) for a command that was not given the
     ``--agents`` module: ``agents_needed`` when some agent of the run resolves from none of
     lockgate.toml, the registry and the built-ins; ``config``: the configuration file to name
-    (the run's, when a resume from here would not find it: see :func:`config_to_name`)."""
-    resume = resume_command(run_id, store=store, config=config)
-    if agents_needed:
-        return f"{resume} --agents {AGENTS_PLACEHOLDER}", NOT_RECORDED
-    return resume, None
+    (the run's, when a resume from here would not find it: see :func:`config_to_name`);
+    ``recorded``: the module the run was last driven with (:meth:`Engine.last_agents`)."""
+    shown = shown_module(recorded) if recorded and agents_needed else None
+    resume = resume_command(run_id, agents=shown, store=store, config=config)
+    if not agents_needed or shown:
+        return resume, None
+    return f"{resume} --agents {AGENTS_PLACEHOLDER}", GONE.format(recorded) if recorded else NOT_RECORDED
+
+
+def shown_module(recorded: str) -> str | None:
+    """A recorded ``--agents`` module as a command typed here names it: a file relative to the
+    current folder when it is below it, a dotted name as it is; None for a file that is gone."""
+    import os
+
+    if not os.path.isabs(recorded):  # a dotted name (a file is recorded by its resolved path)
+        return recorded
+    if not os.path.isfile(recorded):
+        return None
+    try:
+        relative = os.path.relpath(recorded)
+    except ValueError:  # another drive (Windows)
+        return recorded
+    return recorded if relative.startswith(os.pardir) else relative
 
 
 def config_to_name(engine: Any, run_id: str) -> str | None:
@@ -129,6 +149,14 @@ def config_to_name(engine: Any, run_id: str) -> str | None:
         return os.path.relpath(recorded)
     except ValueError:  # another drive (Windows)
         return recorded
+
+
+def recorded_agents(engine: Any, run_id: str) -> str | None:
+    """The ``--agents`` module run ``run_id`` was last driven with, None when not recorded."""
+    try:
+        return engine.last_agents(run_id)
+    except Exception:  # noqa: BLE001 - a hint must not fail the command that prints it
+        return None
 
 
 def agents_needed(engine: Any, run_id: str, config: str | None = None) -> bool:

@@ -19,7 +19,7 @@ from typing import Any, Iterator, NamedTuple
 import click
 
 from . import hints
-from .runargs import load_agents, read_inputs
+from .runargs import agents_source, load_agents, read_inputs
 from .text import one_line
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WAITING, EXIT_ELSEWHERE = 0, 1, 2, 3, 4
@@ -171,6 +171,8 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     # a resume opens the store the run is in; only a new run creates one
     store = open_existing(options.store) if resume_id else open_store(options.store)
     engine = Engine(store=store, workspace=Path.cwd())
+    if resume_id and not options.agents:
+        _check_agents_given(engine, resume_id, options, found)
     display = Progress()
     # the prompt reads stdin through a selector and also watches the store, so a decision made
     # in another terminal ends it (and a late answer is reported as not applied)
@@ -178,6 +180,7 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
         ask=_ask, say=lambda text: click.echo(text, err=True), pause=display.paused, store=engine.store,
         watch_stdin=True, prompt=lambda text: click.echo(text, err=True, nl=False))
     runner = make_runner(engine=engine, config=config, config_chosen=options.config is not None, agents=agents,
+                         agents_module=agents_source(options.agents) if options.agents else None,
                          gates=gates, on_event=display.update, judge=options.judge)
 
     async def main() -> Any:
@@ -200,6 +203,24 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     finally:
         engine.close()
     return _conclude(result, options)
+
+
+def _check_agents_given(engine: Any, run_id: str, options: Options, config: Path | None) -> None:
+    """Refuse a resume given no --agents module of a run still going whose agents come only from
+    the module it was driven with (recorded with its claim): name that module in the command to
+    type, before any agent is looked up (the lookup can only say "no agent named X")."""
+    from ..engine.drive import TERMINAL
+
+    recorded = hints.recorded_agents(engine, run_id)
+    if not recorded or not hints.agents_needed(engine, run_id, str(config) if config else None):
+        return
+    if engine.status(run_id).get("status") in TERMINAL:  # nothing left to dispatch
+        return
+    shown = hints.shown_module(recorded)
+    if shown is None:
+        raise click.BadParameter(hints.GONE.format(recorded))
+    raise click.BadParameter(f"run {run_id} was driven with the agents of --agents {shown}: give it again: "
+                             f"{options._replace(agents=shown).resume(run_id)}")
 
 
 @contextmanager

@@ -62,6 +62,17 @@ def _parse_problem(exc: Exception) -> str:
     return f"{problem}{where}"
 
 
+def _is_file(target: str) -> bool:
+    """Whether an --agents value names a file (else a dotted module name)."""
+    return target.endswith(".py") or "/" in target or "\\" in target
+
+
+def agents_source(target: str) -> str:
+    """An --agents value as a run's claim records it: a file's resolved path (a resume may be
+    typed in another folder), a dotted module name as given."""
+    return str(Path(target).resolve()) if _is_file(target) else target
+
+
 def load_agents(target: str) -> dict[str, Any]:
     """Top-level functions of a module (a .py path or a dotted name), by name; ``a_b`` also
     answers for the agent name ``a-b``."""
@@ -70,7 +81,7 @@ def load_agents(target: str) -> dict[str, Any]:
     import inspect
 
     try:
-        if target.endswith(".py") or "/" in target or "\\" in target:
+        if _is_file(target):
             path = Path(target).resolve()
             if not path.is_file():
                 raise click.BadParameter(f"--agents: no file {target}")

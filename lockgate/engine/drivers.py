@@ -50,7 +50,9 @@ class Driver:
     ``config``: the project configuration file it resolves agents with, ``""`` for none (kept
     when the claim is released, so that a later resume can tell it would resolve them from
     another one); ``pidns``: the process's pid namespace, when the system tells it (containers
-    sharing a host name, and a store, number their processes apart)."""
+    sharing a host name, and a store, number their processes apart); ``agents``: the module its
+    Python agents came from (``lockgate run --agents``: a file's resolved path or a dotted name),
+    kept too, so that the commands printing how to resume the run can name it."""
 
     owner: str
     host: str
@@ -59,14 +61,15 @@ class Driver:
     renewed_at: float
     config: str | None = None
     pidns: str | None = None
+    agents: str | None = None
 
     @classmethod
-    def here(cls, config: str | None = None) -> Driver:
-        """A new drive by this process, resolving agents with the configuration file ``config``;
-        it counts as driving until :func:`ended` says it stopped."""
+    def here(cls, config: str | None = None, agents: str | None = None) -> Driver:
+        """A new drive by this process, resolving agents with the configuration file ``config``
+        and the module ``agents``; it counts as driving until :func:`ended` says it stopped."""
         pid = os.getpid()
         driver = cls(uuid.uuid4().hex, socket.gethostname(), pid, process_start(pid), time.time(), config,
-                     pid_namespace())
+                     pid_namespace(), agents)
         _DRIVING.add(driver.owner)
         return driver
 
@@ -84,7 +87,7 @@ class Driver:
         try:
             driver = cls(record["owner"], str(record["host"]), int(record["pid"]),
                          record.get("started"), float(record["renewed_at"]), config_of(record),
-                         record.get("pidns") if isinstance(record.get("pidns"), str) else None)
+                         _text(record, "pidns"), agents_of(record))
         except (KeyError, TypeError, ValueError, OverflowError):
             return None
         return driver if driver.pid > 0 else None
@@ -154,17 +157,28 @@ def release(run: LiveRun, driver: Driver) -> None:
 
 
 def vacate(run: LiveRun) -> None:
-    """Leave the run claimed by nobody (the configuration it was driven with is kept): a drive
+    """Leave the run claimed by nobody (what its agents were resolved with is kept): a drive
     gave it up, or a revert brought an ended run back, whose last drive has returned."""
-    config = config_of(run.driver)
-    _write(run, {"key": DRIVER_KEY, "owner": None, **({"config": config} if config is not None else {})})
+    kept = {name: value for name in ("config", "agents") if (value := _text(run.driver, name)) is not None}
+    _write(run, {"key": DRIVER_KEY, "owner": None, **kept})
 
 
 def config_of(record: Any) -> str | None:
     """The configuration file the run's last driver resolved agents with: ``""`` when it had
     none, None when that is not recorded (no drive yet, or one by an older Lockgate)."""
-    config = record.get("config") if isinstance(record, dict) else None
-    return config if isinstance(config, str) else None
+    return _text(record, "config")
+
+
+def agents_of(record: Any) -> str | None:
+    """The ``--agents`` module the run's last driver took Python agents from: None when it took
+    none, or that is not recorded (no drive yet, or one by an older Lockgate)."""
+    return _text(record, "agents") or None
+
+
+def _text(record: Any, name: str) -> str | None:
+    """The string ``record[name]`` of a stored driver record (None if absent or not a string)."""
+    value = record.get(name) if isinstance(record, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def commands_ours(run: LiveRun, driver: Driver | None) -> bool:

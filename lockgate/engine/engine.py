@@ -265,6 +265,11 @@ class Engine:
         """The project configuration file the run's last drive resolved its agents with."""
         return drivers.config_of(self._get(run_id, fresh=True).driver)
 
+    def last_agents(self, run_id: str) -> str | None:
+        """The module the run's last drive took Python agents from (``lockgate run --agents``:
+        a file's resolved path or a dotted name), None when it took none or did not say."""
+        return drivers.agents_of(self._get(run_id, fresh=True).driver)
+
     def release(self, run_id: str, driver: Driver) -> None:
         """Give up ``driver``'s claim on the run, so another process may drive it at once."""
         self._drives.pop(run_id, None)

@@ -90,11 +90,13 @@ class Runner:
                  gates: GateChannel | None = None, on_event: Observer | None = None,
                  settings: RunnerSettings | None = None, workspace: str | os.PathLike | None = None,
                  judge: JudgeLike | None = None, evaluator: Evaluator | None = ENGINE_EVALUATOR,
-                 config_chosen: bool | None = None) -> None:
+                 config_chosen: bool | None = None, agents_module: str | None = None) -> None:
         """``evaluator`` runs ``evaluate`` steps' commands: not given, the engine's own; given
         (None: none, evaluate steps then fail), it replaces the engine's when a run starts.
         ``config_chosen``: the caller chose ``config`` on purpose (default: when it is given), so
-        a resume may use it although the run was driven with another configuration file."""
+        a resume may use it although the run was driven with another configuration file.
+        ``agents_module``: where ``agents`` came from (``lockgate run --agents``), recorded with
+        the runner's claims so that commands that print how to resume a run can name it."""
         self.engine = engine
         self.config = config if config is not None else load_config(start=workspace)
         self.config_chosen = config is not None if config_chosen is None else config_chosen
@@ -102,6 +104,7 @@ class Runner:
         self.gates = gates
         self.workspace = str(workspace) if workspace is not None else None
         self._explicit = dict(agents or {})
+        self._agents_module = agents_module
         self._registry = registry
         self._agents: dict[str, Agent] = {}
         self.on_event = on_event
@@ -232,7 +235,9 @@ class Runner:
 
     def _new_driver(self) -> Driver | None:
         """A new drive by this process, for an engine that keeps claims (None for another)."""
-        return Driver.here(self._config_file()) if hasattr(self.engine, "claim") else None
+        if not hasattr(self.engine, "claim"):
+            return None
+        return Driver.here(self._config_file(), self._agents_module)
 
     async def _ready_for(self, spec: Any, flow: str | None) -> None:
         """Install the evaluator and the judge, and preflight every agent the flow may dispatch

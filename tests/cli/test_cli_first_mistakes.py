@@ -57,4 +57,4 @@ def test_a_module_agent_named_like_a_built_in_is_asked_for_when_going_on(project
     revised = invoke("gate", "revise", rid, "review", "--note", "again", "--store", "runs.db")
     assert revised.exit_code == 0, revised.stderr
     (line,) = [x for x in revised.stdout.splitlines() if x.startswith("continue with agents:")]
-    assert "--agents <your agents module>" in line  # the store cannot tell which module
+    assert line.endswith("--agents agents.py --store runs.db")  # the module the run was driven with

@@ -1,7 +1,7 @@
 """The commands the CLI prints for going on with a run work when typed: a resume command carries
 ``--store`` when one was named and ``--agents`` when the run needs a module (the one given to
-``lockgate run``; a placeholder, said to be one, where the store cannot tell), and an agent
-nobody defines is explained in command-line terms."""
+``lockgate run``, which its claim records; a placeholder, said to be one, where the store cannot
+tell), and an agent nobody defines is explained in command-line terms."""
 
 from __future__ import annotations
 
@@ -140,6 +140,75 @@ def test_a_store_from_the_environment_is_not_repeated(project, monkeypatch):
     revised = invoke("gate", "revise", rid, "review")
     assert (f"continue with agents: lockgate run --resume {rid} --agents <your agents module>"
             in revised.stdout.splitlines())
+
+
+def driven_at_gate(*agents: str) -> str:
+    """A run of SPEC in runs.db waiting at its gate, driven by ``lockgate run --agents AGENTS``."""
+    started = invoke("run", "flow.stratum.yaml", "--agents", *agents, "--input", "topic=x",
+                     "--store", "runs.db", "--no-prompt")
+    assert started.exit_code == 3, started.stderr
+    return json.loads(started.stdout)["run_id"]
+
+
+def test_the_commands_name_the_agents_module_the_run_was_driven_with(project):
+    rid = driven_at_gate("agents.py")
+    resume = f"lockgate run --resume {rid} --agents agents.py --store runs.db"
+    revised = invoke("gate", "revise", rid, "review", "--note", "more", "--store", "runs.db")
+    assert revised.stdout.splitlines()[-1] == f"continue with agents: {resume}"
+    why = invoke("why", rid, "--store", "runs.db")
+    assert f"    {resume}" in why.stdout.splitlines()
+    assert "<your agents module>" not in why.stdout
+    resumed = invoke(*shlex.split(resume)[1:], "--no-prompt")
+    assert resumed.exit_code == 3, resumed.stderr
+    assert f"run {rid} waits at gate 'review'" in resumed.stderr
+
+
+def test_a_module_outside_the_current_folder_is_named_by_its_path(project, monkeypatch):
+    rid = driven_at_gate("agents.py")
+    (project / "sub").mkdir()
+    monkeypatch.chdir(project / "sub")
+    revised = invoke("gate", "revise", rid, "review", "--store", "../runs.db")
+    assert revised.stdout.splitlines()[-1] == (
+        f"continue with agents: lockgate run --resume {rid} --agents {project / 'agents.py'} --store ../runs.db")
+
+
+def test_a_dotted_module_is_named_as_it_was_given(project):
+    (project / "writers.py").write_text(AGENTS)
+    rid = driven_at_gate("writers")
+    revised = invoke("gate", "revise", rid, "review", "--store", "runs.db")
+    assert revised.stdout.splitlines()[-1] == (
+        f"continue with agents: lockgate run --resume {rid} --agents writers --store runs.db")
+
+
+def test_a_resume_without_the_module_it_needs_is_told_which_one(project):
+    rid = driven_at_gate("agents.py")
+    invoke("gate", "revise", rid, "review", "--store", "runs.db")
+    before = invoke("show", rid, "--store", "runs.db", "--format", "json").stdout
+    resumed = invoke("run", "--resume", rid, "--store", "runs.db")
+    assert (resumed.exit_code, resumed.stderr.strip()) == (2, (
+        f"error: run {rid} was driven with the agents of --agents agents.py: give it again: "
+        f"lockgate run --resume {rid} --agents agents.py --store runs.db"))
+    assert invoke("show", rid, "--store", "runs.db", "--format", "json").stdout == before  # nothing changed
+    # once its agents resolve without the module, the run is resumed (the configured writer
+    # answers {}, which its contract refuses)
+    configure_writer(project)
+    resumed = invoke("run", "--resume", rid, "--store", "runs.db", "--config", "lockgate.toml", "--no-prompt")
+    assert resumed.exit_code == 1, resumed.stderr
+    assert "running    draft  attempt 1  [writer]" in resumed.stderr
+
+
+def test_a_module_that_is_gone_is_said_to_be(project):
+    rid = driven_at_gate("agents.py")
+    invoke("gate", "revise", rid, "review", "--store", "runs.db")
+    (project / "agents.py").unlink()
+    gone = (f"the run was driven with --agents {project / 'agents.py'}, which is not there any more: "
+            "give the module that defines its agents")
+    why = invoke("why", rid, "--store", "runs.db")
+    assert why.stdout.splitlines()[-3:-1] == [
+        f"    lockgate run --resume {rid} --store runs.db --agents <your agents module>",
+        f"    ({gone})"]
+    resumed = invoke("run", "--resume", rid, "--store", "runs.db")
+    assert (resumed.exit_code, resumed.stderr.strip()) == (2, f"error: {gone}")
 
 
 def test_agents_from_the_configuration_need_no_module(project):

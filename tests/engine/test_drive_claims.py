@@ -556,3 +556,26 @@ async def test_resuming_an_ended_run_to_read_it_neither_claims_it_nor_records_a_
     assert reader.engine.store.current_version(done.run_id) == version + 1  # the resume's event only
     for runner in (first, reader):
         runner.engine.close()
+
+
+async def test_a_run_keeps_the_agents_module_its_drives_took_agents_from(tmp_path: Path) -> None:
+    gate_first = SPEC.replace("      - {id: write,", "      - {id: ok, gate: {on_approve: write, on_revise: null, on_kill: null}}\n"
+                                                    "      - {id: write,")
+    def writer(task: Task) -> dict[str, str]:
+        return {"text": "x"}
+
+    first = make_runner(store=tmp_path / "runs.db", workspace=tmp_path, agents={"writer": writer},
+                        agents_module="/proj/agents.py")
+    waiting = await first.start(gate_first, {})
+    assert waiting.status == "await_gate"
+    # the drive has returned and released its claim: the module is kept with the released record
+    assert first.engine.driver_of(waiting.run_id) is None
+    assert first.engine.last_agents(waiting.run_id) == "/proj/agents.py"
+    first.engine.resolve_waiting_gate(waiting.run_id, "ok", "approve")
+    # a drive given agents in Python, with no module, records none
+    second = make_runner(store=tmp_path / "runs.db", workspace=tmp_path, agents={"writer": writer})
+    done = await second.resume(waiting.run_id)
+    assert done.ok
+    assert second.engine.last_agents(waiting.run_id) is None
+    for runner in (first, second):
+        runner.engine.close()
