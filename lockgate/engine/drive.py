@@ -161,22 +161,23 @@ class Drive:
                 continue
 
     def _still_driving(self) -> None:
-        """Raise TakenOver when this drive's claim was taken over: an answer of its own went
-        stale because another process drives the run now (not because of a reset made
-        elsewhere), and following the stored run would call its agents twice."""
+        """Raise TakenOver when this drive's claim is no longer the run's: an answer of its own
+        went stale because another process took the run over (not because of a reset made
+        elsewhere), and following the stored run would call its agents twice. That holds even
+        when the process that took it over has died since: a resume, not this drive, goes on."""
         if self.driver is None:
             return
-        holder = self.engine.driver_of(self.run_id)
-        if holder is not None and holder.owner != self.driver.owner:
-            raise TakenOver(self.run_id, holder.describe())
+        claim = self.engine.claim_of(self.run_id)
+        if claim is None or claim.owner != self.driver.owner:
+            raise TakenOver(self.run_id, self._holder())
 
     def _holder(self) -> str:
-        """Who drives the run now, for a person: "process 812 on host h (...)"."""
+        """Who claimed the run last, for a person: "process 812 on host h (...)"."""
         try:
-            holder = self.engine.driver_of(self.run_id)
+            claim = self.engine.claim_of(self.run_id)
         except Exception:  # noqa: BLE001 - only a description is lost
-            holder = None
-        return holder.describe() if holder is not None else "another process"
+            claim = None
+        return claim.describe() if claim is not None else "another process"
 
     def _release(self) -> None:
         """Give up this drive's claim when the run goes on without it (a run that ended needs

@@ -250,6 +250,11 @@ class Engine:
         """The live process driving the run's agents now, or None (see :mod:`lockgate.engine.drivers`)."""
         return drivers.holding(self._get(run_id, fresh=True).driver)
 
+    def claim_of(self, run_id: str) -> Driver | None:
+        """The claim recorded on the run, whether or not its process still lives (None when
+        released): a drive tells from it whether it still holds the run."""
+        return Driver.from_dict(self._get(run_id, fresh=True).driver)
+
     def _driven_by(self, run_id: str, out: dict[str, Any]) -> dict[str, Any]:
         """``out`` with ``driven_by`` (which process) while another live process drives the run:
         its agents are doing the dispatches ``out`` lists, which a consumer must not do too."""

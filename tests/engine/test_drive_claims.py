@@ -579,3 +579,30 @@ async def test_a_run_keeps_the_agents_module_its_drives_took_agents_from(tmp_pat
     assert second.engine.last_agents(waiting.run_id) is None
     for runner in (first, second):
         runner.engine.close()
+
+
+async def test_a_displaced_drive_stops_even_when_the_process_that_took_over_has_died(tmp_path: Path) -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+    calls: list[str] = []
+
+    async def stuck(task: Task) -> dict[str, Any]:
+        calls.append(task.step_id)
+        started.set()
+        await release.wait()
+        return {"text": "first"}
+
+    first = make_runner(store=tmp_path / "runs.db", workspace=tmp_path, agents={"writer": stuck})
+    driving = asyncio.ensure_future(first.start(SPEC, {}))
+    async with asyncio.timeout(GUARD_S):
+        await started.wait()
+        (run_id,) = first.run_ids
+        other = Engine(store=open_store(tmp_path / "runs.db"))
+        dead = replace(Driver.here(), pid=exited_pid(), started=None)
+        other.claim(run_id, dead, take_over=True)  # taken over by a process that has died since
+        release.set()
+        with pytest.raises(TakenOver, match=rf"process {dead.pid} on this host took over run {run_id}"):
+            await driving
+    assert calls == ["write"]  # its stale answer did not make it call the agent again
+    assert other.driver_of(run_id) is None  # free: a resume goes on with the run
+    first.engine.close()
+    other.close()
