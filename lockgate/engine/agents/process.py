@@ -4,7 +4,8 @@ Every child starts a new session (``start_new_session=True``), so the whole tree
 one process group. Timeouts and cancellation send SIGTERM to the group, give it a short grace
 period, then SIGKILL the group, so grandchildren die too. When the leader exits normally,
 anything it left running in its group is killed as well: an agent call owns its processes and
-nothing outlives it.
+nothing outlives it, not even this process killed with SIGKILL (see
+:mod:`lockgate.engine.agents.guardian`).
 
 What is read is bounded: stdout up to ``max_stdout`` bytes (more kills the group and fails the
 call), stderr only its last ``STDERR_KEEP`` bytes. A descendant that left the group (``setsid``)
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import AgentError, AgentUnavailable
+from .guardian import GUARDIAN
 
 TERM_GRACE_S = 2.0
 #: Seconds between looks at whether a killed leader has been reaped by asyncio's child watcher.
@@ -75,10 +77,12 @@ class ProcessGroup:
         started) or CancelledError."""
         proc = await _started(_spawn(argv, cwd=cwd, env=env))
         self._running[proc] = run_id
+        GUARDIAN.watch(proc.pid)  # killed with this process, if it dies first
         try:
             result = await _communicate(proc, stdin, timeout, argv[0], max_stdout)
         finally:
             self._running.pop(proc, None)
+            GUARDIAN.forget(proc.pid)  # ended: the leader reaped, the rest of the group killed
         if proc.pid in self._cancelled:
             self._cancelled.discard(proc.pid)
             raise ProcessCancelled(f"{argv[0]} was cancelled and its process group killed")

@@ -1,0 +1,121 @@
+"""The process groups a process starts die with it: killed with SIGKILL, or exiting with
+commands still running (see :mod:`lockgate.engine.agents.guardian`)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from lockgate.engine.agents.guardian import Guardian
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="process groups are POSIX")
+
+#: a guard on waits for a condition (they end as soon as it holds)
+GUARD_S = 30
+ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie does not: it has exited, and waits to be reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+def wait_until(condition, what: str) -> None:
+    deadline = time.monotonic() + GUARD_S
+    while not condition():
+        assert time.monotonic() < deadline, f"waited {GUARD_S} s for {what}"
+        time.sleep(0.02)
+
+
+def started_group(tmp_path: Path) -> tuple[subprocess.Popen, int, int]:
+    """A process (not a lockgate one) running a command through ProcessGroup.run: it, the
+    command's leader pid and a grandchild's pid, once both run."""
+    script = textwrap.dedent(f"""
+        import asyncio
+        from lockgate.engine.agents.process import ProcessGroup
+        command = "sleep 300 & echo $! > {tmp_path}/grandchild; echo $$ > {tmp_path}/leader; wait"
+        asyncio.run(ProcessGroup().run(["sh", "-c", command]))
+        """)
+    parent = subprocess.Popen([sys.executable, "-c", script], env=ENV)
+    files = [tmp_path / "leader", tmp_path / "grandchild"]
+    wait_until(lambda: all(f.exists() and f.read_text().strip() for f in files), "the command to start")
+    leader, grandchild = (int(f.read_text()) for f in files)
+    return parent, leader, grandchild
+
+
+def test_a_command_dies_with_the_process_that_started_it_killed_with_sigkill(tmp_path):
+    parent, leader, grandchild = started_group(tmp_path)
+    assert alive(leader) and alive(grandchild)
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    wait_until(lambda: not alive(leader) and not alive(grandchild), "the command's group to be killed")
+
+
+def test_a_process_exiting_with_commands_running_stops_them_and_its_guardian(tmp_path):
+    script = textwrap.dedent(f"""
+        import asyncio, os
+        from lockgate.engine.agents.guardian import GUARDIAN
+        from lockgate.engine.agents.process import ProcessGroup
+
+        async def main():
+            await ProcessGroup().run(["true"])  # starts the guardian
+            print(GUARDIAN._process.pid, flush=True)
+            command = "echo $$ > {tmp_path}/leader; sleep 300"
+            asyncio.get_running_loop().create_task(ProcessGroup().run(["sh", "-c", command]))
+            while not os.path.exists("{tmp_path}/leader") or not open("{tmp_path}/leader").read():
+                await asyncio.sleep(0.02)
+
+        asyncio.run(main())
+        """)
+    done = subprocess.run([sys.executable, "-c", script], env=ENV, capture_output=True, text=True,
+                          timeout=GUARD_S)
+    assert done.returncode == 0, done.stderr
+    guardian, leader = int(done.stdout), int((tmp_path / "leader").read_text())
+    # the exit waited for the guardian: the command is gone, and so is the guardian
+    assert not alive(leader) and not alive(guardian)
+
+
+def sleeping_group() -> subprocess.Popen:
+    return subprocess.Popen(["sleep", "300"], start_new_session=True)
+
+
+def test_a_guardian_that_died_is_started_again_knowing_every_group():
+    guardian = Guardian()
+    first, second = sleeping_group(), sleeping_group()
+    try:
+        guardian.watch(first.pid)
+        old = guardian._process
+        old.kill()
+        old.wait()
+        guardian.watch(second.pid)
+        assert guardian._process is not old
+        guardian.close()  # as at exit: both groups still listed are stopped, SIGTERM first
+        assert first.wait(GUARD_S) == -signal.SIGTERM and second.wait(GUARD_S) == -signal.SIGTERM
+    finally:
+        for group in (first, second):
+            group.kill()
+            group.wait()
+
+
+def test_a_group_that_ended_is_left_alone():
+    guardian = Guardian()
+    group = sleeping_group()
+    try:
+        guardian.watch(group.pid)
+        guardian.forget(group.pid)
+        guardian.close()
+        assert group.poll() is None  # still running: not the guardian's any more
+    finally:
+        group.kill()
+        group.wait()
