@@ -1,6 +1,7 @@
 """``lockgate run`` killed (SIGKILL) while an evaluate command runs loses nothing reported: the
 result that released the command was committed before the command started, so ``lockgate run
---resume`` runs the command again and asks no agent again."""
+--resume`` runs the command again and asks no agent again. The killed runner's command does not
+run on beside the new one: it dies with the runner."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 from cli_support import fifo_lines, lockgate_argv, lockgate_env
@@ -37,14 +39,24 @@ def writer(task):
         log.write(task.step_id + "\\n")
     return {"text": "written"}
 """
-# The first run says it started (its pid in `started`, a line on the FIFO) and never ends on
-# its own; the run after a resume answers at once.
+# The first run reads its input, says it started (its pid in `started`, a line on the FIFO) and
+# never ends on its own; the run after a resume answers at once.
 CHECK = """
 if [ -f started ]; then cat > seen; echo '{"status": "closed", "children": [], "reason": "checked"}'; exit 0; fi
+cat > /dev/null
 echo $$ > started
 echo go > running.fifo
 exec sleep 600
 """
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` runs (not a zombie waiting to be reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
 
 
 def test_a_run_killed_during_a_command_resumes_without_asking_the_agent_again(tmp_path: Path) -> None:
@@ -54,13 +66,18 @@ def test_a_run_killed_during_a_command_resumes_without_asking_the_agent_again(tm
     args = ("--agents", "agents.py", "--store", "runs.db", "--no-prompt")
     first = subprocess.Popen(lockgate_argv("run", "flow.stratum.yaml", *args), cwd=tmp_path, env=lockgate_env(),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        assert fifo_lines(tmp_path / "running.fifo", 1, [first]) == "go\n"
-        first.kill()
-        first.communicate()
+    assert fifo_lines(tmp_path / "running.fifo", 1, [first]) == "go\n"
+    command = int((tmp_path / "started").read_text())
+    first.kill()
+    first.communicate()
+    try:  # the command dies with the runner (its guardian kills it): none is left running
+        deadline = time.monotonic() + 30
+        while running(command):
+            assert time.monotonic() < deadline, "the killed runner's command is still running"
+            time.sleep(0.02)
     finally:
-        if (tmp_path / "started").exists():
-            os.kill(int((tmp_path / "started").read_text()), signal.SIGKILL)  # the orphaned command
+        if running(command):
+            os.kill(command, signal.SIGKILL)
     engine = Engine(store=open_store(tmp_path / "runs.db"))
     (run,) = engine.runs()
     status = engine.status(run["run_id"])

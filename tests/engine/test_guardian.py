@@ -40,11 +40,12 @@ def wait_until(condition, what: str) -> None:
 
 def started_group(tmp_path: Path) -> tuple[subprocess.Popen, int, int]:
     """A process (not a lockgate one) running a command through ProcessGroup.run: it, the
-    command's leader pid and a grandchild's pid, once both run."""
+    command's leader pid and a grandchild's pid, once both run. (Commands here read their stdin
+    first: it is closed once the group is registered with the guardian.)"""
     script = textwrap.dedent(f"""
         import asyncio
         from lockgate.engine.agents.process import ProcessGroup
-        command = "sleep 300 & echo $! > {tmp_path}/grandchild; echo $$ > {tmp_path}/leader; wait"
+        command = "cat >/dev/null; sleep 300 & echo $! > {tmp_path}/grandchild; echo $$ > {tmp_path}/leader; wait"
         asyncio.run(ProcessGroup().run(["sh", "-c", command]))
         """)
     parent = subprocess.Popen([sys.executable, "-c", script], env=ENV)
@@ -71,7 +72,7 @@ def test_a_process_exiting_with_commands_running_stops_them_and_its_guardian(tmp
         async def main():
             await ProcessGroup().run(["true"])  # starts the guardian
             print(GUARDIAN._process.pid, flush=True)
-            command = "echo $$ > {tmp_path}/leader; sleep 300"
+            command = "cat >/dev/null; echo $$ > {tmp_path}/leader; sleep 300"
             asyncio.get_running_loop().create_task(ProcessGroup().run(["sh", "-c", command]))
             while not os.path.exists("{tmp_path}/leader") or not open("{tmp_path}/leader").read():
                 await asyncio.sleep(0.02)

@@ -65,6 +65,13 @@ class Guardian:
         self._process: subprocess.Popen[bytes] | None = None
         self._groups: set[int] = set()
 
+    def start(self) -> None:
+        """Have the guardian running before a group starts: the group's :meth:`watch` then only
+        writes a line (a group started while a process is being killed is otherwise missed)."""
+        with self._lock:
+            if self._process is None or self._process.poll() is not None:
+                self._process = self._start()
+
     def watch(self, pgid: int) -> None:
         """Kill group ``pgid`` if this process dies before it :meth:`forget` s it."""
         with self._lock:

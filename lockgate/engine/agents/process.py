@@ -75,9 +75,10 @@ class ProcessGroup:
         """Run ``argv`` to completion (for run ``run_id``, see :meth:`kill_all`); raise
         ProcessTimeout, ProcessOutputTooLarge, AgentUnavailable, another AgentError (it cannot be
         started) or CancelledError."""
+        GUARDIAN.start()
         proc = await _started(_spawn(argv, cwd=cwd, env=env))
         self._running[proc] = run_id
-        GUARDIAN.watch(proc.pid)  # killed with this process, if it dies first
+        GUARDIAN.watch(proc.pid)  # killed with this process, if it dies first (before it reads stdin)
         try:
             result = await _communicate(proc, stdin, timeout, argv[0], max_stdout)
         finally:
