@@ -43,13 +43,37 @@ def _read_inputs_file(path: Path) -> dict[str, Any]:
         raise click.BadParameter(f"--inputs: cannot read {path}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
         raise click.BadParameter(f"--inputs: {path} is not UTF-8 text (byte {exc.start})") from exc
+    if path.suffix != ".json":
+        _check_yaml_limits(path, text)
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         raise click.BadParameter(f"--inputs: {path} is not valid JSON/YAML: {_parse_problem(exc)}") from exc
+    except RecursionError:
+        raise click.BadParameter(f"--inputs: {path}: the document nests too deeply to read") from None
     if not isinstance(data, dict):
         raise click.BadParameter(f"--inputs: {path} must hold an object of inputs")
     return data
+
+
+# what the spec loader's composer stops at: too many values, aliases or alias expansion (an
+# alias bomb), nesting too deep
+_LIMIT_CODES = frozenset({"LG101", "LG106", "LG107"})
+
+
+def _check_yaml_limits(path: Path, text: str) -> None:
+    """Refuse YAML that the spec loader refuses for its size or shape, before
+    ``yaml.safe_load`` (which bounds neither) expands its aliases or recurses through it.
+
+    The loader's own composer reads the text within its limits; the data is still taken from
+    ``yaml.safe_load``, so inputs within the limits read as they always have."""
+    from ..dsl.yamlevents import Composer
+
+    for diag in Composer(text).run().diagnostics:
+        if diag.code in _LIMIT_CODES:
+            at = diag.range.start
+            raise click.BadParameter(f"--inputs: {path}: {diag.message} "
+                                     f"(line {at.line + 1}, column {at.character + 1})")
 
 
 def _parse_problem(exc: Exception) -> str:
@@ -64,7 +88,7 @@ def _parse_problem(exc: Exception) -> str:
 
 def _is_file(target: str) -> bool:
     """Whether an --agents value names a file (else a dotted module name)."""
-    return target.endswith(".py") or "/" in target or "\\" in target
+    return target.endswith(".py") or "/" in target or "\\" in target or Path(target).is_file()
 
 
 def agents_source(target: str) -> str:
@@ -86,7 +110,9 @@ def load_agents(target: str) -> dict[str, Any]:
             if not path.is_file():
                 raise click.BadParameter(f"--agents: no file {target}")
             spec = importlib.util.spec_from_file_location(path.stem, path)
-            assert spec is not None and spec.loader is not None
+            if spec is None or spec.loader is None:  # a suffix Python does not import from
+                raise click.BadParameter(f"--agents: {target} is not a Python file; give a .py file "
+                                         "or a dotted module name")
             module = importlib.util.module_from_spec(spec)
             sys.modules.setdefault(path.stem, module)
             spec.loader.exec_module(module)

@@ -8,6 +8,8 @@ runs them in order and resolves each :class:`Finding`'s YAML path to a document 
 from __future__ import annotations
 
 import gc
+import os
+import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator
@@ -172,9 +174,43 @@ def clear_caches() -> None:
 
 
 def load_file(path: str | Path, **options) -> LoadResult:
-    """:func:`load` a file; unreadable files raise :class:`OSError` for the caller to report."""
-    data = Path(path).read_bytes()
+    """:func:`load` a file; unreadable files raise :class:`OSError` for the caller to report.
+
+    No more than the document limit and one byte is read, so a file too large to be a spec (or
+    a device that never ends, such as ``/dev/zero``) is refused with LG101 in bounded memory."""
+    from .yamlsrc import MAX_DOCUMENT_CHARS
+
+    with open(path, "rb", buffering=0) as handle:
+        info = os.fstat(handle.fileno())
+        if stat.S_ISREG(info.st_mode) and info.st_size > MAX_DOCUMENT_CHARS:
+            return _oversized(path, info.st_size, "bytes")
+        data = read_at_most(handle.fileno(), MAX_DOCUMENT_CHARS + 1)
+    if len(data) > MAX_DOCUMENT_CHARS:  # a stream, or a file that grew: its size is not known
+        return _oversized(path, len(data), "bytes or more")
     return load(data, str(path), **options)
+
+
+def read_at_most(fd: int, limit: int) -> bytes:
+    """Up to ``limit`` bytes of the open file ``fd``, fewer at its end: how spec files are read
+    (here and by the MCP server) without holding more than a spec may be."""
+    chunks: list[bytes] = []
+    total = 0
+    while total < limit and (chunk := os.read(fd, min(_CHUNK, limit - total))):
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
+
+
+_CHUNK = 1 << 20
+
+
+def _oversized(path: str | Path, size: int, unit: str) -> LoadResult:
+    """The result :func:`load` gives a document over the size limit (LG101), for a file that
+    was not read whole."""
+    from .sourcemap import SourceMap
+    from .yamlsrc import _too_large
+
+    return LoadResult("", str(path), [_too_large(size, unit)], None, SourceMap(""))
 
 
 def to_diagnostic(finding: Finding, source) -> Diagnostic:
@@ -215,4 +251,4 @@ def _ordered(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
-__all__ = ["LoadResult", "Severity", "clear_caches", "load", "load_file", "to_diagnostic"]
+__all__ = ["LoadResult", "Severity", "clear_caches", "load", "load_file", "read_at_most", "to_diagnostic"]

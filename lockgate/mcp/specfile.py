@@ -12,9 +12,9 @@ import os
 import stat
 from pathlib import Path
 
+from ..dsl.loader import read_at_most
 from ..dsl.yamlevents import MAX_DOCUMENT_CHARS
 
-_CHUNK = 1 << 20
 # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused as not regular below.
 _FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 
@@ -58,19 +58,11 @@ def read_spec_file(path: Path) -> bytes:
 
 
 def _read_bounded(fd: int, path: Path, size: int) -> bytes:
-    chunks: list[bytes] = []
-    total = size
-    if total <= MAX_DOCUMENT_CHARS:
-        total = 0
-        while chunk := os.read(fd, min(_CHUNK, MAX_DOCUMENT_CHARS + 1 - total)):
-            chunks.append(chunk)
-            total += len(chunk)
-            if total > MAX_DOCUMENT_CHARS:
-                break
-    if total > MAX_DOCUMENT_CHARS:
+    data = b"" if size > MAX_DOCUMENT_CHARS else read_at_most(fd, MAX_DOCUMENT_CHARS + 1)
+    if size > MAX_DOCUMENT_CHARS or len(data) > MAX_DOCUMENT_CHARS:
         raise SpecFileError(f"the spec file {path} is larger than {MAX_DOCUMENT_CHARS} bytes, the limit "
                             "for a spec", path)
-    return b"".join(chunks)
+    return data
 
 
 def _inside(base: str, candidate: str) -> bool:

@@ -124,6 +124,12 @@ def test_input_errors_read_plainly(scratch):
     assert result.stderr.count("input.root: expected string") == 1, result.stderr
 
 
+# nine lists of nine, each of the one before: 9**9 strings once expanded, in 339 bytes
+ALIAS_BOMB = ("root:\n  - &a [" + ", ".join(['"x"'] * 9) + "]\n" + "".join(
+    f"  - &{name} [" + ", ".join([f"*{prev}"] * 9) + "]\n"
+    for prev, name in zip("abcdefgh", "bcdefghi"))).encode()
+
+
 @pytest.mark.parametrize("name, content, message", [
     ("in.json", b"\xb3\xff\x00", "error: --inputs: in.json is not UTF-8 text (byte 0)"),
     ("in.yaml", b"root: [1\n", ("error: --inputs: in.yaml is not valid JSON/YAML: expected ',' or ']', "
@@ -131,12 +137,49 @@ def test_input_errors_read_plainly(scratch):
     ("in.json", b"{oops", ("error: --inputs: in.json is not valid JSON/YAML: Expecting property name "
                            "enclosed in double quotes (line 1, column 2)")),
     ("in.json", b"[1, 2]", "error: --inputs: in.json must hold an object of inputs"),
+    ("in.yaml", ALIAS_BOMB, ("error: --inputs: in.yaml: aliases expand to more than 100,000 nodes "
+                             "(line 7, column 9)")),
+    ("in.yaml", b"root: " + b"[" * 10_000 + b"]" * 10_000,
+     "error: --inputs: in.yaml: the document nests deeper than 64 levels (line 1, column 70)"),
+    ("in.json", b'{"root": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+     "error: --inputs: in.json: the document nests too deeply to read"),
 ])
 def test_bad_inputs_files_are_one_line(scratch, name, content, message):
     (scratch / name).write_bytes(content)
     result = invoke("run", str(HEALTH), "--inputs", name, "--store", "memory")
     assert result.exit_code == 2
     assert result.stderr.strip() == message
+
+
+def test_inputs_within_the_limits_read_as_before(scratch):
+    (scratch / "in.yaml").write_text("size: &n 5\nroot: *n\n")  # an alias, resolved as always
+    result = invoke("run", str(HEALTH), "--inputs", "in.yaml", "--store", "memory")
+    assert result.exit_code == 2
+    assert "input.root: expected string" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("target", ["bin.yaml", "./bin.yaml"])
+def test_an_agents_file_that_is_not_python_is_named(scratch, target):
+    (scratch / "bin.yaml").write_bytes(b"\xb3\x00\xff" * 100)
+    result = invoke("run", str(HEALTH), "--agents", target, "--input", "root=x", "--store", "memory")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (f"error: --agents: {target} is not a Python file; give a .py file "
+                                     "or a dotted module name")
+
+
+def test_a_config_file_that_is_not_text_is_named(scratch):
+    (scratch / "bin.toml").write_bytes(b"u\xab\x02\x89")
+    result = invoke("run", str(HEALTH), "--config", "bin.toml", "--input", "root=x", "--store", "memory")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "error: bin.toml: invalid TOML: not UTF-8 text (byte 1)"
+
+
+def test_a_huge_spec_file_is_refused_without_reading_it(scratch):
+    with open(scratch / "sparse.stratum.yaml", "wb") as handle:  # 1.5 GB on disk in no blocks
+        os.truncate(handle.fileno(), 1_500 * 1024 * 1024)
+    result = invoke("graph", "sparse.stratum.yaml")
+    assert result.exit_code == 1
+    assert "LG101" in result.output and "1,572,864,000 bytes" in result.output, result.output
 
 
 def test_the_spec_folders_configuration_supplies_the_agents(scratch):

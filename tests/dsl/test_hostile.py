@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import os
 import random
+import tracemalloc
+from pathlib import Path
 
 import pytest
 
-from lockgate.dsl.loader import load
-from lockgate.dsl.yamlsrc import MAX_DEPTH, MAX_NODES, parse_yaml
+from lockgate.dsl.loader import load, load_file
+from lockgate.dsl.yamlsrc import MAX_DEPTH, MAX_DOCUMENT_CHARS, MAX_NODES, parse_yaml
 
 
 def only(text: str | bytes) -> str:
@@ -40,6 +42,38 @@ def test_fifty_megabytes_is_refused_before_parsing() -> None:
     big = "a" * (50 * 1024 * 1024)
     assert only(big) == "LG101"
     assert only(big.encode()) == "LG101"
+
+
+def _load_file_peak(path: str | Path) -> tuple[list[str], int]:
+    """The diagnostics' messages of ``load_file(path)`` and the memory it peaked at, in bytes."""
+    tracemalloc.start()
+    try:
+        result = load_file(path)
+        return [d.message for d in result.diagnostics], tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_huge_file_is_refused_without_reading_it(tmp_path) -> None:
+    path = tmp_path / "sparse.stratum.yaml"
+    with open(path, "wb") as handle:  # 1.5 GB on disk in no blocks
+        os.truncate(handle.fileno(), 1_500 * 1024 * 1024)
+    messages, peak = _load_file_peak(path)
+    assert messages == ["the document is 1,572,864,000 bytes; specs are limited to 10 MB"]
+    assert peak < 1024 * 1024
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+def test_an_endless_file_is_read_no_further_than_the_limit() -> None:
+    messages, peak = _load_file_peak("/dev/zero")
+    assert messages == [f"the document is {MAX_DOCUMENT_CHARS + 1:,} bytes or more; specs are limited to 10 MB"]
+    assert peak < 3 * MAX_DOCUMENT_CHARS
+
+
+def test_a_file_at_the_limit_is_read_whole(tmp_path) -> None:
+    path = tmp_path / "full.stratum.yaml"
+    path.write_bytes(b"#" * (MAX_DOCUMENT_CHARS - 1) + b"\n")
+    assert all(d.code != "LG101" for d in load_file(path).diagnostics)
 
 
 def test_ten_thousand_deep_nesting() -> None:
