@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -39,7 +38,7 @@ from .dispatches import (
     stage_data,
     usage_of,
 )
-from .drivers import RENEW_S, Driver, ended
+from .drivers import RENEW_S, Driver, give_up
 from .evaluate import NO_RUNNER, evaluate_async, left_behind
 from .gatechannel import Decision, GateRequest
 from .model import RUNNING
@@ -141,9 +140,11 @@ class Drive:
             self._release()
 
     async def _watch(self) -> None:
-        """Every :data:`WATCH_S` seconds, check whether another process ended the run (``lockgate
-        cancel`` in another terminal): the drive then stops its agent calls and commands at once,
-        rather than when each one ends on its own and its answer is refused."""
+        """Every :data:`WATCH_S` seconds, look at what other processes did to the run. One that
+        ended it (``lockgate cancel`` in another terminal): the drive stops its agent calls and
+        commands at once, rather than when each one ends on its own and its answer is refused.
+        One that decided a gate: the drive starts the work the decision released, rather than
+        once its own calls in flight have ended."""
         renewed = time.monotonic()
         while True:
             await asyncio.sleep(WATCH_S)
@@ -152,6 +153,7 @@ class Drive:
                 if response.get("status") in TERMINAL:
                     self.inbox.put_nowait(self._note(response))
                     return
+                self._start_released(response)
                 if self.driver is not None and time.monotonic() - renewed >= RENEW_S:
                     renewed = time.monotonic()
                     if not self.engine.renew(self.run_id, self.driver):
@@ -160,6 +162,20 @@ class Drive:
             except Exception:  # noqa: BLE001 - the store is unreachable now: the drive's own calls will say so
                 continue
 
+    def _start_released(self, status: dict[str, Any]) -> None:
+        """Start the dispatches ``status`` (the run as stored) lists that this drive has not,
+        and, while it holds the run, the evaluate commands that run nowhere (a process that
+        decides a gate of a run someone drives leaves them to the driver)."""
+        if self.stopping or (self.driver is not None and not self._holds_claim()):
+            return  # taken over: the work is the new driver's (this drive stops at its next answer)
+        self._absorb(self._note(status))
+        if self.driver is not None:
+            self._schedule_evaluations(self.engine.evaluations(self.run_id))
+
+    def _holds_claim(self) -> bool:
+        claim = self.engine.claim_of(self.run_id)
+        return self.driver is not None and claim is not None and claim.owner == self.driver.owner
+
     def _still_driving(self) -> None:
         """Raise TakenOver when this drive's claim is no longer the run's: an answer of its own
         went stale because another process took the run over (not because of a reset made
@@ -167,8 +183,7 @@ class Drive:
         when the process that took it over has died since: a resume, not this drive, goes on."""
         if self.driver is None:
             return
-        claim = self.engine.claim_of(self.run_id)
-        if claim is None or claim.owner != self.driver.owner:
+        if not self._holds_claim():
             raise TakenOver(self.run_id, self._holder())
 
     def _holder(self) -> str:
@@ -392,15 +407,17 @@ class Drive:
         return response
 
     async def _elsewhere(self, current: dict[str, Any]) -> dict[str, Any]:
-        """The run's response once it changed: only evaluate commands another process started
-        are running (``lockgate gate approve`` in another terminal runs the commands its
-        decision starts), and this drive waits for their answers through the store. Commands
-        running past their timeout (and a grace) were left by a process that is gone: the drive
-        resumes the run, which starts them again here."""
+        """The run's response once it changed: only evaluate commands this drive did not start
+        are running. A drive that holds the run's claim runs them: a process that decides a
+        gate of a run someone drives leaves the commands its decision starts to the driver, so
+        the drive resumes the run, which starts them again here. Without a claim, another
+        process runs them (``lockgate gate approve`` in another terminal), and the drive waits
+        for their answers through the store, unless they run past their timeout (and a grace):
+        left by a process that is gone, they are started again here too."""
         store = self.engine.store
         version = await asyncio.to_thread(store.current_version, self.run_id)
         response = await self._engine_call(self.engine.status, self.run_id)
-        if left_behind(response):
+        if self.driver is not None or left_behind(response):
             return await self._engine_call(self.engine.resume, self.run_id)
         if response.get("evaluating") == current.get("evaluating"):
             await asyncio.to_thread(store.wait_for_change, self.run_id, version, ELSEWHERE_POLL_S)
@@ -582,16 +599,6 @@ def waiting_gates(response: dict[str, Any]) -> list[dict[str, Any]]:
     if response.get("status") == "await_gate" and not gates:
         gates = [response]
     return gates
-
-
-def give_up(engine: Any, run_id: str, driver: Driver, *, write: bool = True) -> None:
-    """End ``driver``'s drive of run ``run_id`` in this process and, with ``write``, release its
-    claim in the store (best effort: a claim left binds nobody in this process, and lapses with
-    it elsewhere)."""
-    ended(driver)
-    if write:
-        with suppress(Exception):
-            retry_conflicts(lambda: engine.release(run_id, driver))
 
 
 def retry_conflicts(call: Callable[[], Any]) -> Any:

@@ -25,6 +25,7 @@ import os
 import socket
 import time
 import uuid
+from contextlib import suppress
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -202,6 +203,16 @@ _DRIVING: set[str] = set()
 def ended(driver: Driver) -> None:
     """Say that ``driver``, a drive of this process, has stopped."""
     _DRIVING.discard(driver.owner)
+
+
+def give_up(engine: Any, run_id: str, driver: Driver, *, write: bool = True) -> None:
+    """End ``driver``'s drive of run ``run_id`` in this process and, with ``write``, release its
+    claim in the store (best effort: a claim left binds nobody in this process, and lapses with
+    it elsewhere)."""
+    ended(driver)
+    if write:
+        with suppress(Exception):
+            engine.release(run_id, driver)  # replayed by the engine on a concurrency conflict
 
 
 def holding(record: Any, at: float | None = None) -> Driver | None:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import inspect
 import re
 import uuid
-from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -259,7 +259,9 @@ class Engine:
         """``out`` with ``driven_by`` (which process) while another live process drives the run:
         its agents are doing the dispatches ``out`` lists, which a consumer must not do too."""
         run = self._live.get(run_id)
-        record = run.driver if run is not None and run.header.status == RUN_RUNNING else None
+        if run is None:  # dropped by a refused transaction (a claim another driver holds)
+            run = self._get(run_id)
+        record = run.driver if run.header.status == RUN_RUNNING else None
         mine = self._drives.get(run_id)
         if not record or not record.get("owner") or (mine is not None and record["owner"] == mine.owner):
             return out  # nobody drives it, or this process does: no process to look up
@@ -324,6 +326,13 @@ class Engine:
         run = self._get(run_id, fresh=True)
         run.begin()
         return self._driven_by(run_id, response(run, everything=True))
+
+    def evaluations(self, run_id: str) -> list[dict[str, Any]]:
+        """The evaluate commands the run has running, each as the call that runs it (its step,
+        token, command, input, ...): for the process that drives the run, which runs those its
+        own calls did not start (a gate decided elsewhere leaves them to it)."""
+        run = self._get(run_id, fresh=True)
+        return [evaluate.call_entry(run, key) for key in run.evaluating] if run.header.status == RUN_RUNNING else []
 
     def spec_of(self, run_id: str) -> tuple[Spec, str]:
         """The spec a stored run runs (checked against its digest) and the name of its flow."""
@@ -514,9 +523,42 @@ class Engine:
         started it has committed and outside any, and settle each in a transaction of its own
         (which may start more) until none is left; the answer reports what the whole chain did
         (every dispatch it issued, its last failure). A call made in a deferred block leaves them
-        to its caller (unless a dispatcher drives the call: it needs this engine's answers)."""
+        to its caller (unless a dispatcher drives the call: it needs this engine's answers), and
+        a run another live process drives leaves them to that driver
+        (:meth:`_claimed_for_commands`)."""
         if not out.get("evaluate") or (evaluate.is_deferred() and self.dispatcher is None):
             return out
+        so_far = self._get(run_id).report()  # the call's own, before the claim's transaction
+        with self._claimed_for_commands(run_id) as ours:
+            if ours:
+                out = self._run_commands(run_id, out, so_far, everything)
+        out.pop("evaluate", None)
+        return out
+
+    @contextmanager
+    def _claimed_for_commands(self, run_id: str) -> Iterator[bool]:
+        """Claim the run while this engine runs commands its calls started (``lockgate gate
+        approve`` in a terminal, the MCP server), so that a resume elsewhere does not start them
+        too. Yields False, to run none, when a live driver holds the run: they are its to run
+        (it starts them again under tokens of its own once it sees them)."""
+        if run_id in self._drives:  # this engine's own drive holds the run
+            yield True
+            return
+        driver = Driver.here(self.last_config(run_id), self.last_agents(run_id))
+        try:
+            self.claim(run_id, driver)
+        except RunDriven:
+            drivers.ended(driver)
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            drivers.give_up(self, run_id, driver)
+
+    def _run_commands(self, run_id: str, out: dict[str, Any], so_far: Report, everything: bool) -> dict[str, Any]:
+        """Run ``out``'s evaluate commands and those their answers start (see :meth:`_evaluations`);
+        ``so_far``: what the call reported before them."""
         queue, started = list(out["evaluate"]), set()
         while queue:
             call = queue.pop(0)
@@ -524,7 +566,6 @@ class Engine:
             if call["token"] in started or not evaluate.runs_under(run, call["step_id"], call["token"]):
                 continue  # run already, or the run or the step moved on (a failure, a reset)
             started.add(call["token"])
-            so_far = run.report()
             answer = self._command(call)
             settle = _reporting(so_far, evaluate.settle)
             try:
@@ -535,7 +576,7 @@ class Engine:
                     raise
                 return self.status(run_id)
             queue.extend(out.get("evaluate") or ())
-        out.pop("evaluate", None)
+            so_far = self._get(run_id).report()
         return out
 
     def _command(self, call: dict[str, Any]) -> Evaluated:

@@ -57,9 +57,8 @@ from .dispatches import revision_note as _revision_note  # noqa: F401
 from .dispatches import stage_data as _stage_data  # noqa: F401
 from .dispatches import usage_of as _usage  # noqa: F401
 from .drive import _WAKE, CONFLICT_RETRIES, TERMINAL, Drive, RunResult  # noqa: F401
-from .drive import give_up
 from .drive import retry_conflicts as _retry_conflicts  # noqa: F401
-from .drivers import Driver, ended, refusal
+from .drivers import Driver, ended, give_up, refusal
 from .engine import check_inputs
 from .evaluate import Evaluator, deferred
 from .flowneeds import agent_names, as_spec, uses_judged

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from lockgate.engine import Engine
+from lockgate.engine.drivers import Driver
 from lockgate.engine.evaluate import Evaluated, deferred
 from lockgate.engine.store import open_store
-from lockgate.errors import EngineError, StaleToken
+from lockgate.errors import EngineError, RunDriven, StaleToken
 
 CLOSED = {"status": "closed", "children": [], "reason": "ok"}
 SPEC = """version: 1
@@ -107,7 +108,12 @@ def test_the_result_that_releases_a_command_is_committed_before_it_runs(two_engi
     (a,) = [t for t in second.audit(run_id)["trace"] if t["step_id"] == "a"]
     assert a["status"] == "succeeded" and a["output"] == {"text": "A"}
     (wait,) = [w for w in second.why(run_id)["waits"] if w["kind"] == "evaluate"]
-    assert wait["command"] == "check it" and "lockgate run --resume" in wait["commands"][0]
+    # the process running the command holds the run meanwhile: a resume elsewhere would be
+    # refused (it would start the command a second time), so only cancel is offered
+    assert wait["command"] == "check it" and wait["commands"] == [f"lockgate cancel {run_id}"]
+    assert "is driving the run" in wait["reason"]
+    with pytest.raises(RunDriven):
+        second.claim(run_id, Driver.here())
     held.release.set()
     thread.join(GUARD_S)
     response = box["response"]
@@ -117,6 +123,7 @@ def test_the_result_that_releases_a_command_is_committed_before_it_runs(two_engi
     assert held.inputs == ["A"]
     types = [e["type"] for e in second.audit(run_id)["events"]]
     assert types.index("evaluate_started") < types.index("evaluated")
+    assert second.driver_of(run_id) is None  # given up with the commands done
 
 
 def test_a_cancel_while_the_command_runs_discards_its_answer(two_engines):

@@ -185,3 +185,83 @@ async def test_a_revise_elsewhere_while_the_drives_command_runs_leaves_it_in_ste
     assert result.status == stored["status"] == "await_gate"
     assert [g["token"] for g in result.waiting_gates] == [g["token"] for g in stored["gates"]]
     assert inputs == ["v1", "v2"]  # the reset step ran again on the revised draft
+
+
+
+DECIDED_ELSEWHERE = """version: 1
+contracts:
+  Note: {text: string}
+  Verdict: {status: string, children: array, reason: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${slow.output}", contract: Note}
+    steps:
+      - {id: slow, agent: slow, do: "take your time", out: Note}
+      - id: ok
+        gate: {on_approve: after, on_revise: null, on_kill: null}
+"""
+AFTER_AGENT = '      - {id: after, agent: after, do: "then", out: Note}\n'
+AFTER_COMMAND = '      - {id: after, evaluate: {command: "check it", timeout_ms: 60000}, out: Verdict}\n'
+CLOSED = {"status": "closed", "children": [], "reason": "checked"}
+
+
+async def drive_decided_elsewhere(tmp_path: Path, after: str, started: asyncio.Event,
+                                  **options: Any) -> tuple[Any, Engine]:
+    """Drive DECIDED_ELSEWHERE with step ``after`` (gates left waiting here) while its ``slow``
+    agent keeps the drive busy; approve gate ``ok`` from another engine (which must run no
+    command), and once ``started`` is set (the drive started the work the decision released),
+    let ``slow`` answer. ``options`` go to the driving engine (``evaluator``) and to ``run``
+    (``agents``). (The result, the other engine.)"""
+    release = asyncio.Event()
+
+    async def slow(task: Task) -> dict[str, Any]:
+        await release.wait()
+        return {"text": "slow"}
+
+    engine = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path,
+                    evaluator=options.pop("evaluator", None))
+    agents = {"slow": slow, **options.pop("agents", {})}
+    driving = asyncio.ensure_future(run(DECIDED_ELSEWHERE + after, {}, engine=engine, agents=agents))
+    elsewhere = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path,
+                       evaluator=lambda *args: pytest.fail("the deciding process ran the command"))
+    async with asyncio.timeout(GUARD_S):
+        while not engine.runs() or not elsewhere.status(engine.runs()[0]["run_id"]).get("gates"):
+            await asyncio.sleep(0.01)
+        (summary,) = engine.runs()
+        decided = elsewhere.resolve_waiting_gate(summary["run_id"], "ok", "approve")
+        assert decided["driven_by"] == f"process {os.getpid()} on this host"
+        await started.wait()  # before slow answers: the drive noticed the decision on its own
+        release.set()
+        result = await driving
+    return result, elsewhere
+
+
+async def test_a_drive_starts_the_agent_calls_a_decision_made_elsewhere_released(tmp_path: Path) -> None:
+    called = asyncio.Event()
+
+    async def after(task: Task) -> dict[str, Any]:
+        called.set()
+        return {"text": "after"}
+
+    result, elsewhere = await drive_decided_elsewhere(tmp_path, AFTER_AGENT, called, agents={"after": after})
+    assert result.status == "complete"
+    assert [t["status"] for t in elsewhere.audit(result.run_id)["trace"]] == ["succeeded"] * 3
+    elsewhere.close()
+
+
+async def test_the_driver_runs_the_commands_a_decision_made_elsewhere_started(tmp_path: Path) -> None:
+    loop = asyncio.get_running_loop()
+    ran, inputs = asyncio.Event(), []
+
+    def evaluator(command: str, value: Any, timeout_ms: int, workspace: Any) -> dict[str, Any]:
+        inputs.append(command)
+        loop.call_soon_threadsafe(ran.set)
+        return {"ok": True, "result": CLOSED}
+
+    result, elsewhere = await drive_decided_elsewhere(tmp_path, AFTER_COMMAND, ran, evaluator=evaluator)
+    assert result.status == "complete" and inputs == ["check it"]
+    (after,) = [t for t in elsewhere.audit(result.run_id)["trace"] if t["step_id"] == "after"]
+    assert after["status"] == "succeeded" and after["output"] == CLOSED
+    elsewhere.close()
