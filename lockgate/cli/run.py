@@ -319,11 +319,13 @@ def _report_spec_error(spec: str | None, exc: Any) -> None:
     """The spec's diagnostics with their source excerpts, as ``lockgate validate`` shows them."""
     diagnostics = getattr(exc, "diagnostics", None)
     if diagnostics and spec:
+        from ..dsl.loader import read_at_most
         from ..dsl.report import format_text
         from ..dsl.yamlsrc import MAX_DOCUMENT_CHARS
 
         try:
-            text = Path(spec).read_text(encoding="utf-8")
+            with open(spec, "rb", buffering=0) as handle:  # no more than a spec may hold
+                text = read_at_most(handle.fileno(), MAX_DOCUMENT_CHARS + 1).decode("utf-8")
         except (OSError, UnicodeDecodeError):
             text = None
         if text is not None:

@@ -26,7 +26,6 @@ def validate(paths: tuple[str, ...], fmt: str, no_lint: bool, agents: tuple[str,
     PATHS are files, directories (every *.stratum.yaml / *.stratum.yml below) or - for stdin.
     Exit status: 0 valid, 1 errors found, 2 usage error or unreadable file.
     """
-    from ..dsl.loader import load
     from ..dsl.report import format_github, format_json, format_text, summary_line
 
     try:
@@ -36,15 +35,14 @@ def validate(paths: tuple[str, ...], fmt: str, no_lint: bool, agents: tuple[str,
     if not sources:
         _fail_usage("no spec files found (looked for *.stratum.yaml and *.stratum.yml)")
     results, unreadable = [], False
-    for name, reader in sources:
+    for name, loader in sources:
+        configured = _configured_agents(name)
         try:
-            data = reader()
+            result = loader(agents=[*agents, *configured] or None, lint=not no_lint)
         except OSError as exc:
             click.echo(f"{name}: cannot read: {exc.strerror or exc}", err=True)
             unreadable = True
             continue
-        configured = _configured_agents(name)
-        result = load(data, name, agents=[*agents, *configured] or None, lint=not no_lint)
         results.append((name, result))
     errors = sum(len(r.errors) for _, r in results)
     warnings = sum(len(r.warnings) for _, r in results)
@@ -102,16 +100,22 @@ def _configured_agents(name: str) -> tuple[str, ...]:
 
 
 def _collect(paths: tuple[str, ...]):
+    """(name, its loader) for each spec PATHS name: a loader takes :func:`load`'s options and
+    reads no more than a spec may hold (a huge file, or /dev/zero, is refused in bounded memory)."""
+    from ..dsl.loader import load, load_file
+    from ..dsl.yamlsrc import MAX_DOCUMENT_CHARS
+
     for raw in paths:
         if raw == "-":
-            yield "<stdin>", sys.stdin.buffer.read
+            yield "<stdin>", lambda **options: load(sys.stdin.buffer.read(MAX_DOCUMENT_CHARS + 1), "<stdin>",
+                                                    **options)
             continue
         path = Path(raw)
         if path.is_dir():
             for found in sorted({p for g in SPEC_GLOBS for p in path.rglob(g)}):
-                yield str(found), found.read_bytes
+                yield str(found), functools.partial(load_file, found)
         elif path.exists():
-            yield str(path), path.read_bytes
+            yield str(path), functools.partial(load_file, path)
         else:
             _fail_usage(f"{raw}: no such file or directory")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -174,12 +175,17 @@ def test_a_config_file_that_is_not_text_is_named(scratch):
     assert result.stderr.strip() == "error: bin.toml: invalid TOML: not UTF-8 text (byte 1)"
 
 
-def test_a_huge_spec_file_is_refused_without_reading_it(scratch):
+@pytest.mark.parametrize(("command", "code"), [("graph", 1), ("validate", 1), ("run", 2)])
+def test_a_huge_spec_file_is_refused_without_reading_it(scratch, command, code):
     with open(scratch / "sparse.stratum.yaml", "wb") as handle:  # 1.5 GB on disk in no blocks
         os.truncate(handle.fileno(), 1_500 * 1024 * 1024)
-    result = invoke("graph", "sparse.stratum.yaml")
-    assert result.exit_code == 1
-    assert "LG101" in result.output and "1,572,864,000 bytes" in result.output, result.output
+    # in 800 MB of address space: reading the file whole would fail with MemoryError
+    limit = 800 * 1024 * 1024
+    proc = lockgate(command, "sparse.stratum.yaml", cwd=scratch,
+                    preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
+    assert proc.returncode == code, proc.stderr
+    output = proc.stdout + proc.stderr
+    assert "LG101" in output and "1,572,864,000 bytes" in output and "MemoryError" not in output, output
 
 
 def test_the_spec_folders_configuration_supplies_the_agents(scratch):
