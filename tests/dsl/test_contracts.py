@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import OrderedDict
 from typing import Any
 
 import jsonschema
@@ -12,10 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lockgate.dsl.codes import CODES
+from lockgate.dsl.contractcheck import json_violations
 from lockgate.dsl.contracts import ContractSet, PathError, UnknownContract
+from lockgate.dsl.expr.jsonvalues import check_json
 from lockgate.dsl.ir import build_spec
 from lockgate.dsl.types import AnyArray, AnyObject, ArrayOf, Enum, Named, OptionalOf, Scalar, TypeExpr, Unknown
-from lockgate.errors import ContractError
+from lockgate.errors import ContractError, ExprError
 
 CONTRACTS: dict[str, dict[str, Any]] = {
     "Review": {
@@ -290,6 +293,107 @@ def test_check_agrees_with_jsonschema_on_the_generated_schema(root: str, data: s
         value = mutate(data, value)
     validator = jsonschema.Draft202012Validator(contract.json_schema())
     assert (contract.check(value) == []) == validator.is_valid(value)
+
+
+# -- hostile values: whatever a Python agent or an API caller hands over -----------------------------
+
+
+class Text(str):
+    """A str subclass: not a JSON string (nor a key) for expressions, so not for contracts."""
+
+
+HUGE = 10**5000  # beyond the largest double, and too long for Python to print
+HOSTILE_KEYS = st.sampled_from([None, 1.5, (1, 2), True, HUGE, Text("name"), Text("x")])
+HOSTILE = (
+    st.sampled_from([HUGE, -(10**400), float("nan"), float("-inf"), (1, 2), {1}, Text("a"), b"a", object()])
+    | st.builds(OrderedDict, st.dictionaries(st.sampled_from(["name", "n"]), JSON, max_size=2))
+    | st.builds(lambda key, item: {key: item}, HOSTILE_KEYS, JSON)
+)
+
+
+def plant(data: st.DataObject, value: Any) -> Any:
+    """``value`` with one hostile part planted somewhere (maybe the whole, maybe deep inside an
+    ``object`` or ``array`` field): a non-JSON value, or a key that is not a string."""
+    if isinstance(value, dict) and value and data.draw(st.booleans()):
+        key = data.draw(st.sampled_from(sorted(value)))
+        return {**value, key: plant(data, value[key])}
+    if isinstance(value, list) and value and data.draw(st.booleans()):
+        index = data.draw(st.integers(0, len(value) - 1))
+        return [*value[:index], plant(data, value[index]), *value[index + 1:]]
+    if isinstance(value, dict) and data.draw(st.booleans()):
+        return {**value, data.draw(HOSTILE_KEYS): data.draw(JSON)}
+    return data.draw(HOSTILE)
+
+
+def evaluator_refuses(value: Any) -> bool:
+    try:
+        check_json(value, "result")
+    except ExprError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("root", ["Review", "Item", "Sub"])
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_check_refuses_what_expressions_refuse_and_never_raises(root: str, data: st.DataObject) -> None:
+    """A value the contract accepts never fails later, in an ensure, for not being JSON; and a
+    hostile value is violations with printable paths, never an exception."""
+    value = plant(data, data.draw(conforming(Named(root))))
+    found = GOOD[root].check(value)
+    assert found or not evaluator_refuses(value)
+    assert all(str(violation).startswith("result") for violation in found)
+
+
+HOSTILE_VIOLATIONS = [
+    ({**VALID_REVIEW, None: 1}, "result[None]", "a field name must be a string, found null; Review allows:"),
+    ({**VALID_REVIEW, 1.5: 1}, "result[1.5]", "a field name must be a string, found number 1.5"),
+    ({**VALID_REVIEW, (1, 2): 1}, "result[(1, 2)]", "found tuple (not a JSON type)"),
+    ({**VALID_REVIEW, HUGE: 1}, "result[int]", "found integer of about 5001 digits"),
+    ({**VALID_REVIEW, 7: 1}, "result[7]", 'unknown field "7"; Review allows:'),
+    ({Text(k) if k == "tags" else k: v for k, v in VALID_REVIEW.items()}, "result['tags']",
+     "found Text (not a JSON type)"),
+    ({**VALID_REVIEW, "meta": {"k": {None: 1}}}, "result.meta.k[None]", "an object key must be a string, found null"),
+    ({**VALID_REVIEW, "meta": {"k": [1, HUGE]}}, "result.meta.k[1]",
+     "expected a number, found integer of about 5001 digits, beyond the largest number (about 1.8e308)"),
+    ({**VALID_REVIEW, "meta": {"k": (1,)}}, "result.meta.k", "expected a JSON value, found tuple (not a JSON type)"),
+    ({**VALID_REVIEW, "meta": {"k": float("nan")}}, "result.meta.k", "found number nan (not finite)"),
+    ({**VALID_REVIEW, "meta": OrderedDict()}, "result.meta",
+     "expected object, found OrderedDict (a dict subclass, not a plain JSON object)"),
+    ({**VALID_REVIEW, "score": HUGE}, "result.score", "expected integer, found integer of about 5001 digits"),
+    ({**VALID_REVIEW, "items": [{"name": "a", "n": -(10**400)}]}, "result.items[0].n",
+     "expected number, found integer of about 401 digits"),
+    ({**VALID_REVIEW, "verdict": HUGE}, "result.verdict", "found integer of about 5001 digits"),
+    (OrderedDict(VALID_REVIEW), "result", "expected Review object, found OrderedDict (a dict subclass"),
+]
+
+
+@pytest.mark.parametrize(("value", "path", "fragment"), HOSTILE_VIOLATIONS)
+def test_hostile_values_are_violations_with_readable_paths(value: Any, path: str, fragment: str) -> None:
+    (violation,) = GOOD["Review"].check(value)
+    assert (violation.path, fragment in violation.message) == (path, True), violation
+
+
+def test_numbers_are_doubles_and_shared_or_cyclic_contents_are_checked_once() -> None:
+    number = GOOD.inline({"n": "number", "i": "integer", "o": "object"})
+    assert number.check({"n": 2**60, "i": 10**300, "o": {}}) == []  # rounded as doubles, as expressions do
+    assert [v.path for v in number.check({"n": 2**1024, "i": 2**1024, "o": {}})] == ["result.n", "result.i"]
+    shared: Any = [1]
+    for _ in range(80):  # 2**80 paths, 80 lists
+        shared = [shared, shared]
+    assert number.check({"n": 1, "i": 1, "o": {"dag": shared}}) == []
+    cyclic: dict[str, Any] = {}
+    cyclic["self"] = cyclic
+    assert number.check({"n": 1, "i": 1, "o": cyclic}) == []  # the store and expressions refuse it
+
+
+def test_json_violations_names_the_first_part_that_is_not_json() -> None:
+    assert json_violations({"a": [1, "x", None, 2.5]}) == []
+    (found,) = json_violations({"a": [1, {"n": HUGE}]})
+    assert str(found) == ("result.a[1].n: expected a number, found integer of about 5001 digits, "
+                          "beyond the largest number (about 1.8e308)")
+    assert [str(v) for v in json_violations(HUGE, "input")] == [
+        "input: expected a number, found integer of about 5001 digits, beyond the largest number (about 1.8e308)"]
 
 
 # -- typing ------------------------------------------------------------------------------------------

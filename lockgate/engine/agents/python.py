@@ -5,7 +5,8 @@ The callable receives the :class:`~lockgate.engine.agents.base.Task` and returns
 awaited on the loop; plain functions run in a daemon worker thread (:mod:`.threads`) so a slow one
 never blocks the loop (and other steps keep running), and one still running when its run ended
 does not keep ``lockgate.run_sync`` or the process waiting. An exception raised by the callable
-is the task's failure.
+is the task's failure, ``sys.exit()`` included (an agent does not end its caller's process);
+a ``KeyboardInterrupt`` still interrupts the caller.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ...dsl.contractcheck import json_violations
 from ..store.codec import json_encoder
 from .base import AgentResult, Task, Telemetry
-from .threads import run_in_thread
+from .threads import ExitCalled, run_in_thread
 
 AgentFunction = Callable[[Task], Any]
 
@@ -59,6 +61,8 @@ class PythonAgent:
             value = await self._tracked(task)
         except _CancelledByAgent:
             return AgentResult.failed(f"agent {self.name!r} was cancelled")
+        except (SystemExit, ExitCalled) as exc:
+            return AgentResult.failed(f"agent {self.name!r} {ExitCalled(exc.code)}")
         except Exception as exc:  # the callable's own failure is the task's failure
             return AgentResult.failed(f"{type(exc).__name__}: {exc}")
         elapsed = (time.perf_counter() - started) * 1000
@@ -124,5 +128,11 @@ def _json_problem(value: Any) -> str | None:
     try:
         _encode(value)
     except (TypeError, ValueError, RecursionError) as exc:
-        return f"a value that is not JSON ({exc})"
+        found = json_violations(value) if _DIGITS_LIMIT in str(exc) else None
+        return f"a value that is not JSON ({found[0] if found else exc})"
     return None
+
+
+# Python's refusal to print a huge int (it names sys.set_int_max_str_digits, no help to a user):
+# the value's own violation says which integer is too large to be a number.
+_DIGITS_LIMIT = "integer string conversion"

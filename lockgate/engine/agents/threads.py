@@ -31,9 +31,19 @@ IDLE_S = 30.0
 Job = Callable[[], None]
 
 
+class ExitCalled(Exception):
+    """The function called ``sys.exit()``: in a thread that ends the thread, never the process,
+    so it is the call's failure like any other exception (``code`` is the exit's argument)."""
+
+    def __init__(self, code: Any) -> None:
+        self.code = code
+        super().__init__(f"called sys.exit({'' if code is None else repr(code)})")
+
+
 async def run_in_thread(fn: Callable[..., Any], /, *args: Any) -> Any:
     """``fn(*args)`` in a daemon worker thread, in a copy of the caller's context; its result or
-    exception is this coroutine's. Cancelling the coroutine abandons the call (see the module)."""
+    exception is this coroutine's (a ``SystemExit`` as :class:`ExitCalled`). Cancelling the
+    coroutine abandons the call (see the module)."""
     loop = asyncio.get_running_loop()
     future = loop.create_future()
     call = partial(contextvars.copy_context().run, fn, *args)
@@ -64,6 +74,10 @@ def _settle(future: asyncio.Future[Any], outcome: Any, failed: bool) -> None:
         error = RuntimeError(f"agent function raised StopIteration: {outcome}")
         error.__cause__ = outcome
         future.set_exception(error)
+    elif isinstance(outcome, SystemExit):  # raised on the loop it would end the process
+        exited = ExitCalled(outcome.code)
+        exited.__cause__ = outcome
+        future.set_exception(exited)
     else:
         future.set_exception(outcome)
 
