@@ -15,25 +15,34 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..dsl.ir import build_spec
 from ..dsl.values import UNDEFINED
+from ..errors import EngineError
 from . import worktrees
-from .compiled import CFlow, CompiledSpec, CStep
+from .compiled import CFlow, CompiledSpec, CStep, compiled
+from .drivers import DRIVER_KEY
 from .model import (
     CHECKPOINT_PREFIX,
     FAILED,
+    HEADER_SHAPE,
     PENDING,
     READY,
     RUN_FAILED,
     RUN_RUNNING,
+    RUN_STATUSES,
     RUNNING,
     SPEC_KEY,
     TERMINAL,
     WAITING_GATE,
     Header,
+    Shape,
     StepState,
+    check_shape,
+    damaged,
     new_token,
     now,
 )
+from .specdata import digest, unpack_spec_record
 
 
 @dataclass(slots=True)
@@ -358,6 +367,64 @@ class LiveRun:
         if loc.scope.parent is not None:
             return (1, self.root.flow.steps[loc.scope.parent].index, loc.cstep.index)
         return (0, loc.cstep.index, 0)
+
+
+def load(stored: Any, env: Env) -> LiveRun:
+    """Rebuild a live run from what the store holds of it (a ``StoredRun``), checking the stored
+    spec's digest and the shape of every record it uses: one that is JSON of another shape than
+    the engine writes (only an edit or damage to the store makes one) is a StoreError naming the
+    run and the record, like text that is not JSON, never a Python error later."""
+    run_id = stored.run_id
+    header = Header.from_dict(stored.header, run_id)
+    records = stored.steps
+    spec = records.get(SPEC_KEY)
+    if spec is None:
+        raise EngineError(f"run {run_id} has no stored spec", error_type="corrupt_run", run_id=run_id)
+    data, header.inputs = unpack_spec_record(spec, run_id)
+    if digest(data) != header.digest:
+        raise EngineError(f"run {run_id}: the stored spec does not match its digest (edited?)",
+                          error_type="spec_digest_mismatch", run_id=run_id)
+    cspec: CompiledSpec = compiled(build_spec(data), data, header.digest)
+    if header.flow not in cspec.flows:
+        raise damaged(f"the header of run {run_id!r}", f"not this run's header (its spec has no flow {header.flow!r})")
+    steps = {}
+    checkpoints = {}
+    for key, record in records.items():
+        if not key.startswith("@"):
+            steps[key] = StepState.from_dict(record, key, run_id)
+        elif key.startswith(CHECKPOINT_PREFIX):
+            checkpoints[key[len(CHECKPOINT_PREFIX):]] = _checkpoint(record, key, run_id)
+    driver = records.get(DRIVER_KEY)
+    if driver is not None:
+        check_shape(driver, _DRIVER_SHAPE, lambda: f"the record {DRIVER_KEY!r} of run {run_id!r}")
+    try:
+        run = LiveRun(header, cspec, steps, stored.version, env)
+    except (KeyError, IndexError, ValueError, TypeError, AttributeError) as exc:  # from _rebuild_indexes
+        raise damaged(f"a step record of run {run_id!r}",
+                      f"not one its spec has ({type(exc).__name__}: {exc})") from exc
+    run.checkpoint_records = checkpoints
+    run.driver = driver
+    return run
+
+
+#: A checkpoint record (see :func:`lockgate.engine.checkpoints.commit`); its step records are
+#: checked when it is reverted to (``StepState.from_dict``), not on every load.
+_CHECKPOINT_SHAPE = Shape("a checkpoint record", {"key": str, "label": str, "header": dict, "steps": dict},
+                          ("label", "header", "steps"))
+_CHECKPOINT_HEADER_SHAPE = Shape("a checkpoint's header", HEADER_SHAPE.types, (), RUN_STATUSES)
+#: A driver record (see :class:`lockgate.engine.drivers.Driver`): its other fields are read
+#: leniently (a claim that cannot be read is no claim).
+_DRIVER_SHAPE = Shape("a driver record", {"key": str, "owner": (str, type(None))}, ("owner",))
+
+
+def _checkpoint(record: Any, key: str, run_id: str) -> dict[str, Any]:
+    """``record``, the checkpoint stored under ``key``, once its shape is checked."""
+    def what() -> str:
+        return f"the record {key!r} of run {run_id!r}"
+
+    check_shape(record, _CHECKPOINT_SHAPE, what)
+    check_shape(record["header"], _CHECKPOINT_HEADER_SHAPE, what)
+    return record
 
 
 def _count_items(run: LiveRun, fan: StepState) -> FanCounters:

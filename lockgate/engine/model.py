@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..dsl.values import UNDEFINED
 
@@ -165,7 +166,13 @@ class StepState:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> StepState:
+    def from_dict(cls, data: Any, key: str | None = None, run_id: str | None = None) -> StepState:
+        """The state a stored record holds (fields it lacks at their defaults, keys it does not
+        know ignored); StoreError naming the record (``key``, stored under) and ``run_id`` when
+        it is not the shape :meth:`to_dict` writes (see :func:`check_shape`)."""
+        check_shape(data, STEP_SHAPE, lambda: _step_what(data, key, run_id))
+        if key is not None and data["key"] != key:
+            raise damaged(_step_what(data, key, run_id), f"not the record of that step (its key is {data['key']!r})")
         known = {k: v for k, v in data.items() if k in _FIELD_NAMES}
         return cls(**known)
 
@@ -250,8 +257,101 @@ class Header:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Header:
+    def from_dict(cls, data: Any, run_id: str | None = None) -> Header:
+        """The header a stored header dict holds; StoreError naming run ``run_id`` (else the id
+        the header gives) when it is not the shape :meth:`to_dict` writes."""
+        check_shape(data, HEADER_SHAPE, lambda: _header_what(data, run_id))
         return cls(**{k: v for k, v in data.items() if k in _HEADER_FIELDS or k == "inputs"})
 
 
 _HEADER_FIELDS = tuple(f.name for f in fields(Header) if f.name != "inputs")
+
+# -- the shapes of stored records ------------------------------------------------------------------
+
+
+class Shape(NamedTuple):
+    """What a stored record of one kind must be: a dict holding ``required``, whose fields named
+    in ``types`` have one of the types given (others take any JSON value) and whose ``status``
+    is one of ``statuses``."""
+
+    kind: str  #: what it is called in errors ("a run header")
+    types: dict[str, Any]
+    required: tuple[str, ...] = ()
+    statuses: frozenset[str] | None = None  #: None: a ``status`` field is not checked
+
+
+_NUMBER = (int, float)
+_NONE = type(None)
+STEP_SHAPE = Shape("a step record", {
+    "key": str, "status": str, "epoch": int, "attempts": list, "token": (str, _NONE), "accepted": (str, _NONE),
+    "failure": (dict, _NONE), "routed": (dict, _NONE), "iterations": int, "spent": dict, "task": (str, _NONE),
+    "inputs": (dict, _NONE), "issued_at": (*_NUMBER, _NONE), "started_at": (*_NUMBER, _NONE),
+    "finished_at": (*_NUMBER, _NONE), "decisions": (list, _NONE), "fan": (dict, _NONE),
+    "index": (int, _NONE), "stage": int, "stage_attempts": int, "worktree": (str, _NONE),
+    "patch": (str, _NONE), "revision": (dict, _NONE), "rounds": int, "parked": (dict, _NONE), "dropped": bool,
+}, ("key",), STEP_STATUSES)
+HEADER_SHAPE = Shape("a run header", {
+    "id": str, "flow": str, "status": str, "workspace": (str, _NONE), "digest": str,
+    "error_type": (str, _NONE), "failure": (dict, _NONE), "rounds": int, "spent": dict, "carry": dict,
+    "checkpoints": list, "cancel_requested": bool, "created_at": _NUMBER, "updated_at": _NUMBER,
+    "finished_at": (*_NUMBER, _NONE),
+}, ("id", "flow"), RUN_STATUSES)
+
+
+def check_shape(data: Any, shape: Shape, what: Callable[[], str]) -> None:
+    """Return when ``data`` has ``shape``; else raise StoreError naming it by ``what()`` (called
+    only then). Only a store edited or damaged behind the engine's back fails, so this runs when
+    a run is loaded, never on a transition."""
+    problem = shape_problem(data, shape)
+    if problem is not None:
+        raise damaged(what(), problem)
+
+
+def shape_problem(data: Any, shape: Shape) -> str | None:
+    """How ``data`` is not of ``shape`` ("not a run header (it has no 'flow')"), or None."""
+    if type(data) is not dict:
+        return f"not {shape.kind} (it is {_kind(data)}, not an object)"
+    for name in shape.required:
+        if name not in data:
+            return f"not {shape.kind} (it has no {name!r})"
+    types = shape.types
+    for name, value in data.items():
+        allowed = types.get(name)
+        if allowed is not None and not isinstance(value, allowed):
+            return f"not {shape.kind} (its {name!r} is {_kind(value)}: {_short(value)})"
+    status = data.get("status")
+    if status is not None and shape.statuses is not None and status not in shape.statuses:
+        return f"not {shape.kind} (its status {_short(status)} is not one of {', '.join(sorted(shape.statuses))})"
+    return None
+
+
+def _header_what(data: Any, run_id: str | None) -> str:
+    if run_id is None and type(data) is dict and isinstance(data.get("id"), str):
+        run_id = data["id"]
+    return f"the header of run {run_id!r}" if run_id is not None else "the run's header"
+
+
+def _step_what(data: Any, key: str | None, run_id: str | None) -> str:
+    if key is None and type(data) is dict and isinstance(data.get("key"), str):
+        key = data["key"]
+    step = f"the record of step {key!r}" if key is not None else "a record of the run"
+    return f"{step} of run {run_id!r}" if run_id is not None else step
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _kind(value: Any) -> str:
+    # the store package is dear to import (SQLite and all): only a damaged record needs it
+    from .store.codec import json_kind
+
+    return json_kind(value)
+
+
+def damaged(what: str, problem: str) -> Exception:
+    """:func:`lockgate.engine.store.codec.damaged`, imported only when a record is damaged."""
+    from .store.codec import damaged as error
+
+    return error(what, problem)

@@ -13,6 +13,7 @@ import weakref
 from typing import Any
 
 from ..dsl.ir import Budget, Ensure, Flow, Spec, Step
+from .model import SPEC_KEY, Shape, check_shape
 
 #: id(spec) -> (weak reference to it, its data, their digest): ``plan`` of the same Spec object
 #: again (a notebook cell or runner re-planning it) skips encoding and hashing the whole spec.
@@ -34,6 +35,17 @@ def spec_data(spec: Spec) -> tuple[dict[str, Any], str]:
         _MEMO.clear()
     _MEMO[id(spec)] = (weakref.ref(spec), data, text)
     return data, text
+
+
+#: The ``@spec`` record a run keeps: ``{"key": "@spec", "data": spec data, "inputs": the run's inputs}``.
+SPEC_SHAPE = Shape("a spec record", {"key": str, "data": dict}, ("data",))
+
+
+def unpack_spec_record(record: Any, run_id: str) -> tuple[dict[str, Any], Any]:
+    """(spec data, inputs) of run ``run_id``'s ``@spec`` record; StoreError naming the run and
+    the record when it is not the shape the engine writes (an edit or damage to the store)."""
+    check_shape(record, SPEC_SHAPE, lambda: f"the record {SPEC_KEY!r} of run {run_id!r}")
+    return record["data"], record.get("inputs")
 
 
 def spec_to_data(spec: Spec) -> dict[str, Any]:

@@ -381,6 +381,25 @@ def decode(text: str | bytes, what: str = "a stored value", key: Any = None) -> 
                          "or damaged; `lockgate verify RUN` names the damaged events") from exc
 
 
+def damaged(what: str, problem: str) -> StoreError:
+    """The error for a stored value that is JSON but not of the shape the engine wrote (``what``
+    names it, ``problem`` says how it is wrong): as for text that is not JSON (:func:`decode`),
+    only an edit or damage to the store makes one. No `verify` hint: it checks the event chain,
+    not the records."""
+    return StoreError(f"{what} in the store is {problem}: the store was edited or damaged")
+
+
+def json_kind(value: Any) -> str:
+    """What JSON calls the type of a decoded ``value`` (for :func:`damaged` messages)."""
+    if isinstance(value, bool):
+        return "a boolean"
+    for kind, name in ((dict, "an object"), (list, "an array"), (str, "a string"), (int, "an integer"),
+                       (float, "a number")):
+        if isinstance(value, kind):
+            return name
+    return "null" if value is None else f"a {type(value).__name__}"
+
+
 def not_found(run_id: str, where: object = None) -> RunNotFound:
     """The error every backend raises for a run id it does not hold (``where``: the store, when
     naming it helps: a file in another folder than the one the run was started in)."""
