@@ -21,6 +21,8 @@ from ..errors import EngineError
 from . import drivers, evaluate
 from .advance import advance
 from .live import Env, LiveRun
+from .store.codec import MAX_STEP_ID
+from .textargs import storable_text
 from .model import (
     CHECKPOINT_PREFIX,
     Header,
@@ -43,6 +45,7 @@ def _refuse(run: LiveRun, label: Any) -> str:
     if not isinstance(label, str) or not label.strip():
         raise EngineError("a checkpoint label must be a non-empty string", error_type="invalid_label",
                           run_id=run.header.id)
+    storable_text(label.strip(), "a checkpoint label", max_bytes=MAX_STEP_ID - len(CHECKPOINT_PREFIX))
     if run.header.status == RUN_CANCELLED:
         raise EngineError(f"run {run.header.id} is cancelled", error_type="flow_cancelled", run_id=run.header.id)
     if run.header.status != RUN_RUNNING:

@@ -30,6 +30,7 @@ from ..errors import (
     UnstorableValue,
 )
 from . import checkpoints, drivers, evaluate, worktrees
+from .store import codec
 from .advance import advance
 from .budget import finite_number
 from .carry import materialise
@@ -126,12 +127,12 @@ class Engine:
                   usage: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Report the result (or ``failure``) of a dispatched step or fanout item stage."""
         spend = dict(usage) if usage is not None and isinstance(usage, Mapping) else usage
-        return self._drive(run_id, self._report(run_id, step_id, result, token, failure, spend))
+        return self._drive(run_id, self._report(run_id, _step_id(step_id), result, token, failure, spend))
 
     def gate_resolve(self, run_id: str, step_id: str, outcome: str, rationale: str = "",
                      resolved_by: str = "human", token: str | None = None) -> dict[str, Any]:
         """Approve, revise or kill (``reject``) a waiting gate, fenced by its gate token."""
-        held = self._park_decision(run_id, step_id, outcome, rationale, resolved_by, token)
+        held = self._park_decision(run_id, _step_id(step_id), outcome, rationale, resolved_by, token)
         try:
             out = self._transact(run_id, lambda run: _settled(_gate_resolve, run, step_id, outcome, rationale,
                                                               resolved_by, token))
@@ -147,7 +148,7 @@ class Engine:
         if not isinstance(answer, Evaluated) or not finite_number(answer.took_ms) or answer.took_ms < 0:
             raise EngineError("an evaluate answer is an Evaluated(envelope, error, took_ms) with took_ms a finite "
                               f"number >= 0, not {answer!r:.200}", error_type="invalid_arguments")
-        out = self._transact(run_id, lambda run: _settled(evaluate.settle, run, step_id, token, answer))
+        out = self._transact(run_id, lambda run: _settled(evaluate.settle, run, _step_id(step_id), token, answer))
         return self._drive(run_id, out)
 
     def resolve_waiting_gate(self, run_id: str, step_id: str, outcome: str, rationale: str = "",
@@ -160,7 +161,7 @@ class Engine:
         """
         status = self.status(run_id)
         gates = {g["step_id"]: g for g in status.get("gates", [])}
-        if step_id not in gates:
+        if _step_id(step_id) not in gates:
             ended = _how_it_ended(status)
             if ended is not None:
                 raise EngineError(f"run {run_id} {ended}; its gates take no more decisions",
@@ -210,7 +211,7 @@ class Engine:
         """Rehydrate a run from the store (verifying its spec digest) and describe all its
         outstanding work, with the same tokens as before; an evaluate command found running
         (its process stopped or died) is started again under a new token."""
-        self._live.pop(run_id, None)
+        self._live.pop(codec.check_run_id(run_id, existing=True), None)
         run = self._get(run_id)
         if run.header.status == RUN_CANCELLED:
             raise EngineError(f"run {run_id} is cancelled", error_type="run_cancelled", run_id=run_id)
@@ -390,6 +391,8 @@ class Engine:
         return Env(judge=self.judge, evaluator=self.evaluator)
 
     def _get(self, run_id: str, fresh: bool = False) -> LiveRun:
+        if type(run_id) is not str:  # refused as the store refuses it (a list would not even hash)
+            codec.check_run_id(run_id)
         run = self._live.get(run_id)
         if run is not None and (not fresh or self.store.current_version(run_id) == run.version):
             return run
@@ -673,6 +676,14 @@ def loaded_spec(result: Any) -> Spec:
         raise SpecError(f"the spec is invalid: {errors[0].message}", result.diagnostics)
     first = f"; the first: {errors[0].message}" if errors else ""
     raise SpecError(f"the spec is invalid ({len(errors)} errors){first}", result.diagnostics)
+
+
+def _step_id(step_id: Any) -> str:
+    """``step_id``, if it is a string (EngineError ``invalid_arguments`` otherwise)."""
+    if not isinstance(step_id, str):
+        raise EngineError(f"a step id is a string, not {type(step_id).__name__}: {step_id!r:.200}",
+                          error_type="invalid_arguments")
+    return step_id
 
 
 def _storable_text(text: str) -> str:

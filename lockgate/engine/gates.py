@@ -23,6 +23,7 @@ from .live import Located, LiveRun, Scope
 from .model import FAILED, RUN_KILLED, RUNNING, SUCCEEDED, now
 from .results import check_issuance
 from .subflows import settle_subflow
+from .textargs import storable_text
 
 DECISIONS = {"approve": "approve", "revise": "revise", "kill": "kill", "reject": "kill"}
 
@@ -40,7 +41,8 @@ def gate_resolve(run: LiveRun, key: str, outcome: Any, rationale: Any, resolved_
     loc = run.locate(key)
     gate = loc.cstep.step.gate
     assert gate is not None
-    entry = {"decision": decision, "rationale": str(rationale or ""), "resolved_by": str(resolved_by or "human"),
+    entry = {"decision": decision, "rationale": storable_text(str(rationale or ""), "the decision's rationale"),
+             "resolved_by": storable_text(str(resolved_by or "human"), "who decided (resolved_by)"),
              "at": now(), "round": _rounds(run, loc.scope)}
     if decision == "revise":
         _revise(run, loc, st, entry)
