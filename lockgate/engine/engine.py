@@ -442,7 +442,7 @@ class Engine:
             return self._transact(run_id, lambda run: _settled(_step_done, run, step_id, result, token, failure,
                                                                usage))
         except UnstorableValue as exc:  # nothing was written: the attempt fails on what it sent
-            rejected = unstorable(str(exc))
+            rejected = unstorable(str(exc), result)
             return self._transact(run_id, lambda run: _settled(_step_done, run, step_id, None, token, None, usage,
                                                                rejected))
         except EngineError as refused:

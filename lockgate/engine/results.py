@@ -183,12 +183,17 @@ def unpark(run: LiveRun, key: str, record: dict[str, Any]) -> None:
         run.touch(st)
 
 
-def unstorable(problem: str) -> dict[str, Any]:
+def unstorable(problem: str, result: Any = None) -> dict[str, Any]:
     """The failure of an attempt whose report no store can keep (a NaN, a set, U+0000, text
     that is not Unicode, nesting too deep): the agent's answer is wrong, so it is retried like
-    any schema failure rather than failing the caller."""
-    reason = f"the result cannot be stored: {problem}"
-    return {"kind": "schema", "reason": reason, "violations": [{"path": "result", "message": problem}]}
+    any schema failure rather than failing the caller. Where ``result`` itself is not JSON, the
+    violations say where, as a contract check does (the store's ``problem`` names its record)."""
+    from ..dsl.contractcheck import json_violations
+
+    found = json_violations(result, limit=10)
+    violations = [{"path": v.path, "message": v.message} for v in found] or [{"path": "result", "message": problem}]
+    reason = "the result cannot be stored: " + ("; ".join(map(str, found)) if found else problem)
+    return {"kind": "schema", "reason": reason, "violations": violations}
 
 
 def late_spend(run: LiveRun, key: str, token: Any, usage: Any) -> None:

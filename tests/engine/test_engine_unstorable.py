@@ -54,12 +54,15 @@ def engine(request, tmp_path):
     engine.close()
 
 
-@pytest.mark.parametrize("bad", BAD, ids=["nan", "set", "nul", "surrogate", "deep"])
-def test_an_unstorable_result_is_a_schema_failure_that_is_retried(engine: Engine, bad) -> None:
+@pytest.mark.parametrize(("bad", "path"), zip(BAD, ["result.score", "result.tags", "result", "result", "result"]),
+                         ids=["nan", "set", "nul", "surrogate", "deep"])
+def test_an_unstorable_result_is_a_schema_failure_that_is_retried(engine: Engine, bad, path) -> None:
+    """The violation names the part of the result that is not JSON, where it can (a NaN, a set);
+    text a store refuses, and nesting deeper than it keeps, are the whole result's."""
     first = engine.plan(LOOSE, {})
     retry = engine.step_done(first["run_id"], "work", bad, first["token"])
     assert retry["status"] == "schema_failed" and retry["retries_remaining"] == 0
-    assert retry["violations"][0]["path"] == "result"
+    assert retry["violations"][0]["path"] == path
     assert retry["failure"]["reason"].startswith("the result cannot be stored: ")
     end = engine.step_done(first["run_id"], "work", {"fine": True}, retry["token"])
     done = engine.step_done(first["run_id"], "end", {"ok": True}, end["token"])

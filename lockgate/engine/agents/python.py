@@ -128,11 +128,8 @@ def _json_problem(value: Any) -> str | None:
     try:
         _encode(value)
     except (TypeError, ValueError, RecursionError) as exc:
-        found = json_violations(value) if _DIGITS_LIMIT in str(exc) else None
+        # where the value stops being JSON, as a contract check says it, rather than the
+        # encoder's words (which name no field, and for a huge int sys.set_int_max_str_digits)
+        found = json_violations(value)
         return f"a value that is not JSON ({found[0] if found else exc})"
     return None
-
-
-# Python's refusal to print a huge int (it names sys.set_int_max_str_digits, no help to a user):
-# the value's own violation says which integer is too large to be a number.
-_DIGITS_LIMIT = "integer string conversion"
