@@ -19,7 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..dsl.ir import Spec, build_spec
+from ..dsl.ir import Spec
 from ..dsl.values import UNDEFINED
 from ..errors import (
     ConcurrencyConflict,
@@ -27,10 +27,10 @@ from ..errors import (
     InputValidationError,
     RunDriven,
     SpecError,
+    StoreError,
     UnstorableValue,
 )
-from . import checkpoints, drivers, evaluate, worktrees
-from .store import codec
+from . import checkpoints, drivers, evaluate, live, worktrees
 from .advance import advance
 from .budget import finite_number
 from .carry import materialise
@@ -51,7 +51,8 @@ from .model import (
 from .responses import dispatch_entry, gate_entry, response, trace
 from .results import late_spend, park, parked, parked_decision, unpark, unstorable
 from .results import step_done as _step_done
-from .specdata import digest, spec_data
+from .specdata import spec_data
+from .store import codec
 
 MAX_REPLAYS = 8
 #: A cancel reason longer than this is cut in the audit.
@@ -370,10 +371,15 @@ class Engine:
         return [r.to_dict() for r in self.store.list_runs(status=status, limit=limit)]
 
     def pending_gates(self, limit: int = 100) -> list[dict[str, Any]]:
-        """Every gate waiting for a decision across running runs, with its token."""
+        """Every gate waiting for a decision across running runs, with its token. A run that
+        cannot be read (its records were edited or damaged, or it was deleted meanwhile) is left
+        out, not the others with it: ``lockgate show RUN`` says what is wrong with it."""
         out = []
         for summary in self.store.list_runs(status=RUN_RUNNING, limit=limit):
-            run = self._get(summary.run_id, fresh=True)
+            try:
+                run = self._get(summary.run_id, fresh=True)
+            except (StoreError, EngineError):
+                continue
             for key in run.waiting:
                 out.append({"run_id": summary.run_id, "flow": summary.flow, **gate_entry(run, key)})
         return out
@@ -615,29 +621,9 @@ def _no_evaluator(*args: Any) -> Any:
 
 
 def load_live(store: Any, run_id: str, env: Env) -> LiveRun:
-    """Rebuild a live run from the store alone, checking the stored spec's digest."""
-    stored = store.load_run(run_id)
-    header = Header.from_dict(stored.header)
-    spec_record = stored.steps.get(SPEC_KEY)
-    if spec_record is None:
-        raise EngineError(f"run {run_id} has no stored spec", error_type="corrupt_run", run_id=run_id)
-    header.inputs = spec_record.get("inputs")
-    data = spec_record["data"]
-    if digest(data) != header.digest:
-        raise EngineError(f"run {run_id}: the stored spec does not match its digest (edited?)",
-                          error_type="spec_digest_mismatch", run_id=run_id)
-    cspec: CompiledSpec = compiled(build_spec(data), data, header.digest)
-    steps = {}
-    cps = {}
-    for key, record in stored.steps.items():
-        if key.startswith("@cp/"):
-            cps[key[4:]] = record
-        elif not key.startswith("@"):
-            steps[key] = StepState.from_dict(record)
-    run = LiveRun(header, cspec, steps, stored.version, env)
-    run.checkpoint_records = cps
-    run.driver = stored.steps.get(DRIVER_KEY)
-    return run
+    """Rebuild a live run from the store alone, checking the stored spec's digest and the shape
+    of its records (see :func:`lockgate.engine.live.load`)."""
+    return live.load(store.load_run(run_id), env)
 
 
 def _how_it_ended(status: dict[str, Any]) -> str | None:

@@ -15,6 +15,7 @@ import networkx as nx
 from ..dsl.graph import flow_graph
 from ..dsl.ir import Spec, build_spec
 from .model import SPEC_KEY
+from .specdata import unpack_spec_record
 
 ENGINE_TO_PICTURE = {
     "pending": "pending",
@@ -30,7 +31,8 @@ ENGINE_TO_PICTURE = {
 def stored_spec(store: Any, run_id: str) -> Spec:
     """The spec a run was planned with, rebuilt from the store alone."""
     stored = store.load_run(run_id)
-    return build_spec(stored.steps[SPEC_KEY]["data"])
+    data, _ = unpack_spec_record(stored.steps.get(SPEC_KEY), run_id)
+    return build_spec(data)
 
 
 def picture_statuses(audit: Mapping[str, Any]) -> dict[str, str]:

@@ -183,3 +183,18 @@ def test_the_engine_reports_a_damaged_step_record_and_lists_every_run(tmp_path: 
     assert {r["run_id"] for r in engine.runs()} == {run, other}
     assert engine.status(other)["status"] == "await_gate"
     engine.close()
+
+
+def test_a_damaged_spec_record_is_named_and_pending_gates_lists_the_other_runs(tmp_path: Path) -> None:
+    from lockgate.engine.graphs import stored_spec
+
+    path = tmp_path / "runs.db"
+    run, other = gate_runs(path)
+    edit(path, RECORD.format("@spec"), '"str"', run)
+    engine = Engine(store=SQLiteStore(path))
+    with pytest.raises(StoreError, match=f"the record '@spec' of run {run!r} {DAMAGED} a spec record"):
+        engine.status(run)
+    with pytest.raises(StoreError, match=f"the record '@spec' of run {run!r} {DAMAGED} a spec record"):
+        stored_spec(engine.store, run)  # what `lockgate graph RUN` and the hints read
+    assert [(g["run_id"], g["step_id"]) for g in engine.pending_gates()] == [(other, "review")]
+    engine.close()
