@@ -190,7 +190,7 @@ async def _stoppable(awaitable: Awaitable[Any]) -> Any:
     waits up to :data:`CANCEL_GRACE_S` for it to end, then leaves it behind (its answer unused)
     and lets the cancellation through.
     """
-    call = asyncio.ensure_future(awaitable)
+    call = asyncio.ensure_future(_no_exit(awaitable))
     try:
         return await asyncio.shield(call)
     except asyncio.CancelledError:
@@ -202,6 +202,17 @@ async def _stoppable(awaitable: Awaitable[Any]) -> Any:
             _abandoned.add(call)
             call.add_done_callback(_forget)
         raise
+
+
+async def _no_exit(awaitable: Awaitable[Any]) -> Any:
+    """``awaitable``'s answer; a ``sys.exit()`` in it is its failure (ExitCalled), as in a judge
+    run in a thread: raised in a task, SystemExit would end the event loop, and the process."""
+    try:
+        return await awaitable
+    except SystemExit as exc:
+        from .agents.threads import ExitCalled  # here: the agents package imports httpx
+
+        raise ExitCalled(exc.code) from exc
 
 
 def _forget(call: asyncio.Future[Any]) -> None:

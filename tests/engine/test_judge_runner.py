@@ -4,6 +4,7 @@ failing closed, and the judge never stalling the other agents of the run."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import textwrap
 
 import pytest
@@ -179,6 +180,8 @@ async def test_an_unknown_judge_in_lockgate_toml_names_the_file(tmp_path):
 
 @pytest.mark.parametrize("judge, reason", [
     ("raises", "the judge failed: model down"),
+    ("exits", "the judge failed: called sys.exit(3)"),
+    ("exits_async", "the judge failed: called sys.exit(4)"),
     ("malformed", "the judge answered malformed {'verdict': 'yes'}"),
     ("agent_fails", "the judge failed: judge agent 'scripted': overloaded"),
     ("agent_prose", "the judge answered malformed 'looks fine to me'"),
@@ -187,8 +190,16 @@ async def test_a_judge_that_fails_or_answers_malformed_fails_closed(judge, reaso
     def raises(*args):
         raise ValueError("model down")
 
+    def exits(*args):
+        sys.exit(3)
+
+    async def exits_async(*args):
+        sys.exit(4)
+
     judges = {
         "raises": raises,
+        "exits": exits,
+        "exits_async": exits_async,
         "malformed": lambda *args: {"verdict": "yes"},
         "agent_fails": ScriptedAgent(default=Fail("overloaded")),
         "agent_prose": ScriptedAgent(default=AgentResult.success("looks fine to me")),
