@@ -9,6 +9,7 @@ import pytest
 from specs import note_flow
 
 from lockgate.engine import Engine
+from lockgate.engine.store import open_store
 from lockgate.errors import EngineError, LockgateError, StoreError
 
 SPEC = note_flow("""      - {id: write, agent: writer, do: "write", out: Note}
@@ -74,3 +75,12 @@ def test_a_label_no_store_keeps_is_refused_by_name(at_gate, label, message):
     with pytest.raises(LockgateError, match=message):
         engine.commit(run_id, label)
     assert engine.commit(run_id, "x" * 996)["label"] == "x" * 996
+
+
+@pytest.mark.parametrize("where", ["memory", "sqlite"])
+def test_listing_runs_by_a_status_no_store_keeps_is_refused_by_name(tmp_path, where):
+    engine = Engine(store=open_store("memory" if where == "memory" else tmp_path / "s.db"))
+    with pytest.raises(StoreError, match="the status to list is not valid Unicode"):
+        engine.runs(status="\ud800")
+    assert engine.runs(status="caf\u00e9") == [] and engine.runs(status="a\0") == []
+    engine.close()

@@ -118,6 +118,8 @@ def check_version(version: Any, name: str = "expected_version") -> int:
 def check_listing(status: Any, limit: Any) -> None:
     if status is not None and not isinstance(status, str):
         raise StoreError(f"status must be a string or None, got {status!r}")
+    if status is not None and not status.isascii():  # no status is; SQLite cannot even bind some
+        check_text(status, "the status to list")
     _check_int(limit, "limit", 0)
 
 
