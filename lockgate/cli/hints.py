@@ -123,17 +123,16 @@ def shown_module(recorded: str) -> str | None:
         return recorded
     if not os.path.isfile(recorded):
         return None
-    try:
-        relative = os.path.relpath(recorded)
-    except ValueError:  # another drive (Windows)
-        return recorded
+    relative = _relative(recorded)
     return recorded if relative.startswith(os.pardir) else relative
 
 
-def config_to_name(engine: Any, run_id: str) -> str | None:
-    """The configuration file the run was last driven with, as a resume command must name it
-    (``--config``): None when a resume from here finds that one anyway, or none is recorded."""
-    import os
+def config_to_name(engine: Any, run_id: str) -> tuple[str | None, str | None]:
+    """(the configuration file a resume command must name with ``--config``, a note about it)
+    for the run: (None, None) when a resume from here finds the one it was driven with anyway,
+    or none is recorded. A run driven without one, resumed from a folder that has one, names
+    that one, saying it is then chosen on purpose (a resume without ``--config`` is refused:
+    the run's agents could resolve to other adapters)."""
     from pathlib import Path
 
     from ..engine.agents.config import find_config
@@ -142,13 +141,28 @@ def config_to_name(engine: Any, run_id: str) -> str | None:
         recorded = engine.last_config(run_id)
         here = find_config()
     except Exception:  # noqa: BLE001 - a hint must not fail the command that prints it
-        return None
-    if not recorded or (here is not None and str(Path(here).resolve()) == recorded):
-        return None
+        return None, None
+    if recorded is None or (here is None and not recorded):
+        return None, None
+    if not recorded:
+        return _relative(str(here)), NO_CONFIG.format(_relative(str(here)))
+    if here is not None and str(Path(here).resolve()) == recorded:
+        return None, None
+    return _relative(recorded), None
+
+
+NO_CONFIG = ("the run was driven without a configuration file: --config {} takes this folder's on purpose; "
+             "or resume from a folder without one")
+
+
+def _relative(path: str) -> str:
+    """``path`` relative to the current folder (as it is on another drive: Windows)."""
+    import os
+
     try:
-        return os.path.relpath(recorded)
-    except ValueError:  # another drive (Windows)
-        return recorded
+        return os.path.relpath(path)
+    except ValueError:
+        return path
 
 
 def recorded_agents(engine: Any, run_id: str) -> str | None:

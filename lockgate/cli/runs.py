@@ -93,11 +93,11 @@ def _named_store(store: str | None) -> str | None:
 def _resume_lines(engine: Any, run_id: str, store: str | None) -> list[str]:
     """The command that continues ``run_id`` with agents, and when it needs an --agents module
     this command cannot tell, the line that says so."""
-    config = hints.config_to_name(engine, run_id)
+    config, config_note = hints.config_to_name(engine, run_id)
     command, note = hints.resume_hint(run_id, store=store, config=config,
                                       agents_needed=hints.agents_needed(engine, run_id, config),
                                       recorded=hints.recorded_agents(engine, run_id))
-    return [command, *([f"({note})"] if note else [])]
+    return [command, *(f"({line})" for line in (note, config_note) if line)]
 
 
 def _json(value: Any) -> None:

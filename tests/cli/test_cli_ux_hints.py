@@ -311,3 +311,18 @@ def test_a_gate_that_cannot_send_work_back_is_not_offered_a_revise(tmp_path, mon
     ]
     shown = invoke("resume", rid, "--store", "runs.db")
     assert "revise" not in shown.stdout and f"lockgate gate approve {rid} review" in shown.stdout
+
+
+def test_a_run_driven_without_a_configuration_is_resumed_from_a_folder_with_one_on_purpose(project, monkeypatch):
+    rid = driven_at_gate("agents.py")
+    (project / "other").mkdir()
+    monkeypatch.chdir(project / "other")
+    (project / "other" / "lockgate.toml").write_text('[agents.reviewer]\ntype = "command"\ncommand = ["true"]\n')
+    revised = invoke("gate", "revise", rid, "review", "--store", "../runs.db")
+    command, note = revised.stdout.splitlines()[-2:]
+    assert command == (f"continue with agents: lockgate run --resume {rid} --agents {project / 'agents.py'} "
+                       "--store ../runs.db --config lockgate.toml")
+    assert note == ("  (the run was driven without a configuration file: --config lockgate.toml takes this "
+                    "folder's on purpose; or resume from a folder without one)")
+    resumed = invoke(*shlex.split(command.removeprefix("continue with agents: "))[1:], "--no-prompt")
+    assert resumed.exit_code == 3, resumed.stderr  # the writer drafted again; the gate waits
