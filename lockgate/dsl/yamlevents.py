@@ -274,7 +274,12 @@ class Composer:
         if text == "":
             return None
         if _DECIMAL.match(text):
-            return int(text)
+            try:
+                return int(text)
+            except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
+                self.diags.append(self._at("LG109", f"`{text[:20]}...` ({len(text):,} digits) is too long to read as "
+                                           "a number", node.start, node.end))
+                return text
         for res_tag, regexp in _RESOLVERS.get(text[0], ()):
             if regexp.match(text):
                 return self._construct(res_tag, text, node)

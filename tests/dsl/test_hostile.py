@@ -160,3 +160,12 @@ def test_random_mutations_of_a_spec_never_raise(seed: int) -> None:
     assert isinstance(result.diagnostics, list)
     for d in result.diagnostics:
         assert d.range.start <= d.range.end
+
+
+def test_a_number_too_long_to_read_is_a_diagnostic_at_it() -> None:
+    text = "version: 1\nflows: {}\nnote: " + "9" * 5000 + "\n"
+    diagnostics = parse_yaml(text).diagnostics
+    (long,) = [d for d in diagnostics if d.code == "LG109"]
+    assert long.message == "`99999999999999999999...` (5,000 digits) is too long to read as a number"
+    assert (long.range.start.line, long.range.start.character) == (2, 6)
+    assert "set_int_max_str_digits" not in "".join(d.message for d in load(text).diagnostics)
