@@ -56,3 +56,32 @@ flows:
 {rounds}    output: {{from: "${{{output}.output}}", contract: Note}}
     steps:
 {steps}"""
+
+
+#: A flow whose step ``work`` (contract Work, from input ``text``) is reviewed by gate ``review``,
+#: which may send it back (two rounds at most).
+REVIEWED = """
+version: 1
+contracts:
+  Work:
+    result: string
+flows:
+  entry: reviewed
+  reviewed:
+    input:
+      text: string
+    output:
+      from: "${work.output}"
+      contract: Work
+    max_rounds: 2
+    steps:
+      - id: work
+        do: "Do ${input.text}"
+        out: Work
+      - id: review
+        after: [work]
+        gate:
+          on_approve: null
+          on_revise: work
+          on_kill: null
+"""

@@ -8,36 +8,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from specs import REVIEWED
 
 from lockgate.cli import main
 from lockgate.engine import Engine
 from lockgate.engine.store import open_store
 
-SPEC = """
-version: 1
-contracts:
-  Work:
-    result: string
-flows:
-  entry: reviewed
-  reviewed:
-    input:
-      text: string
-    output:
-      from: "${work.output}"
-      contract: Work
-    max_rounds: 2
-    steps:
-      - id: work
-        do: "Do ${input.text}"
-        out: Work
-      - id: review
-        after: [work]
-        gate:
-          on_approve: null
-          on_revise: work
-          on_kill: null
-"""
+SPEC = REVIEWED
 
 
 @pytest.fixture

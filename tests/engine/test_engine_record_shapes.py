@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from specs import REVIEWED
 
 from lockgate.engine import Engine, load_live
 from lockgate.engine.drivers import Driver, ended
@@ -16,31 +17,7 @@ from lockgate.engine.model import Header, StepState
 from lockgate.engine.store import SQLiteStore
 from lockgate.errors import StoreError
 
-SPEC = """
-version: 1
-contracts:
-  Work:
-    result: string
-flows:
-  entry: reviewed
-  reviewed:
-    input:
-      text: string
-    output:
-      from: "${work.output}"
-      contract: Work
-    max_rounds: 2
-    steps:
-      - id: work
-        do: "Do ${input.text}"
-        out: Work
-      - id: review
-        after: [work]
-        gate:
-          on_approve: null
-          on_revise: work
-          on_kill: null
-"""
+SPEC = REVIEWED
 
 DAMAGED = "in the store is not"
 EDITED = "the store was edited or damaged"

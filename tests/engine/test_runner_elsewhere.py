@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from specs import note_flow
 
 from lockgate.engine import Engine
 from lockgate.engine.agents import Task
@@ -188,28 +189,18 @@ async def test_a_revise_elsewhere_while_the_drives_command_runs_leaves_it_in_ste
 
 
 
-DECIDED_ELSEWHERE = """version: 1
-contracts:
-  Note: {text: string}
-  Verdict: {status: string, children: array, reason: string}
-flows:
-  entry: main
-  main:
-    input: {}
-    output: {from: "${slow.output}", contract: Note}
-    steps:
-      - {id: slow, agent: slow, do: "take your time", out: Note}
+GATE_THEN_AFTER = """      - {id: slow, agent: slow, do: "take your time", out: Note}
       - id: ok
         gate: {on_approve: after, on_revise: null, on_kill: null}
 """
 AFTER_AGENT = '      - {id: after, agent: after, do: "then", out: Note}\n'
-AFTER_COMMAND = '      - {id: after, evaluate: {command: "check it", timeout_ms: 60000}, out: Verdict}\n'
+AFTER_COMMAND = '      - {id: after, evaluate: {command: "check it", timeout_ms: 60000}}\n'
 CLOSED = {"status": "closed", "children": [], "reason": "checked"}
 
 
 async def drive_decided_elsewhere(tmp_path: Path, after: str, started: asyncio.Event,
                                   **options: Any) -> tuple[Any, Engine]:
-    """Drive DECIDED_ELSEWHERE with step ``after`` (gates left waiting here) while its ``slow``
+    """Drive GATE_THEN_AFTER with step ``after`` (gates left waiting here) while its ``slow``
     agent keeps the drive busy; approve gate ``ok`` from another engine (which must run no
     command), and once ``started`` is set (the drive started the work the decision released),
     let ``slow`` answer. ``options`` go to the driving engine (``evaluator``) and to ``run``
@@ -223,7 +214,8 @@ async def drive_decided_elsewhere(tmp_path: Path, after: str, started: asyncio.E
     engine = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path,
                     evaluator=options.pop("evaluator", None))
     agents = {"slow": slow, **options.pop("agents", {})}
-    driving = asyncio.ensure_future(run(DECIDED_ELSEWHERE + after, {}, engine=engine, agents=agents))
+    driving = asyncio.ensure_future(run(note_flow(GATE_THEN_AFTER + after, output="slow"), {}, engine=engine,
+                                        agents=agents))
     elsewhere = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path,
                        evaluator=lambda *args: pytest.fail("the deciding process ran the command"))
     async with asyncio.timeout(GUARD_S):
