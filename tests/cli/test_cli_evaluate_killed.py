@@ -9,10 +9,10 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 from cli_support import fifo_lines, lockgate_argv, lockgate_env
+from processes import running, wait_until
 
 from lockgate.engine import Engine
 from lockgate.engine.store import open_store
@@ -50,15 +50,6 @@ exec sleep 600
 """
 
 
-def running(pid: int) -> bool:
-    """Whether process ``pid`` runs (not a zombie waiting to be reaped)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except OSError:
-        return False
-
-
 def test_a_run_killed_during_a_command_resumes_without_asking_the_agent_again(tmp_path: Path) -> None:
     for name, text in (("flow.stratum.yaml", SPEC), ("agents.py", AGENTS), ("check.sh", CHECK)):
         (tmp_path / name).write_text(text)
@@ -71,10 +62,7 @@ def test_a_run_killed_during_a_command_resumes_without_asking_the_agent_again(tm
     first.kill()
     first.communicate()
     try:  # the command dies with the runner (its guardian kills it): none is left running
-        deadline = time.monotonic() + 30
-        while running(command):
-            assert time.monotonic() < deadline, "the killed runner's command is still running"
-            time.sleep(0.02)
+        wait_until(lambda: not running(command), "the killed runner's command to die with it")
     finally:
         if running(command):
             os.kill(command, signal.SIGKILL)

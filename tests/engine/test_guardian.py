@@ -8,34 +8,16 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
+from processes import GUARD_S, running, wait_until
 
 from lockgate.engine.agents.guardian import Guardian
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="process groups are POSIX")
 
-#: a guard on waits for a condition (they end as soon as it holds)
-GUARD_S = 30
 ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie does not: it has exited, and waits to be reaped)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except OSError:
-        return False
-
-
-def wait_until(condition, what: str) -> None:
-    deadline = time.monotonic() + GUARD_S
-    while not condition():
-        assert time.monotonic() < deadline, f"waited {GUARD_S} s for {what}"
-        time.sleep(0.02)
 
 
 def started_group(tmp_path: Path) -> tuple[subprocess.Popen, int, int]:
@@ -57,10 +39,10 @@ def started_group(tmp_path: Path) -> tuple[subprocess.Popen, int, int]:
 
 def test_a_command_dies_with_the_process_that_started_it_killed_with_sigkill(tmp_path):
     parent, leader, grandchild = started_group(tmp_path)
-    assert alive(leader) and alive(grandchild)
+    assert running(leader) and running(grandchild)
     parent.send_signal(signal.SIGKILL)
     parent.wait()
-    wait_until(lambda: not alive(leader) and not alive(grandchild), "the command's group to be killed")
+    wait_until(lambda: not running(leader) and not running(grandchild), "the command's group to be killed")
 
 
 def test_a_process_exiting_with_commands_running_stops_them_and_its_guardian(tmp_path):
@@ -79,12 +61,12 @@ def test_a_process_exiting_with_commands_running_stops_them_and_its_guardian(tmp
 
         asyncio.run(main())
         """)
-    done = subprocess.run([sys.executable, "-c", script], env=ENV, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", script], env=ENV, capture_output=True, text=True, check=False,
                           timeout=GUARD_S)
     assert done.returncode == 0, done.stderr
     guardian, leader = int(done.stdout), int((tmp_path / "leader").read_text())
     # the exit waited for the guardian: the command is gone, and so is the guardian
-    assert not alive(leader) and not alive(guardian)
+    assert not running(leader) and not running(guardian)
 
 
 def sleeping_group() -> subprocess.Popen:
