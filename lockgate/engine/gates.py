@@ -15,11 +15,11 @@ fails the scope.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import EngineError, StaleToken
 from .advance import fail_parent, notify
-from .live import Located, LiveRun, Scope
+from .live import LiveRun, Located, Scope
 from .model import FAILED, RUN_KILLED, RUNNING, SUCCEEDED, now
 from .results import check_issuance
 from .subflows import settle_subflow
@@ -74,22 +74,46 @@ def gate_resolve(run: LiveRun, key: str, outcome: Any, rationale: Any, resolved_
     notify(run, loc, st)
 
 
+class RoundLimit(NamedTuple):
+    """The revision limit a revise of a gate meets first: ``used`` of ``max`` rounds, set by the
+    ``"flow"`` (its ``max_rounds`` counts the scope's rounds) or the ``"gate"`` (its own
+    ``max_rounds`` counts its revisions)."""
+
+    used: int
+    max: int
+    set_by: str
+
+    @property
+    def left(self) -> int:
+        """The revises left before one fails the run."""
+        return max(self.max - self.used, 0)
+
+
+def round_limit(run: LiveRun, loc: Located, st: Any) -> RoundLimit | None:
+    """The limit a revise of this waiting gate meets first (the gate's on a tie), as the engine
+    enforces it; None for a gate that cannot send work back (no ``on_revise`` target or no flow
+    ``max_rounds``)."""
+    gate = loc.cstep.step.gate
+    assert gate is not None
+    flow_max = loc.scope.flow.flow.max_rounds
+    if gate.on_revise is None or flow_max is None:
+        return None
+    rounds = _rounds(run, loc.scope)
+    if gate.max_rounds is not None and gate.max_rounds - st.iterations <= flow_max - rounds:
+        return RoundLimit(st.iterations, gate.max_rounds, "gate")
+    return RoundLimit(rounds, flow_max, "flow")
+
+
 def revise_blocked(run: LiveRun, loc: Located, st: Any) -> str | None:
     """Why a revise of this waiting gate would fail the run (semantics §6.7: no ``on_revise``
     target, no flow ``max_rounds``, or a round limit reached), or None when it sends the work
     back. Views leave revise out of the decisions they offer when it would."""
+    limit = round_limit(run, loc, st)
+    if limit is not None:
+        return None if limit.left else f"the {limit.set_by}'s {limit.max} revision round(s) are used up"
     gate = loc.cstep.step.gate
     assert gate is not None
-    limit = loc.scope.flow.flow.max_rounds
-    if gate.on_revise is None:
-        return "the gate has no on_revise target"
-    if limit is None:
-        return "the flow sets no max_rounds"
-    if _rounds(run, loc.scope) + 1 > limit:
-        return f"the flow's {limit} revision round(s) are used up"
-    if gate.max_rounds is not None and st.iterations + 1 > gate.max_rounds:
-        return f"the gate's {gate.max_rounds} revision round(s) are used up"
-    return None
+    return "the gate has no on_revise target" if gate.on_revise is None else "the flow sets no max_rounds"
 
 
 def _held(run: LiveRun, st: Any, key: str, decision: str, token: Any) -> tuple[str, str] | None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..dsl.values import UNDEFINED
 from .evaluate import call_entry
-from .gates import revise_blocked
+from .gates import revise_blocked, round_limit
 from .live import LiveRun
 from .model import (
     READY,
@@ -262,7 +262,7 @@ def gate_entry(run: LiveRun, key: str) -> dict[str, Any]:
         "max_rounds": loc.scope.flow.flow.max_rounds,
         "gate_max_rounds": gate.max_rounds,
         "revisions": st.iterations,
-        **_round_limit(loc, st, rounds),
+        **_round_limit(run, loc, st),
     }
     held = st.held_for(st.token)
     if held is not None:
@@ -274,20 +274,15 @@ def gate_entry(run: LiveRun, key: str) -> dict[str, Any]:
     return {**entry, "decisions": ["approve", "kill"], "revise_unavailable": f"revise would fail the run: {blocked}"}
 
 
-def _round_limit(loc: Any, st: StepState, rounds: int) -> dict[str, Any]:
-    """The revision limit a revise of this gate meets first, as the engine enforces it (the
-    flow's ``max_rounds`` counts the scope's rounds, the gate's its own revisions; see
-    :func:`lockgate.engine.gates.revise_blocked`): ``round_limit`` ``{used, max, set_by: "gate"
-    | "flow"}`` and ``rounds_left``, the revises left before one fails the run. Nothing for a
-    gate that cannot send work back (no ``on_revise`` target or no flow ``max_rounds``)."""
-    gate = loc.cstep.step.gate
-    flow_max = loc.scope.flow.flow.max_rounds
-    if gate.on_revise is None or flow_max is None:
+def _round_limit(run: LiveRun, loc: Any, st: StepState) -> dict[str, Any]:
+    """``round_limit`` ``{used, max, set_by: "gate" | "flow"}``, the limit a revise of this gate
+    meets first (:func:`lockgate.engine.gates.round_limit`), and ``rounds_left``, the revises left
+    before one fails the run; nothing for a gate that cannot send work back."""
+    limit = round_limit(run, loc, st)
+    if limit is None:
         return {}
-    limit = {"used": rounds, "max": flow_max, "set_by": "flow"}
-    if gate.max_rounds is not None and gate.max_rounds - st.iterations <= flow_max - rounds:
-        limit = {"used": st.iterations, "max": gate.max_rounds, "set_by": "gate"}
-    return {"round_limit": limit, "rounds_left": max(limit["max"] - limit["used"], 0)}
+    return {"round_limit": {"used": limit.used, "max": limit.max, "set_by": limit.set_by},
+            "rounds_left": limit.left}
 
 
 def trace(run: LiveRun) -> list[dict[str, Any]]:
