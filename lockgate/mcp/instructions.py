@@ -31,8 +31,9 @@ For non-trivial tasks (several steps, anything with tests or a review), run the 
 6. Steps with `evaluate` are checks the server runs itself (a command, no dispatch to you): the
    call that makes one ready returns only when its command has finished (up to its `timeout_ms`);
    your result is recorded before the command starts. Status `evaluating` means a command started
-   elsewhere is still running: call `lockgate_status` with `wait_seconds` (or `lockgate_resume`
-   when the guidance says the process running it is gone).
+   elsewhere is still running (a `driven_by` process runs those of a run it drives): call
+   `lockgate_status` with `wait_seconds` (or `lockgate_resume` when the guidance says the process
+   running it is gone).
 7. Before risky steps `lockgate_commit` a checkpoint; `lockgate_revert` returns to it (new tokens).
 8. At the end call `lockgate_audit` and include the trace summary in the commit message.
 
