@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -55,7 +56,20 @@ def _engine(store: str | None, *, judging: bool = False) -> Any:
     from .stores import open_existing
 
     judge = _project_judge() if judging else None
-    return _call(lambda: Engine(store=open_existing(store), workspace=Path.cwd(), judge=judge))
+    engine = _call(lambda: Engine(store=open_existing(store), workspace=Path.cwd(), judge=judge))
+    engine.around_commands = _announced
+    return engine
+
+
+@contextmanager
+def _announced(call: Any) -> Iterator[None]:
+    """Say on stderr which evaluate command a steering command runs before it waits for it (a
+    command may take minutes): the commands a transition starts run in the process making it
+    when no other process drives the run."""
+    seconds = call.get("timeout_ms", 0) / 1000
+    click.echo(f"running the command of evaluate step {call.get('step_id')} (up to {seconds:g} s): "
+               f"{one_line(str(call.get('command')))}", err=True)
+    yield
 
 
 def _project_judge() -> Any:

@@ -71,9 +71,10 @@ class Engine:
 
     The engine runs an evaluate command itself, outside any transaction, before the call that
     started it returns (unless the call is made in an :func:`lockgate.engine.evaluate.deferred`
-    block, as the runner does). ``around_commands`` is a context manager factory entered around
-    each such command: a server that serialises engine calls under a lock releases it there, so
-    that other calls go on while a command runs.
+    block, as the runner does). ``around_commands(call)`` is a context manager factory entered
+    around each such command (``call``: its step, command, input, timeout, ...): a server that
+    serialises engine calls under a lock releases it there, so that other calls go on while a
+    command runs; a command line says what runs while it waits.
     """
 
     def __init__(self, store: Any = None, workspace: str | Path | None = None,
@@ -88,7 +89,7 @@ class Engine:
         self.judge = judge
         self.dispatcher = dispatcher
         self.evaluator = evaluator
-        self.around_commands: Callable[[], AbstractContextManager[Any]] = nullcontext
+        self.around_commands: Callable[[Mapping[str, Any]], AbstractContextManager[Any]] = _no_context
         self._live: dict[str, LiveRun] = {}
         self._drives: dict[str, Driver] = {}  # run id -> this process's drive of it (see claim)
 
@@ -590,8 +591,12 @@ class Engine:
 
     def _command(self, call: dict[str, Any]) -> Evaluated:
         """The answer of one evaluate command, run here (outside any transaction)."""
-        with self.around_commands():
+        with self.around_commands(call):
             return evaluate.evaluate_now(self.evaluator or _no_evaluator, call)
+
+
+def _no_context(call: Mapping[str, Any]) -> AbstractContextManager[None]:
+    return nullcontext()
 
 
 def _settled(transition: Callable[..., None], run: LiveRun, *args: Any, **kwargs: Any) -> None:

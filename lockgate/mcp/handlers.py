@@ -66,8 +66,9 @@ class ToolContext:
             return asyncio.run(ask_judge(judge, question, step_id=question.step_id, cwd=question.cwd))
 
     @contextmanager
-    def unlocked(self) -> Iterator[None]:
-        """Leave the lock for the block (entered only inside :meth:`call`, which holds it)."""
+    def unlocked(self, call: Any = None) -> Iterator[None]:
+        """Leave the lock for the block (entered only inside :meth:`call`, which holds it);
+        ``call``: the evaluate command run meanwhile (see ``Engine.around_commands``)."""
         self.lock.release()
         try:
             yield
