@@ -173,8 +173,22 @@ class Drive:
             self._schedule_evaluations(self.engine.evaluations(self.run_id))
 
     def _holds_claim(self) -> bool:
+        if self.driver is None:
+            return False
         claim = self.engine.claim_of(self.run_id)
-        return self.driver is not None and claim is not None and claim.owner == self.driver.owner
+        return claim is not None and claim.owner == self.driver.owner
+
+    async def _released_meanwhile(self) -> dict[str, Any] | None:
+        """Before a drive holding the run ends with nothing in flight: the run as stored when a
+        decision made elsewhere since its last response released work it must start (a
+        dispatch, a command left to it) or ended the run; None when nothing did."""
+        if self.stale or not self._holds_claim():
+            return None
+        status = await self._engine_call(self.engine.status, self.run_id)
+        unstarted = [e for e in dispatch_entries(status) if e.get("token") not in self.finished]
+        if status.get("status") in TERMINAL or status.get("evaluating") or unstarted:
+            return status
+        return None
 
     def _still_driving(self) -> None:
         """Raise TakenOver when this drive's claim is no longer the run's: an answer of its own
@@ -216,10 +230,17 @@ class Drive:
                 return self._finish(current)
             self._schedule(response, current)
             if not self.calls and not self.asks and self.inbox.empty():
-                if not current.get("evaluating") or self.unanswered:
-                    return self._idle_end(current)
-                response = await self._elsewhere(current)  # another process runs the commands
-                continue
+                # commands running that this drive did not start: a drive holding the run runs
+                # them (a decision made elsewhere left them to it); one without waits for them,
+                # unless only gates nobody answers here would remain
+                if current.get("evaluating") and (self._holds_claim() or not self.unanswered):
+                    response = await self._elsewhere(current)
+                    continue
+                released = await self._released_meanwhile()
+                if released is not None:
+                    response = released
+                    continue
+                return self._idle_end(current)
             response = await self._next_response()
 
     def _absorb(self, response: dict[str, Any]) -> None:

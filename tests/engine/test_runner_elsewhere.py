@@ -257,3 +257,33 @@ async def test_the_driver_runs_the_commands_a_decision_made_elsewhere_started(tm
     (after,) = [t for t in elsewhere.audit(result.run_id)["trace"] if t["step_id"] == "after"]
     assert after["status"] == "succeeded" and after["output"] == CLOSED
     elsewhere.close()
+
+
+async def test_a_drive_about_to_end_at_a_gate_runs_the_command_a_decision_elsewhere_left_it(tmp_path: Path) -> None:
+    """The gate is decided by another process just as this drive leaves it waiting (it asks,
+    and is told nothing): the decision leaves its command to the drive, which runs it rather
+    than end with the gate it last saw waiting (and the command run by nobody)."""
+    from lockgate.engine.gatechannel import CallbackGates
+
+    ran: list[str] = []
+
+    def evaluator(command: str, value: Any, timeout_ms: int, workspace: Any) -> dict[str, Any]:
+        ran.append(command)
+        return {"ok": True, "result": CLOSED}
+
+    engine = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path, evaluator=evaluator)
+    elsewhere = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path,
+                       evaluator=lambda *args: pytest.fail("the deciding process ran the command"))
+
+    def decided_elsewhere(request: Any) -> None:
+        elsewhere.resolve_waiting_gate(request.run_id, request.step_id, "approve")
+        return None  # not decided here
+
+    spec = note_flow("      - id: ok\n        gate: {on_approve: after, on_revise: null, on_kill: null}\n"
+                     + AFTER_COMMAND + '      - {id: last, agent: w, do: "x", out: Note, after: [after]}\n',
+                     output="last")
+    async with asyncio.timeout(GUARD_S):
+        result = await run(spec, {}, engine=engine, gates=CallbackGates(decided_elsewhere),
+                           agents={"w": lambda task: {"text": "done"}})
+    assert result.status == "complete" and ran == ["check it"]
+    elsewhere.close()
