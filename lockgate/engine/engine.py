@@ -53,6 +53,7 @@ from .results import late_spend, park, parked, parked_decision, unpark, unstorab
 from .results import step_done as _step_done
 from .specdata import spec_data
 from .store import codec
+from .textargs import decision_text
 
 MAX_REPLAYS = 8
 #: A cancel reason longer than this is cut in the audit.
@@ -134,6 +135,7 @@ class Engine:
     def gate_resolve(self, run_id: str, step_id: str, outcome: str, rationale: str = "",
                      resolved_by: str = "human", token: str | None = None) -> dict[str, Any]:
         """Approve, revise or kill (``reject``) a waiting gate, fenced by its gate token."""
+        rationale, resolved_by = decision_text(rationale, resolved_by)  # refused before anything is held
         held = self._park_decision(run_id, _step_id(step_id), outcome, rationale, resolved_by, token)
         try:
             out = self._transact(run_id, lambda run: _settled(_gate_resolve, run, step_id, outcome, rationale,

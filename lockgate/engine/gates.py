@@ -23,7 +23,7 @@ from .live import LiveRun, Located, Scope
 from .model import FAILED, RUN_KILLED, RUNNING, SUCCEEDED, now
 from .results import check_issuance
 from .subflows import settle_subflow
-from .textargs import storable_text
+from .textargs import decision_text
 
 DECISIONS = {"approve": "approve", "revise": "revise", "kill": "kill", "reject": "kill"}
 
@@ -41,8 +41,8 @@ def gate_resolve(run: LiveRun, key: str, outcome: Any, rationale: Any, resolved_
     loc = run.locate(key)
     gate = loc.cstep.step.gate
     assert gate is not None
-    entry = {"decision": decision, "rationale": storable_text(str(rationale or ""), "the decision's rationale"),
-             "resolved_by": storable_text(str(resolved_by or "human"), "who decided (resolved_by)"),
+    rationale, resolved_by = decision_text(rationale, resolved_by)
+    entry = {"decision": decision, "rationale": rationale, "resolved_by": resolved_by,
              "at": now(), "round": _rounds(run, loc.scope)}
     if decision == "revise":
         _revise(run, loc, st, entry)

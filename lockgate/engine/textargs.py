@@ -26,3 +26,10 @@ def storable_text(text: str, what: str, *, max_bytes: int | None = None) -> str:
         raise EngineError(f"{what} is {size} bytes long in UTF-8; it may have at most {max_bytes}",
                           error_type="invalid_arguments")
     return text
+
+
+def decision_text(rationale: object, resolved_by: object) -> tuple[str, str]:
+    """A gate decision's rationale and decider as the engine keeps them (text; "" and "human"
+    when not given), refused (:func:`storable_text`) when no store could keep them."""
+    return (storable_text(str(rationale or ""), "the decision's rationale"),
+            storable_text(str(resolved_by or "human"), "who decided (resolved_by)"))

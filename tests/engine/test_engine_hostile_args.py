@@ -19,10 +19,19 @@ SPEC = note_flow("""      - {id: write, agent: writer, do: "write", out: Note}
 """, output="write")
 
 
-@pytest.fixture
-def at_gate():
-    engine = Engine()
-    plan = engine.plan(SPEC, {})
+# a judged ensure after the gate: a decision is held on the gate before it is applied (with a
+# judge), so its text must be refused before anything is held
+JUDGED_AFTER = SPEC.replace("        gate: {on_approve: null, on_revise: null, on_kill: null}\n",
+                            "        gate: {on_approve: null, on_revise: null, on_kill: null}\n"
+                            "      - id: judged\n        after: [review]\n        set: {text: \"'done'\"}\n"
+                            "        out: Note\n        ensure: [{judged: {statement: fine}}]\n")
+
+
+@pytest.fixture(params=["no judge", "judged"])
+def at_gate(request):
+    judged = request.param == "judged"
+    engine = Engine(judge=(lambda *args: {"holds": True, "reason": "ok"}) if judged else None)
+    plan = engine.plan(JUDGED_AFTER if judged else SPEC, {})
     engine.step_done(plan["run_id"], "write", {"text": "t"}, plan["token"])
     yield engine, plan["run_id"]
     engine.close()
@@ -61,7 +70,7 @@ def test_decision_text_no_store_keeps_is_refused_by_name(at_gate, field, text, m
     with pytest.raises(EngineError, match=message) as raised:
         engine.resolve_waiting_gate(run_id, "review", "approve", **{field: text})
     assert raised.value.error_type == "invalid_arguments"
-    assert engine.store.current_version(run_id) == version
+    assert engine.store.current_version(run_id) == version  # nothing held, nothing changed
     assert engine.resolve_waiting_gate(run_id, "review", "approve", **{field: "fine"})["status"] == "complete"
 
 
