@@ -102,3 +102,42 @@ def test_a_group_that_ended_is_left_alone():
     finally:
         group.kill()
         group.wait()
+
+
+def test_a_guardian_killed_while_a_group_runs_is_replaced_at_once():
+    guardian = Guardian()
+    group = sleeping_group()
+    try:
+        guardian.watch(group.pid)
+        old = guardian._process
+        old.kill()  # nothing else is started: the running group must stay guarded anyway
+        wait_until(lambda: guardian._process is not old and guardian._process is not None,
+                   "a new guardian")
+        guardian.close()
+        assert group.wait(GUARD_S) == -signal.SIGTERM
+    finally:
+        group.kill()
+        group.wait()
+
+
+def test_a_forked_child_lets_the_parents_guardian_go_quietly(tmp_path):
+    script = textwrap.dedent("""
+        import asyncio, os, sys, warnings
+        warnings.simplefilter("error")
+        from lockgate.engine.agents.guardian import GUARDIAN
+        from lockgate.engine.agents.process import ProcessGroup
+
+        asyncio.run(ProcessGroup().run(["true"]))
+        guardian = GUARDIAN._process.pid
+        child = os.fork()
+        if child == 0:
+            import gc
+            gc.collect()
+            os._exit(0 if GUARDIAN._process is None else 1)
+        _, status = os.waitpid(child, 0)
+        print(os.waitstatus_to_exitcode(status), GUARDIAN._process.pid == guardian, GUARDIAN._process.poll())
+        """)
+    done = subprocess.run([sys.executable, "-W", "error", "-c", script], env=ENV, capture_output=True, text=True,
+                          check=False, timeout=GUARD_S)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.split() == ["0", "True", "None"]  # the parent's guardian lives on for it

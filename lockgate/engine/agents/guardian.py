@@ -108,7 +108,16 @@ class Guardian:
             process.stdin.flush()
         except OSError:
             return None
+        threading.Thread(target=self._revive, args=(process,), name="lockgate-guardian", daemon=True).start()
         return process
+
+    def _revive(self, process: subprocess.Popen[bytes]) -> None:
+        """Start another guardian if this one dies (someone killed it) while groups still run:
+        the command already running stays guarded, not only the next one."""
+        process.wait()
+        with self._lock:
+            if self._process is process and self._groups:
+                self._process = self._start()
 
     def close(self) -> None:
         """At exit: close the pipe and let the guardian stop what still runs (nothing, usually:
@@ -129,11 +138,16 @@ class Guardian:
         guardian would wait for this child too) and start one of its own when needed."""
         self._lock = threading.Lock()
         process, self._process, self._groups = self._process, None, set()
-        if process is not None and process.stdin is not None:
-            try:
-                os.close(process.stdin.fileno())
-            except OSError:
-                pass
+        if process is not None:
+            _INHERITED.append(process)  # the parent's child, not ours: never finalised (waited for) here
+            if process.stdin is not None:
+                try:
+                    process.stdin.close()
+                except OSError:
+                    pass
+
+
+_INHERITED: list[subprocess.Popen[bytes]] = []
 
 
 GUARDIAN = Guardian()
