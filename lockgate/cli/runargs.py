@@ -51,6 +51,9 @@ def _read_inputs_file(path: Path) -> dict[str, Any]:
         raise click.BadParameter(f"--inputs: {path} is not valid JSON/YAML: {_parse_problem(exc)}") from exc
     except RecursionError:
         raise click.BadParameter(f"--inputs: {path}: the document nests too deeply to read") from None
+    except ValueError:  # Python's bound on the digits it converts to an int
+        raise click.BadParameter(f"--inputs: {path}: a number in it has more than {sys.get_int_max_str_digits():,} "
+                                 "digits, too many to read") from None
     if not isinstance(data, dict):
         raise click.BadParameter(f"--inputs: {path} must hold an object of inputs")
     return data

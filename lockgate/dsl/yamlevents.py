@@ -297,7 +297,8 @@ class Composer:
             if name == "float":
                 return _CONSTRUCTOR.construct_yaml_float(ScalarNode(tag, value))
         except (ValueError, KeyError, yaml.YAMLError):
-            self.diags.append(self._at("LG109", f"`{value}` cannot be read as !!{name}", node.start, node.end))
+            shown = value if len(value) <= 40 else f"{value[:20]}... ({len(value):,} characters)"
+            self.diags.append(self._at("LG109", f"`{shown}` cannot be read as !!{name}", node.start, node.end))
         return value  # str, timestamps (kept as text), merge/value markers
 
     def _unsupported_tag(self, tag: str, node: Node) -> None:

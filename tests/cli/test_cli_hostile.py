@@ -144,6 +144,10 @@ ALIAS_BOMB = ("root:\n  - &a [" + ", ".join(['"x"'] * 9) + "]\n" + "".join(
      "error: --inputs: in.yaml: the document nests deeper than 64 levels (line 1, column 70)"),
     ("in.json", b'{"root": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
      "error: --inputs: in.json: the document nests too deeply to read"),
+    ("in.json", b'{"root": ' + b"9" * 5000 + b"}",
+     "error: --inputs: in.json: a number in it has more than 4,300 digits, too many to read"),
+    ("in.yaml", b"root: " + b"9" * 5000,
+     "error: --inputs: in.yaml: a number in it has more than 4,300 digits, too many to read"),
 ])
 def test_bad_inputs_files_are_one_line(scratch, name, content, message):
     (scratch / name).write_bytes(content)

@@ -169,3 +169,8 @@ def test_a_number_too_long_to_read_is_a_diagnostic_at_it() -> None:
     assert long.message == "`99999999999999999999...` (5,000 digits) is too long to read as a number"
     assert (long.range.start.line, long.range.start.character) == (2, 6)
     assert "set_int_max_str_digits" not in "".join(d.message for d in load(text).diagnostics)
+
+
+def test_a_tagged_number_too_long_to_read_is_shown_cut() -> None:
+    (diagnostic,) = parse_yaml("n: !!int 1_" + "9" * 5000 + "\n").diagnostics
+    assert diagnostic.message == "`1_999999999999999999... (5,002 characters)` cannot be read as !!int"
