@@ -101,7 +101,8 @@ class InputValidationError(EngineError):
 
 class RunDriven(EngineError):
     """Another live process drives the run (see :mod:`lockgate.engine.drivers`): driving it here
-    too would call its agents a second time. ``driver`` describes that process."""
+    too would call its agents (or run its commands) a second time. ``driver`` describes that
+    process."""
 
     error_type = "run_driven"
 

@@ -137,7 +137,7 @@ def _reissue(run: LiveRun) -> list[str]:
 def refusal(run_id: str, holder: Driver) -> RunDriven:
     """The error for driving run ``run_id`` while ``holder`` drives it."""
     return RunDriven(f"run {run_id} is being driven by {holder.describe()}; driving it here too would call its "
-                     "agents a second time", run_id=run_id, driver=holder.to_dict())
+                     "agents or run its commands a second time", run_id=run_id, driver=holder.to_dict())
 
 
 def renew(run: LiveRun, driver: Driver) -> None:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import inspect
 import re
 import uuid
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from . import checkpoints, drivers, evaluate, live, worktrees
 from .advance import advance
 from .budget import finite_number
 from .carry import materialise
+from .commands import Commands
 from .compiled import CompiledSpec, compiled
 from .drivers import DRIVER_KEY, Driver
 from .evaluate import Evaluated, Evaluator, run_command
@@ -93,6 +94,7 @@ class Engine:
         self.around_commands: Callable[[Mapping[str, Any]], AbstractContextManager[Any]] = _no_context
         self._live: dict[str, LiveRun] = {}
         self._drives: dict[str, Driver] = {}  # run id -> this process's drive of it (see claim)
+        self._commands = Commands(self)
 
     # -- protocol ---------------------------------------------------------------------------------
 
@@ -226,7 +228,8 @@ class Engine:
             live.sweep_worktrees()
             if live.header.status == RUN_RUNNING and drivers.commands_ours(live, self._drives.get(run_id)):
                 for key in list(live.evaluating):
-                    evaluate.restart(live, key)
+                    if live.steps[key].token not in self._commands.running:  # not one running here now
+                        evaluate.restart(live, key)
             live.work.extend(k for k, st in live.steps.items() if st.status == "pending" and not st.dropped)
             advance(live)
 
@@ -537,41 +540,22 @@ class Engine:
         (every dispatch it issued, its last failure). A call made in a deferred block leaves them
         to its caller (unless a dispatcher drives the call: it needs this engine's answers), and
         a run another live process drives leaves them to that driver
-        (:meth:`_claimed_for_commands`)."""
+        (see :mod:`lockgate.engine.commands`)."""
         if not out.get("evaluate") or (evaluate.is_deferred() and self.dispatcher is None):
             return out
-        so_far = self._get(run_id).report()  # the call's own, before the claim's transaction
-        with self._claimed_for_commands(run_id) as ours:
-            if ours:
-                out = self._run_commands(run_id, out, so_far, everything)
+        reported = [self._get(run_id).report()]  # the call's own, before the claim's transaction
+        last = self._commands.run_all(run_id, list(out["evaluate"]),
+                                      partial(self._run_commands, run_id, reported, everything))
+        out = last or out
         out.pop("evaluate", None)
         return out
 
-    @contextmanager
-    def _claimed_for_commands(self, run_id: str) -> Iterator[bool]:
-        """Claim the run while this engine runs commands its calls started (``lockgate gate
-        approve`` in a terminal, the MCP server), so that a resume elsewhere does not start them
-        too. Yields False, to run none, when a live driver holds the run: they are its to run
-        (it starts them again under tokens of its own once it sees them)."""
-        if run_id in self._drives:  # this engine's own drive holds the run
-            yield True
-            return
-        driver = Driver.here(self.last_config(run_id), self.last_agents(run_id))
-        try:
-            self.claim(run_id, driver)
-        except RunDriven:
-            drivers.ended(driver)
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            drivers.give_up(self, run_id, driver)
-
-    def _run_commands(self, run_id: str, out: dict[str, Any], so_far: Report, everything: bool) -> dict[str, Any]:
-        """Run ``out``'s evaluate commands and those their answers start (see :meth:`_evaluations`);
-        ``so_far``: what the call reported before them."""
-        queue, started = list(out["evaluate"]), set()
+    def _run_commands(self, run_id: str, reported: list[Report], everything: bool,
+                      calls: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """Run ``calls`` and the commands their answers start, each settled in a transaction of
+        its own answering also for what the call reported before (``reported[0]``, kept up to
+        date); the last response, None when none ran."""
+        queue, started, out = list(calls), set(), None
         while queue:
             call = queue.pop(0)
             run = self._get(run_id)  # cached, unless a call made while a command ran dropped it
@@ -579,7 +563,7 @@ class Engine:
                 continue  # run already, or the run or the step moved on (a failure, a reset)
             started.add(call["token"])
             answer = self._command(call)
-            settle = _reporting(so_far, evaluate.settle)
+            settle = _reporting(reported[0], evaluate.settle)
             try:
                 out = self._transact(run_id, partial(_settled, settle, key=call["step_id"], token=call["token"],
                                                      answer=answer), everything)
@@ -588,13 +572,17 @@ class Engine:
                     raise
                 return self.status(run_id)
             queue.extend(out.get("evaluate") or ())
-            so_far = self._get(run_id).report()
+            reported[0] = self._get(run_id).report()
         return out
 
     def _command(self, call: dict[str, Any]) -> Evaluated:
         """The answer of one evaluate command, run here (outside any transaction)."""
-        with self.around_commands(call):
-            return evaluate.evaluate_now(self.evaluator or _no_evaluator, call)
+        self._commands.running.add(call["token"])
+        try:
+            with self.around_commands(call):
+                return evaluate.evaluate_now(self.evaluator or _no_evaluator, call)
+        finally:
+            self._commands.running.discard(call["token"])
 
 
 def _no_context(call: Mapping[str, Any]) -> AbstractContextManager[None]:

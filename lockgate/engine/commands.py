@@ -1,0 +1,104 @@
+"""The evaluate commands an engine runs itself, for a caller that does not drive the run (a
+``lockgate gate approve`` in a terminal, the MCP server, ``lockgate resume``), and the claim it
+holds on the run meanwhile.
+
+Whoever holds a run's claim runs its commands (see :mod:`lockgate.engine.drivers`). So an
+engine that is to run the commands its call started first claims the run. A live driver
+holding the run gets them instead: it starts them once it sees them. The claim is shared by
+every call of this engine that runs commands of the run (the MCP server answers other calls
+while a command runs), and given up when the last one ends. Before giving it up, the engine
+also runs the commands another process's decision left to it meanwhile; it looks once more
+after giving it up, since a decision landing at that moment saw the claim still held.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import RunDriven
+from . import drivers
+from .drivers import Driver
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+
+@dataclass
+class _Claim:
+    driver: Driver
+    users: int = 1
+
+
+class Commands:
+    """The command claims of one engine, and the commands running in it (by token)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._claims: dict[str, _Claim] = {}
+        #: tokens of the commands this engine is running now: a resume here must not start them
+        #: again (a command found running elsewhere, by a process that is gone, is restarted)
+        self.running: set[str] = set()
+
+    def run_all(self, run_id: str, calls: list[dict[str, Any]],
+                run: Callable[[list[dict[str, Any]]], dict[str, Any] | None]) -> dict[str, Any] | None:
+        """``run(calls)`` while holding the run, then ``run`` again on the commands others left
+        to it (while the run is still its own: not taken over), until none is left. The last
+        response ``run`` gave; None when a live driver holds the run (the commands are its to
+        run) or nothing ran.""" 
+        out = None
+        while calls:
+            with self._held(run_id) as held:
+                if held is None:
+                    return out
+                out = run(calls) or out
+                while self._holds(run_id, held) and (left := self.left_here(run_id)):
+                    out = run(left) or out
+            calls = self.left_here(run_id)  # a decision made as the claim was given up
+        return out
+
+    def left_here(self, run_id: str) -> list[dict[str, Any]]:
+        """The commands the run has running that no call of this engine runs: left to it by a
+        process that decided while it held the run, or by one that died running them."""
+        return [call for call in self.engine.evaluations(run_id) if call["token"] not in self.running]
+
+    def _holds(self, run_id: str, driver: Driver) -> bool:
+        """Whether ``driver``'s claim is still the run's (not taken over meanwhile)."""
+        claim = self.engine.claim_of(run_id)
+        return claim is not None and claim.owner == driver.owner
+
+    @contextmanager
+    def _held(self, run_id: str) -> Iterator[Driver | None]:
+        """The claim this engine holds the run by meanwhile (claimed for its commands, or its
+        runner's drive's), or None while a live driver elsewhere holds it."""
+        claim = self._claims.get(run_id)
+        if claim is None and run_id in self.engine._drives:
+            yield self.engine._drives[run_id]
+            return
+        if claim is None:
+            claim = self._claim(run_id)
+            if claim is None:
+                yield None
+                return
+        else:
+            claim.users += 1
+        try:
+            yield claim.driver
+        finally:
+            claim.users -= 1
+            if not claim.users:
+                del self._claims[run_id]
+                drivers.give_up(self.engine, run_id, claim.driver)
+
+    def _claim(self, run_id: str) -> _Claim | None:
+        engine = self.engine
+        driver = Driver.here(engine.last_config(run_id), engine.last_agents(run_id))
+        try:
+            engine.claim(run_id, driver)
+        except RunDriven:
+            drivers.ended(driver)
+            return None
+        self._claims[run_id] = claim = _Claim(driver)
+        return claim

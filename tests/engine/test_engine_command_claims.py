@@ -1,0 +1,139 @@
+"""The evaluate commands an engine runs for a caller that does not drive the run (a ``lockgate
+gate approve``, the MCP server) run exactly once: the engine holds the run while they run, its
+concurrent calls share that claim until the last one's command ends, it runs the commands
+another process's decision left to it meanwhile, and a resume in it does not start a command
+it is running again."""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from lockgate.engine import Engine
+from lockgate.engine.store import open_store
+
+#: a guard on waits (nothing waits for it to pass)
+GUARD_S = 30
+CLOSED = {"status": "closed", "children": [], "reason": "ok"}
+# two gates, each releasing a command of its own
+TWO_GATES = """version: 1
+contracts:
+  Verdict: {status: string, children: array, reason: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${c1.output}", contract: Verdict}
+    steps:
+      - id: g1
+        gate: {on_approve: c1, on_revise: null, on_kill: null}
+      - id: g2
+        gate: {on_approve: c2, on_revise: null, on_kill: null}
+      - {id: c1, evaluate: {command: "one", timeout_ms: 60000}, out: Verdict}
+      - {id: c2, evaluate: {command: "two", timeout_ms: 60000}, out: Verdict}
+"""
+
+
+class Commands:
+    """An evaluator whose commands each wait until the test releases them by name."""
+
+    def __init__(self) -> None:
+        self.ran: list[str] = []
+        self.started = {name: threading.Event() for name in ("one", "two")}
+        self.release = {name: threading.Event() for name in ("one", "two")}
+
+    def __call__(self, command: str, value: Any, timeout_ms: int, workspace: Any) -> dict[str, Any]:
+        self.ran.append(command)
+        self.started[command].set()
+        assert self.release[command].wait(GUARD_S), f"the test never released {command}"
+        return {"ok": True, "result": CLOSED}
+
+
+class Serialised:
+    """An engine whose calls are serialised under a lock it leaves while a command runs, as the
+    MCP server serves concurrent tool calls; calls go on in threads."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine, self.lock, self.threads = engine, threading.Lock(), []
+        engine.around_commands = self._unlocked
+
+    @contextmanager
+    def _unlocked(self, call: Any):
+        self.lock.release()
+        try:
+            yield
+        finally:
+            self.lock.acquire()
+
+    def call(self, method: str, *args: Any) -> Any:
+        with self.lock:
+            return getattr(self.engine, method)(*args)
+
+    def start(self, method: str, *args: Any) -> None:
+        thread = threading.Thread(target=self.call, args=(method, *args))
+        thread.start()
+        self.threads.append(thread)
+
+    def join(self) -> None:
+        for thread in self.threads:
+            thread.join(GUARD_S)
+            assert not thread.is_alive()
+
+
+@pytest.fixture
+def two_gates(tmp_path):
+    commands = Commands()
+    engine = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path, evaluator=commands)
+    other = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path,
+                   evaluator=lambda *args: pytest.fail("the other process ran a command"))
+    run_id = engine.plan(TWO_GATES, {})["run_id"]
+    yield Serialised(engine), other, commands, run_id
+    for event in commands.release.values():
+        event.set()
+    engine.close()
+    other.close()
+
+
+def test_a_command_left_by_a_decision_elsewhere_is_run_by_the_engine_holding_the_run(two_gates):
+    server, other, commands, run_id = two_gates
+    server.start("resolve_waiting_gate", run_id, "g1", "approve")
+    assert commands.started["one"].wait(GUARD_S)
+    # another process decides g2 while the server holds the run: it leaves c2 to the server
+    assert other.resolve_waiting_gate(run_id, "g2", "approve")["driven_by"]
+    commands.release["one"].set()
+    assert commands.started["two"].wait(GUARD_S)  # run once the server's own command ended
+    commands.release["two"].set()
+    server.join()
+    assert commands.ran == ["one", "two"]
+    assert other.status(run_id)["status"] == "complete" and other.driver_of(run_id) is None
+
+
+def test_concurrent_calls_share_the_claim_until_the_last_command_ends(two_gates):
+    server, other, commands, run_id = two_gates
+    server.start("resolve_waiting_gate", run_id, "g1", "approve")
+    assert commands.started["one"].wait(GUARD_S)
+    server.start("resolve_waiting_gate", run_id, "g2", "approve")
+    assert commands.started["two"].wait(GUARD_S)
+    commands.release["one"].set()
+    server.threads[0].join(GUARD_S)
+    # two still runs in the server: the run is still held, so a resume elsewhere leaves it be
+    assert other.driver_of(run_id) is not None
+    assert other.resume(run_id)["driven_by"]
+    commands.release["two"].set()
+    server.join()
+    assert commands.ran == ["one", "two"] and other.driver_of(run_id) is None
+
+
+def test_a_resume_in_the_engine_running_a_command_does_not_start_it_again(two_gates):
+    server, other, commands, run_id = two_gates
+    server.start("resolve_waiting_gate", run_id, "g1", "approve")
+    assert commands.started["one"].wait(GUARD_S)
+    resumed = server.call("resume", run_id)
+    assert [e["step_id"] for e in resumed["evaluating"]] == ["c1"]
+    commands.release["one"].set()
+    server.join()
+    assert commands.ran == ["one"]
+    assert [g["step_id"] for g in other.status(run_id)["gates"]] == ["g2"]
