@@ -13,14 +13,22 @@ after giving it up, since a decision landing at that moment saw the claim still 
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RunDriven
-from . import drivers
-from .drivers import Driver
+from . import drivers, evaluate
+from .drivers import DRIVER_KEY, Driver
+from .ensures import call_sync
+from .evaluate import Evaluated, Evaluator
+from .model import RUN_RUNNING
+
+#: Seconds between looks at whether a command's run ended or was taken over meanwhile.
+WATCH_S = 1.0
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -58,6 +66,16 @@ class Commands:
                     out = run(left) or out
             calls = self.left_here(run_id)  # a decision made as the claim was given up
         return out
+
+    def run_one(self, evaluator: Evaluator, run_id: str, call: dict[str, Any]) -> Evaluated:
+        """The answer of one command of run ``run_id``, run here. Under a claim of this engine's
+        commands it is stopped (its process group killed) within :data:`WATCH_S` seconds once
+        the run ends or is taken over meanwhile (``lockgate cancel`` in another terminal), as a
+        drive stops its commands; its answer would be refused anyway."""
+        claim = self._claims.get(run_id)
+        if claim is None:
+            return evaluate.evaluate_now(evaluator, call)
+        return call_sync(_watched, self.engine.store, evaluator, run_id, call, claim.driver.owner)
 
     def left_here(self, run_id: str) -> list[dict[str, Any]]:
         """The commands the run has running that no call of this engine runs: left to it by a
@@ -102,3 +120,39 @@ class Commands:
             return None
         self._claims[run_id] = claim = _Claim(driver)
         return claim
+
+
+async def _watched(store: Any, evaluator: Evaluator, run_id: str, call: dict[str, Any], owner: str) -> Evaluated:
+    """``call``'s command, stopped when its run stops being ``owner``'s to run (see
+    :meth:`Commands.run_one`). Reads the store itself: the engine may serve other calls meanwhile."""
+    started = time.perf_counter()
+    command = asyncio.ensure_future(evaluate.evaluate_async(evaluator, call))
+    version, why = None, None
+    while why is None:
+        await asyncio.wait({command}, timeout=WATCH_S)
+        if command.done():
+            return command.result()
+        version, why = _stopped(store, run_id, owner, version)
+    command.cancel()
+    await asyncio.wait({command})
+    return Evaluated(None, RuntimeError(f"stopped: {why}"), (time.perf_counter() - started) * 1000)
+
+
+def _stopped(store: Any, run_id: str, owner: str, seen: int | None) -> tuple[int | None, str | None]:
+    """(the run's version, why its commands are no longer ``owner``'s to run, or None); the run
+    is read only when its version moved past ``seen``. A store that cannot be read stops
+    nothing (the command's answer will say what the store says)."""
+    try:
+        version = store.current_version(run_id)
+        if version == seen:
+            return version, None
+        stored = store.load_run(run_id)
+    except Exception:  # noqa: BLE001 - see above
+        return seen, None
+    status = stored.header.get("status")
+    if status != RUN_RUNNING:
+        return version, f"the run is {status}"
+    record = stored.steps.get(DRIVER_KEY)
+    if not isinstance(record, dict) or record.get("owner") != owner:
+        return version, "another process took the run over"
+    return version, None

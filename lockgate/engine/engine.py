@@ -562,7 +562,7 @@ class Engine:
             if call["token"] in started or not evaluate.runs_under(run, call["step_id"], call["token"]):
                 continue  # run already, or the run or the step moved on (a failure, a reset)
             started.add(call["token"])
-            answer = self._command(call)
+            answer = self._command(run_id, call)
             settle = _reporting(reported[0], evaluate.settle)
             try:
                 out = self._transact(run_id, partial(_settled, settle, key=call["step_id"], token=call["token"],
@@ -575,12 +575,12 @@ class Engine:
             reported[0] = self._get(run_id).report()
         return out
 
-    def _command(self, call: dict[str, Any]) -> Evaluated:
+    def _command(self, run_id: str, call: dict[str, Any]) -> Evaluated:
         """The answer of one evaluate command, run here (outside any transaction)."""
         self._commands.running.add(call["token"])
         try:
             with self.around_commands(call):
-                return evaluate.evaluate_now(self.evaluator or _no_evaluator, call)
+                return self._commands.run_one(self.evaluator or _no_evaluator, run_id, call)
         finally:
             self._commands.running.discard(call["token"])
 

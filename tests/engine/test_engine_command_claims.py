@@ -137,3 +137,33 @@ def test_a_resume_in_the_engine_running_a_command_does_not_start_it_again(two_ga
     server.join()
     assert commands.ran == ["one"]
     assert [g["step_id"] for g in other.status(run_id)["gates"]] == ["g2"]
+
+
+LONG = TWO_GATES.replace('command: "one"', 'command: "cat > /dev/null; echo $$ > pid; exec sleep 600"')
+
+
+@pytest.mark.parametrize("how", ["cancel", "take over"])
+def test_a_command_run_for_a_caller_stops_when_its_run_is_cancelled_or_taken_over(tmp_path, how):
+    from processes import running, wait_until
+
+    from lockgate.engine.drivers import Driver, ended
+
+    engine = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path)  # the built-in runner
+    other = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path)
+    run_id = engine.plan(LONG, {})["run_id"]
+    server = Serialised(engine)
+    server.start("resolve_waiting_gate", run_id, "g1", "approve")
+    wait_until(lambda: (tmp_path / "pid").exists() and (tmp_path / "pid").read_text().strip(), "the command")
+    pid = int((tmp_path / "pid").read_text())
+    if how == "cancel":
+        other.cancel(run_id, "from another terminal")
+    else:
+        taker = Driver.here()
+        other.claim(run_id, taker, take_over=True)
+    server.join()  # returns within a second or so, not after the command's 600 s
+    assert not running(pid)
+    if how == "take over":
+        assert other.claim_of(run_id).owner == taker.owner  # the new holder's claim stands
+        ended(taker)
+    engine.close()
+    other.close()
