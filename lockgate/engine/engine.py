@@ -40,6 +40,7 @@ from .drivers import DRIVER_KEY, Driver
 from .evaluate import Evaluated, Evaluator, run_command
 from .gates import DECISIONS
 from .gates import gate_resolve as _gate_resolve
+from .judge import settle_here
 from .live import Env, LiveRun, Report
 from .model import (
     RUN_CANCELLED,
@@ -565,8 +566,8 @@ class Engine:
             answer = self._command(run_id, call)
             settle = _reporting(reported[0], evaluate.settle)
             try:
-                out = self._transact(run_id, partial(_settled, settle, key=call["step_id"], token=call["token"],
-                                                     answer=answer), everything)
+                out = settle_here(partial(self._transact, run_id, partial(
+                    _settled, settle, key=call["step_id"], token=call["token"], answer=answer), everything))
             except EngineError as refused:  # cancelled, or resumed elsewhere, meanwhile
                 if refused.error_type not in ("stale_token", "run_cancelled", "run_finished"):
                     raise

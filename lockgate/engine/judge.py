@@ -267,9 +267,11 @@ class SettlePass:
     the engine calls inside it: ``memo`` (question key -> verdict, kept across replays) and
     ``asked`` (the keys answered in this pass, so a judge's spend counts once)."""
 
-    def __init__(self) -> None:
+    def __init__(self, ask: Callable[[Question], Any] | None = None) -> None:
         self.memo: dict[str, Any] = {}
         self.asked: set[str] = set()
+        #: a blocking settle's way to ask (see :func:`settle_here`)
+        self.ask = ask
 
     def answer(self, question: Question) -> Any:
         """The gathered verdict on ``question``; raises :class:`VerdictNeeded` when there is none
@@ -318,15 +320,45 @@ def settle_blocking(transition: Callable[[], Any], ask: Callable[[Question], Any
     """:func:`settle` for a caller without an event loop that serialises engine calls (the MCP
     server's lock): ``ask`` blocks for each verdict, and may let other engine calls run
     meanwhile (the transition was abandoned unsaved, and is replayed on what they did)."""
-    state = SettlePass()
+    state = SettlePass(ask)
     while True:
         question = _attempt(state, transition)
         if not isinstance(question, Question):
             return question.value
+        _ask_blocking(state, question)
+
+
+def settle_here(transition: Callable[[], Any]) -> Any:
+    """``transition()``: a transaction an engine call commits after others (an evaluate
+    command's answer, settled once the call's first transaction is saved and the command has
+    run). Inside :func:`settle_blocking`, a verdict it needs is asked here and only it is
+    replayed: replaying the whole call would find its first transaction done (a duplicate) and
+    lose the command's answer. Elsewhere it is simply called."""
+    state = settling()
+    if state is None or state.ask is None:
+        return transition()
+    while True:
         try:
-            state.memo[question.key] = ask(question)
-        except Exception as exc:  # a judge is foreign code: its failure is the ensure's failure
-            state.memo[question.key] = _Raised(exc)
+            return transition()
+        except VerdictNeeded as need:
+            _check_questions(state)
+            _ask_blocking(state, need.question)
+
+
+def _ask_blocking(state: SettlePass, question: Question) -> None:
+    """Ask ``question`` with the blocking settle's ``ask``, keeping the verdict (or what asking
+    raised: a judge is foreign code, its failure is the ensure's failure)."""
+    assert state.ask is not None
+    try:
+        state.memo[question.key] = state.ask(question)
+    except Exception as exc:  # noqa: BLE001 - see above
+        state.memo[question.key] = _Raised(exc)
+
+
+def _check_questions(state: SettlePass) -> None:
+    if len(state.memo) >= MAX_QUESTIONS:
+        raise RunnerError(f"one engine call asked the judge more than {MAX_QUESTIONS} "
+                          "distinct questions; giving up") from None
 
 
 @dataclass(frozen=True)
@@ -342,9 +374,7 @@ def _attempt(state: SettlePass, transition: Callable[[], Any]) -> _Done | Questi
     try:
         return _Done(transition())
     except VerdictNeeded as need:
-        if len(state.memo) >= MAX_QUESTIONS:
-            raise RunnerError(f"one engine call asked the judge more than {MAX_QUESTIONS} "
-                              "distinct questions; giving up") from None
+        _check_questions(state)
         return need.question
     finally:
         _settling.current = previous

@@ -79,3 +79,47 @@ async def test_the_workspaces_judge_answers_judged_ensures_while_other_tools_go_
         assert any("it does not say please" in str(v) for v in refused["violations"])
         done = await judged(refused["token"], "hand it over, please")
         assert done["status"] == "complete" and done["output"] == {"text": "hand it over, please"}
+
+
+AFTER_A_COMMAND = """version: 1
+contracts:
+  Note: {text: string}
+  Verdict: {status: string, children: array, reason: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${s.output}", contract: Verdict}
+    steps:
+      - {id: a, do: "write a note", out: Note}
+      - id: c
+        after: [a]
+        evaluate: {command: "cat > /dev/null; echo ran >> runs.log; cat verdict.json", timeout_ms: 20000}
+        out: Verdict
+      - id: s
+        after: [c]
+        set: {status: "result.c.status", children: "result.c.children", reason: "'judged'"}
+        out: Verdict
+        ensure:
+          - judged: {statement: "the verdict is fine"}
+"""
+JUDGE_AT_ONCE = """import json, sys
+json.load(sys.stdin)
+print(json.dumps({"holds": True, "reason": "fine"}))
+"""
+
+
+async def test_a_judged_ensure_reached_after_a_command_the_server_ran_is_judged_in_the_same_call(
+        tmp_path: Path) -> None:
+    """The command's answer is settled in a transaction after the call's first one; the verdict
+    it needs is asked there (replaying the whole call found its result a duplicate, and the
+    command's answer was lost with the run stuck evaluating)."""
+    (tmp_path / "judge.py").write_text(JUDGE_AT_ONCE)
+    (tmp_path / "lockgate.toml").write_text(CONFIG.format(python=sys.executable))
+    (tmp_path / "verdict.json").write_text('{"status": "closed", "children": [], "reason": "ok"}')
+    async with connect(tmp_path / "runs.db", tmp_path) as s:
+        plan = await s.ok("lockgate_plan", {"spec": AFTER_A_COMMAND})
+        done = await s.ok("lockgate_step_done", {"run_id": plan["run_id"], "step_id": "a", "token": plan["token"],
+                                                 "result": {"text": "hi"}})
+    assert done["status"] == "complete" and done["output"] == {"status": "closed", "children": [], "reason": "judged"}
+    assert (tmp_path / "runs.log").read_text() == "ran\n"
