@@ -42,18 +42,20 @@ flows:
 {stages}"""
 
 
-def note_flow(steps: str, *, output: str, max_rounds: int | None = None) -> str:
-    """A flow with no input over contract Note (``{text: string}``) whose output is step
-    ``output``'s; ``steps`` are its YAML list items, each line indented six spaces."""
+def note_flow(steps: str, *, output: str, max_rounds: int | None = None, contract: str = "Note") -> str:
+    """A flow with no input over contracts Note (``{text: string}``) and Verdict (an evaluate
+    command's answer) whose output is step ``output``'s, of ``contract``; ``steps`` are its
+    YAML list items, each line indented six spaces."""
     rounds = f"    max_rounds: {max_rounds}\n" if max_rounds else ""
     return f"""version: 1
 contracts:
   Note: {{text: string}}
+  Verdict: {{status: string, children: array, reason: string}}
 flows:
   entry: main
   main:
     input: {{}}
-{rounds}    output: {{from: "${{{output}.output}}", contract: Note}}
+{rounds}    output: {{from: "${{{output}.output}}", contract: {contract}}}
     steps:
 {steps}"""
 

@@ -7,24 +7,16 @@ import json
 
 from cli_support import in_project
 from click.testing import CliRunner
+from specs import note_flow
 
 from lockgate.cli import main
 
-SPEC = """version: 1
-contracts:
-  Verdict: {status: string, children: array, reason: string}
-flows:
-  entry: main
-  main:
-    input: {}
-    output: {from: "${check.output}", contract: Verdict}
-    steps:
-      - id: ok
+SPEC = note_flow("""      - id: ok
         gate: {on_approve: check, on_revise: null, on_kill: null}
       - id: check
         evaluate: {command: "cat > /dev/null; cat verdict.json", timeout_ms: 60000}
         out: Verdict
-"""
+""", output="check", contract="Verdict")
 
 
 def invoke(*args: str):

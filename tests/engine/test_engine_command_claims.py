@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from specs import note_flow
 
 from lockgate.engine import Engine
 from lockgate.engine.store import open_store
@@ -19,22 +20,13 @@ from lockgate.engine.store import open_store
 GUARD_S = 30
 CLOSED = {"status": "closed", "children": [], "reason": "ok"}
 # two gates, each releasing a command of its own
-TWO_GATES = """version: 1
-contracts:
-  Verdict: {status: string, children: array, reason: string}
-flows:
-  entry: main
-  main:
-    input: {}
-    output: {from: "${c1.output}", contract: Verdict}
-    steps:
-      - id: g1
+TWO_GATES = note_flow("""      - id: g1
         gate: {on_approve: c1, on_revise: null, on_kill: null}
       - id: g2
         gate: {on_approve: c2, on_revise: null, on_kill: null}
       - {id: c1, evaluate: {command: "one", timeout_ms: 60000}, out: Verdict}
       - {id: c2, evaluate: {command: "two", timeout_ms: 60000}, out: Verdict}
-"""
+""", output="c1", contract="Verdict")
 
 
 class Commands:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import anyio
 from mcp_support import connect
+from specs import note_flow
 
 SPEC = """version: 1
 contracts:
@@ -81,17 +82,7 @@ async def test_the_workspaces_judge_answers_judged_ensures_while_other_tools_go_
         assert done["status"] == "complete" and done["output"] == {"text": "hand it over, please"}
 
 
-AFTER_A_COMMAND = """version: 1
-contracts:
-  Note: {text: string}
-  Verdict: {status: string, children: array, reason: string}
-flows:
-  entry: main
-  main:
-    input: {}
-    output: {from: "${s.output}", contract: Verdict}
-    steps:
-      - {id: a, do: "write a note", out: Note}
+AFTER_A_COMMAND = note_flow("""      - {id: a, do: "write a note", out: Note}
       - id: c
         after: [a]
         evaluate: {command: "cat > /dev/null; echo ran >> runs.log; cat verdict.json", timeout_ms: 20000}
@@ -102,7 +93,7 @@ flows:
         out: Verdict
         ensure:
           - judged: {statement: "the verdict is fine"}
-"""
+""", output="s", contract="Verdict")
 JUDGE_AT_ONCE = """import json, sys
 json.load(sys.stdin)
 print(json.dumps({"holds": True, "reason": "fine"}))
