@@ -56,6 +56,8 @@ class Commands:
         to it (while the run is still its own: not taken over), until none is left. The last
         response ``run`` gave; None when a live driver holds the run (the commands are its to
         run) or nothing ran.""" 
+        if run_id in self.engine._drives and run_id not in self._claims:
+            return run(calls)  # the runner's drive holds the run: the rest are its to run
         out = None
         while calls:
             with self._held(run_id) as held:
@@ -68,12 +70,13 @@ class Commands:
         return out
 
     def run_one(self, evaluator: Evaluator, run_id: str, call: dict[str, Any]) -> Evaluated:
-        """The answer of one command of run ``run_id``, run here. Under a claim of this engine's
-        commands it is stopped (its process group killed) within :data:`WATCH_S` seconds once
-        the run ends or is taken over meanwhile (``lockgate cancel`` in another terminal), as a
-        drive stops its commands; its answer would be refused anyway."""
+        """The answer of one command of run ``run_id``, run here. The built-in runner's command,
+        under a claim of this engine's commands, is stopped (its process group killed) within
+        :data:`WATCH_S` seconds once the run ends or is taken over meanwhile (``lockgate cancel``
+        in another terminal), as a drive stops its commands; its answer would be refused anyway.
+        A custom evaluator runs as before, in this thread, to its end."""
         claim = self._claims.get(run_id)
-        if claim is None:
+        if claim is None or evaluator is not evaluate.run_command:
             return evaluate.evaluate_now(evaluator, call)
         return call_sync(_watched, self.engine.store, evaluator, run_id, call, claim.driver.owner)
 

@@ -159,3 +159,49 @@ def test_a_command_run_for_a_caller_stops_when_its_run_is_cancelled_or_taken_ove
         ended(taker)
     engine.close()
     other.close()
+
+
+async def test_an_engine_driven_by_its_runner_runs_only_the_commands_its_calls_start(tmp_path):
+    """An engine with a dispatcher runs the commands its calls start itself, under its runner's
+    drive; the commands the drive runs (one a decision elsewhere left to it) are not run again."""
+    import asyncio
+
+    from lockgate.engine.runner import run
+
+    commands, slow = Commands(), asyncio.Event()
+
+    async def agent(task: Any) -> dict[str, str]:
+        await slow.wait()
+        return {"text": "slow"}
+
+    spec = note_flow("""      - {id: x, agent: slow, do: "slow", out: Note}
+      - {id: c2, after: [x], evaluate: {command: "two", timeout_ms: 60000}, out: Verdict}
+      - id: g
+        gate: {on_approve: c1, on_revise: null, on_kill: null}
+      - {id: c1, evaluate: {command: "one", timeout_ms: 60000}, out: Verdict}
+""", output="c1", contract="Verdict")
+    engine = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path, evaluator=commands,
+                    dispatcher=lambda entry: {"text": "d"})
+    other = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path)
+    commands.release["two"].set()
+    async with asyncio.timeout(GUARD_S):
+        driving = asyncio.ensure_future(run(spec, {}, engine=engine, agents={"slow": agent}))
+        while not engine.runs() or not other.status(engine.runs()[0]["run_id"]).get("gates"):
+            await asyncio.sleep(0.01)
+        (summary,) = engine.runs()
+        other.resolve_waiting_gate(summary["run_id"], "g", "approve")  # c1 is left to the drive
+        await asyncio.to_thread(commands.started["one"].wait, GUARD_S)
+        slow.set()  # x's result starts c2, in the engine's own call
+        await asyncio.to_thread(commands.started["two"].wait, GUARD_S)
+        commands.release["one"].set()
+        result = await driving
+    assert result.status == "complete" and sorted(commands.ran) == ["one", "two"]
+    other.close()
+
+
+def test_a_custom_evaluator_runs_in_the_callers_thread(two_gates):
+    server, other, commands, run_id = two_gates
+    threads: list[int] = []
+    server.engine.evaluator = lambda *args: threads.append(threading.get_ident()) or {"ok": True, "result": CLOSED}
+    server.call("resolve_waiting_gate", run_id, "g1", "approve")
+    assert threads == [threading.get_ident()]
