@@ -56,7 +56,7 @@ class Commands:
         to it (while the run is still its own: not taken over), until none is left. The last
         response ``run`` gave; None when a live driver holds the run (the commands are its to
         run) or nothing ran.""" 
-        if run_id in self.engine._drives and run_id not in self._claims:
+        if run_id not in self._claims and self._own_drive(run_id) is not None:
             return run(calls)  # the runner's drive holds the run: the rest are its to run
         out = None
         while calls:
@@ -85,6 +85,13 @@ class Commands:
         process that decided while it held the run, or by one that died running them."""
         return [call for call in self.engine.evaluations(run_id) if call["token"] not in self.running]
 
+    def _own_drive(self, run_id: str) -> Driver | None:
+        """The drive of this engine's runner that holds the run now, if one does."""
+        drive = self.engine._drives.get(run_id)
+        if drive is None or not drivers.driving(drive) or not self._holds(run_id, drive):
+            return None
+        return drive
+
     def _holds(self, run_id: str, driver: Driver) -> bool:
         """Whether ``driver``'s claim is still the run's (not taken over meanwhile)."""
         claim = self.engine.claim_of(run_id)
@@ -95,8 +102,9 @@ class Commands:
         """The claim this engine holds the run by meanwhile (claimed for its commands, or its
         runner's drive's), or None while a live driver elsewhere holds it."""
         claim = self._claims.get(run_id)
-        if claim is None and run_id in self.engine._drives:
-            yield self.engine._drives[run_id]
+        drive = self._own_drive(run_id) if claim is None else None
+        if drive is not None:
+            yield drive
             return
         if claim is None:
             claim = self._claim(run_id)

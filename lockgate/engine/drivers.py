@@ -210,9 +210,13 @@ def give_up(engine: Any, run_id: str, driver: Driver, *, write: bool = True) -> 
     claim in the store (best effort: a claim left binds nobody in this process, and lapses with
     it elsewhere)."""
     ended(driver)
-    if write:
-        with suppress(Exception):
-            engine.release(run_id, driver)  # replayed by the engine on a concurrency conflict
+    with suppress(Exception):
+        engine.release(run_id, driver, write=write)  # replayed by the engine on a concurrency conflict
+
+
+def driving(driver: Driver) -> bool:
+    """Whether ``driver``, a drive of this process, is still going."""
+    return driver.owner in _DRIVING
 
 
 def holding(record: Any, at: float | None = None) -> Driver | None:

@@ -286,9 +286,12 @@ class Engine:
         a file's resolved path or a dotted name), None when it took none or did not say."""
         return drivers.agents_of(self._get(run_id, fresh=True).driver)
 
-    def release(self, run_id: str, driver: Driver) -> None:
-        """Give up ``driver``'s claim on the run, so another process may drive it at once."""
+    def release(self, run_id: str, driver: Driver, *, write: bool = True) -> None:
+        """Give up ``driver``'s claim on the run, so another process may drive it at once;
+        without ``write``, only in this engine (the run ended: its claim binds nobody)."""
         self._drives.pop(run_id, None)
+        if not write:
+            return
         current = Driver.from_dict(self._get(run_id, fresh=True).driver)
         if current is not None and current.owner == driver.owner:  # else nothing to write
             self._transact(run_id, lambda run: drivers.release(run, driver))
@@ -563,27 +566,28 @@ class Engine:
             if call["token"] in started or not evaluate.runs_under(run, call["step_id"], call["token"]):
                 continue  # run already, or the run or the step moved on (a failure, a reset)
             started.add(call["token"])
-            answer = self._command(run_id, call)
-            settle = _reporting(reported[0], evaluate.settle)
+            # running here until its answer is settled (a judge may be asked first, the lock of
+            # a server left meanwhile): a resume or another call must not start it again
+            self._commands.running.add(call["token"])
             try:
+                answer = self._command(run_id, call)
+                settle = _reporting(reported[0], evaluate.settle)
                 out = settle_here(partial(self._transact, run_id, partial(
                     _settled, settle, key=call["step_id"], token=call["token"], answer=answer), everything))
             except EngineError as refused:  # cancelled, or resumed elsewhere, meanwhile
                 if refused.error_type not in ("stale_token", "run_cancelled", "run_finished"):
                     raise
                 return self.status(run_id)
+            finally:
+                self._commands.running.discard(call["token"])
             queue.extend(out.get("evaluate") or ())
             reported[0] = self._get(run_id).report()
         return out
 
     def _command(self, run_id: str, call: dict[str, Any]) -> Evaluated:
         """The answer of one evaluate command, run here (outside any transaction)."""
-        self._commands.running.add(call["token"])
-        try:
-            with self.around_commands(call):
-                return self._commands.run_one(self.evaluator or _no_evaluator, run_id, call)
-        finally:
-            self._commands.running.discard(call["token"])
+        with self.around_commands(call):
+            return self._commands.run_one(self.evaluator or _no_evaluator, run_id, call)
 
 
 def _no_context(call: Mapping[str, Any]) -> AbstractContextManager[None]:

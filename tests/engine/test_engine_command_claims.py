@@ -205,3 +205,76 @@ def test_a_custom_evaluator_runs_in_the_callers_thread(two_gates):
     server.engine.evaluator = lambda *args: threads.append(threading.get_ident()) or {"ok": True, "result": CLOSED}
     server.call("resolve_waiting_gate", run_id, "g1", "approve")
     assert threads == [threading.get_ident()]
+
+
+GATE_THEN_C1 = """      - id: g1
+        gate: {on_approve: c1, on_revise: null, on_kill: null}
+      - {id: c1, evaluate: {command: "one", timeout_ms: 60000}, out: Verdict}
+"""
+LONG_GATE = note_flow(GATE_THEN_C1, output="c1", contract="Verdict")
+JUDGED_AFTER_C1 = note_flow(GATE_THEN_C1 + """      - id: s
+        after: [c1]
+        set: {status: "result.c1.status", children: "result.c1.children", reason: "'judged'"}
+        out: Verdict
+        ensure: [{judged: {statement: fine}}]
+""", output="s", contract="Verdict")
+
+
+def test_a_command_whose_answer_waits_for_the_judge_is_not_started_again(tmp_path):
+    """The MCP server settles a command's answer, asking the judge with its lock left: a resume
+    meanwhile finds the command still the server's (it ran it again, twice)."""
+    from lockgate.engine.judge import JudgeBridge
+    from lockgate.mcp.handlers import ToolContext
+
+    judging, verdict = threading.Event(), threading.Event()
+
+    def judge(*args: Any) -> dict[str, Any]:
+        judging.set()
+        assert verdict.wait(GUARD_S)
+        return {"holds": True, "reason": "fine"}
+
+    ran: list[str] = []
+    engine = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path, judge=JudgeBridge(judge),
+                    evaluator=lambda command, *rest: ran.append(command) or {"ok": True, "result": CLOSED})
+    ctx = ToolContext(engine, tmp_path)
+    run_id = ctx.call(engine.plan, JUDGED_AFTER_C1, {})["run_id"]
+    approving = threading.Thread(target=ctx.call, args=(engine.resolve_waiting_gate, run_id, "g1", "approve"))
+    approving.start()
+    assert judging.wait(GUARD_S)  # c1 has run; its answer waits for the verdict on s
+    resumed = ctx.call(engine.resume, run_id)
+    assert [e["step_id"] for e in resumed.get("evaluating", [])] == ["c1"]
+    verdict.set()
+    approving.join(GUARD_S)
+    assert ran == ["one"] and engine.status(run_id)["status"] == "complete"
+    engine.close()
+
+
+async def test_a_drive_that_ended_leaves_the_engine_to_claim_the_run_for_its_commands(tmp_path):
+    """The engine's runner drove the run to its end; reverted, the run's gate is decided in the
+    same engine, which claims the run while it runs the command (it trusted the ended drive)."""
+    import asyncio
+
+    from lockgate.engine.gatechannel import CallbackGates
+    from lockgate.engine.runner import make_runner
+
+    commands = Commands()
+    engine = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path, evaluator=commands)
+    other = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path)
+    decisions = iter([None, "approve"])
+    runner = make_runner(engine=engine, gates=CallbackGates(lambda request: next(decisions)))
+    waiting = await runner.start(LONG_GATE, {})
+    engine.commit(waiting.run_id, "at the gate")
+    commands.release["one"].set()
+    assert (await runner.resume(waiting.run_id)).status == "complete"
+    engine.revert(waiting.run_id, "at the gate")
+    commands.started["one"].clear()
+    commands.release["one"].clear()
+    approving = threading.Thread(target=engine.resolve_waiting_gate, args=(waiting.run_id, "g1", "approve"))
+    approving.start()
+    await asyncio.to_thread(commands.started["one"].wait, GUARD_S)
+    assert other.driver_of(waiting.run_id) is not None  # held: a resume elsewhere is refused
+    commands.release["one"].set()
+    await asyncio.to_thread(approving.join, GUARD_S)
+    assert commands.ran == ["one", "one"] and other.driver_of(waiting.run_id) is None
+    engine.close()
+    other.close()
