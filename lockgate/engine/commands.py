@@ -125,7 +125,7 @@ class Commands:
         engine = self.engine
         driver = Driver.here(engine.last_config(run_id), engine.last_agents(run_id))
         try:
-            engine.claim(run_id, driver)
+            engine.claim(run_id, driver, for_commands=True)
         except RunDriven:
             drivers.ended(driver)
             return None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -125,14 +126,17 @@ class Drive:
         try:
             return await self._loop(self.first)
         except asyncio.CancelledError:
+            self._say_stopping()
             await self._stop_all()
             self._cancel_run()
             raise
         except OutstandingLimit as exc:  # the run cannot go on under these limits: end it
+            self._say_stopping()
             await self._stop_all()
             self._cancel_run(str(exc))
             raise
         except BaseException:
+            self._say_stopping()
             await self._stop_all()
             raise
         finally:
@@ -179,16 +183,13 @@ class Drive:
         return claim is not None and claim.owner == self.driver.owner
 
     async def _released_meanwhile(self) -> dict[str, Any] | None:
-        """Before a drive holding the run ends with nothing in flight: the run as stored when a
-        decision made elsewhere since its last response released work it must start (a
-        dispatch, a command left to it) or ended the run; None when nothing did."""
-        if self.stale or not self._holds_claim():
+        """Before a drive holding the run ends with nothing in flight, it gives up its claim in
+        one transaction with a look at the run (:meth:`Engine.let_go`): the run as stored when
+        a decision made elsewhere released work left to this drive (the drive goes on with it)
+        or ended the run; None once the claim is given up."""
+        if self.stale or self.driver is None or not self._holds_claim():
             return None
-        status = await self._engine_call(self.engine.status, self.run_id)
-        unstarted = [e for e in dispatch_entries(status) if e.get("token") not in self.finished]
-        if status.get("status") in TERMINAL or status.get("evaluating") or unstarted:
-            return status
-        return None
+        return await self._engine_call(self.engine.let_go, self.run_id, self.driver)
 
     def _still_driving(self) -> None:
         """Raise TakenOver when this drive's claim is no longer the run's: an answer of its own
@@ -207,6 +208,15 @@ class Drive:
         except Exception:  # noqa: BLE001 - only a description is lost
             claim = None
         return claim.describe() if claim is not None else "another process"
+
+    def _say_stopping(self) -> None:
+        """Mark this drive's claim stopping before its calls are stopped (which may take their
+        grace period): a decision made meanwhile elsewhere then runs the commands it starts
+        itself, rather than leave them to this drive, which starts nothing more. Other drives
+        stay out until the claim is given up (the agents may still be running)."""
+        if self.driver is not None and self.run_id:
+            with suppress(Exception):  # best effort: the decider then leaves them, as before
+                self.engine.stopping(self.run_id, self.driver)
 
     def _release(self) -> None:
         """Give up this drive's claim when the run goes on without it (a run that ended needs

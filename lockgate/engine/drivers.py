@@ -63,6 +63,9 @@ class Driver:
     config: str | None = None
     pidns: str | None = None
     agents: str | None = None
+    #: the drive is stopping (its agents are being stopped): it starts nothing more, so the
+    #: commands a decision elsewhere starts are the deciding process's to run (see :func:`claim`)
+    stopping: bool = False
 
     @classmethod
     def here(cls, config: str | None = None, agents: str | None = None) -> Driver:
@@ -88,7 +91,7 @@ class Driver:
         try:
             driver = cls(record["owner"], str(record["host"]), int(record["pid"]),
                          record.get("started"), float(record["renewed_at"]), config_of(record),
-                         _text(record, "pidns"), agents_of(record))
+                         _text(record, "pidns"), agents_of(record), record.get("stopping") is True)
         except (KeyError, TypeError, ValueError, OverflowError):
             return None
         return driver if driver.pid > 0 else None
@@ -106,11 +109,13 @@ class Driver:
 # -- transitions (each applied to a live run in a transaction of its own) ---------------------
 
 
-def claim(run: LiveRun, driver: Driver, take_over: bool = False) -> None:
+def claim(run: LiveRun, driver: Driver, take_over: bool = False, for_commands: bool = False) -> None:
     """Make ``driver`` the run's driver; RunDriven when another live driver holds it, unless
-    ``take_over`` (then the audit records whom it displaced). A run that ended is claimed freely."""
+    ``take_over`` (then the audit records whom it displaced), or the claim is ``for_commands``
+    (a process running the commands its decision started) and that driver is stopping. A run
+    that ended is claimed freely."""
     holder = holding(run.driver) if run.header.status == RUN_RUNNING else None
-    if holder is not None and holder.owner != driver.owner:
+    if holder is not None and holder.owner != driver.owner and not (for_commands and holder.stopping):
         if not take_over:
             raise refusal(run.header.id, holder)
         run.event("drive_taken_over", None, by={"host": driver.host, "pid": driver.pid},
@@ -140,6 +145,13 @@ def refusal(run_id: str, holder: Driver) -> RunDriven:
                      "agents or run its commands a second time", run_id=run_id, driver=holder.to_dict())
 
 
+def stopping(run: LiveRun, driver: Driver) -> None:
+    """Mark ``driver``'s claim as its drive's stopping (nothing, if another holds the run now)."""
+    current = Driver.from_dict(run.driver)
+    if current is not None and current.owner == driver.owner:
+        _write(run, replace(current, stopping=True).to_dict())
+
+
 def renew(run: LiveRun, driver: Driver) -> None:
     """Renew ``driver``'s claim; RunDriven when it is no longer the run's driver (taken over)."""
     current = Driver.from_dict(run.driver)
@@ -148,6 +160,19 @@ def renew(run: LiveRun, driver: Driver) -> None:
         raise RunDriven(f"run {run.header.id} is no longer driven here: {by} took it over",
                         run_id=run.header.id, by=by)
     _write(run, driver.renewed().to_dict())
+
+
+class WorkLeft(Exception):
+    """The run has work for its driver (dispatches, commands) or has ended: see :func:`let_go`."""
+
+
+def let_go(run: LiveRun, driver: Driver) -> None:
+    """Give up ``driver``'s claim on a run it has nothing left to do for; WorkLeft, changing
+    nothing, when the run has work for a driver after all (a decision made elsewhere while it
+    held the run left the work to it) or has ended."""
+    if run.header.status != RUN_RUNNING or run.outstanding or run.evaluating:
+        raise WorkLeft
+    release(run, driver)
 
 
 def release(run: LiveRun, driver: Driver) -> None:

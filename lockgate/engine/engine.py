@@ -239,12 +239,18 @@ class Engine:
 
     # -- drives ---------------------------------------------------------------------------------
 
-    def claim(self, run_id: str, driver: Driver, *, take_over: bool = False) -> None:
+    def claim(self, run_id: str, driver: Driver, *, take_over: bool = False, for_commands: bool = False) -> None:
         """Record ``driver`` as the process driving the run's agents (see
         :mod:`lockgate.engine.drivers`): RunDriven, changing nothing, while another live process
-        drives it, unless ``take_over``."""
-        self._transact(run_id, lambda run: drivers.claim(run, driver, take_over))
+        drives it, unless ``take_over``, or the claim is ``for_commands`` and that process's
+        drive is stopping."""
+        self._transact(run_id, lambda run: drivers.claim(run, driver, take_over, for_commands))
         self._drives[run_id] = driver
+
+    def stopping(self, run_id: str, driver: Driver) -> None:
+        """Say that ``driver``'s drive is stopping: it starts no more work, so a process deciding
+        meanwhile runs the commands its decision starts itself."""
+        self._transact(run_id, lambda run: drivers.stopping(run, driver))
 
     def renew(self, run_id: str, driver: Driver) -> bool:
         """Renew ``driver``'s claim on the run; False when another process took the run over."""
@@ -295,6 +301,19 @@ class Engine:
         current = Driver.from_dict(self._get(run_id, fresh=True).driver)
         if current is not None and current.owner == driver.owner:  # else nothing to write
             self._transact(run_id, lambda run: drivers.release(run, driver))
+
+    def let_go(self, run_id: str, driver: Driver) -> dict[str, Any] | None:
+        """Give up ``driver``'s claim on a run it has nothing left to do for, unless the run has
+        work for a driver now or has ended: then nothing is written, and the run's status is
+        returned to go on with. One transaction with the look at the run, so a decision made
+        elsewhere commits either before it (its work, left to this driver, is found) or after
+        it (the deciding process finds the run free and runs the work itself)."""
+        try:
+            self._transact(run_id, lambda run: drivers.let_go(run, driver))
+        except drivers.WorkLeft:
+            return self.status(run_id)
+        self._drives.pop(run_id, None)
+        return None
 
     def commit(self, run_id: str, label: str) -> dict[str, Any]:
         """Save a named checkpoint of the run's state (not its spend)."""

@@ -278,3 +278,84 @@ async def test_a_drive_that_ended_leaves_the_engine_to_claim_the_run_for_its_com
     assert commands.ran == ["one", "one"] and other.driver_of(waiting.run_id) is None
     engine.close()
     other.close()
+
+
+def test_a_driver_lets_go_of_a_run_only_when_no_work_was_left_to_it(tmp_path):
+    """A drive ending idle gives up its claim in one transaction with a look at the run: work a
+    decision elsewhere left to it (the decision saw the claim held) keeps the claim and is
+    handed back to the drive; a decision committed after the let-go finds the run free."""
+    from lockgate.engine.drivers import Driver, ended
+    from lockgate.engine.evaluate import Evaluated, deferred
+
+    engine = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path)
+    run_id = engine.plan(LONG_GATE, {})["run_id"]
+    driver = Driver.here()
+    engine.claim(run_id, driver)
+    other = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path)
+    with deferred():  # decided elsewhere, leaving c1 to the run's driver
+        other.resolve_waiting_gate(run_id, "g1", "approve")
+    kept = engine.let_go(run_id, driver)
+    assert [e["step_id"] for e in kept["evaluating"]] == ["c1"]
+    assert other.driver_of(run_id) == driver  # still held: the drive goes on with c1
+    engine.evaluated(run_id, "c1", engine.evaluations(run_id)[0]["token"],
+                     Evaluated({"ok": True, "result": CLOSED}, None, 1.0))
+    assert engine.let_go(run_id, driver) is not None  # ended (complete): nothing to give up
+    ended(driver)
+    fresh = engine.plan(LONG_GATE, {})["run_id"]
+    driver = Driver.here()
+    engine.claim(fresh, driver)
+    assert engine.let_go(fresh, driver) is None and other.driver_of(fresh) is None  # only a gate waits
+    ended(driver)
+    engine.close()
+    other.close()
+
+
+async def test_a_decision_made_while_the_driver_stops_runs_its_command_in_the_deciding_process(tmp_path):
+    """Ctrl-C: the drive stops its agents (which may take their grace period). A gate decided
+    meanwhile elsewhere runs its command there: the stopping drive starts nothing more (the
+    command was run by nobody), and its claim still keeps other drives out."""
+    import asyncio
+
+    from lockgate.engine.drivers import Driver, ended
+    from lockgate.engine.runner import make_runner
+    from lockgate.errors import RunDriven
+
+    started, stopping, let_stop = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    async def stubborn(task: Any) -> dict[str, str]:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            stopping.set()
+            await let_stop.wait()
+            raise
+        return {"text": "never"}
+
+    spec = note_flow(GATE_THEN_C1 + '      - {id: x, agent: slow, do: "slow", out: Note}\n',
+                     output="c1", contract="Verdict")
+    ran: list[str] = []
+    engine = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path,
+                    evaluator=lambda *args: pytest.fail("the stopping driver ran the command"))
+    other = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path,
+                   evaluator=lambda command, *rest: ran.append(command) or {"ok": True, "result": CLOSED})
+    runner = make_runner(engine=engine, agents={"slow": stubborn})
+    driving = asyncio.ensure_future(runner.start(spec, {}))
+    async with asyncio.timeout(GUARD_S):
+        await started.wait()
+        runner.detach()  # as Ctrl-C does: the run is left resumable
+        driving.cancel()
+        await stopping.wait()
+        (summary,) = engine.runs()
+        second = Driver.here()
+        with pytest.raises(RunDriven):  # its agents may still run: no second drive yet
+            other.claim(summary["run_id"], second)
+        ended(second)
+        decided = other.resolve_waiting_gate(summary["run_id"], "g1", "approve")
+        assert "driven_by" not in decided and ran == ["one"]
+        let_stop.set()
+        with pytest.raises(asyncio.CancelledError):
+            await driving
+    assert other.driver_of(summary["run_id"]) is None
+    engine.close()
+    other.close()
