@@ -8,7 +8,8 @@ holding the run gets them instead: it starts them once it sees them. The claim i
 every call of this engine that runs commands of the run (the MCP server answers other calls
 while a command runs), and given up when the last one ends. Before giving it up, the engine
 also runs the commands another process's decision left to it meanwhile; it looks once more
-after giving it up, since a decision landing at that moment saw the claim still held.
+after giving it up, since a decision landing at that moment saw the claim still held. A driver
+that is stopping (Ctrl-C) runs no more commands: its claim is waited for, then taken.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ from .model import RUN_RUNNING
 
 #: Seconds between looks at whether a command's run ended or was taken over meanwhile.
 WATCH_S = 1.0
+#: How long a process whose decision started commands waits for a stopping driver to give up
+#: the run (its agents' grace period, with room), and how often it looks.
+STOPPING_WAIT_S = 5.0
+STOPPING_POLL_S = 0.1
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -122,15 +127,24 @@ class Commands:
                 drivers.give_up(self.engine, run_id, claim.driver)
 
     def _claim(self, run_id: str) -> _Claim | None:
+        """A claim of the run for this engine's commands; None while a live driver holds it. A
+        driver that is stopping (Ctrl-C) runs no more commands: its claim is waited for, up to
+        :data:`STOPPING_WAIT_S` seconds (its agents' grace period), then taken."""
         engine = self.engine
-        driver = Driver.here(engine.last_config(run_id), engine.last_agents(run_id))
-        try:
-            engine.claim(run_id, driver, for_commands=True)
-        except RunDriven:
-            drivers.ended(driver)
-            return None
-        self._claims[run_id] = claim = _Claim(driver)
-        return claim
+        deadline = time.monotonic() + STOPPING_WAIT_S
+        while True:
+            driver = Driver.here(engine.last_config(run_id), engine.last_agents(run_id))
+            try:
+                engine.claim(run_id, driver)
+            except RunDriven as refused:
+                drivers.ended(driver)
+                holder = Driver.from_dict(refused.detail.get("driver"))
+                if holder is None or not holder.stopping or time.monotonic() > deadline:
+                    return None
+                time.sleep(STOPPING_POLL_S)
+                continue
+            self._claims[run_id] = claim = _Claim(driver)
+            return claim
 
 
 async def _watched(store: Any, evaluator: Evaluator, run_id: str, call: dict[str, Any], owner: str) -> Evaluated:

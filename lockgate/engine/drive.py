@@ -211,9 +211,10 @@ class Drive:
 
     def _say_stopping(self) -> None:
         """Mark this drive's claim stopping before its calls are stopped (which may take their
-        grace period): a decision made meanwhile elsewhere then runs the commands it starts
-        itself, rather than leave them to this drive, which starts nothing more. Other drives
-        stay out until the claim is given up (the agents may still be running)."""
+        grace period): a process deciding meanwhile elsewhere then waits for the claim to be
+        given up and runs the commands its decision starts itself, rather than leave them to
+        this drive, which starts nothing more. Other drives stay out until then (the agents may
+        still be running)."""
         if self.driver is not None and self.run_id:
             with suppress(Exception):  # best effort: the decider then leaves them, as before
                 self.engine.stopping(self.run_id, self.driver)

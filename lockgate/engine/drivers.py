@@ -63,8 +63,9 @@ class Driver:
     config: str | None = None
     pidns: str | None = None
     agents: str | None = None
-    #: the drive is stopping (its agents are being stopped): it starts nothing more, so the
-    #: commands a decision elsewhere starts are the deciding process's to run (see :func:`claim`)
+    #: the drive is stopping (its agents are being stopped): it starts nothing more, so a process
+    #: whose decision starts commands waits for the claim to be given up and runs them itself
+    #: (see :mod:`lockgate.engine.commands`)
     stopping: bool = False
 
     @classmethod
@@ -109,13 +110,11 @@ class Driver:
 # -- transitions (each applied to a live run in a transaction of its own) ---------------------
 
 
-def claim(run: LiveRun, driver: Driver, take_over: bool = False, for_commands: bool = False) -> None:
+def claim(run: LiveRun, driver: Driver, take_over: bool = False) -> None:
     """Make ``driver`` the run's driver; RunDriven when another live driver holds it, unless
-    ``take_over`` (then the audit records whom it displaced), or the claim is ``for_commands``
-    (a process running the commands its decision started) and that driver is stopping. A run
-    that ended is claimed freely."""
+    ``take_over`` (then the audit records whom it displaced). A run that ended is claimed freely."""
     holder = holding(run.driver) if run.header.status == RUN_RUNNING else None
-    if holder is not None and holder.owner != driver.owner and not (for_commands and holder.stopping):
+    if holder is not None and holder.owner != driver.owner:
         if not take_over:
             raise refusal(run.header.id, holder)
         run.event("drive_taken_over", None, by={"host": driver.host, "pid": driver.pid},

@@ -239,17 +239,16 @@ class Engine:
 
     # -- drives ---------------------------------------------------------------------------------
 
-    def claim(self, run_id: str, driver: Driver, *, take_over: bool = False, for_commands: bool = False) -> None:
+    def claim(self, run_id: str, driver: Driver, *, take_over: bool = False) -> None:
         """Record ``driver`` as the process driving the run's agents (see
         :mod:`lockgate.engine.drivers`): RunDriven, changing nothing, while another live process
-        drives it, unless ``take_over``, or the claim is ``for_commands`` and that process's
-        drive is stopping."""
-        self._transact(run_id, lambda run: drivers.claim(run, driver, take_over, for_commands))
+        drives it, unless ``take_over``."""
+        self._transact(run_id, lambda run: drivers.claim(run, driver, take_over))
         self._drives[run_id] = driver
 
     def stopping(self, run_id: str, driver: Driver) -> None:
         """Say that ``driver``'s drive is stopping: it starts no more work, so a process deciding
-        meanwhile runs the commands its decision starts itself."""
+        meanwhile waits for the claim to be given up and runs the commands it started itself."""
         self._transact(run_id, lambda run: drivers.stopping(run, driver))
 
     def renew(self, run_id: str, driver: Driver) -> bool:

@@ -312,8 +312,9 @@ def test_a_driver_lets_go_of_a_run_only_when_no_work_was_left_to_it(tmp_path):
 
 async def test_a_decision_made_while_the_driver_stops_runs_its_command_in_the_deciding_process(tmp_path):
     """Ctrl-C: the drive stops its agents (which may take their grace period). A gate decided
-    meanwhile elsewhere runs its command there: the stopping drive starts nothing more (the
-    command was run by nobody), and its claim still keeps other drives out."""
+    meanwhile elsewhere runs its command there, once the stopping drive has given up the run:
+    the stopping drive starts nothing more (the command was run by nobody), and until then its
+    claim keeps every other process out."""
     import asyncio
 
     from lockgate.engine.drivers import Driver, ended
@@ -328,7 +329,11 @@ async def test_a_decision_made_while_the_driver_stops_runs_its_command_in_the_de
             await asyncio.Event().wait()
         except asyncio.CancelledError:
             stopping.set()
-            await let_stop.wait()
+            while not let_stop.is_set():  # slow to stop, as a command trapping SIGTERM is
+                try:
+                    await let_stop.wait()
+                except asyncio.CancelledError:
+                    continue
             raise
         return {"text": "never"}
 
@@ -351,11 +356,16 @@ async def test_a_decision_made_while_the_driver_stops_runs_its_command_in_the_de
         with pytest.raises(RunDriven):  # its agents may still run: no second drive yet
             other.claim(summary["run_id"], second)
         ended(second)
-        decided = other.resolve_waiting_gate(summary["run_id"], "g1", "approve")
-        assert "driven_by" not in decided and ran == ["one"]
+        deciding = asyncio.ensure_future(asyncio.to_thread(other.resolve_waiting_gate, summary["run_id"], "g1",
+                                                           "approve"))
+        while not engine.status(summary["run_id"]).get("evaluating"):  # the decision is in
+            await asyncio.sleep(0.01)
+        assert ran == []  # its process waits: the stopping drive's agent may still run
         let_stop.set()
         with pytest.raises(asyncio.CancelledError):
             await driving
+        decided = await deciding
+    assert "driven_by" not in decided and ran == ["one"]
     assert other.driver_of(summary["run_id"]) is None
     engine.close()
     other.close()
