@@ -280,7 +280,9 @@ class Engine:
         if not record or not record.get("owner") or (mine is not None and record["owner"] == mine.owner):
             return out  # nobody drives it, or this process does: no process to look up
         holder = drivers.holding(record)
-        return out if holder is None else {**out, "driven_by": holder.describe()}
+        if holder is None or holder.stopping:  # a drive that is stopping carries nothing on
+            return out
+        return {**out, "driven_by": holder.describe()}
 
     def last_config(self, run_id: str) -> str | None:
         """The project configuration file the run's last drive resolved its agents with."""

@@ -352,6 +352,7 @@ async def test_a_decision_made_while_the_driver_stops_runs_its_command_in_the_de
         driving.cancel()
         await stopping.wait()
         (summary,) = engine.runs()
+        assert "driven_by" not in other.status(summary["run_id"])  # it carries nothing on
         second = Driver.here()
         with pytest.raises(RunDriven):  # its agents may still run: no second drive yet
             other.claim(summary["run_id"], second)
