@@ -69,7 +69,7 @@ class Commands:
                 if held is None:
                     return out
                 out = run(calls) or out
-                while self._holds(run_id, held) and (left := self.left_here(run_id)):
+                while self.engine.holds(run_id, held) and (left := self.left_here(run_id)):
                     out = run(left) or out
             calls = self.left_here(run_id)  # a decision made as the claim was given up
         return out
@@ -93,14 +93,9 @@ class Commands:
     def _own_drive(self, run_id: str) -> Driver | None:
         """The drive of this engine's runner that holds the run now, if one does."""
         drive = self.engine._drives.get(run_id)
-        if drive is None or not drivers.driving(drive) or not self._holds(run_id, drive):
+        if drive is None or not drivers.driving(drive) or not self.engine.holds(run_id, drive):
             return None
         return drive
-
-    def _holds(self, run_id: str, driver: Driver) -> bool:
-        """Whether ``driver``'s claim is still the run's (not taken over meanwhile)."""
-        claim = self.engine.claim_of(run_id)
-        return claim is not None and claim.owner == driver.owner
 
     @contextmanager
     def _held(self, run_id: str) -> Iterator[Driver | None]:

@@ -177,12 +177,9 @@ class Drive:
             self._schedule_evaluations(self.engine.evaluations(self.run_id))
 
     def _holds_claim(self) -> bool:
-        if self.driver is None:
-            return False
-        claim = self.engine.claim_of(self.run_id)
-        return claim is not None and claim.owner == self.driver.owner
+        return self.driver is not None and self.engine.holds(self.run_id, self.driver)
 
-    async def _released_meanwhile(self) -> dict[str, Any] | None:
+    async def _let_go(self) -> dict[str, Any] | None:
         """Before a drive holding the run ends with nothing in flight, it gives up its claim in
         one transaction with a look at the run (:meth:`Engine.let_go`): the run as stored when
         a decision made elsewhere released work left to this drive (the drive goes on with it)
@@ -247,7 +244,7 @@ class Drive:
                 if current.get("evaluating") and (self._holds_claim() or not self.unanswered):
                     response = await self._elsewhere(current)
                     continue
-                released = await self._released_meanwhile()
+                released = await self._let_go()
                 if released is not None:
                     response = released
                     continue

@@ -264,6 +264,11 @@ class Engine:
         """The live process driving the run's agents now, or None (see :mod:`lockgate.engine.drivers`)."""
         return drivers.holding(self._get(run_id, fresh=True).driver)
 
+    def holds(self, run_id: str, driver: Driver) -> bool:
+        """Whether the claim recorded on the run is ``driver``'s (not taken over, not released)."""
+        claim = self.claim_of(run_id)
+        return claim is not None and claim.owner == driver.owner
+
     def claim_of(self, run_id: str) -> Driver | None:
         """The claim recorded on the run, whether or not its process still lives (None when
         released): a drive tells from it whether it still holds the run."""

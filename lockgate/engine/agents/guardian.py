@@ -69,7 +69,7 @@ class Guardian:
         """Have the guardian running before a group starts: the group's :meth:`watch` then only
         writes a line (a group started while a process is being killed is otherwise missed)."""
         with self._lock:
-            if self._process is None or self._process.poll() is not None:
+            if not self._running():
                 self._process = self._start()
 
     def watch(self, pgid: int) -> None:
@@ -84,13 +84,16 @@ class Guardian:
             self._groups.discard(pgid)
             self._send(b"-%d\n" % pgid)
 
+    def _running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
     def _send(self, line: bytes) -> None:
-        process = self._process
-        if process is None or process.poll() is not None:
-            self._process = process = self._start()
+        if not self._running():
+            self._process = self._start()
             return  # the new guardian was told every group (this one included)
+        process = self._process
         try:
-            assert process.stdin is not None
+            assert process is not None and process.stdin is not None
             process.stdin.write(line)
             process.stdin.flush()
         except OSError:  # it died between the poll and the write: the next line starts another
