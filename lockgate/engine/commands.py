@@ -31,9 +31,9 @@ from .model import RUN_RUNNING
 #: Seconds between looks at whether a command's run ended or was taken over meanwhile.
 WATCH_S = 1.0
 #: How long a process whose decision started commands waits for a stopping driver to give up
-#: the run (its agents' grace period, with room), and how often it looks.
+#: the run (its agents' grace period, with room).
 STOPPING_WAIT_S = 5.0
-STOPPING_POLL_S = 0.1
+RECHECK_S = 0.5
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -128,15 +128,18 @@ class Commands:
         engine = self.engine
         deadline = time.monotonic() + STOPPING_WAIT_S
         while True:
+            version = engine.store.current_version(run_id)
             driver = Driver.here(engine.last_config(run_id), engine.last_agents(run_id))
             try:
                 engine.claim(run_id, driver)
             except RunDriven as refused:
                 drivers.ended(driver)
                 holder = Driver.from_dict(refused.detail.get("driver"))
-                if holder is None or not holder.stopping or time.monotonic() > deadline:
+                left = deadline - time.monotonic()
+                if holder is None or not holder.stopping or left <= 0:
                     return None
-                time.sleep(STOPPING_POLL_S)
+                # woken by its release; a driver killed meanwhile writes none: look again soon
+                engine.store.wait_for_change(run_id, version, min(left, RECHECK_S))
                 continue
             self._claims[run_id] = claim = _Claim(driver)
             return claim
