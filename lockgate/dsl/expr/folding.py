@@ -49,7 +49,7 @@ _NOT_CONSTANT = _Outcome(known=False)
 
 def constant_errors(tree: Node, source: str) -> list[ExprError]:
     """The errors of the maximal constant sub-expressions that can run, in source order."""
-    folder = _Folder(tree, source)
+    folder = Folder(tree, source)
     errors: list[ExprError] = []
     stack = [tree]
     while stack:
@@ -68,7 +68,7 @@ def constant_errors(tree: Node, source: str) -> list[ExprError]:
     return errors
 
 
-class _Folder:
+class Folder:
     """Which nodes are constant, their outcomes (evaluated once, only when asked) and, for the
     others, which booleans they may produce. Groups share their inner node's entries."""
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from ...errors import ExprError
 from ..types import AnyArray, AnyObject, ArrayOf, Enum, Named, Scalar, TypeExpr
-from .folding import _Folder
+from .folding import Folder
 from .nodes import (
     Binary,
     FunctionCall,
@@ -101,7 +101,7 @@ class _Inference:
 
     def __init__(self, tree: Node, source: str, typer: Typer) -> None:
         self.tree, self.source, self.typer = tree, source, typer
-        self.folder = _Folder(tree, source)
+        self.folder = Folder(tree, source)
         self.kinds: dict[int, Kind] = {}
         self.found: dict[int, str] = {}
         for node in reversed([n for n in walk(tree) if not isinstance(n, (Group, Member, Index))]):
