@@ -10,6 +10,10 @@ while a command runs), and given up when the last one ends. Before giving it up,
 also runs the commands another process's decision left to it meanwhile; it looks once more
 after giving it up, since a decision landing at that moment saw the claim still held. A driver
 that is stopping (Ctrl-C) runs no more commands: its claim is waited for, then taken.
+
+A command of the built-in runner is stopped once its answer would be refused: its run ended or
+was taken over, or its issuance was withdrawn (a revert elsewhere issued its step again, or a
+decision reset it), so that the new issuance's command, left to this claim, is not held up.
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ from .ensures import call_sync
 from .evaluate import Evaluated, Evaluator
 from .model import RUN_RUNNING
 
-#: Seconds between looks at whether a command's run ended or was taken over meanwhile.
+#: Seconds between looks at whether a command's run ended, was taken over or withdrew the
+#: command's issuance meanwhile.
 WATCH_S = 1.0
 #: How long a process whose decision started commands waits for a stopping driver to give up
 #: the run (its agents' grace period, with room).
@@ -78,8 +83,9 @@ class Commands:
         """The answer of one command of run ``run_id``, run here. The built-in runner's command,
         under a claim of this engine's commands, is stopped (its process group killed) within
         :data:`WATCH_S` seconds once the run ends or is taken over meanwhile (``lockgate cancel``
-        in another terminal), as a drive stops its commands; its answer would be refused anyway.
-        A custom evaluator runs as before, in this thread, to its end."""
+        in another terminal), or the command's issuance is withdrawn (``lockgate revert``), as a
+        drive stops its commands; its answer would be refused anyway. A custom evaluator runs as
+        before, in this thread, to its end."""
         claim = self._claims.get(run_id)
         if claim is None or evaluator is not evaluate.run_command:
             return evaluate.evaluate_now(evaluator, call)
@@ -92,7 +98,7 @@ class Commands:
 
     def _own_drive(self, run_id: str) -> Driver | None:
         """The drive of this engine's runner that holds the run now, if one does."""
-        drive = self.engine._drives.get(run_id)
+        drive = self.engine.drive_here(run_id)
         if drive is None or not drivers.driving(drive) or not self.engine.holds(run_id, drive):
             return None
         return drive
@@ -146,7 +152,7 @@ class Commands:
 
 
 async def _watched(store: Any, evaluator: Evaluator, run_id: str, call: dict[str, Any], owner: str) -> Evaluated:
-    """``call``'s command, stopped when its run stops being ``owner``'s to run (see
+    """``call``'s command, stopped when it stops being ``owner``'s to run (see
     :meth:`Commands.run_one`). Reads the store itself: the engine may serve other calls meanwhile."""
     started = time.perf_counter()
     command = asyncio.ensure_future(evaluate.evaluate_async(evaluator, call))
@@ -155,15 +161,16 @@ async def _watched(store: Any, evaluator: Evaluator, run_id: str, call: dict[str
         await asyncio.wait({command}, timeout=WATCH_S)
         if command.done():
             return command.result()
-        version, why = _stopped(store, run_id, owner, version)
+        version, why = _stopped(store, run_id, call, owner, version)
     command.cancel()
     await asyncio.wait({command})
     return Evaluated(None, RuntimeError(f"stopped: {why}"), (time.perf_counter() - started) * 1000)
 
 
-def _stopped(store: Any, run_id: str, owner: str, seen: int | None) -> tuple[int | None, str | None]:
-    """(the run's version, why its commands are no longer ``owner``'s to run, or None); the run
-    is read only when its version moved past ``seen``. A store that cannot be read stops
+def _stopped(store: Any, run_id: str, call: dict[str, Any], owner: str,
+             seen: int | None) -> tuple[int | None, str | None]:
+    """(the run's version, why ``call``'s command is no longer ``owner``'s to run, or None); the
+    run is read only when its version moved past ``seen``. A store that cannot be read stops
     nothing (the command's answer will say what the store says)."""
     try:
         version = store.current_version(run_id)
@@ -178,4 +185,7 @@ def _stopped(store: Any, run_id: str, owner: str, seen: int | None) -> tuple[int
     record = stored.steps.get(DRIVER_KEY)
     if not isinstance(record, dict) or record.get("owner") != owner:
         return version, "another process took the run over"
+    step = stored.steps.get(call["step_id"])
+    if not isinstance(step, dict) or step.get("token") != call["token"]:
+        return version, "its step was issued again or reset (a revert or a decision elsewhere)"
     return version, None

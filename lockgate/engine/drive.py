@@ -55,6 +55,7 @@ ELSEWHERE_POLL_S = 1.0
 #: Seconds between a drive's checks for its run ended by another process (see Drive._watch).
 WATCH_S = 1.0
 _WAKE: Any = {"status": "__wake__"}  # a gate was left waiting: re-check whether work remains
+_WITHDRAWN: Any = object()  # an agent call or command stopped for its withdrawn issuance
 CONFLICT_RETRIES = 5
 
 
@@ -110,6 +111,9 @@ class Drive:
             runner.run_ids.append(self.run_id)
         self.admission = Admission(runner.settings)
         self.calls: dict[str, asyncio.Task[None]] = {}     # dispatch token -> agent call or command
+        # dispatch token -> (its step, the agent call or command running for it, without its report)
+        self.executing: dict[str, tuple[str, asyncio.Future[Any]]] = {}
+        self.withdrawn: set[str] = set()                    # tokens whose call the watch stopped
         self.asks: dict[str, asyncio.Task[None]] = {}      # gate token -> gate question
         self.unanswered: dict[str, dict[str, Any]] = {}    # gate token -> gate left waiting
         self.finished: set[str] = set()                     # tokens already reported
@@ -147,8 +151,9 @@ class Drive:
         """Every :data:`WATCH_S` seconds, look at what other processes did to the run. One that
         ended it (``lockgate cancel`` in another terminal): the drive stops its agent calls and
         commands at once, rather than when each one ends on its own and its answer is refused.
-        One that decided a gate: the drive starts the work the decision released, rather than
-        once its own calls in flight have ended."""
+        One that withdrew the issuance of some of them (``lockgate revert``): the drive stops
+        those (:meth:`_stop_withdrawn`). One that decided a gate: the drive starts the work the
+        decision released, rather than once its own calls in flight have ended."""
         renewed = time.monotonic()
         while True:
             await asyncio.sleep(WATCH_S)
@@ -157,6 +162,7 @@ class Drive:
                 if response.get("status") in TERMINAL:
                     self.inbox.put_nowait(self._note(response))
                     return
+                self._stop_withdrawn()
                 self._start_released(response)
                 if self.driver is not None and time.monotonic() - renewed >= RENEW_S:
                     renewed = time.monotonic()
@@ -175,6 +181,42 @@ class Drive:
         self._absorb(self._note(status))
         if self.driver is not None:
             self._schedule_evaluations(self.engine.evaluations(self.run_id))
+
+    def _stop_withdrawn(self) -> None:
+        """Stop the agent calls and commands in flight whose issuance the run as stored withdrew
+        (a revert elsewhere issued their step again, a decision reset it, a take-over issued it
+        anew): their answers would be refused, and the call of a new issuance would run beside
+        them. Only a drive holding a claim: one without learns from a refused answer that
+        another process may drive the run (see :meth:`_settle`)."""
+        if self.driver is None or self.stopping or not self.executing:
+            return
+        issued = {token: step_id for token, (step_id, _) in self.executing.items()}
+        for token in self.engine.withdrawn(self.run_id, issued):
+            self.withdrawn.add(token)
+            self.executing[token][1].cancel()
+
+    async def _unless_withdrawn(self, step_id: str, token: str, work: Awaitable[Any]) -> Any:
+        """What ``work`` (the agent call or command of issuance ``token`` of ``step_id``) answers,
+        or :data:`_WITHDRAWN` when :meth:`_stop_withdrawn` stopped it. A task of its own, so
+        that stopping it leaves the call's report and the drive's other calls be."""
+        running = asyncio.ensure_future(work)
+        self.executing[token] = (step_id, running)
+        try:
+            return await running
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if token in self.withdrawn and current is not None and not current.cancelling():
+                return _WITHDRAWN
+            raise
+        finally:
+            self.executing.pop(token, None)
+            self.withdrawn.discard(token)
+
+    async def _after_withdrawn(self) -> dict[str, Any]:
+        """The run as stored, to go on from, once a call was stopped for its withdrawn issuance:
+        where its answer, refused as stale, would have led this drive (see :meth:`_settle`)."""
+        self._still_driving()
+        return await self._engine_call(self.engine.status, self.run_id)
 
     def _holds_claim(self) -> bool:
         return self.driver is not None and self.engine.holds(self.run_id, self.driver)
@@ -358,7 +400,9 @@ class Drive:
         if reported is not None:
             return await self._report(entry, reported_result(reported))
         async with self.admission:
-            result = await self._execute(entry)
+            result = await self._unless_withdrawn(entry["step_id"], entry["token"], self._execute(entry))
+        if result is _WITHDRAWN:
+            return await self._after_withdrawn()
         return await self._report(entry, result)
 
     async def _execute(self, entry: dict[str, Any]) -> AgentResult:
@@ -429,7 +473,10 @@ class Drive:
         self.emit("step_started", self.run_id, step_id=step_id, message=call["command"],
                   data={"kind": "evaluate"})
         async with self.admission:
-            answer = await evaluate_async(self.engine.evaluator or _no_evaluator, call)
+            answer = await self._unless_withdrawn(step_id, call["token"],
+                                                  evaluate_async(self.engine.evaluator or _no_evaluator, call))
+        if answer is _WITHDRAWN:
+            return await self._after_withdrawn()
         response, applied = await self._settle(step_id, self.engine.evaluated, call["token"], answer)
         if applied:
             emit_evaluated(self.emit, self.run_id, call, answer, response)

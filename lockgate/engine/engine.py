@@ -264,6 +264,20 @@ class Engine:
         """The live process driving the run's agents now, or None (see :mod:`lockgate.engine.drivers`)."""
         return drivers.holding(self._get(run_id, fresh=True).driver)
 
+    def drive_here(self, run_id: str) -> Driver | None:
+        """The drive of this process that claimed the run through this engine (its runner's),
+        whether or not it still holds it, or None: the commands this engine runs for a caller
+        are left to that drive while it holds the run (see :mod:`lockgate.engine.commands`)."""
+        return self._drives.get(run_id)
+
+    def withdrawn(self, run_id: str, issued: Mapping[str, str]) -> set[str]:
+        """The tokens of ``issued`` (token -> step key) whose issuance the run as stored no longer
+        holds: their step was issued again (a revert, a take-over), reset or settled, or a cancel
+        burned them. An answer under them would be refused, so a drive stops the agent call or command
+        it runs for them (see :mod:`lockgate.engine.drive`)."""
+        run = self._get(run_id, fresh=True)
+        return {token for token, key in issued.items() if (st := run.steps.get(key)) is None or st.token != token}
+
     def holds(self, run_id: str, driver: Driver) -> bool:
         """Whether the claim recorded on the run is ``driver``'s (not taken over, not released)."""
         claim = self.claim_of(run_id)

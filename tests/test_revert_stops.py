@@ -1,0 +1,204 @@
+"""A revert made in another process withdraws the issuance of a command (or agent call) that is
+running: the process running it stops it within a second or so, as it does on a cancel, rather
+than let it run to its end (or timeout) while its step's new issuance runs beside or behind it.
+The run goes on from the checkpoint, and the re-issued step's command runs afresh exactly once.
+
+The commands are real processes (the built-in runner); the drive and the deciding caller run in
+processes of their own, like ``lockgate run`` and ``lockgate gate approve`` in two terminals."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from processes import GUARD_S, running, wait_until
+from specs import note_flow
+
+from lockgate.engine import Engine
+from lockgate.engine.agents import Task
+from lockgate.engine.runner import run
+from lockgate.engine.store import open_store
+
+#: How soon a withdrawn command must be gone: its watcher looks every second, and a killed
+#: ``sleep`` ends at SIGTERM; the command itself would sleep on for a minute.
+STOPPED_WITHIN_S = 10.0
+
+#: The first run of the command (while ``hold`` exists) writes its pid and sleeps a minute; a run
+#: after ``hold`` is removed answers at once. Every run appends its pid to ``ran``.
+CHECK = """        evaluate:
+          command: |
+            cat > /dev/null; echo $$ >> ran
+            if [ -e hold ]; then echo $$ > pid.tmp; mv pid.tmp pid; exec sleep 60; fi
+            echo '{"status": "closed", "children": [], "reason": "afresh"}'
+          timeout_ms: 120000
+        out: Verdict
+"""
+#: the drive ends waiting at ``g`` (it has no gate channel), not with the run, which would stop
+#: whatever it still runs
+DRIVEN = note_flow("      - id: check\n" + CHECK + "      - {id: g, after: [check], gate: {on_approve: null, "
+                   "on_revise: null, on_kill: null}}\n", output="check", contract="Verdict")
+DECIDED = note_flow("      - {id: g, gate: {on_approve: check, on_revise: null, on_kill: null}}\n"
+                    "      - id: check\n" + CHECK, output="check", contract="Verdict")
+
+#: ``lockgate run`` in a terminal: drives the spec to its end through the runner.
+DRIVE = """import asyncio, json, sys
+from lockgate.engine import Engine
+from lockgate.engine.runner import run
+from lockgate.engine.store import open_store
+engine = Engine(store=open_store(sys.argv[1]), workspace=sys.argv[2])
+result = asyncio.run(run(open(sys.argv[3]).read(), {}, engine=engine))
+print(json.dumps({"status": result.status, "output": result.output}))
+"""
+#: ``lockgate gate approve`` in a terminal (or the MCP server): the engine runs the command the
+#: decision starts itself, under a claim of the run.
+DECIDE = """import json, sys
+from lockgate.engine import Engine
+from lockgate.engine.store import open_store
+engine = Engine(store=open_store(sys.argv[1]), workspace=sys.argv[2])
+out = engine.resolve_waiting_gate(sys.argv[3], "g", "approve")
+print(json.dumps({"status": out["status"], "output": out.get("output")}))
+"""
+
+
+@contextmanager
+def process(where: Path, script: str, *args: str) -> Iterator[subprocess.Popen[str]]:
+    """``script`` running in a Python process of its own, in ``where``; killed on the way out if
+    it still runs, with the command it may have left (a failing test must not leak a sleep)."""
+    child = subprocess.Popen([sys.executable, "-c", script, *args], cwd=where, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        yield child
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+        pid = where / "pid"
+        if pid.exists() and running(int(pid.read_text())):
+            os.kill(int(pid.read_text()), signal.SIGKILL)
+
+
+def first_command(where: Path) -> int:
+    """The pid of the command's first run, once it has started."""
+    wait_until(lambda: (where / "pid").exists(), "the command to start")
+    return int((where / "pid").read_text())
+
+
+def gone_within(pid: int, seconds: float) -> bool:
+    """Whether process ``pid`` ends within ``seconds`` (looked at until then, not slept)."""
+    deadline = time.monotonic() + seconds
+    while running(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def revert_meanwhile(where: Path, run_id: str) -> dict[str, Any]:
+    """Another terminal: checkpoint the run while its command runs, let a new run of the command
+    answer at once, and revert to the checkpoint (which issues the command's step again)."""
+    other = Engine(store=open_store(where / "runs.db"), workspace=where)
+    try:
+        other.commit(run_id, "mid-check")
+        (where / "hold").unlink()
+        return other.revert(run_id, "mid-check")
+    finally:
+        other.close()
+
+
+def finished(child: subprocess.Popen[str]) -> dict[str, Any]:
+    out, err = child.communicate(timeout=GUARD_S)
+    assert child.returncode == 0, err
+    return json.loads(out)
+
+
+def afresh_at_the_gate(where: Path, run_id: str) -> None:
+    """The run went on from the checkpoint: its command's step settled by the new run."""
+    engine = Engine(store=open_store(where / "runs.db"))
+    (check,) = [t for t in engine.audit(run_id)["trace"] if t["step_id"] == "check"]
+    assert check["status"] == "succeeded" and check["output"]["reason"] == "afresh"
+    assert [g["step_id"] for g in engine.status(run_id)["gates"]] == ["g"]
+    engine.close()
+
+
+def ran_once_afresh(where: Path, first: int) -> None:
+    """The command ran twice in all: the run withdrawn, and one run of the new issuance."""
+    runs = [int(line) for line in (where / "ran").read_text().split()]
+    assert runs[0] == first and len(runs) == 2 and runs[1] != first, runs
+
+
+def test_a_revert_elsewhere_stops_the_command_a_drive_runs(tmp_path: Path) -> None:
+    (tmp_path / "spec.yaml").write_text(DRIVEN)
+    (tmp_path / "hold").touch()
+    with process(tmp_path, DRIVE, str(tmp_path / "runs.db"), str(tmp_path), str(tmp_path / "spec.yaml")) as driving:
+        first = first_command(tmp_path)
+        (summary,) = Engine(store=open_store(tmp_path / "runs.db")).runs()  # an engine reading only
+        reverted = revert_meanwhile(tmp_path, summary["run_id"])
+        assert reverted["driven_by"]  # the new issuance is the drive's to run
+        assert gone_within(first, STOPPED_WITHIN_S), "the withdrawn command ran on"
+        result = finished(driving)
+    assert result["status"] == "await_gate"
+    afresh_at_the_gate(tmp_path, summary["run_id"])
+    ran_once_afresh(tmp_path, first)
+
+
+def test_a_revert_elsewhere_stops_the_command_a_deciding_caller_runs(tmp_path: Path) -> None:
+    engine = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path)
+    run_id = engine.plan(DECIDED, {})["run_id"]
+    (tmp_path / "hold").touch()
+    with process(tmp_path, DECIDE, str(tmp_path / "runs.db"), str(tmp_path), run_id) as deciding:
+        first = first_command(tmp_path)
+        reverted = revert_meanwhile(tmp_path, run_id)
+        assert reverted["driven_by"]  # the caller holds the run: the new issuance is its to run
+        assert gone_within(first, STOPPED_WITHIN_S), "the withdrawn command ran on"
+        assert finished(deciding)["status"] == "complete"
+    (check,) = [t for t in engine.audit(run_id)["trace"] if t["step_id"] == "check"]
+    assert check["status"] == "succeeded" and check["output"]["reason"] == "afresh"
+    ran_once_afresh(tmp_path, first)
+    engine.close()
+
+
+async def test_a_revert_elsewhere_stops_the_agent_call_a_drive_makes(tmp_path: Path) -> None:
+    """The drive stops agent calls on a cancel; one whose dispatch a revert withdrew is stopped
+    the same way, and the agent is called once for the new dispatch."""
+    calls: list[str] = []
+    started, stopped = asyncio.Event(), asyncio.Event()
+
+    async def writer(task: Task) -> dict[str, Any]:
+        calls.append(task.step_id)
+        if len(calls) > 1:
+            return {"text": "afresh"}
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            stopped.set()
+            raise
+        return {"text": "never"}
+
+    engine = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path)
+    spec = note_flow('      - {id: write, agent: writer, do: "write", out: Note}\n'
+                     "      - {id: g, after: [write], gate: {on_approve: null, on_revise: null, on_kill: null}}\n",
+                     output="write")
+    async with asyncio.timeout(GUARD_S):
+        driving = asyncio.ensure_future(run(spec, {}, engine=engine, agents={"writer": writer}))
+        await started.wait()
+        (summary,) = engine.runs()
+        other = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path)
+        other.commit(summary["run_id"], "mid-call")
+        assert other.revert(summary["run_id"], "mid-call")["driven_by"]
+        other.close()
+        await asyncio.wait_for(stopped.wait(), STOPPED_WITHIN_S)
+        result = await driving
+    assert result.status == "await_gate" and calls == ["write", "write"]
+    (write,) = [t for t in engine.audit(result.run_id)["trace"] if t["step_id"] == "write"]
+    assert write["output"] == {"text": "afresh"}
+    engine.close()
