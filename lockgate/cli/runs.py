@@ -249,19 +249,42 @@ def why_cmd(run_id: str, store: str | None, fmt: str) -> None:
     if fmt == "json":
         _json(why)
         return
-    named = _named_store(store)
+    for line in _why_lines(engine, why, _named_store(store)):
+        click.echo(line)
+
+
+def _why_lines(engine: Any, why: dict[str, Any], named: str | None) -> list[str]:
+    """``why``'s answer in words: the summary, then each wait with the commands that end it."""
+    lines = [one_line(why["summary"])]
     resume: list[str] = []  # the resume command's lines, worked out once
-    click.echo(one_line(why["summary"]))
     for wait in why["waits"]:
-        click.echo(f"- {one_line(wait['reason'])}")
+        lines.append(f"- {one_line(wait['reason'])}")
         for action in wait["actions"]:
             if action["command"] == ["run"]:  # continuing with agents: the run's own options
                 resume = resume or _resume_lines(engine, action["options"]["resume"], named)
-                lines = resume
+                lines += [f"    {line}" for line in resume]
             else:
-                lines = [hints.engine_command(action, store=named)]
-            for line in lines:
-                click.echo(f"    {line}")
+                lines.append(f"    {hints.engine_command(action, store=named)}")
+    return lines
+
+
+def _steer(run_id: str, store: str | None, action: Callable[[], Any]) -> Any:
+    """``_call(action)`` for a command that moves a run on. Ctrl-C may land while it runs an
+    evaluate command (minutes, maybe) or after its transition was saved; either way the run is
+    left as the store has it, so say where it stands and what continues it (as ``why`` does),
+    rather than click's bare "Aborted!". Exit status 130, as for any interrupted command."""
+    try:
+        return _call(action)
+    except KeyboardInterrupt:
+        click.echo(f"\ninterrupted; what was saved stands. Run {run_id} now:", err=True)
+        try:
+            engine = _engine(store)
+            lines = _why_lines(engine, engine.why(run_id), _named_store(store))
+        except Exception as exc:  # noqa: BLE001 - the store is what it is; say what `why` would
+            lines = [f"(could not read it: {exc}); `lockgate why {run_id}` says later"]
+        for line in lines:
+            click.echo(f"  {line}", err=True)
+        sys.exit(130)
 
 
 @click.command("verify")
@@ -300,7 +323,8 @@ def _gate_command(decision: str, summary: str) -> click.Command:
     def command(run_id: str, step_id: str, note: str, resolved_by: str, store: str | None, fmt: str) -> None:
         engine = _engine(store, judging=True)
         gate = _open_gate(engine, run_id, step_id)
-        result = _call(lambda: engine.resolve_waiting_gate(run_id, step_id, decision, note, resolved_by))
+        result = _steer(run_id, store, lambda: engine.resolve_waiting_gate(run_id, step_id, decision, note,
+                                                                           resolved_by))
         _print_response(result, fmt, engine, store)
         if decision == "revise" and result.get("status") == "error":
             # semantics §6.7: a revise past the round limit is taken, and fails the run
@@ -350,7 +374,7 @@ def commit_cmd(run_id: str, label: str, store: str | None, fmt: str) -> None:
 def revert_cmd(run_id: str, label: str, store: str | None, fmt: str) -> None:
     """Restore a checkpoint (spend is not rolled back) and continue from there."""
     engine = _engine(store, judging=True)
-    _print_response(_call(lambda: engine.revert(run_id, label)), fmt, engine, store)
+    _print_response(_steer(run_id, store, lambda: engine.revert(run_id, label)), fmt, engine, store)
 
 
 @click.command("cancel")
@@ -373,7 +397,7 @@ def resume_cmd(run_id: str, store: str | None, fmt: str) -> None:
     An evaluate command found running (the process running it stopped) is run again here first.
     """
     engine = _engine(store, judging=True)
-    _print_response(_call(lambda: engine.resume(run_id)), fmt, engine, store)
+    _print_response(_steer(run_id, store, lambda: engine.resume(run_id)), fmt, engine, store)
 
 
 def _print_response(resp: dict[str, Any], fmt: str, engine: Any, store: str | None) -> None:
