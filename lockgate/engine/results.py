@@ -31,6 +31,7 @@ from .model import (
     StepState,
     now,
 )
+from .textargs import oversize_result, reported_failure
 
 
 def check_issuance(run: LiveRun, key: str, token: Any, *, gate: bool) -> StepState:
@@ -99,8 +100,14 @@ def refuse_finished(run: LiveRun) -> None:
 def step_done(run: LiveRun, key: str, result: Any, token: Any, failure: Any = None,
               usage: dict[str, Any] | None = None, rejected: dict[str, Any] | None = None) -> None:
     """Settle a reported result (or ``failure``). ``rejected`` is the engine's own failure of the
-    report, decided before reading it (see :func:`unstorable`): the attempt fails with it."""
+    report, decided before reading it (see :func:`unstorable`): the attempt fails with it, as it
+    does when the result is too large to keep (:func:`~lockgate.engine.textargs.oversize_result`),
+    which is then neither checked nor kept. A failure's text is kept cut to its limit."""
     st = check_issuance(run, key, token, gate=False)
+    if failure is not None:
+        failure = reported_failure(failure)
+    elif rejected is None:
+        rejected = oversize_result(result)
     if st.parked is not None:
         st.parked = None
         run.touch(st)
@@ -147,7 +154,7 @@ def parked(token: Any, result: Any, failure: Any, usage: Any) -> dict[str, Any]:
     reported failure is held without the result (``step_done`` reads none beside it)."""
     record: dict[str, Any] = {"token": token}
     if failure is not None:
-        record["failure"] = failure
+        record["failure"] = reported_failure(failure)
     else:
         record["result"] = result
     if usage:
@@ -164,6 +171,8 @@ def park(run: LiveRun, key: str, record: dict[str, Any], *, gate: bool = False) 
     st = check_issuance(run, key, record["token"], gate=gate)
     if gate and st.held_for(record["token"]) is not None:
         return  # a decision for this round is held already: the first one stands (see gates)
+    if "result" in record and oversize_result(record["result"]) is not None:
+        return  # not kept: its own transaction fails the attempt at once, asking no judge
     st.parked = record
     run.touch(st)
 

@@ -1,14 +1,38 @@
-"""Text a caller hands the engine to keep: a gate decision's rationale and who made it, a
-checkpoint label.
+"""What a caller hands the engine to keep, and how much of it: a step's result, a reported
+failure, a gate decision's rationale and who made it, a checkpoint label.
 
-Refused at once, naming the argument, when no store could keep it (U+0000, which PostgreSQL
-refuses; a lone surrogate, which is not Unicode: what a command line's bytes that are not UTF-8
-become), rather than by the store, naming a record the caller never saw.
+Text is refused at once, naming the argument, when no store could keep it (U+0000, which
+PostgreSQL refuses; a lone surrogate, which is not Unicode: what a command line's bytes that are
+not UTF-8 become) or when it is longer than its limit, rather than by the store, naming a record
+the caller never saw.
+
+A result is the agent's answer, so one that is too large is a wrong answer, not the caller's
+error: :func:`oversize_result` says so, and the step retries like any schema failure. Its size is
+measured on the hot path of every transition, so an upper bound is taken first in one cheap walk
+(:func:`_upper`); only a result that might be too large is measured exactly (by encoding it).
 """
 
 from __future__ import annotations
 
+from typing import Any, Final
+
 from ..errors import EngineError
+
+#: The largest result a step may report: its compact JSON text, in UTF-8 bytes. A command's
+#: stdout is its result, so a command agent reads no more than this
+#: (:data:`lockgate.engine.agents.process.MAX_STDOUT`).
+MAX_RESULT_BYTES: Final = 32 * 1024 * 1024
+#: A gate decision's rationale (a revise's note to the agent): a long review fits many times.
+MAX_RATIONALE_BYTES: Final = 64 * 1024
+#: Who decided a gate: a name, as long as the longest step id a store keeps.
+MAX_DECIDER_BYTES: Final = 1000
+#: The part of a reported failure that is kept (the rest is cut, saying so).
+MAX_FAILURE_BYTES: Final = 64 * 1024
+
+#: Nesting beyond which :func:`_upper` gives up (the stores' and the evaluator's own limit).
+_MAX_DEPTH = 128
+#: The longest JSON text of a float (``-2.2250738585072014e-308``), of true/false and of null.
+_SCALAR_BYTES: dict[type, int] = {float: 24, bool: 5, type(None): 4}
 
 
 def storable_text(text: str, what: str, *, max_bytes: int | None = None) -> str:
@@ -30,6 +54,130 @@ def storable_text(text: str, what: str, *, max_bytes: int | None = None) -> str:
 
 def decision_text(rationale: object, resolved_by: object) -> tuple[str, str]:
     """A gate decision's rationale and decider as the engine keeps them (text; "" and "human"
-    when not given), refused (:func:`storable_text`) when no store could keep them."""
-    return (storable_text(str(rationale or ""), "the decision's rationale"),
-            storable_text(str(resolved_by or "human"), "who decided (resolved_by)"))
+    when not given), refused (:func:`storable_text`) when no store could keep them or they are
+    longer than :data:`MAX_RATIONALE_BYTES` and :data:`MAX_DECIDER_BYTES`."""
+    return (storable_text(str(rationale or ""), "the decision's rationale", max_bytes=MAX_RATIONALE_BYTES),
+            storable_text(str(resolved_by or "human"), "who decided (resolved_by)", max_bytes=MAX_DECIDER_BYTES))
+
+
+def reported_failure(failure: Any) -> Any:
+    """``failure`` as the engine keeps it: as given, or its text cut to :data:`MAX_FAILURE_BYTES`
+    in UTF-8 with a note saying so when it is longer. Cut, not refused: the runner reports what
+    an agent's exception said, and a long message must fail the attempt, not the run's driver."""
+    text = failure if type(failure) is str else str(failure)
+    if len(text) * 4 <= MAX_FAILURE_BYTES:  # no character is longer than 4 bytes in UTF-8
+        return failure
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size <= MAX_FAILURE_BYTES:
+        return failure
+    kept = text[:MAX_FAILURE_BYTES].encode("utf-8", "surrogatepass")[:MAX_FAILURE_BYTES]
+    return (kept.decode("utf-8", "ignore") + f" ... [cut: the failure text was {size} bytes long in UTF-8; "
+            f"the first {MAX_FAILURE_BYTES} are kept]")
+
+
+def oversize_result(result: Any) -> dict[str, Any] | None:
+    """The schema failure of a result whose JSON text is longer than :data:`MAX_RESULT_BYTES`
+    in UTF-8, saying how long and what to do instead; None when it is not (or it is no JSON at
+    all: what the store refuses is reported as such, see :func:`lockgate.engine.results.unstorable`)."""
+    if _upper(result, MAX_RESULT_BYTES, 0) <= MAX_RESULT_BYTES:
+        return None
+    limit = MAX_RESULT_BYTES
+    size = _measured(result, limit)
+    if size is None:
+        return None
+    amount, exact = size
+    said = f"{amount} bytes" if exact else f"at least {amount} bytes"
+    message = (f"the result is too large: its JSON text is {said} in UTF-8, and a result may have at most "
+               f"{limit}{_mib(limit)}; write large outputs to a file in the workspace and return its path")
+    return {"kind": "schema", "reason": message, "violations": [{"path": "result", "message": message}]}
+
+
+def _mib(size: int) -> str:
+    """`` (32 MiB)`` for a whole number of MiB, else nothing."""
+    return f" ({size // (1024 * 1024)} MiB)" if size % (1024 * 1024) == 0 else ""
+
+
+def _measured(result: Any, limit: int) -> tuple[int, bool] | None:
+    """(the UTF-8 size of ``result``'s compact JSON text, True) when it is over ``limit``; (a
+    lower bound of it, False) when that alone is over (a huge result is not encoded to say so);
+    None when it is within ``limit`` or is no JSON."""
+    low = _lower(result, limit, 0)
+    if low > limit:
+        return low, False
+    from .store.codec import json_encoder
+
+    try:
+        text = json_encoder(sort_keys=False, ensure_ascii=False)(result)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    size = len(text) if text.isascii() else _utf8_size(text)
+    return (size, True) if size > limit else None
+
+
+def _utf8_size(text: str, chunk: int = 1 << 20) -> int:
+    """The length of ``text`` in UTF-8 (a lone surrogate as 3 bytes), a chunk at a time."""
+    return sum(len(text[i:i + chunk].encode("utf-8", "surrogatepass")) for i in range(0, len(text), chunk))
+
+
+def _upper(value: Any, room: int, depth: int) -> int:
+    """An upper bound of the UTF-8 size of ``value``'s compact JSON text, or any number over
+    ``room`` once that is reached (or the value is no plain JSON, or nested too deeply: then the
+    caller measures it exactly). A character takes at most 6 bytes (``\\u001f``), an integer
+    of n bits at most n/3 + 1 digits and a sign. This runs on every reported result, so objects
+    come first and scalars inside containers are taken inline."""
+    kind = type(value)
+    if kind is dict and depth <= _MAX_DEPTH:
+        total = 2
+        for key, item in value.items():
+            total += 6 * len(key) + 4 if type(key) is str else _upper(key, room, depth) + 4
+            kind = type(item)
+            if kind is str:
+                total += 6 * len(item) + 2
+            elif kind is int:
+                total += item.bit_length() // 3 + 2
+            else:
+                total += _SCALAR_BYTES.get(kind) or _upper(item, room - total, depth + 1)
+                if total > room:
+                    return total
+        return total
+    if kind is list and depth <= _MAX_DEPTH:
+        total = 2
+        for item in value:
+            kind = type(item)
+            if kind is str:
+                total += 6 * len(item) + 3
+            elif kind is int:
+                total += item.bit_length() // 3 + 3
+            else:
+                total += (_SCALAR_BYTES.get(kind) or _upper(item, room - total, depth + 1)) + 1
+                if total > room:
+                    return total
+        return total
+    if kind is str:
+        return 6 * len(value) + 2
+    if kind is int:
+        return value.bit_length() // 3 + 2
+    return _SCALAR_BYTES.get(kind) or room + 1
+
+
+def _lower(value: Any, room: int, depth: int) -> int:
+    """A lower bound of the UTF-8 size of ``value``'s compact JSON text (a character takes at
+    least a byte, a scalar at least one), or any number over ``room`` once that is reached.
+    Parts it cannot read (no plain JSON, nested too deeply) count 0."""
+    kind = type(value)
+    if kind is str:
+        return len(value) + 2
+    if depth > _MAX_DEPTH or (kind is not dict and kind is not list):
+        return 0 if kind is not int and kind not in _SCALAR_BYTES else 1
+    total = 1 + max(len(value), 1)  # the brackets and the commas between the items
+    if kind is dict:
+        for key, item in value.items():
+            total += (len(key) + 3 if type(key) is str else 3) + _lower(item, room - total, depth + 1)
+            if total > room:
+                return total
+    else:
+        for item in value:
+            total += _lower(item, room - total, depth + 1)
+            if total > room:
+                return total
+    return total

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import AgentError, AgentUnavailable
+from ..textargs import MAX_RESULT_BYTES
 from .guardian import GUARDIAN
 
 TERM_GRACE_S = 2.0
@@ -30,7 +31,8 @@ TERM_GRACE_S = 2.0
 REAP_POLL_S = 0.005
 PIPE_GRACE_S = 1.0
 TAIL_CHARS = 2000
-MAX_STDOUT = 32 * 1024 * 1024
+#: A command's stdout is its result: no more is read than a result may be long.
+MAX_STDOUT = MAX_RESULT_BYTES
 STDERR_KEEP = 64 * 1024
 _CHUNK = 64 * 1024
 
