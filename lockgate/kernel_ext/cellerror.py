@@ -14,8 +14,9 @@ from IPython.core.error import UsageError
 
 
 class FlowCellError(UsageError):
-    """A ``%%flow`` cell that binds nothing (an invalid spec, name or ``--flow``), or a refused
-    ``%flow`` line (``%flow approve`` of a step that is not a waiting gate, an unknown option).
+    """A ``%%flow`` cell that binds nothing (an invalid spec, name or ``--flow``), a refused
+    ``%flow`` line (``%flow approve`` of a step that is not a waiting gate, an unknown option),
+    or a refused ``spec.start(...)`` (inputs the flow refuses, an agent nothing provides).
 
     A :class:`UsageError` for callers that catch one; the message (the diagnostics, with the
     cell's line numbers) is the whole traceback shown.

@@ -60,11 +60,11 @@ class FlowSpec:
 
         Inputs the flow's input contract refuses, an agent the flow uses that is neither in
         ``agents`` nor registered nor configured, one whose (synchronous) preflight finds it
-        cannot run here, and ``agents`` that is not a mapping are a one-line UsageError here
-        (the engine's error is its ``__cause__``); nothing starts."""
-        from IPython.core.error import UsageError
-
+        cannot run here, and ``agents`` that is not a mapping fail the cell here with a one-line
+        :class:`FlowCellError` (an ``error`` output, as a refused ``%flow run`` line; the engine's
+        error is its ``__cause__``); nothing starts."""
         from ..errors import LockgateError
+        from .cellerror import FlowCellError
         from .run_view import start_run
         from .startcheck import agents_mapping
 
@@ -72,7 +72,7 @@ class FlowSpec:
         try:
             return start_run(self, {} if inputs is None else inputs, agents=agents, **options)
         except LockgateError as exc:
-            raise UsageError(f"{self.name}.start: {getattr(exc, 'message', None) or exc}") from exc
+            raise FlowCellError(f"{self.name}.start: {getattr(exc, 'message', None) or exc}") from exc
 
     def summary(self) -> str:
         flow = self.spec.flows[self.flow]

@@ -38,13 +38,13 @@ def check_preflights(runner: Any, spec: Any, flow: str) -> None:
 
 
 def agents_mapping(agents: Any, where: str) -> Mapping[str, Any] | None:
-    """``agents`` when it is a mapping (or None); otherwise a one-line UsageError saying what
-    agents= takes (a bare function is the usual slip)."""
-    from IPython.core.error import UsageError
+    """``agents`` when it is a mapping (or None); otherwise a one-line FlowCellError (a
+    UsageError that fails the cell) saying what agents= takes (a bare function is the usual slip)."""
+    from .cellerror import FlowCellError
 
     if agents is None or isinstance(agents, Mapping):
         return agents
     name = getattr(agents, "__name__", None)
     example = f"{{{name!r}: {name}}}" if callable(agents) and name and name.isidentifier() else "{'writer': writer}"
-    raise UsageError(f"{where}: agents= takes a mapping {{name: callable}}, e.g. agents={example}, "
+    raise FlowCellError(f"{where}: agents= takes a mapping {{name: callable}}, e.g. agents={example}, "
                      f"not a {type(agents).__name__}")

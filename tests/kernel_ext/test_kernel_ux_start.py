@@ -40,17 +40,9 @@ def kernel(tmp_path_factory):
     session.close()
 
 
-def _one_line_usage_error(out, *expected: str) -> None:
-    """A refused Python call (``rw.start``): IPython prints the UsageError, one line."""
-    assert out.error is None or out.error["ename"] == "UsageError", out.traceback  # IPython prints it
-    assert out.stderr.startswith("UsageError: ") and len(out.stderr.strip().splitlines()) == 1, out.stderr
-    assert "Traceback" not in out.shown
-    for text in expected:
-        assert text in out.stderr, out.stderr
-
-
 def _one_line_refused_line(out, *expected: str) -> None:
-    """A refused %flow line: the cell fails with a FlowCellError, shown as one line."""
+    """A refused %flow line or Python call (``rw.start``): the cell fails with a FlowCellError,
+    an ``error`` output a saved notebook and papermill see, shown as one line."""
     assert out.error is not None and out.error["ename"] == "FlowCellError", out.shown
     assert out.traceback.startswith("FlowCellError: ") and len(out.error["traceback"]) == 1, out.traceback
     assert "Traceback" not in out.shown
@@ -77,8 +69,7 @@ def _one_line_refused_line(out, *expected: str) -> None:
 ])
 def test_a_run_that_cannot_start_is_refused_at_once(kernel, code, expected):
     before = kernel.value("stored_runs()")
-    refused = _one_line_refused_line if code.startswith("%flow") else _one_line_usage_error
-    refused(kernel.run(code), *expected)
+    _one_line_refused_line(kernel.run(code), *expected)
     assert kernel.value('"bad" in globals()') is False  # nothing bound, nothing started
     assert kernel.value("stored_runs()") == before
 
@@ -98,7 +89,7 @@ def test_agents_registered_or_passed_are_found(kernel):
         assert kernel.value("await s") == {"result": "done", "quality_score": 0.9}
     finally:
         kernel.run('la.DEFAULT_REGISTRY.unregister("scribe")')
-    _one_line_usage_error(kernel.run('scribed.start({"text": "t"})'), "no agent named 'scribe'")
+    _one_line_refused_line(kernel.run('scribed.start({"text": "t"})'), "no agent named 'scribe'")
 
 
 def test_a_run_whose_agent_is_found_down_later_fails_before_it_is_planned(kernel):
