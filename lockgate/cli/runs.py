@@ -312,15 +312,22 @@ def gate_group() -> None:
     """Decide a waiting gate: approve, revise or reject (kill)."""
 
 
+NOTE_HELP = {"revise": "What to change (required): the feedback the revised steps' agents get, recorded in the "
+                      "audit trail."}
+
+
 def _gate_command(decision: str, summary: str) -> click.Command:
     @click.command(decision, help=summary)
     @click.argument("run_id", metavar="RUN")
     @click.argument("step_id", metavar="STEP")
-    @click.option("--note", default="", help="The rationale, recorded in the audit trail.")
+    @click.option("--note", default="", help=NOTE_HELP.get(decision, "The rationale, recorded in the audit trail."))
     @click.option("--by", "resolved_by", default="human", show_default=True, help="Who decided.")
     @store_option
     @format_option
     def command(run_id: str, step_id: str, note: str, resolved_by: str, store: str | None, fmt: str) -> None:
+        if decision == "revise" and not note.strip():  # as the prompt, the buttons and %flow revise refuse it
+            raise click.UsageError("a revision needs a note saying what to change (--note TEXT): it is the "
+                                   "feedback the revised steps' agents get")
         engine = _engine(store, judging=True)
         gate = _open_gate(engine, run_id, step_id)
         result = _steer(run_id, store, lambda: engine.resolve_waiting_gate(run_id, step_id, decision, note,

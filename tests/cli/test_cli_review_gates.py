@@ -137,3 +137,15 @@ def test_why_on_a_killed_run_says_how_it_ended_once(store):
         "- nothing continues it (it saved no checkpoint); its audit trail shows what happened",
         f"    lockgate audit {run} --store {store}",
     ]
+
+
+@pytest.mark.parametrize("note", [None, "  "])
+def test_a_revise_without_a_note_is_refused_and_changes_nothing(store, note):
+    """The note is what the revised step's agent is told to change: without one the agent gets
+    no feedback (``previous_failure: null``) and a round is spent. The terminal prompt, the
+    notebook buttons and ``%flow revise`` refuse it; so does the command (exit 2)."""
+    run = at_gate(store, spec(3, 2))
+    revised = invoke(store, "gate", "revise", run, "review", *(["--note", note] if note is not None else []))
+    assert revised.exit_code == 2
+    assert "a revision needs a note saying what to change (--note TEXT)" in revised.stderr
+    assert gate_wait(store, run)[0] == "- gate review waits for a decision (round 0/2, the gate's max_rounds)"

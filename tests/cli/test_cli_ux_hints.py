@@ -85,7 +85,7 @@ def test_a_steering_command_prints_the_decisions_run_prints_and_they_work_typed(
 
 def test_after_a_revise_the_resume_command_asks_for_the_agents_module(project):
     rid = at_gate("runs.db")
-    revised = invoke("gate", "revise", rid, "review", "--note", "more", "--store", "runs.db")
+    revised = invoke("gate", "revise", rid, "review", "--note", "again", "--note", "more", "--store", "runs.db")
     assert revised.exit_code == 0, revised.stderr
     command = f"lockgate run --resume {rid} --store runs.db --agents <your agents module>"
     assert revised.stdout.splitlines()[-2:] == [f"continue with agents: {command}",
@@ -98,7 +98,7 @@ def test_after_a_revise_the_resume_command_asks_for_the_agents_module(project):
 
 def test_why_spells_the_resume_command_the_same_way(project):
     rid = at_gate("runs.db")
-    invoke("gate", "revise", rid, "review", "--store", "runs.db")
+    invoke("gate", "revise", rid, "review", "--note", "again", "--store", "runs.db")
     why = invoke("why", rid, "--store", "runs.db")
     assert why.exit_code == 0, why.stderr
     assert why.stdout.splitlines()[-3:] == [
@@ -137,7 +137,7 @@ def test_a_store_from_the_environment_is_not_repeated(project, monkeypatch):
     rid = at_gate(str(project / "runs.db"))
     waiting = invoke("why", rid)
     assert f'    lockgate gate approve {rid} review --note "..."' in waiting.stdout.splitlines()
-    revised = invoke("gate", "revise", rid, "review")
+    revised = invoke("gate", "revise", rid, "review", "--note", "again")
     assert (f"continue with agents: lockgate run --resume {rid} --agents <your agents module>"
             in revised.stdout.splitlines())
 
@@ -153,7 +153,7 @@ def driven_at_gate(*agents: str) -> str:
 def test_the_commands_name_the_agents_module_the_run_was_driven_with(project):
     rid = driven_at_gate("agents.py")
     resume = f"lockgate run --resume {rid} --agents agents.py --store runs.db"
-    revised = invoke("gate", "revise", rid, "review", "--note", "more", "--store", "runs.db")
+    revised = invoke("gate", "revise", rid, "review", "--note", "again", "--note", "more", "--store", "runs.db")
     assert revised.stdout.splitlines()[-1] == f"continue with agents: {resume}"
     why = invoke("why", rid, "--store", "runs.db")
     assert f"    {resume}" in why.stdout.splitlines()
@@ -167,7 +167,7 @@ def test_a_module_outside_the_current_folder_is_named_by_its_path(project, monke
     rid = driven_at_gate("agents.py")
     (project / "sub").mkdir()
     monkeypatch.chdir(project / "sub")
-    revised = invoke("gate", "revise", rid, "review", "--store", "../runs.db")
+    revised = invoke("gate", "revise", rid, "review", "--note", "again", "--store", "../runs.db")
     assert revised.stdout.splitlines()[-1] == (
         f"continue with agents: lockgate run --resume {rid} --agents {project / 'agents.py'} --store ../runs.db")
 
@@ -175,14 +175,14 @@ def test_a_module_outside_the_current_folder_is_named_by_its_path(project, monke
 def test_a_dotted_module_is_named_as_it_was_given(project):
     (project / "writers.py").write_text(AGENTS)
     rid = driven_at_gate("writers")
-    revised = invoke("gate", "revise", rid, "review", "--store", "runs.db")
+    revised = invoke("gate", "revise", rid, "review", "--note", "again", "--store", "runs.db")
     assert revised.stdout.splitlines()[-1] == (
         f"continue with agents: lockgate run --resume {rid} --agents writers --store runs.db")
 
 
 def test_a_resume_without_the_module_it_needs_is_told_which_one(project):
     rid = driven_at_gate("agents.py")
-    invoke("gate", "revise", rid, "review", "--store", "runs.db")
+    invoke("gate", "revise", rid, "review", "--note", "again", "--store", "runs.db")
     before = invoke("show", rid, "--store", "runs.db", "--format", "json").stdout
     resumed = invoke("run", "--resume", rid, "--store", "runs.db")
     assert (resumed.exit_code, resumed.stderr.strip()) == (2, (
@@ -199,7 +199,7 @@ def test_a_resume_without_the_module_it_needs_is_told_which_one(project):
 
 def test_a_module_that_is_gone_is_said_to_be(project):
     rid = driven_at_gate("agents.py")
-    invoke("gate", "revise", rid, "review", "--store", "runs.db")
+    invoke("gate", "revise", rid, "review", "--note", "again", "--store", "runs.db")
     (project / "agents.py").unlink()
     gone = (f"the run was driven with --agents {project / 'agents.py'}, which is not there any more: "
             "give the module that defines its agents")
@@ -214,7 +214,7 @@ def test_a_module_that_is_gone_is_said_to_be(project):
 def test_agents_from_the_configuration_need_no_module(project):
     configure_writer(project)
     rid = at_gate("runs.db")
-    revised = invoke("gate", "revise", rid, "review", "--store", "runs.db")
+    revised = invoke("gate", "revise", rid, "review", "--note", "again", "--store", "runs.db")
     assert revised.stdout.splitlines()[-1] == (
         f"continue with agents: lockgate run --resume {rid} --store runs.db")
     why = invoke("why", rid, "--store", "runs.db")
@@ -318,7 +318,7 @@ def test_a_run_driven_without_a_configuration_is_resumed_from_a_folder_with_one_
     (project / "other").mkdir()
     monkeypatch.chdir(project / "other")
     (project / "other" / "lockgate.toml").write_text('[agents.reviewer]\ntype = "command"\ncommand = ["true"]\n')
-    revised = invoke("gate", "revise", rid, "review", "--store", "../runs.db")
+    revised = invoke("gate", "revise", rid, "review", "--note", "again", "--store", "../runs.db")
     command, note = revised.stdout.splitlines()[-2:]
     assert command == (f"continue with agents: lockgate run --resume {rid} --agents {project / 'agents.py'} "
                        "--store ../runs.db --config lockgate.toml")
