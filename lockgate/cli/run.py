@@ -38,6 +38,21 @@ class Options(NamedTuple):
         return hints.resume_command(run_id, agents=self.agents, store=self.store, judge=self.judge,
                                     config=self.config)
 
+    @property
+    def in_memory(self) -> bool:
+        """Whether the run lives in a memory store: gone with this process, so no command run
+        later can decide, resume or cancel it."""
+        from ..engine.store import ENV_VAR
+        from .stores import MEMORY
+
+        return (self.store if self.store is not None else os.environ.get(ENV_VAR)) in MEMORY
+
+    def lost(self, run_id: str, what: str) -> str:
+        """The line that replaces the commands to go on from ``what`` for an in-memory run."""
+        return (f"run {run_id} {what}, but it lived in a memory store and ends with this process: nothing can "
+                "decide or resume it later. Use a store that keeps it (the default: .lockgate/lockgate.db "
+                "here) to go on from there.")
+
 
 @click.command("run")
 @click.argument("spec", required=False, metavar="SPEC")
@@ -260,7 +275,10 @@ def _conclude(result: Any, options: Options) -> int:
         click.echo(json.dumps(result.output, indent=2, ensure_ascii=False))
         return EXIT_OK
     response = result.response
-    if result.status == "await_gate":
+    if result.status == "await_gate" and options.in_memory:
+        gates = ", ".join(repr(gate["step_id"]) for gate in result.waiting_gates)
+        click.echo(options.lost(result.run_id, f"waits at gate {gates}"), err=True)
+    elif result.status == "await_gate":
         for gate in result.waiting_gates:
             decide = hints.decide_lines(result.run_id, gate, store=options.store)
             click.echo("\n".join([f"run {result.run_id} waits at gate {gate['step_id']!r}; decide with:",
@@ -316,8 +334,12 @@ def _report_engine_error(exc: Any) -> None:
 
 
 def _report_spec_error(spec: str | None, exc: Any) -> None:
-    """The spec's diagnostics with their source excerpts, as ``lockgate validate`` shows them."""
-    diagnostics = getattr(exc, "diagnostics", None)
+    """The spec's diagnostics with their source excerpts, as ``lockgate validate`` shows them,
+    less the warnings about agents the configuration does not name: a run also takes them from
+    --agents and the built-ins, and says itself when one resolves from nowhere."""
+    from ..dsl.codes import AGENT_CONFIG_CODES
+
+    diagnostics = [d for d in getattr(exc, "diagnostics", None) or () if d.code not in AGENT_CONFIG_CODES]
     if diagnostics and spec:
         from ..dsl.loader import read_at_most
         from ..dsl.report import format_text
@@ -353,6 +375,9 @@ def _report_interrupted(engine: Any | None, run_id: str | None, options: Options
     status = _stored_status(engine, run_id)
     if status in ("complete", "error", "killed", "cancelled"):
         click.echo(f"interrupted: run {run_id} had already ended ({status}); see: {show}", err=True)
+        return
+    if options.in_memory:
+        click.echo(f"interrupted: {options.lost(run_id, 'was stopped')}", err=True)
         return
     click.echo(f"interrupted: run {run_id} is left as it was (its agent calls were stopped; nothing recorded "
                "is lost)\n"

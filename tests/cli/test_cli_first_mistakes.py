@@ -58,3 +58,15 @@ def test_a_module_agent_named_like_a_built_in_is_asked_for_when_going_on(project
     assert revised.exit_code == 0, revised.stderr
     (line,) = [x for x in revised.stdout.splitlines() if x.startswith("continue with agents:")]
     assert line.endswith("--agents agents.py --store runs.db")  # the module the run was driven with
+
+
+def test_a_spec_error_is_reported_without_warnings_about_agents_the_run_has(project: Path) -> None:
+    """LG905 ("agent 'writer' is not configured") is lockgate.toml's view; a run takes agents
+    from --agents too, so its spec errors come without it (as in a notebook and over MCP)."""
+    (project / "flow.stratum.yaml").write_text(SPEC.replace("agent: codex", "agent: writer")
+                                               .replace("text: string", "text: strin"))
+    (project / "agents.py").write_text("def writer(task):\n    return {'text': 'x'}\n")
+    result = invoke("run", "flow.stratum.yaml", "--agents", "agents.py", "--input", "topic=x", "--store", "runs.db")
+    assert result.exit_code == 2
+    assert "strin" in result.stderr and "error" in result.stderr
+    assert "LG905" not in result.stderr and "not configured" not in result.stderr

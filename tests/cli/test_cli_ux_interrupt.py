@@ -166,3 +166,32 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return state != "Z"
+
+
+def test_ctrl_c_on_a_run_in_a_memory_store_says_it_is_gone(project):
+    """An in-memory run ends with the process: no resume or cancel command is offered for it."""
+    (project / "agents.py").write_text(BLOCKING_AGENT)
+    proc = start(project, "run", "flow.stratum.yaml", "--agents", "agents.py", "--input", "topic=x",
+                 "--store", "memory", "--no-prompt")
+    wait_started(project, proc)
+    stderr, _ = interrupt(proc)
+    assert proc.returncode == 130, stderr
+    assert "lived in a memory store and ends with this process: nothing can decide or resume it later" in stderr
+    assert "--resume" not in stderr and "lockgate cancel" not in stderr
+
+
+@pytest.mark.parametrize("how", ["option", "environment"])
+def test_a_gate_left_waiting_in_a_memory_store_offers_no_commands(project, how):
+    """``--no-prompt`` on a memory store: the gate's decide and resume commands would name a run
+    no later command can find, so the run is said to be gone instead (exit 3, as for any gate)."""
+    (project / "agents.py").write_text(FAST_AGENT)
+    store = ["--store", "memory"] if how == "option" else []
+    env = {**lockgate_env(), **({"LOCKGATE_STORE": "memory"} if how == "environment" else {})}
+    done = subprocess.run(lockgate_argv("run", "flow.stratum.yaml", "--agents", "agents.py", "--input", "topic=x",
+                                        *store, "--no-prompt"), cwd=project, env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 3, done.stderr
+    run_id = json.loads(done.stdout)["run_id"]
+    assert f"run {run_id} waits at gate 'approve', but it lived in a memory store" in done.stderr
+    assert "lockgate gate approve" not in done.stderr and "--resume" not in done.stderr
+    assert not (project / ".lockgate").exists()
