@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import html
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..engine.gatechannel import OUTCOMES, Decision, GateRequest, StoreGates
@@ -136,6 +136,21 @@ class PlainGateCard:
         """Nothing to disable."""
 
 
+def stored_decisions(events: Iterable[Mapping[str, Any]]) -> dict[str, Decision]:
+    """Gate -> the decision the store recorded, for each gate whose latest event (of an
+    :meth:`Engine.audit` record's ``events``) is its ``gate_resolved``: a gate waiting again
+    (after a revise) has none. Each is ``applied`` (made through the engine, here or elsewhere)."""
+    decided: dict[str, Decision] = {}
+    for event in events:
+        step, kind, detail = event.get("step_id"), event.get("type"), event.get("detail") or {}
+        if kind == "gate_waiting":
+            decided.pop(step, None)
+        elif kind == "gate_resolved" and detail.get("decision") in OUTCOMES:
+            decided[step] = Decision(detail["decision"], str(detail.get("rationale") or ""),
+                                     str(detail.get("resolved_by") or "human"), applied=True)
+    return decided
+
+
 def make_card(request: GateRequest, on_decide: DecideCallback) -> GateCard | PlainGateCard:
     try:
         return GateCard(request, on_decide)
@@ -181,10 +196,20 @@ class WidgetGates:
             card.show_decision(decision, elsewhere=True)
         return decision
 
-    def close(self, run_status: str) -> None:
-        """Disable every card still undecided: the run they belong to has ended."""
+    def close(self, run_status: str, decided: Mapping[str, Decision] | None = None) -> None:
+        """The run the cards belong to has ended: settle every card still undecided. The newest
+        card of a gate ``decided`` names (the store's record: see :func:`stored_decisions`)
+        shows that decision as made elsewhere (the drive can end, the run completed by a
+        terminal's decision, before its gate's question hears of it); any other card is
+        disabled, saying the gate can no longer be decided."""
+        decided = decided or {}
+        newest = {card.request.step_id: card for card in self.cards}
         for card in self.cards:
-            card.close(run_status)
+            step = card.request.step_id
+            if not card.decided and step in decided and newest[step] is card:
+                card.show_decision(decided[step], elsewhere=True)
+            else:
+                card.close(run_status)
 
     def settle(self, step_id: str, outcome: str, note: str = "", resolved_by: str | None = None) -> bool:
         """Decide a waiting gate; False when no such gate waits here (or it is already decided)."""

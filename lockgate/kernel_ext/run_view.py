@@ -104,20 +104,31 @@ class NotebookRun:
             self._notify()
 
     def _settle_view(self) -> None:
-        """The run ended: cards of gates left undecided stop taking clicks, and rows of a run
-        that stopped early (cancelled, failed) show what the store recorded, not "running"."""
+        """The run ended: the view shows what the store recorded, whatever the drive heard. Rows
+        of a run that stopped early (cancelled, failed) no longer say "running"; a gate decided
+        from a terminal, whose decision the drive can end without hearing of (it saw the run
+        complete first), shows decided, its card with the decision; the cards of gates left
+        undecided stop taking clicks."""
         from ..engine.graphs import picture_statuses
+        from .gates import stored_decisions
+
+        record = self._stored_record()
+        self.gates.close(self.status, stored_decisions(record.get("events", [])) if record else None)
+        if record is None:  # the view stays as it was; the run's own status says what happened
+            return
+        for node, status in picture_statuses(record).items():
+            self.rows.setdefault(node, StepRow()).status = status
+
+    def _stored_record(self) -> dict[str, Any] | None:
+        """The run's audit record, or None when it was never planned or cannot be read."""
         from ..errors import LockgateError
 
-        self.gates.close(self.status)
-        if self.run_id is None or self.status in ("complete", "killed"):
-            return
+        if self.run_id is None:
+            return None
         try:
-            stored = picture_statuses(self.engine.audit(self.run_id))
-        except LockgateError:  # the view stays as it was; the run's own status says what happened
-            return
-        for node, status in stored.items():
-            self.rows.setdefault(node, StepRow()).status = status
+            return self.engine.audit(self.run_id)
+        except LockgateError:
+            return None
 
     def __await__(self):
         if self._task is None:
