@@ -96,7 +96,11 @@ def emit_outcome(emit: Emitter, run_id: str, entry: Mapping[str, Any], result: A
     common = {"step_id": step_id, "attempt": attempt, "agent": entry.get("agent")}
     violations = response.get("violations") or ()
     failed = failure_of(response, step_id)
-    if failed is not None:
+    if failed is not None and _retried(response, step_id) and (response.get("failure") or {}).get("kind") == "iterate":
+        # a round whose ``until`` does not hold yet did not fail: the step goes round again
+        emit("step_retrying", run_id, step_id=step_id, attempt=int(response.get("attempt") or attempt + 1),
+             agent=entry.get("agent"), message=_next_round(response))
+    elif failed is not None:
         emit("step_failed", run_id, violations=violations if response.get("failed_step") == step_id else (),
              message=failed or result.failure, **common)
         if _retried(response, step_id):
@@ -124,6 +128,14 @@ def emit_evaluated(emit: Emitter, run_id: str, call: Mapping[str, Any], answer: 
              **common)
     else:
         emit("step_succeeded", run_id, **common)
+
+
+def _next_round(response: Mapping[str, Any]) -> str:
+    """What a progress line says of an iterate step going round again."""
+    failure = response.get("failure") or {}
+    until = next((v.get("until") for v in failure.get("violations") or () if v.get("until")), None)
+    held = f": until {until!r} does not hold yet" if until else ""
+    return f"round {failure.get('iteration')} of {failure.get('max')} done{held}"
 
 
 def failure_of(response: Mapping[str, Any], step_id: str) -> str | None:

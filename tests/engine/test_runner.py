@@ -597,3 +597,33 @@ def test_example_reviewed_work_with_run_sync(tmp_path):
                       gates=CallbackGates(lambda request: "approve"))
     assert result.ok and result.output == {"result": "final", "quality_score": 0.85}
     assert "quality_score >= 0.8" in str(codex.calls[1].violations)
+
+
+ITERATED = textwrap.dedent("""
+    version: 1
+    contracts:
+      Out: {score: integer}
+    flows:
+      entry: main
+      main:
+        input: {}
+        output: {from: "${w.output}", contract: Out}
+        steps:
+          - id: w
+            do: "improve"
+            agent: writer
+            out: Out
+            iterate: {max: 4, until: "result.score >= 3"}
+    """)
+
+
+async def test_an_iterate_round_goes_round_again_without_being_reported_failed():
+    """A round whose ``until`` does not hold yet is not a failure: the progress stream says the
+    step goes round again and why (the CLI showed "failed" with no reason for every round)."""
+    writer = ScriptedAgent({"w": [{"score": 1}, {"score": 2}, {"score": 3}]})
+    result = await run(ITERATED, {}, agents={"writer": writer}, store="memory")
+    assert result.ok and result.output == {"score": 3}
+    assert not [e for e in result.events if e.kind == "step_failed"]
+    rounds = [(e.attempt, e.message) for e in result.events if e.kind == "step_retrying"]
+    assert rounds == [(2, "round 1 of 4 done: until 'result.score >= 3' does not hold yet"),
+                      (3, "round 2 of 4 done: until 'result.score >= 3' does not hold yet")]
