@@ -14,12 +14,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from processes import GUARD_S, running, wait_until
 from specs import note_flow
 
@@ -32,24 +34,26 @@ from lockgate.engine.store import open_store
 #: ``sleep`` ends at SIGTERM; the command itself would sleep on for a minute.
 STOPPED_WITHIN_S = 10.0
 
-#: The first run of the command (while ``hold`` exists) writes its pid and sleeps a minute; a run
-#: after ``hold`` is removed answers at once. Every run appends its pid to ``ran``.
+#: The first run of the command (while ``hold`` exists) writes its pid and sleeps a minute (a
+#: ``stubborn`` one ignoring SIGTERM: it takes SIGKILL, after a grace longer than a watch's
+#: period); a run after ``hold`` is removed answers at once. Every run appends its pid to ``ran``.
 CHECK = """        evaluate:
           command: |
             cat > /dev/null; echo $$ >> ran
+            if [ -e stubborn ]; then trap '' TERM; fi
             if [ -e hold ]; then echo $$ > pid.tmp; mv pid.tmp pid; exec sleep 60; fi
             echo '{"status": "closed", "children": [], "reason": "afresh"}'
           timeout_ms: 120000
         out: Verdict
 """
-#: the drive ends waiting at ``g`` (it has no gate channel), not with the run, which would stop
-#: whatever it still runs
-DRIVEN = note_flow("      - id: check\n" + CHECK + "      - {id: g, after: [check], gate: {on_approve: null, "
-                   "on_revise: null, on_kill: null}}\n", output="check", contract="Verdict")
+#: the run then waits at ``last`` (no one answers it), rather than end: the end of a run stops
+#: whatever still runs for it, withdrawn or not
+LAST = "      - {id: last, after: [check], gate: {on_approve: null, on_revise: null, on_kill: null}}\n"
+DRIVEN = note_flow("      - id: check\n" + CHECK + LAST, output="check", contract="Verdict")
 DECIDED = note_flow("      - {id: g, gate: {on_approve: check, on_revise: null, on_kill: null}}\n"
-                    "      - id: check\n" + CHECK, output="check", contract="Verdict")
+                    "      - id: check\n" + CHECK + LAST, output="check", contract="Verdict")
 
-#: ``lockgate run`` in a terminal: drives the spec to its end through the runner.
+#: ``lockgate run`` in a terminal: drives the spec through the runner (to ``last``).
 DRIVE = """import asyncio, json, sys
 from lockgate.engine import Engine
 from lockgate.engine.runner import run
@@ -69,6 +73,32 @@ print(json.dumps({"status": out["status"], "output": out.get("output")}))
 """
 
 
+class Serialised:
+    """An engine whose calls are serialised under a lock it leaves while a command runs, as the
+    MCP server serves concurrent tool calls."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine, self.lock = engine, threading.Lock()
+        engine.around_commands = self._unlocked
+
+    @contextmanager
+    def _unlocked(self, call: Any) -> Iterator[None]:
+        self.lock.release()
+        try:
+            yield
+        finally:
+            self.lock.acquire()
+
+    def call(self, method: str, *args: Any) -> Any:
+        with self.lock:
+            return getattr(self.engine, method)(*args)
+
+    def start(self, method: str, *args: Any) -> threading.Thread:
+        thread = threading.Thread(target=self.call, args=(method, *args))
+        thread.start()
+        return thread
+
+
 @contextmanager
 def process(where: Path, script: str, *args: str) -> Iterator[subprocess.Popen[str]]:
     """``script`` running in a Python process of its own, in ``where``; killed on the way out if
@@ -81,9 +111,14 @@ def process(where: Path, script: str, *args: str) -> Iterator[subprocess.Popen[s
         if child.poll() is None:
             child.kill()
             child.communicate()
-        pid = where / "pid"
-        if pid.exists() and running(int(pid.read_text())):
-            os.kill(int(pid.read_text()), signal.SIGKILL)
+        kill_left(where)
+
+
+def kill_left(where: Path) -> None:
+    """Kill the command's first run if it still runs (a failing test must not leak a sleep)."""
+    pid = where / "pid"
+    if pid.exists() and running(int(pid.read_text())):
+        os.kill(int(pid.read_text()), signal.SIGKILL)
 
 
 def first_command(where: Path) -> int:
@@ -120,12 +155,13 @@ def finished(child: subprocess.Popen[str]) -> dict[str, Any]:
     return json.loads(out)
 
 
-def afresh_at_the_gate(where: Path, run_id: str) -> None:
-    """The run went on from the checkpoint: its command's step settled by the new run."""
+def went_on_afresh(where: Path, run_id: str) -> None:
+    """The run went on from the checkpoint: its command's step settled by the command's new run,
+    it waits at ``last``."""
     engine = Engine(store=open_store(where / "runs.db"))
     (check,) = [t for t in engine.audit(run_id)["trace"] if t["step_id"] == "check"]
     assert check["status"] == "succeeded" and check["output"]["reason"] == "afresh"
-    assert [g["step_id"] for g in engine.status(run_id)["gates"]] == ["g"]
+    assert [g["step_id"] for g in engine.status(run_id)["gates"]] == ["last"]
     engine.close()
 
 
@@ -135,9 +171,12 @@ def ran_once_afresh(where: Path, first: int) -> None:
     assert runs[0] == first and len(runs) == 2 and runs[1] != first, runs
 
 
-def test_a_revert_elsewhere_stops_the_command_a_drive_runs(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stubborn", [False, True], ids=["sleep", "ignoring SIGTERM"])
+def test_a_revert_elsewhere_stops_the_command_a_drive_runs(tmp_path: Path, stubborn: bool) -> None:
     (tmp_path / "spec.yaml").write_text(DRIVEN)
     (tmp_path / "hold").touch()
+    if stubborn:
+        (tmp_path / "stubborn").touch()
     with process(tmp_path, DRIVE, str(tmp_path / "runs.db"), str(tmp_path), str(tmp_path / "spec.yaml")) as driving:
         first = first_command(tmp_path)
         (summary,) = Engine(store=open_store(tmp_path / "runs.db")).runs()  # an engine reading only
@@ -146,24 +185,50 @@ def test_a_revert_elsewhere_stops_the_command_a_drive_runs(tmp_path: Path) -> No
         assert gone_within(first, STOPPED_WITHIN_S), "the withdrawn command ran on"
         result = finished(driving)
     assert result["status"] == "await_gate"
-    afresh_at_the_gate(tmp_path, summary["run_id"])
+    went_on_afresh(tmp_path, summary["run_id"])
     ran_once_afresh(tmp_path, first)
 
 
-def test_a_revert_elsewhere_stops_the_command_a_deciding_caller_runs(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stubborn", [False, True], ids=["sleep", "ignoring SIGTERM"])
+def test_a_revert_elsewhere_stops_the_command_a_deciding_caller_runs(tmp_path: Path, stubborn: bool) -> None:
     engine = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path)
     run_id = engine.plan(DECIDED, {})["run_id"]
     (tmp_path / "hold").touch()
+    if stubborn:
+        (tmp_path / "stubborn").touch()
     with process(tmp_path, DECIDE, str(tmp_path / "runs.db"), str(tmp_path), run_id) as deciding:
         first = first_command(tmp_path)
         reverted = revert_meanwhile(tmp_path, run_id)
         assert reverted["driven_by"]  # the caller holds the run: the new issuance is its to run
         assert gone_within(first, STOPPED_WITHIN_S), "the withdrawn command ran on"
-        assert finished(deciding)["status"] == "complete"
-    (check,) = [t for t in engine.audit(run_id)["trace"] if t["step_id"] == "check"]
-    assert check["status"] == "succeeded" and check["output"]["reason"] == "afresh"
+        assert finished(deciding)["status"] == "await_gate"
+    went_on_afresh(tmp_path, run_id)
     ran_once_afresh(tmp_path, first)
     engine.close()
+
+
+def test_a_revert_through_the_engine_running_the_command_stops_it(tmp_path: Path) -> None:
+    """The MCP server: one engine serves a decision (its command running, the lock left) and the
+    revert; the revert's call runs the new issuance's command under the claim it shares."""
+    engine = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path)
+    run_id = engine.plan(DECIDED, {})["run_id"]
+    (tmp_path / "hold").touch()
+    server = Serialised(engine)
+    deciding = server.start("resolve_waiting_gate", run_id, "g", "approve")
+    try:
+        first = first_command(tmp_path)
+        server.call("commit", run_id, "mid-check")
+        (tmp_path / "hold").unlink()
+        assert server.call("revert", run_id, "mid-check")["status"] == "await_gate"
+        assert gone_within(first, STOPPED_WITHIN_S), "the withdrawn command ran on"
+        deciding.join(GUARD_S)
+        assert not deciding.is_alive()
+        went_on_afresh(tmp_path, run_id)
+        ran_once_afresh(tmp_path, first)
+    finally:
+        kill_left(tmp_path)
+        deciding.join(GUARD_S)
+        engine.close()
 
 
 async def test_a_revert_elsewhere_stops_the_agent_call_a_drive_makes(tmp_path: Path) -> None:

@@ -111,9 +111,9 @@ class Drive:
             runner.run_ids.append(self.run_id)
         self.admission = Admission(runner.settings)
         self.calls: dict[str, asyncio.Task[None]] = {}     # dispatch token -> agent call or command
-        # dispatch token -> (its step, the agent call or command running for it, without its report)
-        self.executing: dict[str, tuple[str, asyncio.Future[Any]]] = {}
-        self.withdrawn: set[str] = set()                    # tokens whose call the watch stopped
+        # dispatch token -> (its step, the task of its call) while its agent call or command runs
+        self.executing: dict[str, tuple[str, asyncio.Task[Any]]] = {}
+        self.withdrawn: set[str] = set()                    # tokens whose call the watch cancelled
         self.asks: dict[str, asyncio.Task[None]] = {}      # gate token -> gate question
         self.unanswered: dict[str, dict[str, Any]] = {}    # gate token -> gate left waiting
         self.finished: set[str] = set()                     # tokens already reported
@@ -188,29 +188,44 @@ class Drive:
         anew): their answers would be refused, and the call of a new issuance would run beside
         them. Only a drive holding a claim: one without learns from a refused answer that
         another process may drive the run (see :meth:`_settle`)."""
-        if self.driver is None or self.stopping or not self.executing:
+        if self.driver is None or self.stopping:
             return
-        issued = {token: step_id for token, (step_id, _) in self.executing.items()}
+        # one cancellation each: a second would cut short the first one's clean-up (a grace period)
+        issued = {token: step_id for token, (step_id, _) in self.executing.items() if token not in self.withdrawn}
+        if not issued:
+            return
         for token in self.engine.withdrawn(self.run_id, issued):
             self.withdrawn.add(token)
             self.executing[token][1].cancel()
 
     async def _unless_withdrawn(self, step_id: str, token: str, work: Awaitable[Any]) -> Any:
         """What ``work`` (the agent call or command of issuance ``token`` of ``step_id``) answers,
-        or :data:`_WITHDRAWN` when :meth:`_stop_withdrawn` stopped it. A task of its own, so
-        that stopping it leaves the call's report and the drive's other calls be."""
-        running = asyncio.ensure_future(work)
-        self.executing[token] = (step_id, running)
+        or :data:`_WITHDRAWN` when :meth:`_stop_withdrawn` stopped it. It is awaited in the
+        call's own task (one more task would cost an instant agent's call a tenth of its time):
+        the cancellation that stops it is always taken back here, however ``work`` ends, so that
+        it reaches nothing after it (the call's report); one from elsewhere (the run stopping)
+        goes on."""
+        task = asyncio.current_task()
+        assert task is not None  # awaited in a call's task
+        self.executing[token] = (step_id, task)
         try:
-            return await running
+            return await work
         except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if token in self.withdrawn and current is not None and not current.cancelling():
+            if self._take_back(token, task) and not task.cancelling():
                 return _WITHDRAWN
             raise
         finally:
             self.executing.pop(token, None)
-            self.withdrawn.discard(token)
+            self._take_back(token, task)  # stopped, but ``work`` swallowed the cancellation
+
+    def _take_back(self, token: str, task: asyncio.Task[Any]) -> bool:
+        """Take back, once, the cancellation :meth:`_stop_withdrawn` made of ``task`` for
+        ``token``; whether it had made one."""
+        if token not in self.withdrawn:
+            return False
+        self.withdrawn.discard(token)
+        task.uncancel()
+        return True
 
     async def _after_withdrawn(self) -> dict[str, Any]:
         """The run as stored, to go on from, once a call was stopped for its withdrawn issuance:

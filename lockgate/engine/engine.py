@@ -273,8 +273,8 @@ class Engine:
     def withdrawn(self, run_id: str, issued: Mapping[str, str]) -> set[str]:
         """The tokens of ``issued`` (token -> step key) whose issuance the run as stored no longer
         holds: their step was issued again (a revert, a take-over), reset or settled, or a cancel
-        burned them. An answer under them would be refused, so a drive stops the agent call or command
-        it runs for them (see :mod:`lockgate.engine.drive`)."""
+        burned them. An answer under them would be refused, so a drive stops the agent call or
+        command it runs for them (see :mod:`lockgate.engine.drive`)."""
         run = self._get(run_id, fresh=True)
         return {token for token, key in issued.items() if (st := run.steps.get(key)) is None or st.token != token}
 
