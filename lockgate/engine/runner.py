@@ -15,7 +15,8 @@ is enforced by the engine, which issues no more items than that at once.
 Cancelling the task running :func:`run` cancels every agent call (their processes are killed),
 records the run as cancelled and re-raises. A run cancelled by another process (``lockgate
 cancel``) is noticed within a second: its calls are stopped the same way and :func:`run` returns
-with status ``cancelled``.
+with status ``cancelled``. An agent call or command whose issuance another process withdrew
+(``lockgate revert``, a decision resetting its step) is stopped the same way, and the run goes on.
 
 ``judged`` ensures are answered by the judge: ``judge=`` (an agent name, an agent or a callable
 ``judge(statement, stakes, result, input)``), else the engine's own ``judge``, else ``judge`` in
