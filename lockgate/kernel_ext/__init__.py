@@ -24,6 +24,7 @@ def unload_ipython_extension(ipython: Any) -> None:
     magics = _loaded.pop(id(ipython), None)
     if magics is None:
         return
+    magics.detach()
     manager = ipython.magics_manager
     for kind in ("line", "cell"):
         manager.magics[kind].pop("flow", None)

@@ -1,4 +1,10 @@
-"""A ``%%flow`` cell's diagnostics in the cell's own line numbers (the ``%%flow`` line is line 1).
+"""A ``%%flow`` cell's diagnostics in the cell's own line numbers, as an editor numbers them.
+
+IPython gives the magic the cell's body: the lines below the ``%%flow`` line, without that line
+and without the blank lines above it, which it drops first. :func:`lines_above` counts those
+lines from the cell as written (IPython's ``pre_run_cell`` event has it), so that a blank line
+above ``%%flow`` does not shift every line a cell reports; :func:`in_cell` moves a diagnostic
+down that many lines.
 
 The dsl locates a diagnostic in the spec document, the cell's body: its range and its related
 ranges are data, shifted here as data. A few messages also quote a document line in their
@@ -24,6 +30,28 @@ _QUOTED_LINE = {
     "LG103": re.compile(r"\b(starts on line |opened on line |runs on to line |at the end of line )(\d+)\b"),
     "LG104": re.compile(r"(already defined on line )(\d+)$"),
 }
+
+
+#: Lines above the body of a cell that starts with its ``%%flow`` line (the body starts on line 2).
+MAGIC_LINE = 1
+
+
+def lines_above(raw_cell: str | None, body: str) -> int:
+    """How many lines of ``raw_cell`` (the cell as written) stand above ``body`` (what the cell
+    magic was given): the ``%%flow`` line and the blank lines above it, which IPython drops.
+
+    :data:`MAGIC_LINE` when ``body`` is not the body of ``raw_cell`` (``run_cell_magic`` called
+    from code, a cell run silently, which no ``pre_run_cell`` event announces) or there is no
+    cell. The lines are split as IPython's input transformer splits them.
+    """
+    if raw_cell is None:
+        return MAGIC_LINE
+    lines = raw_cell.splitlines(keepends=True)
+    first = next((n for n, line in enumerate(lines) if line and not line.isspace()), None)
+    if first is None or not lines[first].startswith("%%"):
+        return MAGIC_LINE
+    rest = "".join(lines[first + 1:])
+    return first + 1 if body in (rest, rest + "\n") else MAGIC_LINE
 
 
 def in_cell(diag: Diagnostic, offset: int) -> Diagnostic:

@@ -19,12 +19,23 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-CELL_LINE_OFFSET = 1  # the body's first line is line 2 of the cell
-
-
 @magics_class
 class FlowMagics(Magics):
     """Lockgate's notebook magics."""
+
+    def __init__(self, shell: Any) -> None:
+        super().__init__(shell)
+        self._raw_cell: str | None = None  # the cell being run, as written (see celllines)
+        shell.events.register("pre_run_cell", self._remember_cell)
+
+    def _remember_cell(self, info: Any) -> None:
+        """Keep the cell about to run as written: IPython gives a cell magic its body without
+        the blank lines above the magic's line, which :func:`celllines.lines_above` counts back."""
+        self._raw_cell = info.raw_cell
+
+    def detach(self) -> None:
+        """Stop listening to the shell's cells (the extension is unloaded)."""
+        self.shell.events.unregister("pre_run_cell", self._remember_cell)
 
     @magic_arguments()
     @argument("name", help="Variable to bind the validated spec to.")
@@ -42,7 +53,7 @@ class FlowMagics(Magics):
         from ..dsl.loader import load
         from ..dsl.report import format_text
         from .cellerror import FlowCellError
-        from .celllines import in_cell
+        from .celllines import in_cell, lines_above
         from .spec_view import FlowSpec
 
         if _HELP_WORDS[1] in line.split() or _HELP_WORDS[2] in line.split():
@@ -55,15 +66,16 @@ class FlowMagics(Magics):
         if not args.name.isidentifier():
             raise FlowCellError(f"%%flow: {args.name!r} is not a valid Python name to bind the spec to")
         result = load(cell, f"%%flow {args.name}", lint=not args.no_lint)
+        above = lines_above(self._raw_cell, cell)
         if not result.ok:
-            shown = [in_cell(d, CELL_LINE_OFFSET) for d in result.diagnostics
+            shown = [in_cell(d, above) for d in result.diagnostics
                      if d.code not in AGENT_CONFIG_CODES]  # agents come with start()
-            report = _printable(format_text("cell", "\n" * CELL_LINE_OFFSET + cell, shown))
+            report = _printable(format_text("cell", "\n" * above + cell, shown))
             count = len(result.errors)
             raise FlowCellError(f"the spec has {count} error{'s' * (count != 1)}; {args.name} was not bound\n\n{report}")
         if args.flow and args.flow not in result.spec.flows:
             raise FlowCellError(f"no flow named {args.flow!r}; flows: {', '.join(result.spec.flows)}")
-        spec = FlowSpec(args.name, result, args.flow)
+        spec = FlowSpec(args.name, result, args.flow, lines_above=above)
         self.shell.user_ns[args.name] = spec
         return spec
 

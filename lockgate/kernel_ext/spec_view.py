@@ -9,16 +9,20 @@ from typing import Any
 
 from ..dsl.codes import AGENT_CONFIG_CODES
 from ..dsl.loader import LoadResult
+from .celllines import MAGIC_LINE, in_cell
 
 
 class FlowSpec:
     """A valid spec from a notebook cell, bound to a name in the user namespace.
 
     ``spec`` is the typed IR; ``flow`` the flow that :meth:`start` runs (the entry flow unless
-    the cell said ``--flow``). Rendering shows the flow graph and a one-line summary.
+    the cell said ``--flow``); ``lines_above`` the cell's lines above the spec (the ``%%flow``
+    line, and blank lines above it), so that warnings name the cell's own lines. Rendering
+    shows the flow graph, a one-line summary and the warnings.
     """
 
-    def __init__(self, name: str, result: LoadResult, flow: str | None = None) -> None:
+    def __init__(self, name: str, result: LoadResult, flow: str | None = None, *,
+                 lines_above: int = MAGIC_LINE) -> None:
         if result.spec is None:
             raise ValueError("FlowSpec needs a valid spec")
         self.name = name
@@ -26,13 +30,15 @@ class FlowSpec:
         self.spec = result.spec
         self.text = result.text
         self.flow = flow or self.spec.entry
+        self.lines_above = lines_above
         self._graph = None
         self._png: bytes | None = None
 
     @property
     def warnings(self):
-        """Advisory warnings, without "agent not configured": notebooks pass agents to start()."""
-        return [w for w in self.result.warnings if w.code not in AGENT_CONFIG_CODES]
+        """Advisory warnings, in the cell's line numbers, without "agent not configured":
+        notebooks pass agents to start()."""
+        return [in_cell(w, self.lines_above) for w in self.result.warnings if w.code not in AGENT_CONFIG_CODES]
 
     def graph(self):
         """The flow as a networkx DiGraph (edges labelled by kind), built once; do not mutate."""
@@ -87,11 +93,11 @@ class FlowSpec:
         text = f"FlowSpec {self.name}: {self.summary()}"
         if self.warnings:
             text += f"\n{_counted(len(self.warnings), 'warning')}:\n" + "\n".join(
-                f"  line {w.range.start.line + 2}: {w.code} {w.message}" for w in self.warnings
+                f"  line {w.range.start.line + 1}: {w.code} {w.message}" for w in self.warnings
             )
         png = self.png()
         warn_html = "".join(
-            f"<li><code>{w.code}</code> line {w.range.start.line + 2}: {html.escape(w.message)}</li>"
+            f"<li><code>{w.code}</code> line {w.range.start.line + 1}: {html.escape(w.message)}</li>"
             for w in self.warnings
         )
         body = (
