@@ -179,7 +179,9 @@ def test_a_revert_elsewhere_stops_the_command_a_drive_runs(tmp_path: Path, stubb
         (tmp_path / "stubborn").touch()
     with process(tmp_path, DRIVE, str(tmp_path / "runs.db"), str(tmp_path), str(tmp_path / "spec.yaml")) as driving:
         first = first_command(tmp_path)
-        (summary,) = Engine(store=open_store(tmp_path / "runs.db")).runs()  # an engine reading only
+        reader = Engine(store=open_store(tmp_path / "runs.db"))
+        (summary,) = reader.runs()
+        reader.close()
         reverted = revert_meanwhile(tmp_path, summary["run_id"])
         assert reverted["driven_by"]  # the new issuance is the drive's to run
         assert gone_within(first, STOPPED_WITHIN_S), "the withdrawn command ran on"
