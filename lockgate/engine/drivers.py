@@ -152,13 +152,15 @@ def stopping(run: LiveRun, driver: Driver) -> None:
 
 
 def renew(run: LiveRun, driver: Driver) -> None:
-    """Renew ``driver``'s claim; RunDriven when it is no longer the run's driver (taken over)."""
+    """Renew ``driver``'s claim; RunDriven when it is no longer the run's driver (taken over). A
+    claim marked stopping stays so: a drive renews it while its agents stop, and a process
+    deciding meanwhile must still run the commands it starts itself."""
     current = Driver.from_dict(run.driver)
     if current is None or current.owner != driver.owner:
         by = current.describe() if current is not None else "another process"
         raise RunDriven(f"run {run.header.id} is no longer driven here: {by} took it over",
                         run_id=run.header.id, by=by)
-    _write(run, driver.renewed().to_dict())
+    _write(run, replace(driver.renewed(), stopping=current.stopping or driver.stopping).to_dict())
 
 
 class WorkLeft(Exception):
