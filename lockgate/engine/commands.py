@@ -19,6 +19,7 @@ decision reset it), so that the new issuance's command, left to this claim, is n
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -44,9 +45,34 @@ if TYPE_CHECKING:
     from .engine import Engine
 
 
+class _Renewer:
+    """Renews a command claim every :data:`~lockgate.engine.drivers.RENEW_S` seconds, in a thread
+    of its own (the calls holding the claim are busy running commands), straight in the store
+    (see :func:`drivers.renew_stored`), until stopped or the claim is no longer held."""
+
+    def __init__(self, store: Any, run_id: str, driver: Driver) -> None:
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._renew, args=(store, run_id, driver), daemon=True,
+                                        name=f"lockgate-claim-{run_id}")
+        self._thread.start()
+
+    def _renew(self, store: Any, run_id: str, driver: Driver) -> None:
+        while not self._stopped.wait(drivers.RENEW_S):
+            try:
+                if not drivers.renew_stored(store, run_id, driver):
+                    return
+            except Exception:  # noqa: BLE001 - the store is unreachable now: try again next turn
+                continue
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join()
+
+
 @dataclass
 class _Claim:
     driver: Driver
+    renewer: _Renewer
     users: int = 1
 
 
@@ -125,6 +151,7 @@ class Commands:
             claim.users -= 1
             if not claim.users:
                 del self._claims[run_id]
+                claim.renewer.stop()
                 drivers.give_up(self.engine, run_id, claim.driver)
 
     def _claim(self, run_id: str) -> _Claim | None:
@@ -147,7 +174,7 @@ class Commands:
                 # woken by its release; a driver killed meanwhile writes none: look again soon
                 engine.store.wait_for_change(run_id, version, min(left, RECHECK_S))
                 continue
-            self._claims[run_id] = claim = _Claim(driver)
+            self._claims[run_id] = claim = _Claim(driver, _Renewer(engine.store, run_id, driver))
             return claim
 
 

@@ -29,7 +29,7 @@ from contextlib import suppress
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from ..errors import RunDriven
+from ..errors import ConcurrencyConflict, RunDriven
 from .model import RUN_RUNNING, new_token
 
 if TYPE_CHECKING:
@@ -41,6 +41,8 @@ DRIVER_KEY = "@driver"
 RENEW_S = 10.0
 #: Seconds after its last renewal that a claim made on another host lapses.
 STALE_S = 45.0
+#: Tries of a renewal made straight in the store (see :func:`renew_stored`) against other writers.
+RENEW_TRIES = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +163,26 @@ def renew(run: LiveRun, driver: Driver) -> None:
         raise RunDriven(f"run {run.header.id} is no longer driven here: {by} took it over",
                         run_id=run.header.id, by=by)
     _write(run, replace(driver.renewed(), stopping=current.stopping or driver.stopping).to_dict())
+
+
+def renew_stored(store: Any, run_id: str, driver: Driver) -> bool:
+    """Renew ``driver``'s claim in ``store`` itself, not through an engine: for a claim renewed
+    from a thread of its own while the engine serves other calls (an engine's runs in memory are
+    one caller's at a time). False when the run is no longer ``driver``'s (taken over, given up
+    or ended); True too when other writers kept the run busy (renewed at the next turn)."""
+    for _ in range(RENEW_TRIES):
+        stored = store.load_run(run_id)
+        current = Driver.from_dict(stored.steps.get(DRIVER_KEY))
+        if stored.header.get("status") != RUN_RUNNING or current is None or current.owner != driver.owner:
+            return False
+        record = replace(driver.renewed(), stopping=current.stopping).to_dict()
+        try:
+            store.save_run(run_id, expected_version=stored.version, header={**stored.header, "updated_at": time.time()},
+                           steps={DRIVER_KEY: record}, events=[])
+        except ConcurrencyConflict:
+            continue
+        return True
+    return True
 
 
 class WorkLeft(Exception):
