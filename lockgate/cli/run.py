@@ -33,19 +33,13 @@ class Options(NamedTuple):
     store: str | None
     judge: str | None
     config: str | None = None
+    #: the run lives in memory (a memory store, SQLite's :memory:): gone with this process, so no
+    #: command run later can decide, resume or cancel it
+    in_memory: bool = False
 
     def resume(self, run_id: str) -> str:
         return hints.resume_command(run_id, agents=self.agents, store=self.store, judge=self.judge,
                                     config=self.config)
-
-    @property
-    def in_memory(self) -> bool:
-        """Whether the run lives in a memory store: gone with this process, so no command run
-        later can decide, resume or cancel it."""
-        from ..engine.store import ENV_VAR
-        from .stores import MEMORY
-
-        return (self.store if self.store is not None else os.environ.get(ENV_VAR)) in MEMORY
 
     def lost(self, run_id: str, what: str) -> str:
         """The line that replaces the commands to go on from ``what`` for an in-memory run."""
@@ -172,7 +166,7 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     from ..engine.store import open_store
     from ..errors import DrivenElsewhere
     from . import interrupt
-    from .stores import open_existing
+    from .stores import ephemeral, open_existing
 
     loaded = as_spec(Path(spec)) if spec else None
     inputs = read_inputs(pairs, inputs_file, _declared_inputs(loaded, flow))
@@ -185,6 +179,7 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
         options = options._replace(config=os.path.relpath(found))
     # a resume opens the store the run is in; only a new run creates one
     store = open_existing(options.store) if resume_id else open_store(options.store)
+    options = options._replace(in_memory=ephemeral(store))
     engine = Engine(store=store, workspace=Path.cwd())
     if resume_id and not options.agents:
         _check_agents_given(engine, resume_id, options, found)

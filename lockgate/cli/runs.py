@@ -268,13 +268,15 @@ def _why_lines(engine: Any, why: dict[str, Any], named: str | None) -> list[str]
     return lines
 
 
-def _steer(run_id: str, store: str | None, action: Callable[[], Any]) -> Any:
-    """``_call(action)`` for a command that moves a run on. Ctrl-C may land while it runs an
-    evaluate command (minutes, maybe) or after its transition was saved; either way the run is
-    left as the store has it, so say where it stands and what continues it (as ``why`` does),
-    rather than click's bare "Aborted!". Exit status 130, as for any interrupted command."""
+@contextmanager
+def _steering(run_id: str, store: str | None) -> Iterator[None]:
+    """The body of a command that moves a run on. Ctrl-C may land before it decided anything,
+    while it runs an evaluate command (minutes, maybe) or after its transition was saved; in
+    each case the run is left as the store has it, so say where it stands and what continues it
+    (as ``why`` does), rather than click's bare "Aborted!". Exit status 130, as for any
+    interrupted command."""
     try:
-        return _call(action)
+        yield
     except KeyboardInterrupt:
         click.echo(f"\ninterrupted; what was saved stands. Run {run_id} now:", err=True)
         try:
@@ -328,10 +330,10 @@ def _gate_command(decision: str, summary: str) -> click.Command:
         if decision == "revise" and not note.strip():  # as the prompt, the buttons and %flow revise refuse it
             raise click.UsageError("a revision needs a note saying what to change (--note TEXT): it is the "
                                    "feedback the revised steps' agents get")
-        engine = _engine(store, judging=True)
-        gate = _open_gate(engine, run_id, step_id)
-        result = _steer(run_id, store, lambda: engine.resolve_waiting_gate(run_id, step_id, decision, note,
-                                                                           resolved_by))
+        with _steering(run_id, store):
+            engine = _engine(store, judging=True)
+            gate = _open_gate(engine, run_id, step_id)
+            result = _call(lambda: engine.resolve_waiting_gate(run_id, step_id, decision, note, resolved_by))
         _print_response(result, fmt, engine, store)
         if decision == "revise" and result.get("status") == "error":
             # semantics §6.7: a revise past the round limit is taken, and fails the run
@@ -380,8 +382,10 @@ def commit_cmd(run_id: str, label: str, store: str | None, fmt: str) -> None:
 @format_option
 def revert_cmd(run_id: str, label: str, store: str | None, fmt: str) -> None:
     """Restore a checkpoint (spend is not rolled back) and continue from there."""
-    engine = _engine(store, judging=True)
-    _print_response(_steer(run_id, store, lambda: engine.revert(run_id, label)), fmt, engine, store)
+    with _steering(run_id, store):
+        engine = _engine(store, judging=True)
+        result = _call(lambda: engine.revert(run_id, label))
+    _print_response(result, fmt, engine, store)
 
 
 @click.command("cancel")
@@ -403,8 +407,10 @@ def resume_cmd(run_id: str, store: str | None, fmt: str) -> None:
 
     An evaluate command found running (the process running it stopped) is run again here first.
     """
-    engine = _engine(store, judging=True)
-    _print_response(_steer(run_id, store, lambda: engine.resume(run_id)), fmt, engine, store)
+    with _steering(run_id, store):
+        engine = _engine(store, judging=True)
+        result = _call(lambda: engine.resume(run_id))
+    _print_response(result, fmt, engine, store)
 
 
 def _print_response(resp: dict[str, Any], fmt: str, engine: Any, store: str | None) -> None:
@@ -421,7 +427,7 @@ def _print_response(resp: dict[str, Any], fmt: str, engine: Any, store: str | No
             click.echo(f"{resp['driven_by']} is driving the run: it carries on there")
             return
         command, *note = _resume_lines(engine, str(rid), named)
-        click.echo(f"continue with agents: {command}")
+        click.echo(f"{_until_free(resp)}continue with agents: {command}")
         for line in note:
             click.echo(f"  {line}")
     elif status == "await_gate":
@@ -430,7 +436,9 @@ def _print_response(resp: dict[str, Any], fmt: str, engine: Any, store: str | No
             click.echo(f"  {line}")
         if not resp.get("driven_by"):  # else the process driving it carries on once decided
             command, *note = _resume_lines(engine, str(rid), named)
-            click.echo(f"then continue it with: {command}")
+            until = _until_free(resp)
+            click.echo(f"then, {until}continue it with agents: {command}" if until else
+                       f"then continue it with: {command}")
             for line in note:
                 click.echo(f"  {line}")
     elif status == "complete":
@@ -440,6 +448,20 @@ def _print_response(resp: dict[str, Any], fmt: str, engine: Any, store: str | No
     else:
         extra = f" ({resp['reason']})" if resp.get("reason") else ""
         click.echo(f"run {rid}: {status}{extra}")
+
+
+def _until_free(resp: dict[str, Any]) -> str:
+    """What a resume waits for while another process holds the run without driving it (a
+    resume is refused meanwhile), to put before the resume command: its drive stopping, or the
+    evaluate commands it runs (the dispatched steps are nobody's until a resume); else ""."""
+    from ..engine.explain import commands_words, stopping_words
+
+    if resp.get("stopping_by"):
+        return f"{stopping_words(resp['stopping_by'])}; once it has exited, "
+    if resp.get("commands_by"):
+        steps = [str(e.get("step_id")) for e in resp.get("evaluating") or ()]
+        return f"{commands_words(resp['commands_by'], steps)}; once it ends, resume the run to "
+    return ""
 
 
 COMMANDS = (runs_cmd, show_cmd, audit_cmd, why_cmd, verify_cmd, gate_group, commit_cmd, revert_cmd, cancel_cmd,

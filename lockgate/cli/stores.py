@@ -37,6 +37,14 @@ def open_existing(store: str | None) -> Any:
     raise MissingStore(f"no run store at {path} (`lockgate run` creates it; check --store or ${ENV_VAR})")
 
 
+def ephemeral(store: Any) -> bool:
+    """Whether ``store`` keeps its runs only in this process's memory (a memory store, or SQLite
+    opened as ``:memory:``), so that they are gone when it exits."""
+    from ..engine.store import MemoryStore, SQLiteStore
+
+    return isinstance(store, MemoryStore) or (isinstance(store, SQLiteStore) and str(store.path) == ":memory:")
+
+
 def missing(store: str | None) -> Path | None:
     """The SQLite file that ``store`` (or ``$LOCKGATE_STORE``) names when it does not exist: the
     default store is not named, so never this."""

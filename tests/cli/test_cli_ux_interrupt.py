@@ -180,12 +180,13 @@ def test_ctrl_c_on_a_run_in_a_memory_store_says_it_is_gone(project):
     assert "--resume" not in stderr and "lockgate cancel" not in stderr
 
 
-@pytest.mark.parametrize("how", ["option", "environment"])
+@pytest.mark.parametrize("how", ["option", "environment", "sqlite"])
 def test_a_gate_left_waiting_in_a_memory_store_offers_no_commands(project, how):
-    """``--no-prompt`` on a memory store: the gate's decide and resume commands would name a run
-    no later command can find, so the run is said to be gone instead (exit 3, as for any gate)."""
+    """``--no-prompt`` on a memory store (or SQLite's ``:memory:``): the gate's decide and resume
+    commands would name a run no later command can find, so the run is said to be gone instead
+    (exit 3, as for any gate)."""
     (project / "agents.py").write_text(FAST_AGENT)
-    store = ["--store", "memory"] if how == "option" else []
+    store = {"option": ["--store", "memory"], "sqlite": ["--store", "sqlite://:memory:"]}.get(how, [])
     env = {**lockgate_env(), **({"LOCKGATE_STORE": "memory"} if how == "environment" else {})}
     done = subprocess.run(lockgate_argv("run", "flow.stratum.yaml", "--agents", "agents.py", "--input", "topic=x",
                                         *store, "--no-prompt"), cwd=project, env=env, capture_output=True,
