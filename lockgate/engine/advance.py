@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..dsl.expr import reason as expr_reason
 from ..dsl.expr.equality import json_equal
 from ..dsl.refs import Ref, render_text, walk_path
 from ..dsl.values import UNDEFINED
-from ..errors import RefError
+from ..errors import ExprError, RefError
 from . import budget, carry
 from .compiled import CStep
 from .ensures import contract_violations, first_failed_ensure, value_or_false
@@ -90,9 +91,9 @@ def _consider(run: LiveRun, loc: Located, st: StepState) -> None:
         skip(run, scope, cstep, st, f"dependency {recovered} failed and was routed to its on_fail step")
         return
     if cstep.when is not None:
-        bindings = {"result": run.result_map(scope, cstep.when.needs), "input": run.scope_input(scope)}
-        if value_or_false(cstep.when, bindings, run.workspace()) is not True:
-            skip(run, scope, cstep, st, f'when "{cstep.when.source}" is not true')
+        why = _when_skips(run, scope, cstep)
+        if why is not None:
+            skip(run, scope, cstep, st, why)
             return
     kind = cstep.kind
     if kind == "do":
@@ -108,6 +109,19 @@ def _consider(run: LiveRun, loc: Located, st: StepState) -> None:
         subflows.start_subflow(run, loc, st)
     elif kind == "evaluate":
         evaluate.start(run, loc, st)
+
+
+def _when_skips(run: LiveRun, scope: Scope, cstep: CStep) -> str | None:
+    """Why the step's ``when`` skips it, or None when it is true. A ``when`` that fails to
+    evaluate skips its step too (reference §5.7), but the reason names the error: calling it
+    "not true" would hide a broken condition behind an ordinary skip."""
+    when = cstep.when
+    bindings = {"result": run.result_map(scope, when.needs), "input": run.scope_input(scope)}
+    try:
+        value = when.expression.evaluate(bindings, workspace=run.workspace())
+    except ExprError as exc:
+        return f'when "{when.source}" failed: {expr_reason(exc)}'
+    return None if value is True else f'when "{when.source}" is not true'
 
 
 # -- do -------------------------------------------------------------------------------------------

@@ -118,12 +118,15 @@ def test_fanout_stage_ensure_is_typed_by_the_stage_out_contract():
     assert found.message.startswith("result.count is a number; '>' cannot compare it with the string 'x'")
 
 
-def test_when_is_not_typed_by_the_out_contract():
+def test_when_is_typed_by_the_step_map_not_the_out_contract():
+    """In a ``when``, ``result`` maps step ids to outputs (§5.4): ``result.a.n`` is step a's
+    field n; ``result.n`` is a step n, which does not exist (LG606, not a type error)."""
     steps = """
         - {id: a, do: x, out: R}
-        - {id: b, do: y, out: R, after: [a], when: "result.a.n > 'x'"}
+        - {id: b, do: y, out: R, after: [a], when: "result.a.n > 'x' || result.n > 'x'"}
     """
-    assert [f for f in errors(flow(steps, contracts=YAML_CONTRACTS)) if f.code == "LG604"] == []
+    found = errors(flow(steps, contracts=YAML_CONTRACTS))
+    assert [(f.code, f.span) for f in found] == [("LG604", (0, 16)), ("LG606", (26, 28))]
 
 
 def test_the_signature_table_covers_every_builtin_with_its_arity():

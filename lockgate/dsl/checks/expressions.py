@@ -1,12 +1,18 @@
 """Expression fields (``when``, ``set`` values, ``iterate.until``, ``ensure.expr`` and the
 fanout stage ``when``/``ensure``): each compiles (``LG601``, ``LG605``), uses only the
 bindings of its context (``LG602``, §5.4) and builtins (``LG603``) with the right number of
-arguments (``LG604``), and reads only fields its bindings' contracts have (``LG606``). In
-``ensure`` fields, ``result`` is typed by the step's ``out`` contract, and operations that
-cannot type-check on it (``result.score >= "high"`` for ``score: number``) are ``LG604`` too.
+arguments (``LG604``), and reads only fields its bindings' contracts have (``LG606``).
+
+Every one is type-checked on ``result`` (``LG604``): operations that cannot type-check on the
+contract types it reads (``result.score >= "high"`` for ``score: number``), a condition
+(``when``, ``until``, ``ensure``) whose value is certain not to be a boolean, and a ``set`` value
+whose kind cannot be its ``out`` field's. In ``ensure`` and ``until`` fields ``result`` is the
+step's own output, typed by its ``out`` contract; in ``when``, ``set`` and a stage ``when`` it
+maps step ids to outputs, each typed by its step's contract.
 
 Lockgate checks this statically, where the reference engine would fail closed at run time
-(a broken ``when`` silently skips its step). A ``${...}`` template in an expression field is
+(a broken ``when`` silently skips its step, a broken ``set`` value becomes ``false``, a broken
+``until`` uses up every attempt). A ``${...}`` template in an expression field is
 one problem: the reference checks report it, or, when the reference itself is fine, this module
 explains that templates are not expressions.
 """
@@ -23,7 +29,7 @@ from ..diagnostics import Finding
 from ...errors import ContractError, ExprError
 from ..expr import compile as compile_expr
 from ..expr.builtins import BUILTINS
-from ..expr.typecheck import type_errors
+from ..expr.typecheck import Typed, Typer, kind_of_type, typed, wrong_kind
 from ..graph import ScannedField
 from ..ir import Flow, Step
 from ..refs import scan
@@ -74,36 +80,66 @@ def field_expression(ctx: Context, flow: Flow, step: Step, field: ScannedField) 
     allowed = set(BINDINGS[field.context])
     if field.stage == 0:
         allowed.discard("prev")
-    for exc in expression.static_errors(allowed):
+    static = list(expression.static_errors(allowed))
+    for exc in static:
         yield _from_error(exc, field)
-    if field.context in _TYPED_CONTEXTS:
-        for exc in _type_errors(ctx, flow, step, field, expression.tree):
+    found = _typed(ctx, flow, step, field, expression.tree)
+    for exc in found.errors:
+        yield _from_error(exc, field)
+    if not static and found.kind is not None:
+        for exc in _value_errors(ctx, step, field, expression.tree, found.kind):
             yield _from_error(exc, field)
     bound = [m for m in expression.member_paths if m.root in allowed]
     yield from _member_paths(ctx, flow, step, field, bound)
 
 
-_TYPED_CONTEXTS = frozenset({"ensure", "stage_ensure"})  # result has passed its out contract
+# -- types --------------------------------------------------------------------------------------
+
+_CONDITIONS = frozenset({"when", "until", "ensure", "stage_when", "stage_ensure"})
 
 
-def _type_errors(ctx: Context, flow: Flow, step: Step, field: ScannedField, tree: Any) -> list[ExprError]:
-    """The certain type errors of an ensure expression on its step's ``result``, computed once
-    per expression text and result type in a document (generated and copied steps repeat them)."""
-    root = _binding_root(ctx, flow, step, field, "result")
-    if root is not None and not ctx.usable(root):
-        root = None
+def _typed(ctx: Context, flow: Flow, step: Step, field: ScannedField, tree: Any) -> Typed:
+    """The certain type errors and value kind of an expression on its ``result``, computed
+    once per expression text and typing of ``result`` in a document (generated and copied
+    steps repeat them)."""
+    if field.context in _STEP_MAP_CONTEXTS:
+        key: Any = (field.text, ("steps", flow.name))
+        typer = _step_map_typer(ctx, flow)
+    else:
+        root = _binding_root(ctx, flow, step, field, "result")
+        if root is not None and not ctx.usable(root):
+            root = None
+        key, typer = (field.text, root), _result_typer(ctx, root)
     try:
-        key = (field.text, root)
         hash(key)
     except TypeError:  # a type that cannot be a key: computed every time
-        return type_errors(tree, field.text, _result_typer(ctx, root))
+        return typed(tree, field.text, typer)
     found = ctx.type_errors.get(key)
     if found is None:
-        found = ctx.type_errors[key] = type_errors(tree, field.text, _result_typer(ctx, root))
+        found = ctx.type_errors[key] = typed(tree, field.text, typer)
     return found
 
 
-def _result_typer(ctx: Context, root: Any):
+def _value_errors(ctx: Context, step: Step, field: ScannedField, tree: Any, kind: str) -> Iterator[ExprError]:
+    """The error of a value certain to have the wrong kind for its field: a condition that is
+    not a boolean, or a ``set`` value that its ``out`` contract's field cannot hold."""
+    if field.context in _CONDITIONS:
+        if kind != "boolean":
+            yield wrong_kind(tree, field.text, kind, "a condition must be true or false")
+        return
+    if field.context != "set" or step.out is None or not ctx.usable(step.out):
+        return
+    key = field.path[-1]
+    try:
+        declared = ctx.contracts.type_at(step.out, (key,))
+    except ContractError:
+        return  # a key the contract lacks is reported by the contract check of the output
+    accepted = {kind_of_type(strip_optional(declared))} | ({"null"} if declared.optional else set())
+    if None not in accepted and kind not in accepted:
+        yield wrong_kind(tree, field.text, kind, f"out contract {step.out} declares {key}: {declared}")
+
+
+def _result_typer(ctx: Context, root: Any) -> Typer:
     """``(binding, path) -> TypeExpr | None``: the contract type of ``result.<path>`` (``root``
     the type of ``result``); None for every other binding and for whatever the contract does
     not settle."""
@@ -115,6 +151,29 @@ def _result_typer(ctx: Context, root: Any):
             return None
         try:
             return ctx.contracts.type_at(root, path)
+        except ContractError:
+            return None
+    return typer
+
+
+def _step_map_typer(ctx: Context, flow: Flow) -> Typer:
+    """The typer of ``result`` in ``when``, ``set`` and stage ``when``: ``result.<step>.<path>``
+    is typed by that step's output contract. A step that has no output yet is absent from the
+    map, so reading it fails whatever its type. A fanout output is an array whose failed items
+    are null, so one whole item is left untyped (a path into it fails on null anyway)."""
+
+    def typer(name: str, path: tuple[str | int, ...]):
+        if name != "result" or not path or not isinstance(path[0], str):
+            return None
+        source = flow.step_map.get(path[0])
+        found = output_type(ctx, flow, source) if source is not None else None
+        if not isinstance(found, OutputType) or not ctx.usable(found.root):
+            return None
+        rest = path[1:]
+        if found.indexed and len(rest) == 1:
+            return None
+        try:
+            return ctx.contracts.type_at(ArrayOf(Named(found.root)) if found.indexed else found.root, rest)
         except ContractError:
             return None
     return typer

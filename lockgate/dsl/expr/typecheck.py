@@ -14,7 +14,7 @@ whose child already fails gets no kind, so one mistake is reported once.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...errors import ExprError
 from ..types import AnyArray, AnyObject, ArrayOf, Enum, Named, Scalar, TypeExpr
@@ -57,9 +57,31 @@ _ARITHMETIC = frozenset({"-", "*", "/"})
 _ORDERING = frozenset({"<", "<=", ">", ">="})
 
 
+class Typed(NamedTuple):
+    """What the inference settles about an expression: its certain type errors, and the kind
+    its value is certain to have (None when unknown, and whenever an error was found)."""
+
+    errors: list[ExprError]
+    kind: Kind
+
+
 def type_errors(tree: Node, source: str, typer: Typer) -> list[ExprError]:
     """The certain type errors of ``tree``'s non-constant nodes that always run, in source order."""
     return _Inference(tree, source, typer).errors()
+
+
+def typed(tree: Node, source: str, typer: Typer) -> Typed:
+    """:func:`type_errors` and the kind of the whole value, from one inference."""
+    inference = _Inference(tree, source, typer)
+    errors = inference.errors()
+    return Typed(errors, None if errors else inference.kind(tree))
+
+
+def wrong_kind(tree: Node, source: str, kind: str, needed: str) -> ExprError:
+    """The type error of a whole expression whose value is ``kind`` where its field needs
+    ``needed`` (a phrase: ``true or false``); spanning the expression."""
+    node = unwrap(tree)
+    return ExprError("type", f"{_shown(source, node)} is {_a(kind)}; {needed}", node.span)
 
 
 def kind_of_type(expr: TypeExpr | None) -> Kind:
@@ -83,6 +105,12 @@ def _literal_kind(value: Any) -> str:
     if type(value) is str:
         return "string"
     return "number"
+
+
+def _shown(source: str, node: Node) -> str:
+    """The source of ``node``, cut to 60 characters."""
+    shown = source[node.span[0]: node.span[1]]
+    return shown if len(shown) <= 60 else shown[:57] + "..."
 
 
 def _a(kind: str) -> str:
@@ -140,8 +168,7 @@ class _Inference:
         return self.kinds[id(node)]
 
     def text(self, node: Node) -> str:
-        shown = self.source[node.span[0]: node.span[1]]
-        return shown if len(shown) <= 60 else shown[:57] + "..."
+        return _shown(self.source, node)
 
     def _kind(self, node: Node) -> Kind:
         if isinstance(node, Literal):
