@@ -1,5 +1,6 @@
 """What a running run waits on, for ``lockgate runs``: a gate (a person's decision), a live
-process driving it, or nobody (it is idle until someone resumes it).
+process driving it (or stopping, or running only its evaluate commands), or nobody (it is idle
+until someone resumes it).
 
 The store keeps every running run as ``running``, whatever it waits on. Telling them apart
 reads the run's stored records (its waiting gates are the records whose status is
@@ -13,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..engine.drivers import DRIVER_KEY, Driver, holding
-from ..engine.model import WAITING_GATE
+from ..engine.explain import command_of
+from ..engine.model import READY, RUNNING, WAITING_GATE
 
 #: ``lockgate runs --status`` for the running runs a gate holds (the protocol's word for them).
 AWAIT_GATE = "await_gate"
@@ -21,31 +23,59 @@ AWAIT_GATE = "await_gate"
 
 @dataclass(frozen=True, slots=True)
 class Waits:
-    """A running run's gates waiting for a decision and the live process driving it (if any)."""
+    """A running run's gates waiting for a decision, the live process holding it (if any), and
+    the steps dispatched to agents and evaluate steps running their commands (outstanding)."""
 
     gates: tuple[str, ...]
     driver: Driver | None
+    dispatched: tuple[str, ...] = ()
+    evaluating: tuple[str, ...] = ()
 
     def describe(self) -> str:
-        """In words: ``waiting at gate review``, ``driven by process 812``, or ``idle``."""
-        driven = f"driven by process {self.driver.pid}" + (
-            "" if self.driver.host == _here() else f" on {self.driver.host}") if self.driver else ""
-        if self.gates:
-            gates = f"waiting at gate{'s' * (len(self.gates) > 1)} {', '.join(self.gates)}"
-            return f"{gates}; {driven}" if driven else gates
-        return driven or "idle (nobody drives it: resume it)"
+        """In words: ``waiting at gate review``, ``driven by process 812``, ``idle``, or what
+        else holds it up (a drive stopping, a process running only its commands)."""
+        gates = f"waiting at gate{'s' * (len(self.gates) > 1)} {', '.join(self.gates)}" if self.gates else ""
+        held = self._held()
+        if gates:
+            return f"{gates}; {held}" if held else gates
+        return held or "idle (nobody drives it: resume it)"
+
+    def _held(self) -> str:
+        """Who holds the run up besides its gates, or "" when only the gates do."""
+        driver = self.driver
+        if driver is None:  # outstanding work with no live process at it: a resume does it
+            return "idle otherwise (resume it)" if self.gates and (self.dispatched or self.evaluating) else ""
+        process = f"process {driver.pid}" + ("" if driver.host == _here() else f" on {driver.host}")
+        if driver.stopping:
+            return f"{process} is stopping (Ctrl-C): resume it once that process has exited"
+        if driver.commands_only:
+            after = "; idle otherwise (resume it once that ends)" if self.dispatched else ""
+            return f"{process} is running {command_of(list(self.evaluating))}{after}"
+        return f"driven by {process}"
 
     def to_dict(self) -> dict[str, Any]:
-        driver = None if self.driver is None else {"pid": self.driver.pid, "host": self.driver.host}
+        driver = None if self.driver is None else {
+            "pid": self.driver.pid, "host": self.driver.host, "stopping": self.driver.stopping,
+            "commands_only": self.driver.commands_only}
         return {"gates": list(self.gates), "driver": driver, "waiting_on": self.describe()}
 
 
 def waits_of(store: Any, run_id: str) -> Waits:
     """What running run ``run_id`` waits on, from its stored records."""
     records = store.load_run(run_id).steps
-    gates = tuple(sorted(key for key, record in records.items()
-                         if isinstance(record, dict) and record.get("status") == WAITING_GATE))
-    return Waits(gates, holding(records.get(DRIVER_KEY)))
+    gates, dispatched, evaluating = [], [], []
+    for key, record in records.items():
+        if not isinstance(record, dict) or record.get("dropped"):
+            continue
+        status = record.get("status")
+        if status == WAITING_GATE:
+            gates.append(key)
+        elif status == READY:
+            dispatched.append(key)
+        elif status == RUNNING and "command_input" in record:
+            evaluating.append(key)
+    return Waits(tuple(sorted(gates)), holding(records.get(DRIVER_KEY)), tuple(sorted(dispatched)),
+                 tuple(sorted(evaluating)))
 
 
 def at_gates(store: Any, limit: int) -> list[tuple[dict[str, Any], Waits]]:

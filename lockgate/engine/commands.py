@@ -162,7 +162,7 @@ class Commands:
         deadline = time.monotonic() + STOPPING_WAIT_S
         while True:
             version = engine.store.current_version(run_id)
-            driver = Driver.here(engine.last_config(run_id), engine.last_agents(run_id))
+            driver = Driver.here(engine.last_config(run_id), engine.last_agents(run_id), commands_only=True)
             try:
                 engine.claim(run_id, driver)
             except RunDriven as refused:

@@ -69,14 +69,19 @@ class Driver:
     #: whose decision starts commands waits for the claim to be given up and runs them itself
     #: (see :mod:`lockgate.engine.commands`)
     stopping: bool = False
+    #: the claim only runs the run's evaluate commands (an engine deciding for a caller: see
+    #: :mod:`lockgate.engine.commands`), not its agents: the dispatched steps are nobody's while
+    #: it holds the run, and left for a resume once it is given up (a record without it: a drive)
+    commands_only: bool = False
 
     @classmethod
-    def here(cls, config: str | None = None, agents: str | None = None) -> Driver:
+    def here(cls, config: str | None = None, agents: str | None = None, *, commands_only: bool = False) -> Driver:
         """A new drive by this process, resolving agents with the configuration file ``config``
-        and the module ``agents``; it counts as driving until :func:`ended` says it stopped."""
+        and the module ``agents`` (or, with ``commands_only``, a claim for running commands only);
+        it counts as driving until :func:`ended` says it stopped."""
         pid = os.getpid()
         driver = cls(uuid.uuid4().hex, socket.gethostname(), pid, process_start(pid), time.time(), config,
-                     pid_namespace(), agents)
+                     pid_namespace(), agents, commands_only=commands_only)
         _DRIVING.add(driver.owner)
         return driver
 
@@ -94,7 +99,8 @@ class Driver:
         try:
             driver = cls(record["owner"], str(record["host"]), int(record["pid"]),
                          record.get("started"), float(record["renewed_at"]), config_of(record),
-                         _text(record, "pidns"), agents_of(record), record.get("stopping") is True)
+                         _text(record, "pidns"), agents_of(record), record.get("stopping") is True,
+                         record.get("commands_only") is True)
         except (KeyError, TypeError, ValueError, OverflowError):
             return None
         return driver if driver.pid > 0 else None

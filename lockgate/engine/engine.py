@@ -290,7 +290,11 @@ class Engine:
 
     def _driven_by(self, run_id: str, out: dict[str, Any]) -> dict[str, Any]:
         """``out`` with ``driven_by`` (which process) while another live process drives the run:
-        its agents are doing the dispatches ``out`` lists, which a consumer must not do too."""
+        its agents are doing the dispatches ``out`` lists, which a consumer must not do too. A
+        process holding the run otherwise is named apart: ``stopping_by`` while its drive stops
+        (Ctrl-C: it starts nothing more, and a resume is refused until it has exited),
+        ``commands_by`` while it only runs the run's evaluate commands (nobody does the
+        dispatches: they are left for a resume once its commands end)."""
         run = self._live.get(run_id)
         if run is None:  # dropped by a refused transaction (a claim another driver holds)
             run = self._get(run_id)
@@ -299,9 +303,11 @@ class Engine:
         if not record or not record.get("owner") or (mine is not None and record["owner"] == mine.owner):
             return out  # nobody drives it, or this process does: no process to look up
         holder = drivers.holding(record)
-        if holder is None or holder.stopping:  # a drive that is stopping carries nothing on
+        if holder is None:
             return out
-        return {**out, "driven_by": holder.describe()}
+        if holder.stopping:  # a drive that is stopping carries nothing on
+            return {**out, "stopping_by": holder.describe()}
+        return {**out, ("commands_by" if holder.commands_only else "driven_by"): holder.describe()}
 
     def last_config(self, run_id: str) -> str | None:
         """The project configuration file the run's last drive resolved its agents with."""

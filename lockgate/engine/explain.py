@@ -42,7 +42,9 @@ def explain(run: LiveRun) -> dict[str, Any]:
     waits: list[dict[str, Any]] = []
     if header.status == RUN_RUNNING:
         holder = holding(run.driver)
-        unblocked = _unblocked_by(_resume_or_cancel(rid) if holder is None else [action("cancel", rid)])
+        driving = holder is not None and not holder.stopping and not holder.commands_only
+        working = _working(holder, list(run.evaluating))
+        unblocked = _unblocked_by([action("cancel", rid)] if driving else _resume_or_cancel(rid))
         for key in run.waiting:
             gate = gate_entry(run, key)
             if "decided" in gate:  # decided, not applied yet: the process applying it stopped
@@ -61,18 +63,18 @@ def explain(run: LiveRun) -> dict[str, Any]:
             waits.append({"kind": "dispatch", "step_id": key, "agent": entry["agent"],
                           "reason": f"step {key} is dispatched to agent {entry['agent']} (attempt "
                                     f"{entry['attempt']}, {retries(entry['retries_remaining'])} left) and waits "
-                                    f"for its result{_working(holder)}",
+                                    f"for its result{working}",
                           "token": entry["token"], **unblocked})
         for key in run.evaluating:
             call = call_entry(run, key)
             waits.append({"kind": "evaluate", "step_id": key, "command": call["command"],
                           "started_at": call["started_at"],
                           "reason": f"evaluate step {key} is running its command {call['command']!r}"
-                                    + (_working(holder) if holder is not None else "; if the process running it "
-                                       "is gone, resuming the run runs it again"),
+                                    + (_working(holder, [], "evaluate") if holder is not None else
+                                       "; if the process running it is gone, resuming the run runs it again"),
                           **unblocked})
         running = f" and {counted(len(run.evaluating), 'evaluate command')}" if run.evaluating else ""
-        driven = f"; {holder.describe()} is driving it" if holder is not None else ""
+        driven = _working(holder, list(run.evaluating), "run")
         summary = (f"run {rid} is running: {counted(len(run.waiting), 'gate')} and "
                    f"{counted(len(run.outstanding), 'dispatch', 'dispatches')} "
                    f"outstanding{running}{driven}")
@@ -113,9 +115,41 @@ def round_limit_words(gate: Mapping[str, Any]) -> str | None:
     return f"round {limit['used']}/{limit['max']}, the {limit['set_by']}'s max_rounds"
 
 
-def _working(holder: Driver | None) -> str:
-    """Who is working on a wait: the process driving the run, if a live one does."""
-    return f"; {holder.describe()} is driving the run" if holder is not None else ""
+def _working(holder: Driver | None, evaluating: list[str], on: str = "wait") -> str:
+    """Who works ``on`` a ``"wait"`` (a dispatch), an ``"evaluate"`` command or, for the summary,
+    the ``"run"``: the live process driving the run, if one does. One whose drive is stopping
+    (Ctrl-C) does nothing more and keeps a resume out until it has exited; one that only runs
+    the commands of ``evaluating`` does no dispatch: they wait for a resume after them."""
+    if holder is None:
+        return ""
+    who = holder.describe()
+    if holder.stopping:
+        return f"; {stopping_words(who)}; resume once it has exited"
+    if holder.commands_only and on == "evaluate":
+        return f"; {who} is running it"
+    if holder.commands_only:
+        nobody = "nobody is doing it: " if on == "wait" else ""
+        return f"; {nobody}{commands_words(who, evaluating)}; once that ends, resume the run to continue with agents"
+    return f"; {who} is driving " + ("it" if on == "run" else "the run")
+
+
+def stopping_words(who: str) -> str:
+    """A drive that is stopping, for a person (``who``: its process described): "process 812 on
+    this host is stopping (Ctrl-C)"."""
+    return f"{who} is stopping (Ctrl-C)"
+
+
+def commands_words(who: str, steps: list[str]) -> str:
+    """A claim that only runs commands, for a person (``who``: its process described): "process
+    812 on this host is running the command of step c1" (``steps``: the evaluate steps running)."""
+    return f"{who} is running {command_of(steps)}"
+
+
+def command_of(steps: list[str]) -> str:
+    """"the command of step c1", "the commands of steps c1, c2" ("its commands" for none known)."""
+    if not steps:
+        return "its commands"
+    return f"the command of step {steps[0]}" if len(steps) == 1 else f"the commands of steps {', '.join(steps)}"
 
 
 def _resume_or_cancel(rid: str) -> list[dict[str, Any]]:

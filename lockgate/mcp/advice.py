@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..engine.evaluate import left_behind
-from ..engine.explain import retries
+from ..engine.explain import commands_words, retries, stopping_words
 from ..errors import EngineError, LockgateError, SpecError, StoreError
 
 MAX_DIAGNOSTICS = 20
@@ -120,6 +120,20 @@ def next_steps(result: dict[str, Any]) -> str | None:
         return (f"Run {run} is being driven by {result['driven_by']}: its agents are doing the dispatched steps, so "
                 "do not do them too. Call lockgate_status with wait_seconds to follow it (or lockgate_cancel to "
                 "stop it).")
+    if result.get("stopping_by") and status in ("execute_step", "ensure_failed", "schema_failed", "evaluating"):
+        return (f"Run {run}'s driver, {stopping_words(result['stopping_by'])}: its agents may still be finishing "
+                "the dispatched steps. Call lockgate_status with wait_seconds until it has exited (no stopping_by), "
+                "then go on from what it says.")
+    if result.get("commands_by") and status in ("execute_step", "ensure_failed", "schema_failed"):
+        steps = [str(e.get("step_id")) for e in result.get("evaluating") or ()]
+        return (f"{commands_words(result['commands_by'], steps)} and nothing else: nobody does the dispatched "
+                f"steps, they are left to you. {_protocol_step(result)}")
+    return _protocol_step(result)
+
+
+def _protocol_step(result: dict[str, Any]) -> str | None:
+    """The next step the response's status asks of the agent, as if nobody else held the run."""
+    status, run = result.get("status"), result.get("run_id")
     if status in ("ensure_failed", "schema_failed"):
         return (f"Rejected ({status}): {_rejection(result)} Redo step {result.get('step_id')} and call "
                 f"lockgate_step_done with the new token {result.get('token')} "

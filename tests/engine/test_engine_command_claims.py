@@ -94,7 +94,7 @@ def test_a_command_left_by_a_decision_elsewhere_is_run_by_the_engine_holding_the
     server.start("resolve_waiting_gate", run_id, "g1", "approve")
     assert commands.started["one"].wait(GUARD_S)
     # another process decides g2 while the server holds the run: it leaves c2 to the server
-    assert other.resolve_waiting_gate(run_id, "g2", "approve")["driven_by"]
+    assert other.resolve_waiting_gate(run_id, "g2", "approve")["commands_by"]
     commands.release["one"].set()
     assert commands.started["two"].wait(GUARD_S)  # run once the server's own command ended
     commands.release["two"].set()
@@ -113,7 +113,7 @@ def test_concurrent_calls_share_the_claim_until_the_last_command_ends(two_gates)
     server.threads[0].join(GUARD_S)
     # two still runs in the server: the run is still held, so a resume elsewhere leaves it be
     assert other.driver_of(run_id) is not None
-    assert other.resume(run_id)["driven_by"]
+    assert other.resume(run_id)["commands_by"]
     commands.release["two"].set()
     server.join()
     assert commands.ran == ["one", "two"] and other.driver_of(run_id) is None
