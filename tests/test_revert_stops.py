@@ -201,7 +201,7 @@ def test_a_revert_elsewhere_stops_the_command_a_deciding_caller_runs(tmp_path: P
     with process(tmp_path, DECIDE, str(tmp_path / "runs.db"), str(tmp_path), run_id) as deciding:
         first = first_command(tmp_path)
         reverted = revert_meanwhile(tmp_path, run_id)
-        assert reverted["driven_by"]  # the caller holds the run: the new issuance is its to run
+        assert reverted["commands_by"]  # the caller holds the run: the new issuance is its to run
         assert gone_within(first, STOPPED_WITHIN_S), "the withdrawn command ran on"
         assert finished(deciding)["status"] == "await_gate"
     went_on_afresh(tmp_path, run_id)
