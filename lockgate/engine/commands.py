@@ -120,7 +120,7 @@ class Commands:
     def left_here(self, run_id: str) -> list[dict[str, Any]]:
         """The commands the run has running that no call of this engine runs: left to it by a
         process that decided while it held the run, or by one that died running them."""
-        return [call for call in self.engine.evaluations(run_id) if call["token"] not in self.running]
+        return self.engine.evaluations(run_id)  # leaves out those running here
 
     def _own_drive(self, run_id: str) -> Driver | None:
         """The drive of this engine's runner that holds the run now, if one does."""

@@ -504,11 +504,13 @@ class Drive:
         the drive resumes the run, which starts them again here. Without a claim, another
         process runs them (``lockgate gate approve`` in another terminal), and the drive waits
         for their answers through the store, unless they run past their timeout (and a grace):
-        left by a process that is gone, they are started again here too."""
+        left by a process that is gone, they are started again here too. Those a call of this
+        engine runs (a revert made through it beside this drive) are waited for the same way:
+        a resume would leave them to that call, and the drive would resume again and again."""
         store = self.engine.store
         version = await asyncio.to_thread(store.current_version, self.run_id)
         response = await self._engine_call(self.engine.status, self.run_id)
-        if self.driver is not None or left_behind(response):
+        if (self.driver is not None and self.engine.evaluations(self.run_id)) or left_behind(response):
             return await self._engine_call(self.engine.resume, self.run_id)
         if response.get("evaluating") == current.get("evaluating"):
             await asyncio.to_thread(store.wait_for_change, self.run_id, version, ELSEWHERE_POLL_S)

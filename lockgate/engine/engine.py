@@ -385,11 +385,16 @@ class Engine:
         return self._driven_by(run_id, response(run, everything=True))
 
     def evaluations(self, run_id: str) -> list[dict[str, Any]]:
-        """The evaluate commands the run has running, each as the call that runs it (its step,
-        token, command, input, ...): for the process that drives the run, which runs those its
-        own calls did not start (a gate decided elsewhere leaves them to it)."""
+        """The evaluate commands the run has running that no call of this engine runs now, each
+        as the call that runs it (its step, token, command, input, ...): for the process that
+        drives the run, which runs those its own calls did not start (a gate decided elsewhere
+        leaves them to it; one a call of this engine runs, a revert beside its runner's drive,
+        is that call's)."""
         run = self._get(run_id, fresh=True)
-        return [evaluate.call_entry(run, key) for key in run.evaluating] if run.header.status == RUN_RUNNING else []
+        if run.header.status != RUN_RUNNING:
+            return []
+        running = self._commands.running
+        return [call for key in run.evaluating if (call := evaluate.call_entry(run, key))["token"] not in running]
 
     def spec_of(self, run_id: str) -> tuple[Spec, str]:
         """The spec a stored run runs (checked against its digest) and the name of its flow."""
