@@ -56,7 +56,7 @@ def test_fanout_output_must_be_indexed_and_needs_a_final_out():
     text = flow("""
         - id: fan
           fanout:
-            over: "${input.topic}"
+            over: "${input.topics}"
             concurrency: 2
             isolation: none
             require: all
@@ -64,14 +64,14 @@ def test_fanout_output_must_be_indexed_and_needs_a_final_out():
             steps: [{do: "a ${item}", out: R}]
         - id: bare
           fanout:
-            over: "${input.topic}"
+            over: "${input.topics}"
             concurrency: 2
             isolation: none
             require: all
             merge: sequential
             steps: [{do: "a ${item}"}]
         - {id: a, do: "${fan.output[0].v} ${fan.output} ${fan.output.v} ${bare.output[0]}", out: R}
-    """)
+    """, inputs="{topics: 'string[]'}")
     found = errors(text)
     assert [(f.code, f.span) for f in found] == [("LG404", (33, 48)), ("LG406", (49, 66))]
     assert found[1].related[0][0] == P(1, "fanout", "steps", 0)
@@ -80,12 +80,33 @@ def test_fanout_output_must_be_indexed_and_needs_a_final_out():
 def test_fanout_as_flow_output_must_be_indexed():
     base = """
         - id: fan
-          fanout: {over: "${input.topic}", concurrency: 1, isolation: none, require: all,
+          fanout: {over: "${input.topics}", concurrency: 1, isolation: none, require: all,
                    merge: sequential, steps: [{do: "x ${item}", out: R}]}
     """
-    found = only(errors(flow(base, output="${fan.output}")))
+    topics = "{topics: 'string[]'}"
+    found = only(errors(flow(base, output="${fan.output}", inputs=topics)))
     assert (found.code, found.path) == ("LG404", ("flows", "main", "output", "from"))
-    assert errors(flow(base, output="${fan.output[0]}")) == []
+    assert errors(flow(base, output="${fan.output[0]}", inputs=topics)) == []
+
+
+def test_fanout_over_must_be_typed_as_a_list():
+    """An ``over`` the contracts type as a string, number or object fails the step every time it
+    starts (semantics §6.8): LG410 on the reference; an optional list or an untyped value is not
+    certain to fail, so it passes."""
+    def over(ref: str, inputs: str) -> list:
+        return errors(flow(f"""
+            - id: fan
+              fanout: {{over: "{ref}", concurrency: 1, isolation: none, require: all,
+                       merge: sequential, steps: [{{do: "x ${{item}}", out: R}}]}}
+        """, output="${fan.output[0]}", inputs=inputs))
+
+    found = only(over("${input.topic}", "{topic: string}"))
+    assert (found.code, found.path, found.span) == ("LG410", P(0, "fanout", "over"), (0, 14))
+    assert found.message.startswith("fanout.over must be a list, but ${input.topic} is a string;")
+    assert only(over("${input.meta}", "{meta: R}")).message.startswith(
+        "fanout.over must be a list, but ${input.meta} is an object (R);")
+    assert over("${input.topics}", "{topics: 'string[]?'}") == []
+    assert over("${input.topics}", "{topics: 'string[]'}") == []
 
 
 def test_item_and_prev_only_in_stages():

@@ -12,7 +12,7 @@ SET = '{id: s, set: {v: "input.topic"}, out: R}'
 
 
 def spec(steps: str, **options) -> str:
-    return flow(steps, contracts="R: {v: string}", **options)
+    return flow(steps, contracts="R: {v: string, vs: 'string[]?'}", **options)
 
 
 def unused(text: str):
@@ -58,7 +58,7 @@ READERS = {
     "when": '{id: a, after: [s], when: "result.s.v == \'x\'", do: "go", out: R}',
     "set value": '{id: a, after: [s], set: {v: "result.s.v"}, out: R, ensure: [{expr: "true"}]}',
     "run with": '{id: a, run: sub, with: {v: "${s.output.v}"}}',
-    "fanout over": "{id: a, fanout: {over: '${s.output.v}', steps: [{do: 'x ${item}', out: R}]}}",
+    "fanout over": "{id: a, fanout: {over: '${s.output.vs}', steps: [{do: 'x ${item}', out: R}]}}",
     "fanout stage do": "{id: a, fanout: {over: '${input.items}', steps: [{do: 'x ${item} ${s.output.v}', out: R}]}}",
     "fanout stage when": "{id: a, after: [s], fanout: {over: '${input.items}', "
     "steps: [{when: \"result.s.v == item\", do: 'x ${item}', out: R}]}}",
@@ -76,7 +76,8 @@ def test_a_read_keeps_it_quiet(reader: str):
         "    steps: [{id: w, do: 'work on ${input.v}', out: R}]\n"
     assert errors(text) == []
     assert unused(text) == []
-    unread = text.replace("${s.output.v}", "${input.topic}").replace("result.s.v", "input.topic")
+    unread = text.replace("${s.output.v}", "${input.topic}").replace("result.s.v", "input.topic") \
+        .replace("${s.output.vs}", "${input.items}")
     assert only(unused(unread)).path == P(0, "id")
 
 

@@ -249,7 +249,15 @@ def _binding_root(ctx: Context, flow: Flow, step: Step, field: ScannedField, nam
 
 
 def _item_type(ctx: Context, flow: Flow, step: Step) -> TypeExpr | None:
-    over = scan(step.fanout.over or "").full
+    typ = over_type(ctx, flow, step)
+    typ = strip_optional(typ) if typ is not None else None
+    return typ.element if isinstance(typ, ArrayOf) else None
+
+
+def over_type(ctx: Context, flow: Flow, step: Step) -> TypeExpr | None:
+    """The contract type of what a fanout step's ``over`` reads; None unless it is one full
+    step-output or input reference whose path the contracts type."""
+    over = scan(step.fanout.over or "").full if step.fanout is not None else None
     if over is None or over.kind not in ("input", "step"):
         return None
     root: Any
@@ -263,10 +271,9 @@ def _item_type(ctx: Context, flow: Flow, step: Step) -> TypeExpr | None:
             return None
         root = ArrayOf(Named(found.root)) if found.indexed else found.root
     try:
-        typ = strip_optional(ctx.contracts.type_at(root, path))
+        return ctx.contracts.type_at(root, path)
     except ContractError:
         return None
-    return typ.element if isinstance(typ, ArrayOf) else None
 
 
 def _step_map_path(ctx: Context, flow: Flow, field: ScannedField, member) -> Iterator[Finding]:

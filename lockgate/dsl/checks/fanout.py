@@ -3,7 +3,9 @@
 which the engine cannot see. Its stages therefore may not use file predicates (``LG706``),
 and a gate must review the result before anything else runs (``LG707``).
 
-(``fanout.over`` being one full reference, ``LG410``, is checked with the other references.)
+``fanout.over`` must resolve to a list (§6.8): a reference the contracts type as anything else
+fails the step every time it starts, so it is ``LG410``, like an ``over`` that is not one full
+reference (which is checked with the other references).
 """
 
 from __future__ import annotations
@@ -13,14 +15,21 @@ from collections.abc import Iterator
 from ..diagnostics import Finding
 from ...errors import ExprError
 from ..expr import compile as compile_expr
+from ..expr.typecheck import kind_of_type
 from ..graph import dependencies, routing_targets
 from ..ir import Flow, Stage, Step
+from ..refs import scan
 from .context import Context
+from .expressions import over_type
 
 FILE_PREDICATES = frozenset({"file_exists", "file_contains"})
 
 
 def check(ctx: Context) -> Iterator[Finding]:
+    for each in ctx.spec.flows.values():
+        for step in each.steps:
+            if step.kind == "fanout" and step.fanout is not None:
+                yield from _over_not_a_list(ctx, each, step)
     flow = ctx.entry
     if flow is None:
         return
@@ -41,6 +50,22 @@ def check(ctx: Context) -> Iterator[Finding]:
                 (*fan.at, "isolation"),
                 hint=f"add a gate step with 'after: [{step.id}]'",
             )
+
+
+def _over_not_a_list(ctx: Context, flow: Flow, step: Step) -> Iterator[Finding]:
+    declared = over_type(ctx, flow, step)
+    kind = kind_of_type(declared)
+    if kind is None or kind == "array":
+        return
+    ref = scan(step.fanout.over).full
+    declared_text = f" ({declared})" if str(declared) != kind else ""
+    yield Finding(
+        "LG410",
+        f"fanout.over must be a list, but {ref.text} is {'an' if kind == 'object' else 'a'} {kind}"
+        f"{declared_text}; point it at an array, like '${{plan.output.items}}' or '${{input.files}}'",
+        (*step.fanout.at, "over"),
+        span=ref.span,
+    )
 
 
 def _file_predicates(stage: Stage) -> Iterator[Finding]:
