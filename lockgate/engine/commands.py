@@ -157,7 +157,9 @@ class Commands:
     def _claim(self, run_id: str) -> _Claim | None:
         """A claim of the run for this engine's commands; None while a live driver holds it. A
         driver that is stopping (Ctrl-C) runs no more commands: its claim is waited for, up to
-        :data:`STOPPING_WAIT_S` seconds (its agents' grace period), then taken."""
+        :data:`STOPPING_WAIT_S` seconds (its agents' grace period), then taken. The wait is made
+        in ``engine.around_waits()`` (a server serialising engine calls leaves its lock there),
+        so another call of this engine may claim the run meanwhile: its claim is then shared."""
         engine = self.engine
         deadline = time.monotonic() + STOPPING_WAIT_S
         while True:
@@ -172,7 +174,12 @@ class Commands:
                 if holder is None or not holder.stopping or left <= 0:
                     return None
                 # woken by its release; a driver killed meanwhile writes none: look again soon
-                engine.store.wait_for_change(run_id, version, min(left, RECHECK_S))
+                with engine.around_waits():
+                    engine.store.wait_for_change(run_id, version, min(left, RECHECK_S))
+                shared = self._claims.get(run_id)  # claimed meanwhile by another call of this engine
+                if shared is not None:
+                    shared.users += 1
+                    return shared
                 continue
             self._claims[run_id] = claim = _Claim(driver, _Renewer(engine.store, run_id, driver))
             return claim

@@ -77,7 +77,9 @@ class Engine:
     block, as the runner does). ``around_commands(call)`` is a context manager factory entered
     around each such command (``call``: its step, command, input, timeout, ...): a server that
     serialises engine calls under a lock releases it there, so that other calls go on while a
-    command runs; a command line says what runs while it waits.
+    command runs; a command line says what runs while it waits. ``around_waits()`` is entered
+    the same way around each wait of a call for another process (a decision whose commands wait
+    for a stopping driver to give the run up: see :mod:`lockgate.engine.commands`).
     """
 
     def __init__(self, store: Any = None, workspace: str | Path | None = None,
@@ -93,6 +95,7 @@ class Engine:
         self.dispatcher = dispatcher
         self.evaluator = evaluator
         self.around_commands: Callable[[Mapping[str, Any]], AbstractContextManager[Any]] = _no_context
+        self.around_waits: Callable[[], AbstractContextManager[Any]] = nullcontext
         self._live: dict[str, LiveRun] = {}
         self._drives: dict[str, Driver] = {}  # run id -> this process's drive of it (see claim)
         self._commands = Commands(self)

@@ -37,7 +37,8 @@ class ToolContext:
     ``lock`` serialises engine calls (handlers run in worker threads; the engine's cache of live
     runs is not thread-safe); waiting for a decision made elsewhere happens outside it, and so
     does every evaluate command the engine runs (it commits first, and settles the answer under
-    the lock again), so one slow command does not hold up the other tools. So does asking the
+    the lock again), so one slow command does not hold up the other tools, and so does waiting
+    for a stopping driver to give a run up (``Engine.around_waits``). So does asking the
     judge: an engine whose judge is a :class:`~lockgate.engine.judge.JudgeBridge` has its calls
     settled by :func:`~lockgate.engine.judge.settle_blocking`, which abandons a transition that
     needs a verdict (unsaved; the result it reports was held on its step first), asks the judge
@@ -50,6 +51,7 @@ class ToolContext:
 
     def __post_init__(self) -> None:
         self.engine.around_commands = self.unlocked
+        self.engine.around_waits = self.unlocked
 
     def call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         with self.lock:
