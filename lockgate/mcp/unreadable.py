@@ -6,14 +6,19 @@ such a line reaches the server only as an exception and is dropped, and the clie
 for the answer to its request. :func:`answering_unreadable` sits between the transport and the
 server: when the request's ``id`` can still be found at the top level of the line, it answers; a
 ``tools/call`` gets a tool error like any refused argument (``invalid_arguments``, nothing
-changed), other methods a JSON-RPC parse error. Everything else passes through unchanged.
+changed), other methods a JSON-RPC parse error. A line that parses but is no valid request
+(``jsonrpc`` missing or not "2.0", ``method`` not a string, ``params`` not an object, a batch)
+is dropped the same way; with a readable ``id`` it gets an Invalid Request error (-32600), or
+Invalid params (-32602) when only ``params`` is wrong. A notification, a response and a request
+without a usable ``id`` are answered by nobody, as JSON-RPC says. Everything else passes through
+unchanged.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, TypeGuard
 
 import anyio
 import mcp_types as types
@@ -25,6 +30,7 @@ _INTERESTING = re.compile(r'["{}\[\]]')
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _SPACE = re.compile(r"\s*")
 _DECODER = json.JSONDecoder()
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _CAUSES = (("recursion limit", "the JSON nests deeper than the transport reads (about 250 levels)"),
            ("surrogate", "a string holds a lone UTF-16 surrogate"),
            ("hex escape", "a string holds an invalid \\u escape (a lone UTF-16 surrogate?)"),
@@ -52,20 +58,38 @@ def request_key(line: str) -> tuple[int | str, str | None] | None:
             except ValueError:
                 break
     rid = found.get("id")
-    if isinstance(rid, bool) or not isinstance(rid, (int, str)):
+    if not _usable_id(rid):
         return None
     method = found.get("method")
     return rid, method if isinstance(method, str) else None
 
 
-def answer(item: Exception) -> SessionMessage | None:
-    """The answer to a request the transport could not read, None when there is no one to answer."""
+def _usable_id(rid: Any) -> TypeGuard[int | str]:
+    """Whether an answer can carry ``rid``: a JSON-RPC id (integer or string) UTF-8 can write (an id
+    with a lone surrogate cannot be sent back; answering it would end the server)."""
+    if isinstance(rid, str):
+        return not _SURROGATE.search(rid)
+    return isinstance(rid, int) and not isinstance(rid, bool)
+
+
+def answers(item: Exception) -> list[SessionMessage]:
+    """The answers to what the transport could not read: none when there is no one to answer."""
     line = _raw_line(item)
-    key = request_key(line) if line is not None else None
+    if line is not None:
+        reply = _unparsed(line, _reason(item))
+        return [reply] if reply is not None else []
+    parsed = _parsed(item)
+    batch = isinstance(parsed, list)
+    replies = (_invalid(message, batch) for message in (parsed if batch else [parsed]))
+    return [reply for reply in replies if reply is not None]
+
+
+def _unparsed(line: str, reason: str) -> SessionMessage | None:
+    """The answer to a line that is no JSON the transport reads, when its id can be found."""
+    key = request_key(line)
     if key is None:
         return None
     rid, method = key
-    reason = _reason(item)
     if method == "tools/call":
         message = (f"invalid_arguments: the request could not be read as JSON: {reason}\nFix the arguments "
                    "as described and call the tool again; nothing was changed.")
@@ -80,16 +104,59 @@ def answer(item: Exception) -> SessionMessage | None:
     return SessionMessage(reply)
 
 
+def _invalid(message: Any, batch: bool) -> SessionMessage | None:
+    """The error answering a parsed message that is no valid request, when it has a usable id and
+    is not a response (which nobody waits for an answer to)."""
+    if not isinstance(message, dict) or ("method" not in message and ("result" in message or "error" in message)):
+        return None
+    rid = message.get("id")
+    if not _usable_id(rid):
+        return None
+    problems, params_only = _problems(message)
+    if batch:
+        problems.insert(0, "a batch (a JSON array of messages) is not supported: send each request as a line "
+                           "of its own")
+    code, kind = (types.INVALID_PARAMS, "Invalid params") if params_only and not batch else \
+        (types.INVALID_REQUEST, "Invalid Request")
+    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
+        code=code, message=f"{kind}: " + "; ".join(problems or ["not a JSON-RPC 2.0 request"]))))
+
+
+def _problems(message: dict[str, Any]) -> tuple[list[str], bool]:
+    """What is wrong with a request's envelope, and whether only its ``params`` is."""
+    problems: list[str] = []
+    if message.get("jsonrpc") != "2.0":
+        problems.append('`jsonrpc` must be "2.0", ' + _not(message, "jsonrpc"))
+    if not isinstance(message.get("method"), str):
+        problems.append("`method` must be a string, " + _not(message, "method"))
+    params_wrong = message.get("params") is not None and not isinstance(message["params"], dict)
+    if params_wrong:
+        problems.append("`params` must be an object of named parameters, " + _not(message, "params"))
+    return problems, params_wrong and len(problems) == 1
+
+
+def _not(message: dict[str, Any], key: str) -> str:
+    """What the envelope's ``key`` is instead, for a problem's message."""
+    if key not in message:
+        return "but it is missing"
+    value = message[key]
+    if isinstance(value, str):
+        return f"not {json.dumps(value[:40], ensure_ascii=False)}" + ("..." if len(value) > 40 else "")
+    kinds = {bool: "a boolean", int: "a number", float: "a number", list: "an array", dict: "an object",
+             type(None): "null"}
+    return f"not {kinds.get(type(value), type(value).__name__)}"
+
+
 async def answering_unreadable(source: ObjectReceiveStream[Any], sink: ObjectSendStream[Any],
                                replies: Any) -> None:
     """Pass ``source`` on to ``sink``, answering unreadable requests on ``replies`` instead;
     close ``sink`` when ``source`` ends, which ends the server."""
     async with sink:
         async for item in source:
-            reply = answer(item) if isinstance(item, Exception) else None
-            if reply is None:
+            answered = answers(item) if isinstance(item, Exception) else []
+            if not answered:
                 await sink.send(item)
-            else:
+            for reply in answered:
                 await replies.send(reply)
 
 
@@ -99,11 +166,24 @@ def forward_streams() -> tuple[ObjectSendStream[Any], ObjectReceiveStream[Any]]:
 
 
 def _raw_line(item: Exception) -> str | None:
+    """The line itself, when the transport could not parse it as JSON."""
     if not isinstance(item, ValidationError):
         return None
     for error in item.errors():
-        if isinstance(error.get("input"), str):
+        if error.get("type") == "json_invalid" and isinstance(error.get("input"), str):
             return error["input"]
+    return None
+
+
+def _parsed(item: Exception) -> Any:
+    """The message the transport parsed but could not validate, as the SDK's errors carry it: the
+    input of an error about the whole message, or of a field missing at its top level."""
+    if not isinstance(item, ValidationError):
+        return None
+    for error in item.errors():
+        loc = error.get("loc", ())
+        if len(loc) == 1 or (len(loc) == 2 and error.get("type") == "missing"):
+            return error.get("input")
     return None
 
 

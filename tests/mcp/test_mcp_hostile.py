@@ -1,6 +1,7 @@
 """A hostile or careless client: spec paths that are not workspace files, values strict JSON cannot
-store, request lines the transport cannot read, and a flood of calls waiting for a gate. Each is refused as a tool error, the server
-keeps serving, and the run stays verifiable."""
+store, request lines the transport cannot read or whose envelope is invalid, and a flood of calls
+waiting for a gate. Each is refused (a tool error, or a JSON-RPC error for an invalid envelope),
+the server keeps serving, and the run stays verifiable."""
 
 from __future__ import annotations
 
@@ -90,15 +91,26 @@ class RawClient:
     async def send(self, line: str) -> None:
         await self.process.stdin.send(line.encode("utf-8") + b"\n")
 
-    async def answer(self, request_id: int) -> dict:
+    async def answer(self, request_id: int | str) -> dict:
         with anyio.fail_after(CALL_TIMEOUT):
             while True:
-                while b"\n" not in self.buffer:
-                    self.buffer += await self.process.stdout.receive()
-                line, self.buffer = self.buffer.split(b"\n", 1)
-                message = json.loads(line)
+                message = await self.next_message()
                 if message.get("id") == request_id:
                     return message
+
+    async def next_message(self) -> dict:
+        """The next message the server writes, whatever it answers."""
+        while b"\n" not in self.buffer:
+            self.buffer += await self.process.stdout.receive()
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    async def start(self) -> None:
+        """The initialize handshake."""
+        await self.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}))
+        assert "result" in await self.answer(0)
+        await self.send('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
 
     async def call(self, request_id: int, name: str, arguments: str) -> dict:
         await self.send(f'{{"jsonrpc": "2.0", "id": {request_id}, "method": "tools/call", "params": '
@@ -111,10 +123,7 @@ async def test_request_lines_the_transport_cannot_read_are_answered_and_serving_
     command = [sys.executable, "-m", "lockgate", "mcp", "--store", str(store), "--workspace", str(tmp_path)]
     async with await anyio.open_process(command, cwd=tmp_path) as process:
         client = RawClient(process)
-        await client.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}))
-        assert "result" in await client.answer(0)
-        await client.send('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+        await client.start()
         planned = await client.call(1, "lockgate_plan", json.dumps({"spec": CHECKED, "inputs": {"topic": "tea"}}))
         first = planned["result"]["structuredContent"]
         done = f'{{"run_id": "{first["run_id"]}", "step_id": "a", "token": "{first["token"]}", "result": %s}}'
@@ -134,6 +143,53 @@ async def test_request_lines_the_transport_cannot_read_are_answered_and_serving_
         with anyio.fail_after(CALL_TIMEOUT):
             assert await process.wait() == 0
     _verified(store, first["run_id"])
+
+
+# requests whose JSON parses but whose envelope is no valid request, each with a usable id:
+# (line, the error code answering it, words of its message)
+INVALID_ENVELOPES = [
+    ('{"jsonrpc": "2.0", "id": "p1", "method": "tools/call", "params": "lockgate_runs"}', -32602,
+     '`params` must be an object of named parameters, not "lockgate_runs"'),
+    ('{"jsonrpc": "2.0", "id": "p2", "method": "tools/call", "params": ["lockgate_runs", {}]}', -32602,
+     "`params` must be an object of named parameters, not an array"),
+    ('{"jsonrpc": "2.0", "id": 3, "method": "ping", "params": true}', -32602, "not a boolean"),
+    ('{"id": "p4", "method": "tools/list"}', -32600, '`jsonrpc` must be "2.0", but it is missing'),
+    ('{"jsonrpc": "1.0", "id": "p5", "method": "tools/list"}', -32600, '`jsonrpc` must be "2.0", not "1.0"'),
+    ('{"jsonrpc": "2.0", "id": "p6", "method": 5}', -32600, "`method` must be a string, not a number"),
+    ('{"jsonrpc": "2.0", "id": "p7"}', -32600, "`method` must be a string, but it is missing"),
+    ('{"id": "p8", "method": null, "params": "x"}', -32600, "`jsonrpc` must be"),
+    ('[{"jsonrpc": "2.0", "id": "p9", "method": "tools/list"}, {"jsonrpc": "2.0", "method": "notifications/x"}]',
+     -32600, "a batch (a JSON array of messages) is not supported"),
+]
+# lines JSON-RPC answers with nothing: notifications, responses, requests without a usable id
+UNANSWERED = ['{"jsonrpc": "2.0", "method": "tools/list", "params": "x"}', '{"jsonrpc": "1.0", "method": "x"}',
+              '{"jsonrpc": "2.0", "id": null, "method": "tools/list", "params": "x"}',
+              '{"jsonrpc": "2.0", "id": 1.5, "method": "tools/list", "params": "x"}',
+              '{"jsonrpc": "2.0", "id": true, "method": 5}', '{"jsonrpc": "2.0", "id": 7, "result": 5}',
+              '{"jsonrpc": "2.0", "id": "s\\ud800", "method": "tools/list"}', "[1, 2]", '"x"', "null", "{"]
+
+
+async def test_requests_with_an_invalid_envelope_are_answered_by_id_and_others_get_no_answer(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "lockgate", "mcp", "--store", str(tmp_path / "runs.db"),
+               "--workspace", str(tmp_path)]
+    async with await anyio.open_process(command, cwd=tmp_path) as process:
+        client = RawClient(process)
+        await client.start()
+        for line, code, words in INVALID_ENVELOPES:
+            await client.send(line)
+            with anyio.fail_after(CALL_TIMEOUT):
+                error = (await client.next_message())["error"]
+            assert error["code"] == code and words in error["message"], (line, error)
+        for number, line in enumerate(UNANSWERED):
+            await client.send(line)
+            await client.send(json.dumps({"jsonrpc": "2.0", "id": f"ping{number}", "method": "ping"}))
+            with anyio.fail_after(CALL_TIMEOUT):
+                assert (await client.next_message()) == {"jsonrpc": "2.0", "id": f"ping{number}", "result": {}}, line
+        listed = await client.call(10, "lockgate_runs", "{}")
+        assert listed["result"]["structuredContent"]["runs"] == []
+        await process.stdin.aclose()
+        with anyio.fail_after(CALL_TIMEOUT):
+            assert await process.wait() == 0
 
 
 async def test_many_calls_waiting_for_a_gate_do_not_stall_other_tools(tmp_path: Path) -> None:
