@@ -108,10 +108,12 @@ def test_the_result_that_releases_a_command_is_committed_before_it_runs(two_engi
     (a,) = [t for t in second.audit(run_id)["trace"] if t["step_id"] == "a"]
     assert a["status"] == "succeeded" and a["output"] == {"text": "A"}
     (wait,) = [w for w in second.why(run_id)["waits"] if w["kind"] == "evaluate"]
-    # the process running the command holds the run meanwhile: a resume elsewhere would be
-    # refused (it would start the command a second time), so only cancel is offered
-    assert wait["command"] == "check it" and wait["commands"] == [f"lockgate cancel {run_id}"]
-    assert "is driving the run" in wait["reason"]
+    # the process running the command holds the run meanwhile (a resume elsewhere is refused: it
+    # would start the command a second time), and only that: the resume is for once it ends
+    assert wait["command"] == "check it"
+    assert wait["commands"] == [f"lockgate run --resume {run_id}", f"lockgate cancel {run_id}"]
+    assert "on this host is running it" in wait["reason"]
+    assert "once that ends, resume the run to continue with agents" in second.why(run_id)["summary"]
     with pytest.raises(RunDriven):
         second.claim(run_id, Driver.here())
     held.release.set()
