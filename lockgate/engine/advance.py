@@ -20,14 +20,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..dsl.expr import reason as expr_reason
 from ..dsl.expr.equality import json_equal
 from ..dsl.refs import Ref, render_text, walk_path
 from ..dsl.values import UNDEFINED
-from ..errors import ExprError, RefError
+from ..errors import RefError
 from . import budget, carry
 from .compiled import CStep
-from .ensures import contract_violations, first_failed_ensure, value_or_false
+from .ensures import contract_violations, first_failed_ensure, value_or_false, when_skips
 from .live import LiveRun, Located, Scope
 from .model import (
     FAILED,
@@ -112,16 +111,10 @@ def _consider(run: LiveRun, loc: Located, st: StepState) -> None:
 
 
 def _when_skips(run: LiveRun, scope: Scope, cstep: CStep) -> str | None:
-    """Why the step's ``when`` skips it, or None when it is true. A ``when`` that fails to
-    evaluate skips its step too (reference §5.7), but the reason names the error: calling it
-    "not true" would hide a broken condition behind an ordinary skip."""
+    """Why the step's ``when`` skips it, or None when it is true."""
     when = cstep.when
-    bindings = {"result": run.result_map(scope, when.needs), "input": run.scope_input(scope)}
-    try:
-        value = when.expression.evaluate(bindings, workspace=run.workspace())
-    except ExprError as exc:
-        return f'when "{when.source}" failed: {expr_reason(exc)}'
-    return None if value is True else f'when "{when.source}" is not true'
+    return when_skips(when, {"result": run.result_map(scope, when.needs), "input": run.scope_input(scope)},
+                      run.workspace())
 
 
 # -- do -------------------------------------------------------------------------------------------
@@ -190,10 +183,12 @@ def _run_set(run: LiveRun, loc: Located, st: StepState) -> None:
     scope, cstep = loc.scope, loc.cstep
     inputs = run.scope_input(scope)
     workspace = run.workspace()
-    value = {
-        name: value_or_false(cexpr, {"result": run.result_map(scope, cexpr.needs), "input": inputs}, workspace)
-        for name, cexpr in cstep.set_exprs
-    }
+    value, errors = {}, []
+    for name, cexpr in cstep.set_exprs:
+        value[name], error = value_or_false(cexpr, {"result": run.result_map(scope, cexpr.needs), "input": inputs},
+                                            workspace)
+        if error is not None:
+            errors.append(f'set value {name} "{cexpr.source}" failed ({error}), so it is false')
     judged: list[dict[str, Any]] = []
     failure = check_result(run, scope, cstep.step.out, cstep.ensures, value, {"input": inputs}, judged=judged,
                            subject=(st.key, run.header.workspace, not run.irreversible))
@@ -201,6 +196,8 @@ def _run_set(run: LiveRun, loc: Located, st: StepState) -> None:
         return
     if failure is None:
         failure = output_source_failure(run, scope, cstep, value)
+    if failure is not None and errors:  # the likely cause of the failure: say it first
+        failure = {**failure, "reason": "; ".join([*errors, failure["reason"]])}
     st.attempts.append({"attempt": 1, "at": now(), "result": value, **({"failure": failure} if failure else {})})
     if failure is not None:
         st.failure = failure

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..dsl.expr import Bindings
+from ..dsl.expr import reason as expr_reason
 from ..dsl.expr import compile as compile_expr
 from ..errors import ExprError, LockgateError
 from .budget import finite_number
@@ -139,12 +140,23 @@ def until_holds(until: CExpr, bindings: Mapping[str, Any], workspace: Path | Non
     return _holds(until.expression, bindings, workspace)
 
 
-def value_or_false(cexpr: CExpr, bindings: Mapping[str, Any], workspace: Path | None) -> Any:
-    """The engine adapter for ``when`` and ``set``: the value, or False on any expression error."""
+def value_or_false(cexpr: CExpr, bindings: Mapping[str, Any], workspace: Path | None) -> tuple[Any, str | None]:
+    """The engine adapter for ``when`` and ``set`` (reference §5.7): (the value, None), or
+    (False, the error's reason) when the expression fails. The reason is for messages only: a
+    ``when`` that fails skips its step and a ``set`` value that fails is false, as the reference
+    says, but saying why keeps a broken expression from passing for an ordinary outcome."""
     try:
-        return cexpr.expression.evaluate(bindings, workspace=workspace)
-    except ExprError:
-        return False
+        return cexpr.expression.evaluate(bindings, workspace=workspace), None
+    except ExprError as exc:
+        return False, expr_reason(exc)
+
+
+def when_skips(cexpr: CExpr, bindings: Mapping[str, Any], workspace: Path | None) -> str | None:
+    """Why a ``when`` (a step's or a fanout stage's) skips its step, or None when it is true."""
+    value, error = value_or_false(cexpr, bindings, workspace)
+    if error is not None:
+        return f'when "{cexpr.source}" failed: {error}'
+    return None if value is True else f'when "{cexpr.source}" is not true'
 
 
 def _holds(expression: Any, bindings: Mapping[str, Any], workspace: Path | None) -> tuple[bool, str | None]:

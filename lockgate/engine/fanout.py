@@ -30,7 +30,7 @@ from .advance import (
     resolver,
     succeed,
 )
-from .ensures import value_or_false
+from .ensures import when_skips
 from .live import FanCounters, LiveRun, Located
 from .model import FAILED, PENDING, READY, RUNNING, SKIPPED, SUCCEEDED, StepState, now
 
@@ -92,10 +92,10 @@ def _ready_item(run: LiveRun, loc: Located, fan_st: StepState, item: StepState) 
             break
         bindings = {"result": run.result_map(run.root, cst.when.needs), "input": root_input,
                     "item": item.item, "prev": item.prev}
-        if value_or_false(cst.when, bindings, run.workspace()) is True:
+        why = when_skips(cst.when, bindings, run.workspace())
+        if why is None:
             break
-        event = run.event("fanout_item_skipped", item.key, stage=item.stage,
-                          reason=f'when "{cst.when.source}" is not true')
+        event = run.event("fanout_item_skipped", item.key, stage=item.stage, reason=why)
         if item.stage == len(stages) - 1:
             run.set_status(item, SKIPPED)
             _finish_item(run, loc, fan_st, item, event)

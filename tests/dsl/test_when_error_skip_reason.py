@@ -37,3 +37,58 @@ def test_an_erroring_when_skips_its_step_and_names_the_error():
                   "received string and number",
         "false_": "when \"input.topic == 'other'\" is not true",
     }
+
+
+def test_an_erroring_stage_when_skips_the_item_and_names_the_error():
+    spec = """
+version: 1
+contracts:
+  R: {v: string}
+flows:
+  entry: main
+  main:
+    input: {topic: string, items: 'string[]'}
+    output: {from: "${fan.output[0]}", contract: R}
+    steps:
+      - id: fan
+        fanout:
+          over: "${input.items}"
+          concurrency: 1
+          isolation: none
+          require: any
+          merge: sequential
+          dispatch: consumer
+          steps: [{do: "x ${item}", out: R, when: "input.topic > 1"}]
+"""
+    engine = Engine()
+    resp = engine.plan(spec, {"topic": "t", "items": ["a"]})
+    events = engine.audit(resp["run_id"])["events"]
+    skipped = [e["detail"]["reason"] for e in events if e["type"] == "fanout_item_skipped"]
+    assert skipped == ["when \"input.topic > 1\" failed: type_error: '>' needs two numbers or two strings, "
+                       "received string and number"]
+
+
+def test_a_set_value_that_errors_is_false_and_the_failure_says_why():
+    """Reference §5.7: a set value whose expression fails is false, which then usually fails the
+    out contract; the failure names the expression's error first, not only the contract's."""
+    spec = """
+version: 1
+contracts:
+  R: {v: string}
+  N: {n: number}
+flows:
+  entry: main
+  main:
+    input: {topic: string}
+    output: {from: "${s.output}", contract: N}
+    steps:
+      - {id: a, do: "write", out: R}
+      - {id: s, after: [a], set: {n: "10 / (len(input.topic) - 1)"}, out: N}
+"""
+    engine = Engine()
+    run = engine.plan(spec, {"topic": "t"})["run_id"]
+    done = engine.step_done(run, "a", {"v": "x"}, engine.status(run)["token"])
+    assert (done["status"], done["step_id"]) == ("error", "s")
+    assert done["message"] == (
+        'set step s failed: set value n "10 / (len(input.topic) - 1)" failed (type_error: division by zero), '
+        "so it is false; output does not match contract N: result.n: expected number, found boolean false")
