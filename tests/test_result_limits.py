@@ -183,7 +183,12 @@ def test_an_oversize_result_is_neither_held_nor_judged(monkeypatch) -> None:
     first = engine.plan(JUDGED, {})
     written = []
     save = engine.store.save_run
-    monkeypatch.setattr(engine.store, "save_run", lambda run_id, **kw: written.append(json.dumps(kw)) or save(run_id, **kw))
+
+    def saving(run_id, **records):
+        written.append(json.dumps(records))
+        return save(run_id, **records)
+
+    monkeypatch.setattr(engine.store, "save_run", saving)
     retry = engine.step_done(first["run_id"], "work", {"t": "j" * 200}, first["token"])
     assert retry["status"] == "schema_failed" and asked == []
     assert written and not any("j" * 200 in text for text in written)

@@ -126,7 +126,8 @@ STEP_DONE = ToolSpec(
         "contract, then each `ensure`. The response's `status`:\n"
         "- `ensure_failed` / `schema_failed`: the result was rejected. `violations` says exactly what "
         "failed; fix the work (not just the JSON) and report again with the NEW `token` in this "
-        "response. `retries_remaining` counts the attempts left after this one.\n"
+        "response. `retries_remaining` counts the attempts left after this one. A result over 32 MiB "
+        "of JSON is rejected so: write large outputs to a file in the workspace and return its path.\n"
         "- `execute_step`: next work (`ready` lists the dispatches this call released).\n"
         "- `await_gate`: a gate waits for a decision (see lockgate_gate_resolve).\n"
         "- `complete`: the flow's `output` and the `trace`; call lockgate_audit for the full record.\n"
@@ -139,7 +140,8 @@ STEP_DONE = ToolSpec(
         "step_id": STEP_ID,
         "token": TOKEN,
         "result": {"description": "The step's output: JSON matching the dispatch's output_schema."},
-        "failure": _string("Why the task could not be done (instead of `result`).", minLength=1),
+        "failure": _string("Why the task could not be done (instead of `result`); kept up to 64 KiB.",
+                           minLength=1),
         "usage": {"type": "object", "description": "Optional spend of this attempt, counted against budgets: "
                   "{tokens, usd, ms}.", "additionalProperties": True},
     },
@@ -164,7 +166,8 @@ GATE_RESOLVE = ToolSpec(
         "run_id": RUN_ID,
         "step_id": STEP_ID,
         "outcome": {"type": "string", "enum": list(DECISIONS), "description": "The decision."},
-        "rationale": _string("Why: recorded in the audit log; for revise, the note sent back with the step."),
+        "rationale": _string("Why (at most 64 KiB): recorded in the audit log; for revise, the note sent back "
+                             "with the step."),
         "resolved_by": {"type": "string", "enum": list(RESOLVERS), "description": "Who decided."},
         "token": TOKEN,
     },
