@@ -32,8 +32,9 @@ class Context:
     _usable: dict[int, tuple[object, bool]] = field(default_factory=dict, repr=False)
     _env: dict[str, int | None] = field(default_factory=dict, repr=False)
     _facts: dict[int, tuple[Step, tuple]] = field(default_factory=dict, repr=False)
-    #: (ensure expression text, type of its ``result``) -> its certain type errors
-    type_errors: dict[tuple[str, object], list[Any]] = field(default_factory=dict, repr=False)
+    #: (expression text, what its ``result`` is: a type, or the flow's step-output map) -> its
+    #: certain type errors and the kind of its value (``typecheck.Typed``), for every expression field
+    type_errors: dict[tuple[str, object], Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, spec: Spec, agents: Collection[str] | None) -> Context:
