@@ -154,7 +154,10 @@ _BRACED = re.compile(r"(?<!\S)\{(?:[^{}]|\{[^{}]*\})*\}(?!\S)")
 
 def _words(line: str) -> list[str]:
     """The words of a %flow line as shlex splits them, except that a word written as a braced
-    expression (a RUN given as ``{runs["a"]}``) stays whole and verbatim, quotes and spaces included."""
+    expression (a RUN given as ``{runs["a"]}``) stays whole and verbatim, quotes and spaces included.
+    ValueError for a line shlex cannot split, or one holding U+0000 (which marks the kept words)."""
+    if "\0" in line:
+        raise ValueError("the line holds the character U+0000; no run id, label or option does")
     kept: list[str] = []
 
     def keep(match: re.Match) -> str:

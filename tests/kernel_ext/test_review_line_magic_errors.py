@@ -66,3 +66,10 @@ def test_the_refusal_is_a_usage_error_for_callers_that_catch_one(shell):
     assert str(result.error_in_exec).startswith("%flow approve: no run with id 'nope'")
     with pytest.raises(UsageError, match="^%flow: unrecognized arguments: --bad"):
         shell.run_line_magic("flow", "runs --bad")
+
+
+def test_a_line_holding_nul_is_refused_not_a_traceback(kernel):
+    """U+0000 marks the braced words kept whole while the line is split: a line holding it (here
+    NUL, digit, NUL, as a kept word is marked) is refused instead of raising IndexError."""
+    out = kernel.run('get_ipython().run_line_magic("flow", "show {r} \\x000\\x00")')
+    _failed(out, "%flow: the line holds the character U+0000")
