@@ -146,9 +146,19 @@ def test_a_long_reported_failure_is_kept_cut_saying_so(engine: Engine, monkeypat
     kept = engine.step_done(first["run_id"], "work", None, first["token"], failure="é" * 50)
     assert kept["failure"]["reason"] == "agent reported failure: " + "é" * 50
     cut = engine.step_done(first["run_id"], "work", None, kept["token"], failure="é" * 51)
-    assert cut["status"] == "error" and cut["message"] == (
-        "agent reported failure: " + "é" * 50 + " ... [cut: the failure text was 102 bytes long in UTF-8; "
-        "the first 100 are kept]")
+    note = " ... [cut: the failure text was 102 bytes long in UTF-8; the first 20 are kept]"
+    assert cut["status"] == "error" and cut["message"] == "agent reported failure: " + "é" * 10 + note
+    assert len(("é" * 10 + note).encode()) <= 100
+
+
+def test_a_failure_cut_once_is_kept_as_it_is_when_reported_again(monkeypatch) -> None:
+    """A failure held while a judge is asked is reported again on resume: cutting it again must
+    not restate its size as that of the cut text."""
+    for limit in (100, textargs.MAX_FAILURE_BYTES):
+        monkeypatch.setattr(textargs, "MAX_FAILURE_BYTES", limit)
+        once = textargs.reported_failure("x" * 200_000)
+        assert len(once.encode()) <= limit and "was 200000 bytes long" in once
+        assert textargs.reported_failure(once) == once
 
 
 def test_a_failure_over_the_real_limit_through_the_runner_fails_the_attempt_not_the_run() -> None:
@@ -166,8 +176,8 @@ def test_a_failure_over_the_real_limit_through_the_runner_fails_the_attempt_not_
     assert result.ok, result
     (reason,) = told
     assert reason.startswith("agent reported failure: ValueError: vvv")
-    assert reason.endswith(f"[cut: the failure text was {MIB + 12} bytes long in UTF-8; the first 65536 are kept]")
-    assert len(reason.encode()) < 65536 + 200
+    assert f"[cut: the failure text was {MIB + 12} bytes long in UTF-8; the first " in reason
+    assert len(reason.encode()) <= len("agent reported failure: ") + 65536
 
 
 JUDGED = LOOSE.replace("        attempts: 2\n", "        attempts: 2\n        ensure:\n"

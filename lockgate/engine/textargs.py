@@ -79,9 +79,11 @@ def reported_failure(failure: Any) -> Any:
     size = len(text.encode("utf-8", "surrogatepass"))
     if size <= MAX_FAILURE_BYTES:
         return failure
-    kept = text[:MAX_FAILURE_BYTES].encode("utf-8", "surrogatepass")[:MAX_FAILURE_BYTES]
-    return (kept.decode("utf-8", "ignore") + f" ... [cut: the failure text was {size} bytes long in UTF-8; "
-            f"the first {MAX_FAILURE_BYTES} are kept]")
+    # the note counts in the limit, so a failure cut once (held, then reported again) stays as it is
+    note = f" ... [cut: the failure text was {size} bytes long in UTF-8; the first {{}} are kept]"
+    room = MAX_FAILURE_BYTES - len(note.format(MAX_FAILURE_BYTES))
+    kept = text[:room].encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore")
+    return kept + note.format(len(kept.encode("utf-8", "surrogatepass")))
 
 
 def oversize_result(result: Any) -> dict[str, Any] | None:
