@@ -3,8 +3,9 @@
 The low-level server lets the tool list carry the exact schemas of :mod:`lockgate.mcp.tools`;
 every call's arguments are validated against them here (all problems reported at once, nothing
 run on bad input), then the handler runs in a worker thread so a slow store never blocks the
-protocol loop. Results carry the engine's dict as structured content and as JSON text, plus one
-line of guidance; refusals are tool errors (``isError``) whose text says how to recover.
+protocol loop. Results carry the engine's dict as structured content and as JSON text (where a
+long value is written once, its repeats elided), plus one line of guidance; refusals are tool
+errors (``isError``) whose text says how to recover.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 import sys
 from collections.abc import Mapping
 from functools import partial
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,10 @@ from .values import unrepresentable
 SERVER_NAME = "lockgate"
 # lockgate_status calls waiting for a gate decision at once; more queue, other tools never do
 MAX_WAITING_CALLS = 8
+# a value this long is written once in a result's text; a repeat names where it is
+ELIDED_CHARS = 4096
+# long strings searched for a later long value they contain (bounds the search on many of them)
+MAX_CONTAINING = 16
 _VALIDATORS = {tool.name: Draft202012Validator(tool.schema) for tool in TOOLS}
 # the tools whose answer asks something of the agent get a line saying what
 _GUIDED = frozenset({"lockgate_plan", "lockgate_step_done", "lockgate_gate_resolve", "lockgate_status",
@@ -97,12 +103,68 @@ def call_tool(ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None) 
         message, data = tool_error(exc)
         return types.CallToolResult(content=[types.TextContent(type="text", text=message)],
                                     structured_content=data, is_error=True)
-    content: list[types.ContentBlock] = [
-        types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False, default=str))]
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=result_text(result))]
     if name in _GUIDED:
         guidance = [next_steps(result), *_revisions(result)]
         content.extend(types.TextContent(type="text", text=line) for line in guidance if line)
     return types.CallToolResult(content=content, structured_content=result, is_error=False)
+
+
+def result_text(result: dict[str, Any]) -> str:
+    """The result as JSON text for clients that read no structured content, each long value in it
+    once: the engine's answer repeats a dispatch's task, inputs and schema in its ``ready`` list (and
+    a task embeds its inputs), so a 6 MB input made a 48 MB answer. A repeat of at least
+    :data:`ELIDED_CHARS` characters is a note naming where the value is written in full above; a
+    shorter answer is the plain JSON of the structured content."""
+    text = json.dumps(result, ensure_ascii=False, default=str)
+    if len(text) < 2 * ELIDED_CHARS:
+        return text
+    try:
+        return json.dumps(_Once().copy(result, None), ensure_ascii=False, default=str)
+    except RecursionError:  # nested deeper than the walk goes: the full text, repeats and all
+        return text
+
+
+class _Once:
+    """A copy of a result whose long values are written once; repeats become notes. A path is
+    (parent path, key), made into text only for a note."""
+
+    def __init__(self) -> None:
+        self.containers: dict[int, Any] = {}  # id of a dict or list -> the path it is written at
+        self.strings: dict[str, Any] = {}  # long string -> the path it is written at
+
+    def copy(self, value: Any, path: Any) -> Any:
+        if isinstance(value, str):
+            return self._string(value, path)
+        first = self.containers.setdefault(id(value), path)
+        if first is not path and len(json.dumps(value, ensure_ascii=False, default=str)) >= ELIDED_CHARS:
+            return _note("the same as", first)
+        if isinstance(value, dict):
+            return {key: self.copy(item, (path, key)) if _walked(item) else item for key, item in value.items()}
+        return [self.copy(item, (path, i)) if _walked(item) else item for i, item in enumerate(value)]
+
+    def _string(self, value: str, path: Any) -> str:
+        first = self.strings.get(value)
+        if first is None:  # the few first long values are searched for ones that are part of them
+            first = next((at for text, at in islice(self.strings.items(), MAX_CONTAINING) if value in text), None)
+            if first is not None:
+                return _note(f"{len(value)} characters that appear in full in", first)
+            self.strings[value] = path
+            return value
+        return _note(f"{len(value)} characters, the same as", first)
+
+
+def _walked(value: Any) -> bool:
+    """Whether a value may hold or be a long value: containers and long strings."""
+    return isinstance(value, (dict, list)) or (isinstance(value, str) and len(value) >= ELIDED_CHARS)
+
+
+def _note(what: str, path: Any) -> str:
+    parts: list[str] = []
+    while path is not None:
+        path, key = path
+        parts.append(f"[{key}]" if isinstance(key, int) else f".{key}")
+    return f"[elided: {what} `{''.join(reversed(parts)).lstrip('.')}` above; structuredContent has it in full]"
 
 
 def _revisions(result: dict[str, Any]) -> list[str]:

@@ -1,6 +1,6 @@
 """A hostile or careless client: spec paths that are not workspace files, values strict JSON cannot
-store, request lines the transport cannot read or whose envelope is invalid, and a flood of calls
-waiting for a gate. Each is refused (a tool error, or a JSON-RPC error for an invalid envelope),
+store, request lines the transport cannot read or whose envelope is invalid, a long argument echoed
+by the answers, and a flood of calls waiting for a gate. Each is refused (a tool error, or a JSON-RPC error for an invalid envelope),
 the server keeps serving, and the run stays verifiable."""
 
 from __future__ import annotations
@@ -51,6 +51,28 @@ async def test_spec_paths_that_are_not_workspace_files_are_refused_at_once(tmp_p
         assert (await s.ok("lockgate_runs"))["runs"] == []
         inside = await s.ok("lockgate_plan", {"path": str(work / "good.stratum.yaml"), "inputs": {"topic": "t"}})
         assert inside["status"] == "execute_step"
+
+
+async def test_a_long_argument_is_written_once_in_the_answers_text_and_kept_whole_in_its_data(tmp_path: Path) -> None:
+    topic = "tea " * 250_000
+    async with connect(tmp_path / "runs.db", tmp_path) as s:
+        with anyio.fail_after(CALL_TIMEOUT):
+            planned = await s.raw("lockgate_plan", {"spec": CHECKED, "inputs": {"topic": topic}})
+    data, text = planned.structured_content, planned.content[0].text
+    task = f"Write a note about {topic}"
+    assert data["task"] == data["ready"][0]["task"] == task
+    assert data["inputs"] == data["ready"][0]["inputs"] == {"${input.topic}": topic}
+    assert text.count(topic) == 1 and len(text) < len(task) + 5_000
+    shown = json.loads(text)
+    assert shown["task"] == task and {"run_id", "step_id", "token", "output_schema", "ensure"} <= set(shown)
+    assert shown["inputs"]["${input.topic}"] == (f"[elided: {len(topic)} characters that appear in full in `task` "
+                                                 "above; structuredContent has it in full]")
+    assert shown["ready"][0]["task"] == (f"[elided: {len(task)} characters, the same as `task` above; "
+                                         "structuredContent has it in full]")
+    assert shown["ready"][0]["inputs"] == "[elided: the same as `inputs` above; structuredContent has it in full]"
+    assert {**shown["ready"][0], "task": task, "inputs": data["inputs"]} == data["ready"][0]
+    assert {**shown, "inputs": data["inputs"], "ready": data["ready"]} == data
+    assert planned.content[-1].text.startswith("Next: do step a")
 
 
 def test_values_strict_json_cannot_store_are_refused_by_path_and_the_run_stays_usable(tmp_path: Path) -> None:
