@@ -75,7 +75,7 @@ def test_one_byte_over_the_limit_is_a_schema_failure_retried_and_not_kept(engine
     assert retry["status"] == "schema_failed" and retry["retries_remaining"] == 0
     (violation,) = retry["violations"]
     assert violation["path"] == "result"
-    assert f"{8 + 100 * width} bytes in UTF-8" in violation["message"]  # "at least" when that is all it takes
+    assert f"{8 + 100 * width} bytes in UTF-8" in violation["message"]
     assert f"at most {8 + 100 * width - 1}" in violation["message"]
     assert "write large outputs to a file in the workspace and return its path" in violation["message"]
     assert char * 100 not in _stored_text(engine, first["run_id"])
@@ -84,14 +84,24 @@ def test_one_byte_over_the_limit_is_a_schema_failure_retried_and_not_kept(engine
     assert engine.verify(first["run_id"])["ok"]
 
 
-def test_a_result_far_over_the_limit_is_told_by_a_lower_bound(engine: Engine, monkeypatch) -> None:
-    """A result whose size is over the limit whatever its text is not encoded to say so: the
-    message gives a lower bound ("at least")."""
+def test_a_result_over_the_limit_is_told_its_size(engine: Engine, monkeypatch) -> None:
     monkeypatch.setattr(textargs, "MAX_RESULT_BYTES", 1000)
     first = engine.plan(LOOSE, {})
     retry = engine.step_done(first["run_id"], "work", {"t": ["y" * 600, "z" * 600]}, first["token"])
     assert retry["status"] == "schema_failed"
-    assert "its JSON text is at least 1213 bytes in UTF-8" in retry["violations"][0]["message"]
+    assert "its JSON text is 1213 bytes in UTF-8" in retry["violations"][0]["message"]
+
+
+def test_a_result_that_contains_itself_is_refused_at_once(engine: Engine) -> None:
+    """A cycle (a Python agent's bug) is no JSON: refused as such at once, as the store refuses
+    it; an earlier size check walked it for minutes (exponentially: a list holding itself twice)."""
+    first = engine.plan(LOOSE, {})
+    looped: list = []
+    looped += [looped, looped]
+    assert textargs.oversize_result({"t": looped}) is None
+    retry = engine.step_done(first["run_id"], "work", {"t": looped}, first["token"])
+    assert retry["status"] == "schema_failed"
+    assert retry["failure"]["reason"].startswith("the result cannot be stored")
 
 
 def test_sizes_of_nested_values_are_exact_at_the_boundary(monkeypatch) -> None:
@@ -132,7 +142,7 @@ async def test_a_python_agent_result_over_32_mib_is_retried_with_the_violation_a
     (first_try, retry) = seen
     assert first_try == (1, None, ())
     attempt, reason, (violation,) = retry
-    assert attempt == 2 and reason.startswith("the result is too large: its JSON text is at least 33554440 bytes")
+    assert attempt == 2 and reason.startswith("the result is too large: its JSON text is 33554440 bytes")
     assert violation["path"] == "result" and "at most 33554432 (32 MiB)" in violation["message"]
     stored = sum(f.stat().st_size for f in tmp_path.iterdir())
     assert stored < 2 * MIB, f"the store holds {stored} bytes"
@@ -261,7 +271,7 @@ async def test_an_mcp_client_reporting_an_oversize_result_gets_schema_failed(tmp
                                                         "token": first["token"],
                                                         "result": {"text": "m" * (32 * MIB)}})
         assert retry["status"] == "schema_failed"
-        assert "its JSON text is at least 33554443 bytes in UTF-8" in retry["violations"][0]["message"]
+        assert "its JSON text is 33554443 bytes in UTF-8" in retry["violations"][0]["message"]
         done = await session.ok("lockgate_step_done", {"run_id": first["run_id"], "step_id": "a",
                                                        "token": retry["token"], "result": {"text": "short"}})
         assert done["status"] == "execute_step"

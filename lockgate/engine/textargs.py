@@ -8,17 +8,16 @@ the caller never saw.
 
 A result is the agent's answer, so one that is too large is a wrong answer, not the caller's
 error: :func:`oversize_result` says so, and the step retries like any schema failure. Its size is
-measured on the hot path of every transition, so an upper bound is taken first from its marshal
-form (written in C, several times faster than walking the value in Python); only a result that
-might be too large is measured exactly, by encoding it, unless a lower bound shows it too large.
+that of the JSON text the stores keep, measured by the C encoder on every transition: a value
+that is no JSON (a cycle included) fails at once there, and the store refuses it as such.
 """
 
 from __future__ import annotations
 
-from marshal import dumps as marshalled
 from typing import Any, Final
 
 from ..errors import EngineError
+from .store.codec import json_encoder
 
 #: The largest result a step may report: its compact JSON text, in UTF-8 bytes. A command's
 #: stdout is its result, so a command agent reads no more than this
@@ -31,18 +30,7 @@ MAX_DECIDER_BYTES: Final = 1000
 #: The part of a reported failure that is kept (the rest is cut, saying so).
 MAX_FAILURE_BYTES: Final = 64 * 1024
 
-#: Nesting beyond which :func:`_lower` stops counting (the stores' and the evaluator's own limit).
-_MAX_DEPTH = 128
-#: How many times longer a value's compact JSON text in UTF-8 may be than its marshal (version
-#: 2) form, which spends at least: 5 bytes + the UTF-8 of a string (whose JSON is 2 quotes + at
-#: most 6 bytes a character, ``\u001f``), 5 on an int (JSON: at most 11 digits and a sign) and
-#: 2 for each 15 bits of a larger one (JSON: at most 5 digits), 9 on a float (JSON: at most 24
-#: characters), 1 on true, false or null (JSON: 5, with its comma; 8 as a key, of which an object
-#: has at most 3, paid for by the object's own 2), 5 on an array, 2 on an object; version 2
-#: keeps no references, so a part found in several places is written each time, as in JSON.
-_MARSHAL_FACTOR = 6
-_SCALARS = frozenset({int, float, bool, type(None)})
-
+_encode = json_encoder(sort_keys=False, ensure_ascii=False)
 
 def storable_text(text: str, what: str, *, max_bytes: int | None = None) -> str:
     """``text``, if a store can keep it (and it is at most ``max_bytes`` long in UTF-8);
@@ -91,17 +79,16 @@ def oversize_result(result: Any) -> dict[str, Any] | None:
     in UTF-8, saying how long and what to do instead; None when it is not (or it is no JSON at
     all: what the store refuses is reported as such, see :func:`lockgate.engine.results.unstorable`)."""
     try:
-        if _MARSHAL_FACTOR * len(marshalled(result, 2)) <= MAX_RESULT_BYTES:
-            return None
-    except ValueError:  # no plain value (a subclass), or nested too deeply: measured below
-        pass
-    limit = MAX_RESULT_BYTES
-    size = _measured(result, limit)
-    if size is None:
+        text = _encode(result)
+    except (TypeError, ValueError, RecursionError):
         return None
-    amount, exact = size
-    said = f"{amount} bytes" if exact else f"at least {amount} bytes"
-    message = (f"the result is too large: its JSON text is {said} in UTF-8, and a result may have at most "
+    limit = MAX_RESULT_BYTES
+    if 4 * len(text) <= limit:  # no character takes more than 4 bytes in UTF-8
+        return None
+    size = len(text) if text.isascii() else _utf8_size(text)
+    if size <= limit:
+        return None
+    message = (f"the result is too large: its JSON text is {size} bytes in UTF-8, and a result may have at most "
                f"{limit}{_mib(limit)}; write large outputs to a file in the workspace and return its path")
     return {"kind": "schema", "reason": message, "violations": [{"path": "result", "message": message}]}
 
@@ -111,46 +98,6 @@ def _mib(size: int) -> str:
     return f" ({size // (1024 * 1024)} MiB)" if size % (1024 * 1024) == 0 else ""
 
 
-def _measured(result: Any, limit: int) -> tuple[int, bool] | None:
-    """(the UTF-8 size of ``result``'s compact JSON text, True) when it is over ``limit``; (a
-    lower bound of it, False) when that alone is over (a huge result is not encoded to say so);
-    None when it is within ``limit`` or is no JSON."""
-    low = _lower(result, limit, 0)
-    if low > limit:
-        return low, False
-    from .store.codec import json_encoder
-
-    try:
-        text = json_encoder(sort_keys=False, ensure_ascii=False)(result)
-    except (TypeError, ValueError, RecursionError):
-        return None
-    size = len(text) if text.isascii() else _utf8_size(text)
-    return (size, True) if size > limit else None
-
-
 def _utf8_size(text: str, chunk: int = 1 << 20) -> int:
     """The length of ``text`` in UTF-8 (a lone surrogate as 3 bytes), a chunk at a time."""
     return sum(len(text[i:i + chunk].encode("utf-8", "surrogatepass")) for i in range(0, len(text), chunk))
-
-
-def _lower(value: Any, room: int, depth: int) -> int:
-    """A lower bound of the UTF-8 size of ``value``'s compact JSON text (a character takes at
-    least a byte, a scalar at least one), or any number over ``room`` once that is reached.
-    Parts it cannot read (no plain JSON, nested too deeply) count 0."""
-    kind = type(value)
-    if kind is str:
-        return len(value) + 2
-    if depth > _MAX_DEPTH or (kind is not dict and kind is not list):
-        return 1 if kind in _SCALARS else 0
-    total = 1 + max(len(value), 1)  # the brackets and the commas between the items
-    if kind is dict:
-        for key, item in value.items():
-            total += (len(key) + 3 if type(key) is str else 3) + _lower(item, room - total, depth + 1)
-            if total > room:
-                return total
-    else:
-        for item in value:
-            total += _lower(item, room - total, depth + 1)
-            if total > room:
-                return total
-    return total
