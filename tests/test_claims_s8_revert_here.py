@@ -8,7 +8,6 @@ import asyncio
 import threading
 from typing import Any
 
-import pytest
 from processes import GUARD_S
 from specs import note_flow
 

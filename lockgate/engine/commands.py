@@ -59,10 +59,11 @@ class _Renewer:
     def _renew(self, store: Any, run_id: str, driver: Driver) -> None:
         while not self._stopped.wait(drivers.RENEW_S):
             try:
-                if not drivers.renew_stored(store, run_id, driver):
-                    return
+                held = drivers.renew_stored(store, run_id, driver)
             except Exception:  # noqa: BLE001 - the store is unreachable now: try again next turn
-                continue
+                held = True
+            if not held:
+                return
 
     def stop(self) -> None:
         self._stopped.set()
