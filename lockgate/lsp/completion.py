@@ -21,7 +21,7 @@ from lockgate.dsl.diagnostics import Position, Range, YamlPath
 from lockgate.dsl.ir import STEP_KINDS, Flow, Spec, Step
 from lockgate.dsl.types import SCALARS, Named, TypeExpr
 
-from . import builtins, shapes
+from . import builtins, shapes, tails
 from . import schema as S
 from .context import CursorContext
 from .documents import Analysis
@@ -366,16 +366,13 @@ def _field_candidates(spec: Spec, fields: Mapping[str, TypeExpr | None] | None, 
 
 # -- expressions -----------------------------------------------------------------------------------
 
-_CHAIN = re.compile(r"([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_][\w-]*|\[\d+\])*)\s*\.\s*([A-Za-z_]\w*)?$")
-_IDENT_TAIL = re.compile(r"[A-Za-z_]\w*$")
-
 
 def _expression(spec: Spec, ctx: CursorContext) -> list[Candidate]:
     flow = _flow(spec, ctx)
     if flow is None:
         return []
     text = ctx.before
-    chain = _CHAIN.search(text)
+    chain = tails.chain(text)  # linear: a long word before the cursor costs no more
     if chain is not None and not _in_string_literal(text):
         partial = chain.group(2) or ""
         replace = _replace(ctx, ctx.position.character - len(partial), _IDENT_TAIL_AFTER)
@@ -383,7 +380,7 @@ def _expression(spec: Spec, ctx: CursorContext) -> list[Candidate]:
         return _members(spec, flow, ctx, parts, replace)
     if _in_string_literal(text):
         return []
-    partial = (_IDENT_TAIL.search(text) or re.match("", "")).group(0)
+    partial = tails.ident_tail(text)
     replace = _replace(ctx, ctx.position.character - len(partial), _IDENT_TAIL_AFTER)
     out = [Candidate(b, "variable", b, replace, _binding_doc(ctx, b), sort="0") for b in _bindings(ctx)]
     for name in builtins.names():

@@ -18,6 +18,8 @@ from typing import Literal
 
 from lockgate.dsl.diagnostics import Position, YamlPath
 
+from .tails import word_tail
+
 _LINE = re.compile(
     r"""(?P<indent>[ ]*)(?P<dash>-(?:[ ]+|$))?
         (?:(?P<key>"[^"]*"|'[^']*'|[^\s#'"\[\]{},:\-][^#:]*?|-[^\s#:][^#:]*?)[ ]*:(?=[ ]|$)
@@ -25,7 +27,6 @@ _LINE = re.compile(
     re.VERBOSE,
 )
 _BLOCK_HEADER = re.compile(r"[|>][0-9+-]*[ ]*(#.*)?$")
-_WORD = re.compile(r"[A-Za-z0-9_-]*$")
 _EXPR_FIELDS = frozenset({"when", "until", "expr"})
 
 
@@ -273,7 +274,7 @@ class CursorContext:
 
     @property
     def prefix(self) -> str:
-        return _WORD.search(self.before).group(0) if self.before else ""
+        return word_tail(self.before)
 
     @property
     def field(self) -> str | int | None:
@@ -366,7 +367,7 @@ def _in_value(outline: Outline, line: Line, pos: Position, raw: str, col: int) -
         return _in_flow(pos, raw, col, path, start)
     before = _decode_prefix(raw[start:col])
     return CursorContext(
-        pos, path, "value", before, col - len(_WORD.search(raw[:col]).group(0)),
+        pos, path, "value", before, col - len(word_tail(raw[:col])),
         _open_ref(before), key_column=line.key_col, after=raw[col:],
     )
 
@@ -437,7 +438,7 @@ def _in_flow(pos: Position, raw: str, col: int, base: YamlPath, opening: int) ->
     key_column = top.start + len(entry) - len(entry.lstrip())
     return CursorContext(
         pos, tuple(path), "value", before,
-        col - len(_WORD.search(raw[:col]).group(0)), _open_ref(before), key_column=key_column,
+        col - len(word_tail(raw[:col])), _open_ref(before), key_column=key_column,
         after=raw[col:], item_index=None if top.mapping else top.index,
     )
 
@@ -497,7 +498,7 @@ def _in_block(outline: Outline, pos: Position, col: int) -> CursorContext:
     raw = outline.raw[pos.line]
     return CursorContext(
         pos, outline.key_path(owner_number), "value", before,
-        col - len(_WORD.search(raw[:col]).group(0)), _open_ref(before), key_column=owner.key_col,
+        col - len(word_tail(raw[:col])), _open_ref(before), key_column=owner.key_col,
         after=raw[col:],
     )
 
