@@ -61,7 +61,7 @@ def _add_max_rounds(analysis: Analysis, diag: Diagnostic) -> Action | None:
 def _contract_stub(analysis: Analysis, diag: Diagnostic) -> Action | None:
     spec = analysis.ir
     name = _covered(analysis, diag.range)
-    if spec is None or not _NAME.match(name) or name in spec.contracts:
+    if spec is None or not _NAME.fullmatch(name) or name in spec.contracts:
         return None
     outline = analysis.outline
     line = outline.line_of.get(("contracts",))

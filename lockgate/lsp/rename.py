@@ -57,8 +57,8 @@ def _check(index: SymbolIndex, occ: Occurrence, new: str) -> None:
     kind = occ.kind
     what = _KIND_NAMES[kind]
     pattern = {"step": _STEP, "carry": _STEP, "contract": _CONTRACT, "flow": _FLOW, "input": _FIELD}[kind]
-    if not pattern.match(new):
-        raise RenameError(f"'{new}' is not a valid {what} name (it must match {pattern.pattern})")
+    if not pattern.fullmatch(new):  # not match: "$" also matches before a final newline
+        raise RenameError(f"'{_shown(new)}' is not a valid {what} name (it must match {pattern.pattern})")
     if new in _RESERVED:
         raise RenameError(f"'{new}' is a reserved name")
     read_as = yaml.safe_load(new)  # as the dsl reads a plain scalar (YAML 1.1 core types)
@@ -79,8 +79,14 @@ def _check(index: SymbolIndex, occ: Occurrence, new: str) -> None:
         raise RenameError(f"'{new}' is a carry variable's name; step ids and carry names must differ")
     if kind == "carry" and any(k[0] == "step" and k[-1] == new and index.definition(k) for k in index.by_key):
         raise RenameError(f"'{new}' is a step id; step ids and carry names must differ")
-    if kind in ("step", "input") and not _IDENT.match(new) and _used_in_expression(index, occ):
+    if kind in ("step", "input") and not _IDENT.fullmatch(new) and _used_in_expression(index, occ):
         raise RenameError(f"'{new}' cannot be written in an expression (result.{new}); use letters, digits and _")
+
+
+def _shown(name: str) -> str:
+    """``name`` as a message quotes it: a newline or other control character escaped, so the
+    message shows that it is there."""
+    return name if name.isprintable() else repr(name)[1:-1]
 
 
 def _yaml_word(value: object) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from conftest import EXAMPLES
 from lsp_harness import apply_edits, at, find, open_doc
@@ -38,6 +40,21 @@ async def test_rename_refusals(vscode, review_spec, name, reason):
     await open_doc(vscode, URI, review_spec)
     line, col = find(review_spec, "id: implement", offset=5)
     with pytest.raises(JsonRpcException, match=reason):
+        await vscode.text_document_rename_async(lsp.RenameParams(
+            text_document=lsp.TextDocumentIdentifier(uri=URI), position=at(vscode, review_spec, line, col), new_name=name))
+
+
+@pytest.mark.parametrize("needle, offset, name", [
+    ("id: implement", 5, "build\n"), ("  Patch:", 3, "Change\n"), ("  change:", 3, "alter\n"),
+    ("ticket: string", 1, "issue\n"), ("id: implement", 5, "build\r\n"),
+])
+async def test_rename_refuses_a_name_ending_in_a_newline(vscode, review_spec, needle, offset, name):
+    """A pattern's ``$`` also matches before a final newline: ``build\\n`` passed the check and
+    its edits broke the spec (review s8-r3 #2)."""
+    await open_doc(vscode, URI, review_spec)
+    line, col = find(review_spec, needle, offset=offset)
+    shown = name.replace("\r", "\\r").replace("\n", "\\n")
+    with pytest.raises(JsonRpcException, match=re.escape(f"'{shown}' is not a valid")):
         await vscode.text_document_rename_async(lsp.RenameParams(
             text_document=lsp.TextDocumentIdentifier(uri=URI), position=at(vscode, review_spec, line, col), new_name=name))
 
