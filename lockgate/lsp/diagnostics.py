@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 
 SOURCE = "lockgate"
 _UNNECESSARY = frozenset({"LG901", "LG902", "LG907"})
+#: the most diagnostics sent for one document; the rest are counted in one more
+MAX_SHOWN = 1000
 
 
 def to_lsp(
@@ -33,8 +35,13 @@ def to_lsp(
     related: bool = True,
     code_links: bool = True,
 ) -> list[lsp.Diagnostic]:
-    """The analysis' diagnostics for the client, with ranges clamped into the document."""
-    out = [_convert(d, analysis, encoding, related, code_links) for d in analysis.diagnostics]
+    """The analysis' diagnostics for the client, with ranges clamped into the document: the
+    first :data:`MAX_SHOWN` in document order and one saying how many more there are, when
+    there are more (converting 50,000 took seconds of the event loop, on every answer)."""
+    shown, hidden = _first_shown(analysis.diagnostics)
+    out = [_convert(d, analysis, encoding, related, code_links) for d in shown]
+    if hidden:
+        out.append(_more(hidden, analysis, encoding))
     if analysis.limit is not None:
         out.append(too_large(analysis.doc.size, analysis.limit))
     if analysis.failure is not None:
@@ -47,6 +54,27 @@ def to_lsp(
             )
         )
     return out
+
+
+def _first_shown(diags: list[Diagnostic]) -> tuple[list[Diagnostic], list[Diagnostic]]:
+    """The diagnostics to send (all, in the analysis' order, when there are few enough; else the
+    first MAX_SHOWN by position) and those left out."""
+    if len(diags) <= MAX_SHOWN:
+        return diags, []
+    ordered = sorted(diags, key=lambda d: (d.range.start.line, d.range.start.character))
+    return ordered[:MAX_SHOWN], ordered[MAX_SHOWN:]
+
+
+def _more(hidden: list[Diagnostic], analysis: Analysis, encoding: Encoding) -> lsp.Diagnostic:
+    """One diagnostic standing for those not sent, where the first of them is, as severe as
+    the most severe of them (a document with errors still shows one)."""
+    start = analysis.lines.range_to_client(hidden[0].range, encoding).start
+    return lsp.Diagnostic(
+        range=lsp.Range(start=start, end=start),
+        message=f"{len(hidden):,} more problems not shown; fix these first",
+        severity=lsp.DiagnosticSeverity(min(int(d.severity) for d in hidden)),
+        source=SOURCE,
+    )
 
 
 def too_large(size: int, limit: int) -> lsp.Diagnostic:
