@@ -68,7 +68,7 @@ def parse_yaml(text: str | bytes) -> ParsedYaml:
     if bad is not None:
         lines = LineIndex(text)
         ch = bad.group()
-        what = "a NUL character" if ch == "\0" else f"the control character U+{ord(ch):04X}"
+        what = _refused_character(ch)
         return _refused(text, error_diagnostic("LG102", f"the document contains {what}; a spec must be plain text",
                                                lines.range(bad.start(), bad.start() + 1)))
     try:
@@ -76,6 +76,15 @@ def parse_yaml(text: str | bytes) -> ParsedYaml:
     except Exception as exc:  # a last line of defence: report, never raise
         return _refused(text, error_diagnostic("LG103", f"the YAML could not be read: {exc}",
                                                Range.of(0, 0, 0, 0)))
+
+
+def _refused_character(ch: str) -> str:
+    """How an LG102 message names a character :data:`_CONTROL` refuses."""
+    if ch == "\0":
+        return "a NUL character"
+    if "\ud800" <= ch <= "\udfff":  # half of a UTF-16 pair on its own: no character at all
+        return f"a lone surrogate (U+{ord(ch):04X}), not valid Unicode"
+    return f"the control character U+{ord(ch):04X}"
 
 
 def _decode(raw: bytes) -> tuple[str, Diagnostic | None]:
