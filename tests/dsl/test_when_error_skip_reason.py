@@ -5,20 +5,17 @@ from __future__ import annotations
 
 from lockgate.engine import Engine
 
-SPEC = """
-version: 1
-contracts:
-  R: {v: string}
-flows:
-  entry: main
-  main:
-    input: {topic: string}
-    output: {from: "${a.output}", contract: R}
-    steps:
+def spec(steps: str, *, inputs: str = "{topic: string}", output: str = "${a.output}", out: str = "R") -> str:
+    """A one-flow spec with contracts R (a string v) and N (a number n) around ``steps``."""
+    return ("version: 1\ncontracts:\n  R: {v: string}\n  N: {n: number}\nflows:\n  entry: main\n  main:\n"
+            f"    input: {inputs}\n    output: {{from: \"{output}\", contract: {out}}}\n    steps:\n{steps}")
+
+
+SPEC = spec("""\
       - {id: a, do: "write", out: R}
       - {id: broken, after: [a], do: "x", out: R, when: "input.topic > 1"}
       - {id: false_, after: [a], do: "y", out: R, when: "input.topic == 'other'"}
-"""
+""")
 
 
 def _skip_reasons(engine: Engine, run: str) -> dict[str, str]:
@@ -40,16 +37,7 @@ def test_an_erroring_when_skips_its_step_and_names_the_error():
 
 
 def test_an_erroring_stage_when_skips_the_item_and_names_the_error():
-    spec = """
-version: 1
-contracts:
-  R: {v: string}
-flows:
-  entry: main
-  main:
-    input: {topic: string, items: 'string[]'}
-    output: {from: "${fan.output[0]}", contract: R}
-    steps:
+    text = spec("""\
       - id: fan
         fanout:
           over: "${input.items}"
@@ -59,9 +47,9 @@ flows:
           merge: sequential
           dispatch: consumer
           steps: [{do: "x ${item}", out: R, when: "input.topic > 1"}]
-"""
+""", inputs="{topic: string, items: 'string[]'}", output="${fan.output[0]}")
     engine = Engine()
-    resp = engine.plan(spec, {"topic": "t", "items": ["a"]})
+    resp = engine.plan(text, {"topic": "t", "items": ["a"]})
     events = engine.audit(resp["run_id"])["events"]
     skipped = [e["detail"]["reason"] for e in events if e["type"] == "fanout_item_skipped"]
     assert skipped == ["when \"input.topic > 1\" failed: type_error: '>' needs two numbers or two strings, "
@@ -71,22 +59,12 @@ flows:
 def test_a_set_value_that_errors_is_false_and_the_failure_says_why():
     """Reference §5.7: a set value whose expression fails is false, which then usually fails the
     out contract; the failure names the expression's error first, not only the contract's."""
-    spec = """
-version: 1
-contracts:
-  R: {v: string}
-  N: {n: number}
-flows:
-  entry: main
-  main:
-    input: {topic: string}
-    output: {from: "${s.output}", contract: N}
-    steps:
+    text = spec("""\
       - {id: a, do: "write", out: R}
       - {id: s, after: [a], set: {n: "10 / (len(input.topic) - 1)"}, out: N}
-"""
+""", output="${s.output}", out="N")
     engine = Engine()
-    run = engine.plan(spec, {"topic": "t"})["run_id"]
+    run = engine.plan(text, {"topic": "t"})["run_id"]
     done = engine.step_done(run, "a", {"v": "x"}, engine.status(run)["token"])
     assert (done["status"], done["step_id"]) == ("error", "s")
     assert done["message"] == (
