@@ -16,7 +16,7 @@ from lsprotocol import types as lsp
 
 from lockgate.dsl.diagnostics import Position
 from lockgate.lsp import completion, tails
-from lockgate.lsp.context import context_at
+from lockgate.lsp.context import _LINE, context_at
 from lockgate.lsp.documents import analyze
 
 on_server = pytest.mark.asyncio(loop_scope="session")
@@ -28,6 +28,14 @@ ENSURE = '"len(result.files) > 0"'
 CHAIN = re.compile(r"([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_][\w-]*|\[\d+\])*)\s*\.\s*([A-Za-z_]\w*)?\Z")
 IDENT = re.compile(r"[A-Za-z_]\w*\Z")
 WORD = re.compile(r"[A-Za-z0-9_-]*\Z")
+# an outline line's shape as it was read before: quadratic in a run of spaces inside a key-less line
+OLD_LINE = re.compile(
+    r"""(?P<indent>[ ]*)(?P<dash>-(?:[ ]+|$))?
+        (?:(?P<key>"[^"]*"|'[^']*'|[^\s#'"\[\]{},:\-][^#:]*?|-[^\s#:][^#:]*?)[ ]*:(?=[ ]|$)
+           (?P<gap>[ ]*)(?P<value>.*))?""",
+    re.VERBOSE,
+)
+LINE_PIECES = [" ", "  ", "-", "- ", "a", "b c", ":", ": ", "#", "'", '"', "\t", "[", "x:y", "-x"]
 PIECES = ["a", "b1", "_x", "9", ".", " ", "-", "[", "]", "[0]", "'", "é", "٣", "\n", "x-y", "("]
 ENDINGS = ["", ".", ". ", ".a", " . _b"]
 
@@ -49,6 +57,15 @@ def test_the_scans_answer_what_the_end_anchored_expressions_do() -> None:
         assert tails.word_tail(text) == WORD.search(text).group(0), text
         matched += want is not None
     assert matched > 5_000  # the corpus exercises chains, not only texts without one
+
+
+def test_outline_lines_are_read_as_before() -> None:
+    groups = ("indent", "dash", "key", "gap", "value")
+    for n in range(5):
+        for parts in itertools.product(LINE_PIECES, repeat=n):
+            text = "".join(parts)
+            want, got = OLD_LINE.match(text), _LINE.match(text)
+            assert [want.span(g) for g in groups] == [got.span(g) for g in groups], text
 
 
 def test_the_chain_scan_reads_no_further_than_the_trailing_run(monkeypatch) -> None:
@@ -93,3 +110,14 @@ async def test_completion_at_the_end_of_a_200000_letter_literal_answers(vscode) 
     # minutes before (quadratic in the run); a generous deadline for a loaded machine
     answers = await asyncio.wait_for(asyncio.gather(*pending, hover), 5)
     assert [list(a.items) for a in answers[:2]] == [[], []]  # inside a string literal: nothing to offer
+
+
+@on_server
+async def test_hover_on_a_list_item_with_200000_spaces_answers(vscode) -> None:
+    """The outline read a key-less line (``- a      b``) in time quadratic in its run of spaces."""
+    text = "version: 1\nnotes:\n  - a" + " " * 200_000 + "b\n"
+    uri = "file:///tmp/long-spaces.stratum.yaml"
+    await open_doc(vscode, uri, text)
+    answer = await asyncio.wait_for(vscode.text_document_hover_async(lsp.HoverParams(
+        text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line=0, character=2))), 5)
+    assert answer is not None and "version" in answer.contents.value
