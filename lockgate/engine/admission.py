@@ -44,6 +44,10 @@ class Admission:
     def release(self) -> None:
         self.outstanding -= 1
 
+    def full(self) -> bool:
+        """Whether a call entering now would wait for a slot (every one taken, or others queued)."""
+        return self._running.locked()
+
     async def __aenter__(self) -> Admission:
         await self._running.acquire()
         self.active += 1

@@ -111,7 +111,8 @@ class Drive:
             runner.run_ids.append(self.run_id)
         self.admission = Admission(runner.settings)
         self.calls: dict[str, asyncio.Task[None]] = {}     # dispatch token -> agent call or command
-        # dispatch token -> (its step, the task of its call) while its agent call or command runs
+        # dispatch token -> (its step, the task of its call) from the moment its call waits for a
+        # slot until its answer is settled (a judge's verdict on it included)
         self.executing: dict[str, tuple[str, asyncio.Task[Any]]] = {}
         self.withdrawn: set[str] = set()                    # tokens whose call the watch cancelled
         self.asks: dict[str, asyncio.Task[None]] = {}      # gate token -> gate question
@@ -186,7 +187,8 @@ class Drive:
         """Stop the agent calls and commands in flight whose issuance the run as stored withdrew
         (a revert elsewhere issued their step again, a decision reset it, a take-over issued it
         anew): their answers would be refused, and the call of a new issuance would run beside
-        them. Only a drive holding a claim: one without learns from a refused answer that
+        them. In flight: waiting for a slot, running, or waiting for the judge's verdict on the
+        answer. Only a drive holding a claim: one without learns from a refused answer that
         another process may drive the run (see :meth:`_settle`)."""
         if self.driver is None or self.stopping:
             return
@@ -199,12 +201,13 @@ class Drive:
             self.executing[token][1].cancel()
 
     async def _unless_withdrawn(self, step_id: str, token: str, work: Awaitable[Any]) -> Any:
-        """What ``work`` (the agent call or command of issuance ``token`` of ``step_id``) answers,
-        or :data:`_WITHDRAWN` when :meth:`_stop_withdrawn` stopped it. It is awaited in the
-        call's own task (one more task would cost an instant agent's call a tenth of its time):
-        the cancellation that stops it is always taken back here, however ``work`` ends, so that
-        it reaches nothing after it (the call's report); one from elsewhere (the run stopping)
-        goes on."""
+        """What ``work`` (the agent call or command of issuance ``token`` of ``step_id``, from its
+        wait for a slot until its answer is settled) answers, or :data:`_WITHDRAWN` when
+        :meth:`_stop_withdrawn` stopped it (or, admitted, it found its issuance withdrawn). It is
+        awaited in the call's own task (one more task would cost an instant agent's call a tenth
+        of its time): the cancellation that stops it is always taken back here, however ``work``
+        ends, so that it reaches nothing after it (going on from the run as stored); one from
+        elsewhere (the run stopping) goes on."""
         task = asyncio.current_task()
         assert task is not None  # awaited in a call's task
         self.executing[token] = (step_id, task)
@@ -217,6 +220,15 @@ class Drive:
         finally:
             self.executing.pop(token, None)
             self._take_back(token, task)  # stopped, but ``work`` swallowed the cancellation
+
+    def _withdrawn_now(self, step_id: str, token: str) -> bool:
+        """Whether the run as stored withdrew issuance ``token`` of ``step_id``: asked by a call
+        that waited for a slot, once admitted, before it starts (the watch may not have looked
+        since the issuance was withdrawn: a slot frees as soon as the call it stopped ends).
+        Only a drive holding a claim, as :meth:`_stop_withdrawn`."""
+        if self.driver is None or self.stopping:
+            return False
+        return bool(self.engine.withdrawn(self.run_id, {token: step_id}))
 
     def _take_back(self, token: str, task: asyncio.Task[Any]) -> bool:
         """Take back, once, the cancellation :meth:`_stop_withdrawn` made of ``task`` for
@@ -408,16 +420,24 @@ class Drive:
         self._deliver(answer)
 
     async def _dispatch(self, entry: dict[str, Any]) -> dict[str, Any] | None:
-        """Execute ``entry`` once admitted, then report its result; a result reported before
+        """Execute ``entry`` once admitted, then report its result (:meth:`_carry_out`); the
+        run as stored when its issuance was withdrawn meanwhile, whether it waited for a slot,
+        ran its agent or waited for the judge's verdict on its result."""
+        outcome = await self._unless_withdrawn(entry["step_id"], entry["token"], self._carry_out(entry))
+        return await self._after_withdrawn() if outcome is _WITHDRAWN else outcome
+
+    async def _carry_out(self, entry: dict[str, Any]) -> Any:
+        """Execute ``entry`` once admitted and report its result; a result reported before
         (held while a judge was asked, then the process stopped: ``reported``) is reported
         again without asking the agent again."""
         reported = entry.get("reported")
         if reported is not None:
             return await self._report(entry, reported_result(reported))
+        waited = self.admission.full()
         async with self.admission:
-            result = await self._unless_withdrawn(entry["step_id"], entry["token"], self._execute(entry))
-        if result is _WITHDRAWN:
-            return await self._after_withdrawn()
+            if waited and self._withdrawn_now(entry["step_id"], entry["token"]):
+                return _WITHDRAWN
+            result = await self._execute(entry)
         return await self._report(entry, result)
 
     async def _execute(self, entry: dict[str, Any]) -> AgentResult:
@@ -487,12 +507,18 @@ class Drive:
         step_id = call["step_id"]
         self.emit("step_started", self.run_id, step_id=step_id, message=call["command"],
                   data={"kind": "evaluate"})
+        outcome = await self._unless_withdrawn(step_id, call["token"], self._command(call))
+        return await self._after_withdrawn() if outcome is _WITHDRAWN else outcome
+
+    async def _command(self, call: dict[str, Any]) -> Any:
+        """Run ``call``'s command once admitted, then settle its answer (see :meth:`_carry_out`)."""
+        step_id, token = call["step_id"], call["token"]
+        waited = self.admission.full()
         async with self.admission:
-            answer = await self._unless_withdrawn(step_id, call["token"],
-                                                  evaluate_async(self.engine.evaluator or _no_evaluator, call))
-        if answer is _WITHDRAWN:
-            return await self._after_withdrawn()
-        response, applied = await self._settle(step_id, self.engine.evaluated, call["token"], answer)
+            if waited and self._withdrawn_now(step_id, token):
+                return _WITHDRAWN
+            answer = await evaluate_async(self.engine.evaluator or _no_evaluator, call)
+        response, applied = await self._settle(step_id, self.engine.evaluated, token, answer)
         if applied:
             emit_evaluated(self.emit, self.run_id, call, answer, response)
         return response

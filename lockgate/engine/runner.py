@@ -16,7 +16,8 @@ Cancelling the task running :func:`run` cancels every agent call (their processe
 records the run as cancelled and re-raises. A run cancelled by another process (``lockgate
 cancel``) is noticed within a second: its calls are stopped the same way and :func:`run` returns
 with status ``cancelled``. An agent call or command whose issuance another process withdrew
-(``lockgate revert``, a decision resetting its step) is stopped the same way, and the run goes on.
+(``lockgate revert``, a decision resetting its step) is stopped the same way, and the run goes on:
+whether it runs, waits for a slot (it never starts) or waits for the judge's verdict on its answer.
 
 ``judged`` ensures are answered by the judge: ``judge=`` (an agent name, an agent or a callable
 ``judge(statement, stakes, result, input)``), else the engine's own ``judge``, else ``judge`` in
