@@ -141,12 +141,15 @@ def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | Non
 def _report_driven(exc: Any, options: Options) -> None:
     """Why a resume was refused, and what to do instead: a process this machine can see is
     known to be alive (its claim is free as soon as it ends), so only one elsewhere is offered
-    to be taken over."""
+    to be taken over. One that is stopping (Ctrl-C) or only runs commands gives the run up on
+    its own: the resume is offered for then (the refusal says when)."""
     from ..engine.drivers import Driver, checkable_here
 
     run_id = str(exc.detail.get("run_id", ""))
     holder = Driver.from_dict(exc.detail.get("driver"))
-    if holder is not None and checkable_here(holder):
+    if holder is not None and checkable_here(holder) and (holder.stopping or holder.commands_only):
+        last = f"  then resume: {options.resume(run_id)}"
+    elif holder is not None and checkable_here(holder):
         last = (f"  or stop process {holder.pid} (Ctrl-C in its terminal; a notebook kernel: restart it) and "
                 f"resume here: {options.resume(run_id)}")
     else:

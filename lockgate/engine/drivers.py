@@ -25,6 +25,7 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -124,7 +125,7 @@ def claim(run: LiveRun, driver: Driver, take_over: bool = False) -> None:
     holder = holding(run.driver) if run.header.status == RUN_RUNNING else None
     if holder is not None and holder.owner != driver.owner:
         if not take_over:
-            raise refusal(run.header.id, holder)
+            raise refusal(run.header.id, holder, list(run.evaluating))
         run.event("drive_taken_over", None, by={"host": driver.host, "pid": driver.pid},
                   displaced={"host": holder.host, "pid": holder.pid}, reissued=_reissue(run))
     _write(run, driver.to_dict())
@@ -146,10 +147,26 @@ def _reissue(run: LiveRun) -> list[str]:
     return keys
 
 
-def refusal(run_id: str, holder: Driver) -> RunDriven:
-    """The error for driving run ``run_id`` while ``holder`` drives it."""
-    return RunDriven(f"run {run_id} is being driven by {holder.describe()}; driving it here too would call its "
-                     "agents or run its commands a second time", run_id=run_id, driver=holder.to_dict())
+def refusal(run_id: str, holder: Driver, running: Sequence[str] = ()) -> RunDriven:
+    """The error for driving run ``run_id`` while ``holder`` holds it, worded for what it does:
+    drives the run, stops its drive (Ctrl-C: a resume waits until it has exited), or only runs
+    the commands of the evaluate steps ``running`` (a resume waits until they end)."""
+    from .explain import commands_words, stopping_words  # explain imports this module
+
+    who = holder.describe()
+    if holder.stopping:
+        why = f"run {run_id}: {stopping_words(who)}; resume once it has exited"
+    elif holder.commands_only:
+        why = f"run {run_id}: {commands_words(who, list(running))}; resume once {_end_of(running)}"
+    else:
+        why = (f"run {run_id} is being driven by {who}; driving it here too would call its agents or run its "
+               "commands a second time")
+    return RunDriven(why, run_id=run_id, driver=holder.to_dict())
+
+
+def _end_of(running: Sequence[str]) -> str:
+    """When the commands of ``running`` are over: "it ends" for one, "they end" otherwise."""
+    return "it ends" if len(running) == 1 else "they end"
 
 
 def stopping(run: LiveRun, driver: Driver) -> None:

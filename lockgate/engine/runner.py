@@ -186,7 +186,8 @@ class Runner:
         self._check_config(run_id)
         holder = None if take_over or not hasattr(self.engine, "driver_of") else self.engine.driver_of(run_id)
         if holder is not None:
-            raise refusal(run_id, holder)
+            running = (self.engine.status(run_id).get("evaluating") or ()) if holder.commands_only else ()
+            raise refusal(run_id, holder, [str(call["step_id"]) for call in running])
 
     def _check_config(self, run_id: str) -> None:
         """Refuse (ConfigError) to resume with agents resolved from another configuration file
