@@ -616,8 +616,9 @@ class Engine:
         while queue:
             call = queue.pop(0)
             run = self._get(run_id)  # cached, unless a call made while a command ran dropped it
-            if call["token"] in started or not evaluate.runs_under(run, call["step_id"], call["token"]):
-                continue  # run already, or the run or the step moved on (a failure, a reset)
+            if call["token"] in started or call["token"] in self._commands.running \
+                    or not evaluate.runs_under(run, call["step_id"], call["token"]):
+                continue  # run already, running in another call, or the run or the step moved on
             started.add(call["token"])
             # running here until its answer is settled (a judge may be asked first, the lock of
             # a server left meanwhile): a resume or another call must not start it again

@@ -11,9 +11,11 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from processes import wait_until
 from specs import note_flow
 
 from lockgate.engine import Engine
+from lockgate.engine.drivers import Driver
 from lockgate.engine.store import open_store
 
 #: a guard on waits (nothing waits for it to pass)
@@ -370,3 +372,38 @@ async def test_a_decision_made_while_the_driver_stops_runs_its_command_in_the_de
     assert other.driver_of(summary["run_id"]) is None
     engine.close()
     other.close()
+
+
+def test_a_call_sharing_the_claim_does_not_start_a_command_another_call_of_it_runs(two_gates):
+    """Two decisions wait for a stopping driver to give the run up (the server leaves its lock
+    meanwhile, as the MCP server does): the call that claims first runs its own command and then
+    the other decision's, which it finds left; the other call, sharing the claim once it wakes,
+    must not start that command again (it ran twice, the second run absent from the audit;
+    review s8-r5 #1)."""
+    server, other, commands, run_id = two_gates
+    stopping = Driver.here()
+    other.claim(run_id, stopping)
+    other.stopping(run_id, stopping)
+
+    @contextmanager
+    def waits():  # the g1 call wakes only once c1 runs in the other call
+        server.lock.release()
+        try:
+            yield
+        finally:
+            if threading.current_thread() is server.threads[0]:
+                assert commands.started["one"].wait(GUARD_S)
+            server.lock.acquire()
+
+    server.engine.around_waits = waits
+    commands.release["two"].set()
+    server.start("resolve_waiting_gate", run_id, "g1", "approve")
+    server.start("resolve_waiting_gate", run_id, "g2", "approve")
+    # both decisions saved: each call waits for the claim
+    wait_until(lambda: not other.status(run_id).get("gates"), "both decisions to be saved")
+    other.release(run_id, stopping)
+    assert commands.started["one"].wait(GUARD_S)
+    commands.release["one"].set()
+    server.join()
+    assert commands.ran == ["two", "one"]
+    assert other.status(run_id)["status"] == "complete"
