@@ -146,9 +146,10 @@ class _Once:
     def _string(self, value: str, path: Any) -> str:
         first = self.strings.get(value)
         if first is None:  # the few first long values are searched for ones that are part of them
-            first = next((at for text, at in islice(self.strings.items(), MAX_CONTAINING) if value in text), None)
-            if first is not None:
-                return _note(f"{len(value)} characters that appear in full in", first)
+            for text, at in islice(self.strings.items(), MAX_CONTAINING):
+                offset = text.find(value)
+                if offset >= 0:  # where, so that a client reading only the text can take it out
+                    return _note(f"the {len(value)} characters from character {offset} of", at)
             self.strings[value] = path
             return value
         return _note(f"{len(value)} characters, the same as", first)

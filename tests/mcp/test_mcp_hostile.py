@@ -65,8 +65,10 @@ async def test_a_long_argument_is_written_once_in_the_answers_text_and_kept_whol
     assert text.count(topic) == 1 and len(text) < len(task) + 5_000
     shown = json.loads(text)
     assert shown["task"] == task and {"run_id", "step_id", "token", "output_schema", "ensure"} <= set(shown)
-    assert shown["inputs"]["${input.topic}"] == (f"[elided: {len(topic)} characters that appear in full in `task` "
-                                                 "above; structuredContent has it in full]")
+    offset = len("Write a note about ")
+    assert shown["inputs"]["${input.topic}"] == (f"[elided: the {len(topic)} characters from character {offset} of "
+                                                 "`task` above; structuredContent has it in full]")
+    assert task[offset:offset + len(topic)] == topic  # a client reading only the text can take it out
     assert shown["ready"][0]["task"] == (f"[elided: {len(task)} characters, the same as `task` above; "
                                          "structuredContent has it in full]")
     assert shown["ready"][0]["inputs"] == "[elided: the same as `inputs` above; structuredContent has it in full]"
