@@ -9,6 +9,7 @@ run is left as it was, to resume or cancel).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -167,7 +168,7 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     from ..engine.gatechannel import TerminalGates
     from ..engine.runner import make_runner
     from ..engine.store import open_store
-    from ..errors import DrivenElsewhere
+    from ..errors import DrivenElsewhere, RunNotFound, StoreError
     from . import interrupt
     from .stores import ephemeral, open_existing
 
@@ -213,9 +214,26 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     except DrivenElsewhere as elsewhere:
         click.echo(f"{elsewhere}: see `{hints.command('show', elsewhere.run_id, store=options.store)}`", err=True)
         return EXIT_ELSEWHERE
+    except StoreError as exc:  # the store went away (a server stopped, a full disk) mid-run
+        run_id = runner.run_ids[-1] if runner.run_ids else resume_id
+        if run_id is None or isinstance(exc, RunNotFound):
+            raise
+        _report_store_failed(exc, run_id, options)
+        return EXIT_FAILED
     finally:
-        engine.close()
+        with contextlib.suppress(StoreError):  # a store that failed may fail to close too
+            engine.close()
     return _conclude(result, options)
+
+
+def _report_store_failed(exc: Exception, run_id: str, options: Options) -> None:
+    """The store failed while the run went on: every transition it saved stands (each is saved
+    whole, before it is answered), so the run can go on from there once the store is back."""
+    click.echo(f"error: the run store failed: {exc}", err=True)
+    if options.in_memory:
+        return
+    click.echo(f"  run {run_id} is as the store last saved it: what was not saved is done again on resume\n"
+               f"  once the store is back, continue it with: {options.resume(run_id)}", err=True)
 
 
 def _check_agents_given(engine: Any, run_id: str, options: Options, config: Path | None) -> None:
