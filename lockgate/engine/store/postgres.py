@@ -38,6 +38,7 @@ from lockgate.engine.store.chain import (
     stored_event,
     verify_chain,
 )
+from lockgate.engine.store.sqlite import events_behind
 from lockgate.errors import StoreError
 
 try:
@@ -172,7 +173,13 @@ class PostgresStore:
         count, head = self._head_at(run_id, expected_version)
         links = chain_events(run_id, events, head, count + 1, params["now"])
         params.update(_link_params(links, count, head), expected=expected_version, prev_head=head)
-        if self._run_statement(self._sql_update, params) != 1:
+        try:
+            written = self._run_statement(self._sql_update, params)
+        except StoreError as exc:
+            if _taken_seq(exc):
+                raise events_behind(run_id, count) from exc
+            raise
+        if written != 1:
             actual = self._head_row(run_id)
             self._heads[run_id] = actual
             raise codec.conflict(run_id, expected_version, actual[0])
@@ -366,6 +373,12 @@ class PostgresStore:
         cur.execute(f"SELECT 1 FROM {self.schema}.runs WHERE run_id = %s", (run_id,))
         if cur.fetchone() is None:
             raise codec.not_found(run_id)
+
+
+def _taken_seq(exc: StoreError) -> bool:
+    """Whether ``exc`` is a write refused because one of its events' numbers is taken."""
+    cause = exc.__cause__
+    return isinstance(cause, psycopg.errors.UniqueViolation) and cause.diag.constraint_name == "events_pkey"
 
 
 def _params(run_id: str, header: Any, steps: Any) -> dict[str, Any]:

@@ -89,6 +89,7 @@ _MOVE_STRANGERS = (
     "UPDATE events SET id = -(1 + (random() & 4611686018427387903))"
     " WHERE id BETWEEN ? AND ? AND owner IS NOT run_id"
 )
+_SELECT_OWN_HASHES = "SELECT id, hash FROM events WHERE id BETWEEN ? AND ? AND owner IS run_id"
 _UPDATE_RUN = (
     "UPDATE runs SET flow = ?, status = ?, header = ?, version = version + 1, updated_at = ?,"
     " event_count = ?, head_hash = ? WHERE run_id = ? AND version = ? AND head_hash = ?"
@@ -262,8 +263,9 @@ class SQLiteStore:
             rows = [(key + link[0], run_id, *link, run_id) for link in links]
             try:
                 db.executemany(_INSERT_EVENT, rows)
-            except sqlite3.IntegrityError:  # a hand-inserted row holds one of the ids
+            except sqlite3.IntegrityError:  # a row holds one of the ids
                 span = (rows[0][0], rows[-1][0])
+                _refuse_own_events(db, run_id, rows)
                 db.execute("DELETE FROM events WHERE id BETWEEN ? AND ? AND owner IS run_id", span)  # this save's
                 db.execute(_MOVE_STRANGERS, span)
                 db.executemany(_INSERT_EVENT, rows)
@@ -394,6 +396,26 @@ class SQLiteStore:
         if row is None:
             raise codec.not_found(run_id, self.path)
         return run_key(row[0])
+
+
+def _refuse_own_events(db: sqlite3.Connection, run_id: str, rows: list[tuple[Any, ...]]) -> None:
+    """Raise if the ids of a save's events ``rows`` hold events the store wrote for the run
+    before this save: the run's stored event count is behind its events (its row was edited or
+    restored from an older backup). The rows the failed insert did write are this save's own
+    (the same hash at the same id) and are not a reason to refuse."""
+    ours = {row[0]: row[-2] for row in rows}
+    for row_id, hash_ in db.execute(_SELECT_OWN_HASHES, (rows[0][0], rows[-1][0])):
+        if ours[row_id] != hash_:
+            raise events_behind(run_id, rows[0][2] - 1)
+
+
+def events_behind(run_id: str, count: int) -> StoreError:
+    """The refusal of a save whose new events' numbers are taken by stored events of the run."""
+    return StoreError(
+        f"run {run_id!r}: its stored event count ({count}) is behind its events (an event numbered "
+        f"{count + 1} or above is already stored): the store was edited or restored from a backup; "
+        f"nothing was written; `lockgate verify {run_id}` names the damaged events"
+    )
 
 
 def _own_steps(rows: Any, run_id: str, key: int) -> tuple[dict[str, int], int, dict[str, str]]:
