@@ -167,10 +167,9 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     from ..engine.flowneeds import as_spec
     from ..engine.gatechannel import TerminalGates
     from ..engine.runner import make_runner
-    from ..engine.store import open_store
     from ..errors import DrivenElsewhere, RunNotFound, StoreError
     from . import interrupt
-    from .stores import ephemeral, open_existing
+    from .stores import ephemeral, open_existing, open_new
 
     loaded = as_spec(Path(spec)) if spec else None
     inputs = read_inputs(pairs, inputs_file, _declared_inputs(loaded, flow))
@@ -182,7 +181,7 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     if found is not None and found != here:  # a resume from here would not find it
         options = options._replace(config=os.path.relpath(found))
     # a resume opens the store the run is in; only a new run creates one
-    store = open_existing(options.store) if resume_id else open_store(options.store)
+    store = open_existing(options.store) if resume_id else open_new(options.store)
     options = options._replace(in_memory=ephemeral(store))
     engine = Engine(store=store, workspace=Path.cwd())
     if resume_id and not options.agents:
