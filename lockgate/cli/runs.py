@@ -168,14 +168,18 @@ def runs_cmd(status: str | None, limit: int, store: str | None, fmt: str) -> Non
 def listed_runs(engine: Any, status: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
     """The runs ``lockgate runs`` lists (newest first, ``status`` a status, an alias or
     ``await_gate``), each running one with what it waits on (``waiting``)."""
-    from .waiting import AWAIT_GATE, at_gates, waits_of
+    from ..errors import StoreError
+    from .waiting import AWAIT_GATE, at_gates, unreadable, waits_of
 
     if status == AWAIT_GATE:
         return [{**run, "waiting": waits.to_dict()} for run, waits in at_gates(engine.store, limit)]
     found = engine.runs(status=STATUS_ALIASES.get(status, status) if status else None, limit=limit)
     for run in found:
         if run["status"] == "running":
-            run["waiting"] = waits_of(engine.store, run["run_id"]).to_dict()
+            try:
+                run["waiting"] = waits_of(engine.store, run["run_id"]).to_dict()
+            except StoreError as exc:  # one damaged run is flagged, not every other one hidden
+                run["waiting"] = unreadable(run["run_id"], exc)
     return found
 
 

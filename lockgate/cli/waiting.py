@@ -16,6 +16,7 @@ from typing import Any
 from ..engine.drivers import DRIVER_KEY, Driver, holding
 from ..engine.explain import command_of
 from ..engine.model import READY, RUNNING, WAITING_GATE
+from ..errors import StoreError
 
 #: ``lockgate runs --status`` for the running runs a gate holds (the protocol's word for them).
 AWAIT_GATE = "await_gate"
@@ -91,7 +92,10 @@ def at_gates(store: Any, limit: int) -> list[tuple[dict[str, Any], Waits]]:
         for summary in running:
             waits = read.get(summary.run_id)
             if waits is None:
-                waits = read[summary.run_id] = waits_of(store, summary.run_id)
+                try:
+                    waits = read[summary.run_id] = waits_of(store, summary.run_id)
+                except StoreError:  # damaged: no gate of it can be read, and the others still can
+                    waits = read[summary.run_id] = Waits((), None)
             if waits.gates:
                 found.append((summary.to_dict(), waits))
                 if len(found) == limit:
@@ -99,6 +103,12 @@ def at_gates(store: Any, limit: int) -> list[tuple[dict[str, Any], Waits]]:
         if len(running) < batch:
             return found
         batch *= 4
+
+
+def unreadable(run_id: str, exc: Exception) -> dict[str, Any]:
+    """``Waits.to_dict`` for a running run whose records cannot be read (edited or damaged)."""
+    return {"gates": [], "driver": None, "waiting_on": f"unreadable: its records are damaged (lockgate show "
+                                                      f"{run_id} says how)", "error": str(exc)}
 
 
 def _here() -> str:
