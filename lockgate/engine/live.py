@@ -10,14 +10,14 @@ items. They are rebuilt in one pass when a run is loaded, and kept current incre
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..dsl.ir import build_spec
 from ..dsl.values import UNDEFINED
-from ..errors import EngineError
+from ..errors import EngineError, StoreError
 from . import worktrees
 from .compiled import CFlow, CompiledSpec, CStep, compiled
 from .drivers import DRIVER_KEY
@@ -373,7 +373,8 @@ def load(stored: Any, env: Env) -> LiveRun:
     """Rebuild a live run from what the store holds of it (a ``StoredRun``), checking the stored
     spec's digest and the shape of every record it uses: one that is JSON of another shape than
     the engine writes (only an edit or damage to the store makes one) is a StoreError naming the
-    run and the record, like text that is not JSON, never a Python error later."""
+    run and the record, like text that is not JSON, never a Python error later; so is a record
+    the run's state requires that is missing (see :func:`_absent`)."""
     run_id = stored.run_id
     header = Header.from_dict(stored.header, run_id)
     records = stored.steps
@@ -400,11 +401,44 @@ def load(stored: Any, env: Env) -> LiveRun:
     try:
         run = LiveRun(header, cspec, steps, stored.version, env)
     except (KeyError, IndexError, ValueError, TypeError, AttributeError) as exc:  # from _rebuild_indexes
+        if isinstance(exc, KeyError) and exc.args and exc.args[0] in _absent(cspec, header.flow, steps):
+            raise _missing(exc.args[0], run_id) from exc
         raise damaged(f"a step record of run {run_id!r}",
                       f"not one its spec has ({type(exc).__name__}: {exc})") from exc
+    absent = _absent(cspec, header.flow, steps)
+    if absent:
+        raise _missing(absent[0], run_id)
     run.checkpoint_records = checkpoints
     run.driver = driver
     return run
+
+
+def _absent(cspec: CompiledSpec, flow: str, steps: dict[str, StepState]) -> list[str]:
+    """The records the run's state requires that are not in the store (deleted by hand): every
+    step of the run's flow, every step of a subflow that is running or has a live record, and
+    every item of a running fanout. The engine writes each of these sets in one transaction."""
+    return [key for key in _required(cspec, cspec.flows[flow], steps) if key not in steps]
+
+
+def _missing(key: str, run_id: str) -> StoreError:
+    return StoreError(f"the record of step {key!r} of run {run_id!r} is missing from the store: "
+                      "the store was edited or damaged")
+
+
+def _required(cspec: CompiledSpec, flow: CFlow, steps: dict[str, StepState]) -> Iterator[str]:
+    """The keys of the records the run's root steps and their states require (see above)."""
+    with_live = {key.partition("/")[0] for key, st in steps.items() if "/" in key and not st.dropped}
+    for sid in flow.order:
+        yield sid
+        st = steps.get(sid)
+        if st is None or st.dropped:
+            continue
+        cstep = flow.steps[sid]
+        if cstep.kind == "run" and (st.status == RUNNING or sid in with_live) and cstep.step.run in cspec.flows:
+            yield from (f"{sid}/{child}" for child in cspec.flows[cstep.step.run].order)
+        elif cstep.kind == "fanout" and st.status == RUNNING and st.fan is not None:
+            count = st.fan.get("count")
+            yield from (f"{sid}/{i}" for i in range(count if isinstance(count, int) else 0))
 
 
 #: A checkpoint record (see :func:`lockgate.engine.checkpoints.commit`); its step records are

@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 from conftest import Backend
+from specs import REVIEWED
+from test_engine_dropped_late import SPEC as SUBFLOW_AND_FANOUT
 
+from lockgate.engine import Engine
 from lockgate.engine.store import SQLiteStore
 from lockgate.errors import StoreError
 
@@ -49,3 +52,65 @@ def test_a_save_meeting_a_hand_inserted_row_after_its_own_still_moves_it_aside(t
     assert [e.seq for e in store.events("r")] == [1, 2, 3, 3, 4]
     report = store.verify("r")
     assert (report.ok, report.first_bad_seq, report.problem) == (False, 4, "inserted")
+
+
+MISSING = "the record of step {step!r} of run {run!r} is missing from the store: the store was edited or damaged"
+
+
+def _at_gate(path: Path) -> str:
+    """A run of REVIEWED waiting at its gate ``review``, in a SQLite file at ``path``."""
+    engine = Engine(store=SQLiteStore(path))
+    first = engine.plan(REVIEWED, {"text": "t"})
+    engine.step_done(first["run_id"], "work", {"result": "done"}, first["token"])
+    engine.close()
+    return first["run_id"]
+
+
+def _delete_record(path: Path, step_id: str) -> None:
+    with sqlite3.connect(path) as db:
+        assert db.execute("DELETE FROM steps WHERE step_id = ?", (step_id,)).rowcount == 1
+    db.close()
+
+
+@pytest.mark.parametrize("step_id", ["work", "review"])
+def test_a_deleted_step_record_is_a_store_error_from_every_command(tmp_path: Path, step_id: str) -> None:
+    path = tmp_path / "s.db"
+    run = _at_gate(path)
+    _delete_record(path, step_id)
+    engine = Engine(store=SQLiteStore(path))
+    commands = [engine.status, engine.audit, engine.why, engine.resume,
+                lambda r: engine.resolve_waiting_gate(r, "review", "approve", "ok", "test")]
+    for command in commands:
+        with pytest.raises(StoreError) as caught:
+            command(run)
+        assert str(caught.value) == MISSING.format(step=step_id, run=run)
+    assert engine.verify(run)["ok"]
+    engine.close()
+
+
+def _fanning(path: Path) -> str:
+    """A run of SUBFLOW_AND_FANOUT whose fanout items and subflow children are in the store."""
+    engine = Engine(store=SQLiteStore(path))
+    run = engine.plan(SUBFLOW_AND_FANOUT, {"topic": "t"})
+    engine.step_done(run["run_id"], "plan", {"xs": ["p", "q"]}, run["token"])
+    engine.close()
+    return run["run_id"]
+
+
+@pytest.mark.parametrize("step_id", ["fan/1", "child/ok"])
+def test_a_deleted_item_or_child_record_is_a_store_error(tmp_path: Path, step_id: str) -> None:
+    path = tmp_path / "s.db"
+    run = _fanning(path)
+    _delete_record(path, step_id)
+    engine = Engine(store=SQLiteStore(path))
+    with pytest.raises(StoreError) as caught:
+        engine.status(run)
+    assert str(caught.value) == MISSING.format(step=step_id, run=run)
+    engine.close()
+
+
+def test_a_run_with_every_record_loads(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    run = _fanning(path)
+    status = Engine(store=SQLiteStore(path)).status(run)
+    assert {entry["step_id"] for entry in status["ready"]} >= {"fan/0", "fan/1", "child/a"}
