@@ -417,3 +417,12 @@ def conflict(run_id: str, expected: int, actual: int) -> ConcurrencyConflict:
     else:
         message = f"run {run_id!r} is at version {actual}, not {expected}"
     return ConcurrencyConflict(message, run_id=run_id, expected_version=expected, actual_version=actual)
+
+
+def events_behind(run_id: str, count: int) -> StoreError:
+    """The refusal of a save whose new events' numbers are taken by stored events of the run."""
+    return StoreError(
+        f"run {run_id!r}: its stored event count ({count}) is behind its events (an event numbered "
+        f"{count + 1} or above is already stored): the store was edited or restored from a backup; "
+        f"nothing was written; `lockgate verify {run_id}` names the damaged events"
+    )

@@ -38,7 +38,6 @@ from lockgate.engine.store.chain import (
     stored_event,
     verify_chain,
 )
-from lockgate.engine.store.sqlite import events_behind
 from lockgate.errors import StoreError
 
 try:
@@ -177,7 +176,7 @@ class PostgresStore:
             written = self._run_statement(self._sql_update, params)
         except StoreError as exc:
             if _taken_seq(exc):
-                raise events_behind(run_id, count) from exc
+                raise codec.events_behind(run_id, count) from exc
             raise
         if written != 1:
             actual = self._head_row(run_id)

@@ -406,16 +406,7 @@ def _refuse_own_events(db: sqlite3.Connection, run_id: str, rows: list[tuple[Any
     ours = {row[0]: row[-2] for row in rows}
     for row_id, hash_ in db.execute(_SELECT_OWN_HASHES, (rows[0][0], rows[-1][0])):
         if ours[row_id] != hash_:
-            raise events_behind(run_id, rows[0][2] - 1)
-
-
-def events_behind(run_id: str, count: int) -> StoreError:
-    """The refusal of a save whose new events' numbers are taken by stored events of the run."""
-    return StoreError(
-        f"run {run_id!r}: its stored event count ({count}) is behind its events (an event numbered "
-        f"{count + 1} or above is already stored): the store was edited or restored from a backup; "
-        f"nothing was written; `lockgate verify {run_id}` names the damaged events"
-    )
+            raise codec.events_behind(run_id, rows[0][2] - 1)
 
 
 def _own_steps(rows: Any, run_id: str, key: int) -> tuple[dict[str, int], int, dict[str, str]]:
