@@ -445,6 +445,8 @@ def _print_response(resp: dict[str, Any], fmt: str, engine: Any, store: str | No
                        f"then continue it with: {command}")
             for line in note:
                 click.echo(f"  {line}")
+    elif status == "evaluating":
+        _print_evaluating(resp, engine, named)
     elif status == "complete":
         click.echo(f"run {rid}: complete\noutput: " + json.dumps(resp.get("output"), sort_keys=True))
     elif status == "error":
@@ -466,6 +468,23 @@ def _until_free(resp: dict[str, Any]) -> str:
         steps = [str(e.get("step_id")) for e in resp.get("evaluating") or ()]
         return f"{commands_words(resp['commands_by'], steps)}; once it ends, resume the run to "
     return ""
+
+
+def _print_evaluating(resp: dict[str, Any], engine: Any, named: str | None) -> None:
+    """A run whose only work left is evaluate commands running: who runs them (another process,
+    after it took the run over, or this one's command was stopped), or that nobody does."""
+    rid = str(resp.get("run_id"))
+    steps = ", ".join(str(call.get("step_id")) for call in resp.get("evaluating") or ()) or "?"
+    holder = resp.get("driven_by") or resp.get("commands_by") or resp.get("stopping_by")
+    if holder:
+        click.echo(f"run {rid}: the command of evaluate step {steps} runs in {holder}; follow it with: "
+                   f"{hints.command('why', rid, store=named)}")
+        return
+    command, *note = _resume_lines(engine, rid, named)
+    click.echo(f"run {rid}: the command of evaluate step {steps} is left with nobody running it; run it with: "
+               f"{command}")
+    for line in note:
+        click.echo(f"  {line}")
 
 
 COMMANDS = (runs_cmd, show_cmd, audit_cmd, why_cmd, verify_cmd, gate_group, commit_cmd, revert_cmd, cancel_cmd,

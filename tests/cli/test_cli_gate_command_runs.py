@@ -70,3 +70,33 @@ def test_ctrl_c_on_gate_approve_says_where_the_run_stands(tmp_path, monkeypatch)
     assert state in ([], ["Z"]), f"the command (pid {shell}) still runs: {state}"
     status = invoke("why", rid, "--store", "runs.db", "--format", "json")
     assert "ok" not in [w.get("step_id") for w in json.loads(status.stdout)["waits"] if w.get("kind") == "gate"]
+
+
+def test_gate_approve_whose_command_is_taken_over_says_who_runs_it_now(tmp_path, monkeypatch):
+    """``lockgate run --resume --take-over`` while ``gate approve`` runs the command its decision
+    started: the approve's command is stopped, and it says which process runs it now (it said
+    only "run R: evaluating"; review s8-r5)."""
+    in_project(tmp_path, monkeypatch, SLOW_SPEC, "")
+    os.mkfifo(tmp_path / "started.fifo")
+    started = invoke("run", "flow.stratum.yaml", "--store", "runs.db", "--no-prompt")
+    rid = json.loads(started.stdout)["run_id"]
+
+    def lockgate(*args: str) -> subprocess.Popen:
+        return subprocess.Popen(lockgate_argv(*args, "--store", "runs.db"), cwd=tmp_path, env=lockgate_env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    approving = lockgate("gate", "approve", rid, "ok")
+    taker = None
+    try:
+        fifo_lines(tmp_path / "started.fifo", 1, [approving])
+        taker = lockgate("run", "--resume", rid, "--take-over", "--no-prompt")
+        fifo_lines(tmp_path / "started.fifo", 1, [taker])  # the taker runs the command afresh
+        out, err = approving.communicate(timeout=60)
+    finally:
+        for proc in (approving, taker):
+            if proc is not None:
+                proc.kill()
+                proc.communicate()
+    assert approving.returncode == 0, err
+    assert out.splitlines()[-1] == (f"run {rid}: the command of evaluate step check runs in process {taker.pid} "
+                                    f"on this host; follow it with: lockgate why {rid} --store runs.db")
