@@ -117,6 +117,11 @@ class StoreError(LockgateError):
     """A store could not be opened, read or written."""
 
 
+class NotAStore(StoreError):
+    """A database named as a run store that is some other program's (it has tables, none of them
+    a Lockgate store's): refused without changing it."""
+
+
 class UnstorableValue(StoreError):
     """A value handed to a store is not one every store can keep: not JSON, NaN or an infinity,
     the character U+0000, text that is not valid Unicode, or nested too deeply."""

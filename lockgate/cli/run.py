@@ -95,6 +95,7 @@ def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | Non
         ConfigError,
         EngineError,
         LockgateError,
+        NotAStore,
         RunDriven,
         RunnerError,
         SpecError,
@@ -120,7 +121,7 @@ def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | Non
     except SpecError as exc:
         _report_spec_error(spec, exc)
         code = EXIT_USAGE
-    except (ConfigError, AgentUnavailable, MissingStore, click.BadParameter) as exc:
+    except (ConfigError, AgentUnavailable, MissingStore, NotAStore, click.BadParameter) as exc:
         message = hints.unknown_agent(exc, agents=agents_module) or _message(exc)
         click.echo(f"error: {message}", err=True)
         code = EXIT_USAGE
@@ -167,9 +168,10 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     from ..engine.flowneeds import as_spec
     from ..engine.gatechannel import TerminalGates
     from ..engine.runner import make_runner
+    from ..engine.store import open_store
     from ..errors import DrivenElsewhere, RunNotFound, StoreError
     from . import interrupt
-    from .stores import ephemeral, open_existing, open_new
+    from .stores import ephemeral, open_existing
 
     loaded = as_spec(Path(spec)) if spec else None
     inputs = read_inputs(pairs, inputs_file, _declared_inputs(loaded, flow))
@@ -181,7 +183,7 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     if found is not None and found != here:  # a resume from here would not find it
         options = options._replace(config=os.path.relpath(found))
     # a resume opens the store the run is in; only a new run creates one
-    store = open_existing(options.store) if resume_id else open_new(options.store)
+    store = open_existing(options.store) if resume_id else open_store(options.store)
     options = options._replace(in_memory=ephemeral(store))
     engine = Engine(store=store, workspace=Path.cwd())
     if resume_id and not options.agents:

@@ -10,7 +10,6 @@ an error: a mistyped path used to create an empty database (and its directories)
 from __future__ import annotations
 
 import os
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +23,6 @@ class MissingStore(StoreError):
     the name is wrong, or the run was started elsewhere)."""
 
 
-class NotAStore(MissingStore):
-    """A SQLite database that is some other program's, not a Lockgate run store."""
-
-
 def open_existing(store: str | None) -> Any:
     """The store ``store`` names (else ``$LOCKGATE_STORE``, else the default), if it exists."""
     from ..engine.store import ENV_VAR, MemoryStore, open_store
@@ -35,43 +30,11 @@ def open_existing(store: str | None) -> Any:
     target = _target(store)
     path = sqlite_path(target)
     if path is None or path.exists():
-        refuse_foreign(path)
         return open_store(target)
     if target is None:
         return MemoryStore(where=f"{path}, which does not exist: no run was started in this folder (run the "
                                  "command where the run was started, or pass --store)")
     raise MissingStore(f"no run store at {path} (`lockgate run` creates it; check --store or ${ENV_VAR})")
-
-
-def open_new(store: str | None) -> Any:
-    """The store ``store`` names for a new run: created when missing, refused when it is some
-    other program's SQLite database (:func:`refuse_foreign`)."""
-    from ..engine.store import open_store
-
-    refuse_foreign(sqlite_path(_target(store)))
-    return open_store(store)
-
-
-def refuse_foreign(path: Path | None) -> None:
-    """Refuse (:class:`NotAStore`) an existing SQLite database that is not a Lockgate store: one
-    with tables but no Lockgate schema version. Looked at read-only, before a store opens it:
-    opening one switches the file to WAL and creates Lockgate's tables in it."""
-    if path is None or not path.is_file() or path.stat().st_size == 0:
-        return
-    try:
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            tables = sorted(row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
-            ours = "meta" in tables and db.execute(
-                "SELECT 1 FROM meta WHERE key = 'schema_version'").fetchone() is not None
-        finally:
-            db.close()
-    except sqlite3.Error:  # not a database, or unreadable: the store says which when it opens it
-        return
-    if tables and not ours:
-        shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
-        raise NotAStore(f"{path} is an SQLite database but not a Lockgate run store (its tables: {shown}); "
-                        "nothing was changed in it: name a Lockgate store, or a new file, with --store")
 
 
 def ephemeral(store: Any) -> bool:

@@ -57,7 +57,7 @@ from lockgate.engine.store.sqlite_schema import (
     prepare,
     run_key,
 )
-from lockgate.errors import StoreError
+from lockgate.errors import NotAStore, StoreError
 
 __all__ = ["DEFAULT_PATH", "SCHEMA_VERSION", "SQLiteStore"]
 
@@ -147,6 +147,7 @@ class SQLiteStore:
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open SQLite store {self.path}: {exc}") from exc
         try:
+            _refuse_foreign(self._db, self.path)  # before anything is written to the file
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
             self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
@@ -439,3 +440,23 @@ class _Head(NamedTuple):
     slots: dict[str, int]
     #: the highest record id in ``slots`` (``key`` when there is none)
     top: int
+
+
+def _refuse_foreign(db: sqlite3.Connection, path: Path) -> None:
+    """Refuse (:class:`~lockgate.errors.NotAStore`) a database with tables but no Lockgate schema
+    version: some other program's. Only read: opening a store switches the file to WAL and
+    creates Lockgate's tables in it."""
+    tables = sorted(row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
+    if not tables or ("meta" in tables and _has_schema_version(db)):
+        return
+    shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
+    raise NotAStore(f"{path} is an SQLite database but not a Lockgate run store (its tables: {shown}); nothing was "
+                    "changed in it: name a Lockgate store, or a new file, with --store")
+
+
+def _has_schema_version(db: sqlite3.Connection) -> bool:
+    """Whether the ``meta`` table is a Lockgate store's (another program's may have one too)."""
+    try:
+        return db.execute("SELECT 1 FROM meta WHERE key = 'schema_version'").fetchone() is not None
+    except sqlite3.OperationalError:  # no such column: not ours
+        return False
