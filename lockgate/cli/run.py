@@ -228,13 +228,14 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
 
 
 def _report_store_failed(exc: Exception, run_id: str, options: Options) -> None:
-    """The store failed while the run went on: every transition it saved stands (each is saved
-    whole, before it is answered), so the run can go on from there once the store is back."""
+    """The store failed while the run went on: a server stopped or a disk filled up (the run
+    goes on from its last saved transition once the store is back: each is saved whole), or the
+    store was found edited or damaged (the error says which). ``why`` tells them apart later."""
     click.echo(f"error: the run store failed: {exc}", err=True)
     if options.in_memory:
         return
-    click.echo(f"  run {run_id} is as the store last saved it: what was not saved is done again on resume\n"
-               f"  once the store is back, continue it with: {options.resume(run_id)}", err=True)
+    click.echo(f"  run {run_id} is as the store last saved it; once the store can be read, "
+               f"{hints.command('why', run_id, store=options.store)} says what continues it", err=True)
 
 
 def _check_agents_given(engine: Any, run_id: str, options: Options, config: Path | None) -> None:

@@ -1,6 +1,7 @@
 """The run store failing mid-run (a PostgreSQL server stopped while an agent works): ``lockgate
-run`` names the run and prints the command that continues it once the store is back, instead of
-the store's error alone. A real server, stopped for real; real subprocesses."""
+run`` names the run and the command that says what continues it once the store can be read
+(``why``: a resume after an outage, the damage when the store was edited), instead of the store's
+error alone. A real server, stopped for real; real subprocesses."""
 
 from __future__ import annotations
 
@@ -51,7 +52,11 @@ def test_a_store_failing_mid_run_leaves_the_command_that_continues_it(tmp_path):
         server.stop()
     assert running.returncode == 1, err
     assert "error: the run store failed: " in err
-    assert "what was not saved is done again on resume" in err
-    resume = next(line for line in err.splitlines() if "once the store is back, continue it with:" in line)
-    assert "lockgate run --resume " in resume and f"--store {dsn}" in resume and "--agents agents.py" in resume
+    assert f"once the store can be read, lockgate why {run_id(err)} --store {dsn} says what continues it" in err
     assert "Traceback" not in err
+
+
+def run_id(err: str) -> str:
+    """The run id a progress line names ("run R is as the store last saved it")."""
+    line = next(line for line in err.splitlines() if line.strip().startswith("run ") and "last saved" in line)
+    return line.split()[1].rstrip(";")
