@@ -148,8 +148,9 @@ class _Once:
         if first is None:  # the few first long values are searched for ones that are part of them
             for text, at in islice(self.strings.items(), MAX_CONTAINING):
                 offset = text.find(value)
-                if offset >= 0:  # where, so that a client reading only the text can take it out
-                    return _note(f"the {len(value)} characters from character {offset} of", at)
+                if offset >= 0:  # where, so that a client reading only the text can take it out (in code
+                    # points, as JSON text counts characters; a JS string counts UTF-16 units)
+                    return _note(f"the {len(value)} code points from code point {offset} (counting from 0) of", at)
             self.strings[value] = path
             return value
         return _note(f"{len(value)} characters, the same as", first)

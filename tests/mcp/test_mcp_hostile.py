@@ -66,8 +66,8 @@ async def test_a_long_argument_is_written_once_in_the_answers_text_and_kept_whol
     shown = json.loads(text)
     assert shown["task"] == task and {"run_id", "step_id", "token", "output_schema", "ensure"} <= set(shown)
     offset = len("Write a note about ")
-    assert shown["inputs"]["${input.topic}"] == (f"[elided: the {len(topic)} characters from character {offset} of "
-                                                 "`task` above; structuredContent has it in full]")
+    assert shown["inputs"]["${input.topic}"] == (f"[elided: the {len(topic)} code points from code point {offset} "
+                                                 "(counting from 0) of `task` above; structuredContent has it in full]")
     assert task[offset:offset + len(topic)] == topic  # a client reading only the text can take it out
     assert shown["ready"][0]["task"] == (f"[elided: {len(task)} characters, the same as `task` above; "
                                          "structuredContent has it in full]")
