@@ -423,6 +423,7 @@ def events_behind(run_id: str, count: int) -> StoreError:
     """The refusal of a save whose new events' numbers are taken by stored events of the run."""
     return StoreError(
         f"run {run_id!r}: its stored event count ({count}) is behind its events (an event numbered "
-        f"{count + 1} or above is already stored): the store was edited or restored from a backup; "
+        f"{count + 1} or above is already stored): the store was edited (an event inserted by hand, or the "
+        f"run's row changed) or restored from a backup; "
         f"nothing was written; `lockgate verify {run_id}` names the damaged events"
     )
