@@ -26,7 +26,7 @@ from lockgate.engine.drivers import Driver, ended
 from lockgate.engine.store import open_store
 from lockgate.errors import RunDriven
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SPEC = """version: 1
 contracts:
   Note: {text: string}

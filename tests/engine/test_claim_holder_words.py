@@ -23,7 +23,7 @@ from processes import GUARD_S, wait_until
 from lockgate.engine import Engine
 from lockgate.engine.store import open_store
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SPEC = """version: 1
 contracts:
   Note: {text: string}

@@ -256,7 +256,7 @@ def test_the_cli_refuses_a_gate_note_over_the_limit(tmp_path, monkeypatch) -> No
 
 def _mcp_support():
     """tests/mcp/mcp_support.py (its folder is on the import path only for the tests in it)."""
-    path = Path(__file__).parent / "mcp" / "mcp_support.py"
+    path = Path(__file__).parents[1] / "mcp" / "mcp_support.py"
     spec = importlib.util.spec_from_file_location("mcp_support", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

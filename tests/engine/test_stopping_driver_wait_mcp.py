@@ -20,7 +20,7 @@ import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from processes import GUARD_S, wait_until
-from test_claims_s8_words import AGENTS, SPEC, STORE, _env, _write_fifo
+from test_claim_holder_words import AGENTS, SPEC, STORE, _env, _write_fifo
 
 from lockgate.engine import Engine
 from lockgate.engine.store import open_store
