@@ -51,8 +51,8 @@ def _add_max_rounds(analysis: Analysis, diag: Diagnostic) -> Action | None:
     outline = analysis.outline
     line = outline.line_of.get(diag.path[:2])
     info = outline.lines[line] if line is not None else None
-    if info is None or info.key is None:
-        return None
+    if info is None or info.key is None or _inline(analysis, line) is not None:
+        return None  # a flow written inline ({input: ..., steps: [...]}) takes no line under it
     child = _child_indent(analysis, line, info.key_col)
     edit = TextEdit(Range(Position(line + 1, 0), Position(line + 1, 0)), f"{' ' * child}max_rounds: 3\n")
     return Action(f"Add max_rounds to flow '{diag.path[1]}'", (edit,), diag)
@@ -71,10 +71,19 @@ def _contract_stub(analysis: Analysis, diag: Diagnostic) -> Action | None:
         if top is not None:
             edit = TextEdit(Range(Position(top, 0), Position(top, 0)), edit.new_text)
         return Action(f"Create contract '{name}'", (edit,), diag)
-    end = outline.ends[line] + 1
     indent = _child_indent(analysis, line, 0)
-    text = f"{' ' * indent}{name}:\n{' ' * (indent * 2)}result: string\n"
-    return Action(f"Create contract '{name}'", (TextEdit(Range(Position(end, 0), Position(end, 0)), text),), diag)
+    stub = f"{' ' * indent}{name}:\n{' ' * (indent * 2)}result: string"
+    inline = _inline(analysis, line)
+    if inline is not None:  # `contracts: {}` becomes a block holding the stub; other inline maps are left
+        start, value = inline
+        if value != "{}":
+            return None
+        colon = analysis.outline.lines[line].colon + 1  # the spaces before `{}` go with it
+        edit = TextEdit(Range(Position(line, colon), Position(line, start + len(value))), "\n" + stub)
+        return Action(f"Create contract '{name}'", (edit,), diag)
+    end = outline.ends[line] + 1
+    return Action(f"Create contract '{name}'", (TextEdit(Range(Position(end, 0), Position(end, 0)), stub + "\n"),),
+                  diag)
 
 
 def _add_after(analysis: Analysis, diag: Diagnostic) -> Action | None:
@@ -123,6 +132,18 @@ def _extend_after(analysis: Analysis, line: int, target: str) -> TextEdit | None
         return None
     sep = "" if raw[raw.find("[") + 1 : close].strip() == "" else ", "
     return TextEdit(Range(Position(line, close), Position(line, close)), f"{sep}{target}")
+
+
+def _inline(analysis: Analysis, line: int) -> tuple[int, str] | None:
+    """(its column, the text) of the value written on the key line ``line`` after its colon
+    (less a comment and surrounding spaces); None when the line opens a block (or is no key)."""
+    info = analysis.outline.lines[line]
+    if info is None or info.colon is None:
+        return None
+    raw = analysis.outline.raw[line]
+    after = _inline_value(raw, info.colon)
+    value = after.strip()
+    return (info.colon + 1 + after.index(value), value) if value else None
 
 
 def _inline_value(raw: str, colon: int) -> str:
@@ -217,7 +238,9 @@ def flow_graph_text(analysis: Analysis, flow: str | None, fmt: str = "mermaid") 
     spec = analysis.ir
     if spec is None or not spec.flows:
         raise ValueError("the document has no flows to draw")
-    name = flow if flow in spec.flows else (spec.entry if spec.entry in spec.flows else next(iter(spec.flows)))
+    if flow is not None and flow not in spec.flows:
+        raise ValueError(f"no flow named {flow!r}; flows: {', '.join(spec.flows)}")
+    name = flow if flow is not None else (spec.entry if spec.entry in spec.flows else next(iter(spec.flows)))
     graph = flow_graph(spec, name)
     text = to_dot(graph, name=name) if fmt == "dot" else to_mermaid(graph)
     return {"flow": name, "format": "dot" if fmt == "dot" else "mermaid", "text": text}

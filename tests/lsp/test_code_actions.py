@@ -47,3 +47,32 @@ async def test_show_flow_graph(vscode, review_spec):
         command="lockgate.showFlowGraph", arguments=[URI, "change"]))
     assert result["format"] == "mermaid" and result["text"].startswith("flowchart TD")
     assert "implement" in result["text"]
+
+
+INLINE = """version: 1
+contracts: {}
+flows:
+  entry: main
+  main: {input: {}, output: {from: "${a.output}", contract: Plan}, steps: [{id: a, do: "plan", out: Plan}]}
+"""
+
+
+async def test_quick_fixes_on_inline_blocks_keep_the_spec_parsing(vscode):
+    """`contracts: {}` becomes a block holding the stub; a flow written inline gets no
+    max_rounds line under it (both fixes inserted lines that broke the YAML: review s8-r8)."""
+    actions = await fixes(vscode, INLINE)
+    stubbed = apply_edits(vscode, INLINE, actions["Create contract 'Plan'"].edit.document_changes[0].edits)
+    assert stubbed.startswith("version: 1\ncontracts:\n  Plan:\n    result: string\nflows:")
+    assert not [d for d in load(stubbed).diagnostics if d.severity.name == "ERROR"]
+    gated = INLINE.replace('steps: [{id: a, do: "plan", out: Plan}]',
+                           'steps: [{id: a, do: "plan", out: Plan}, {id: g, after: [a], gate: '
+                           '{on_approve: null, on_revise: a, on_kill: null}}]')
+    actions = await fixes(vscode, gated.replace("contracts: {}", "contracts: {Plan: {result: string}}"))
+    assert not [title for title in actions if title.startswith("Add max_rounds")]
+
+
+async def test_show_flow_graph_of_an_unknown_flow_is_an_error(vscode, review_spec):
+    await open_doc(vscode, URI, review_spec)
+    with pytest.raises(Exception, match="no flow named 'nope'; flows: change"):
+        await vscode.workspace_execute_command_async(lsp.ExecuteCommandParams(
+            command="lockgate.showFlowGraph", arguments=[URI, "nope"]))
