@@ -156,14 +156,20 @@ def analyze(
     agents: Collection[str] = (),
     lint: bool = True,
 ) -> Analysis:
-    """Run the spec loader over ``text``. Never raises: a loader crash is logged and kept.
-    Safe to call on a worker thread (it reads nothing but its arguments)."""
+    """Run the spec loader over ``text``, the agents ``agents`` and the spec's project
+    configuration names known (:mod:`.projectagents`). Never raises: a loader crash is logged
+    and kept. Safe to call on a worker thread (it reads nothing but its arguments and that
+    configuration)."""
     from lockgate.dsl.loader import load
+
+    from .projectagents import configured_agents
 
     doc = text if isinstance(text, Text) else Text(text, version)
     started = time.perf_counter()
     try:
-        result = load(doc.text, _path_of(uri), agents=tuple(agents) or None, lint=lint)
+        path = _path_of(uri)
+        known = (*agents, *configured_agents(path)) if lint else tuple(agents)
+        result = load(doc.text, path, agents=known or None, lint=lint)
         failure = None
     except Exception as exc:  # a loader bug must not take the server down
         log.exception("analysis of %s failed", uri)
