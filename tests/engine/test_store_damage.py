@@ -114,3 +114,18 @@ def test_a_run_with_every_record_loads(tmp_path: Path) -> None:
     run = _fanning(path)
     status = Engine(store=SQLiteStore(path)).status(run)
     assert {entry["step_id"] for entry in status["ready"]} >= {"fan/0", "fan/1", "child/a"}
+
+
+def test_verify_names_an_event_count_edited_into_text(tmp_path: Path) -> None:
+    """SQLite keeps any value an edit puts in ``runs.event_count``: ``verify`` says the row was
+    edited instead of failing with an internal TypeError (review s8-r6 #6)."""
+    path = tmp_path / "runs.db"
+    store = SQLiteStore(path)
+    store.create_run("r1", HEADER, {}, [event(1), event(2)])
+    store.close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE runs SET event_count = 'two' WHERE run_id = 'r1'")
+    db.close()
+    report = SQLiteStore(path).verify("r1")
+    assert (report.ok, report.problem) == (False, "edited")
+    assert report.message == "the run's recorded event count 'two' is not a number: its row was edited"

@@ -208,6 +208,9 @@ def verify_chain(run_id: str, links: Sequence[Link], head_hash: str, head_count:
     intact a row whose content verifies at another position was reordered, anything else was
     edited.
     """
+    if type(head_count) is not int:  # SQLite keeps whatever an edit put in the column
+        return _bad(run_id, len(links), None, "edited",
+                    f"the run's recorded event count {head_count!r} is not a number: its row was edited")
     surplus = len(links) - head_count
     origins = _chain_positions(links)
     expected_prev = GENESIS_HASH
