@@ -8,17 +8,12 @@ Every process is real; the command and the agent wait on FIFOs the test writes."
 
 from __future__ import annotations
 
-import errno
-import os
 import re
 import signal
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from claim_holders import SPEC, VERDICT, project, started, until_released
 from processes import GUARD_S, wait_until
 
 from lockgate.engine import Engine
@@ -26,92 +21,21 @@ from lockgate.engine.drivers import Driver, ended
 from lockgate.engine.store import open_store
 from lockgate.errors import RunDriven
 
-ROOT = Path(__file__).resolve().parents[2]
-SPEC = """version: 1
-contracts:
-  Note: {text: string}
-  Verdict: {status: string, children: array, reason: string}
-flows:
-  entry: main
-  main:
-    input: {}
-    output: {from: "${c1.output}", contract: Verdict}
-    steps:
-      - id: g1
-        gate: {on_approve: c1, on_revise: null, on_kill: null}
-      - {id: c1, evaluate: {command: "cat > /dev/null; echo $$ >> ran; cat verdict", timeout_ms: 60000}, out: Verdict}
-      - {id: x, agent: slow, do: "slow", out: Note}
-"""
-#: x's agent says it started, and once cancelled (Ctrl-C) runs on until the test writes ``release``
-AGENTS = """
-import asyncio
-
-async def slow(task):
-    open("started", "w").write(task.run_id)
-    try:
-        await asyncio.Event().wait()
-    except asyncio.CancelledError:
-        released = asyncio.ensure_future(asyncio.to_thread(lambda: open("release").read()))
-        while not released.done():
-            try:
-                await asyncio.shield(released)
-            except asyncio.CancelledError:
-                continue
-        raise
-    return {"text": "never"}
-"""
-VERDICT = '{"status": "closed", "children": [], "reason": "ok"}'
 ARGS = ("--agents", "agents.py", "--store", "runs.db", "--no-prompt")
-
-
-def lockgate(folder: Path, *args: str) -> subprocess.Popen[str]:
-    """``lockgate ARGS...`` started in ``folder``, as in a terminal."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("LOCKGATE_STORE", None)
-    return subprocess.Popen([sys.executable, "-m", "lockgate", *args], cwd=folder, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def refused_resume(folder: Path, run_id: str) -> str:
     """What ``lockgate run --resume RUN`` prints on stderr, refused (exit 4)."""
-    resume = lockgate(folder, "run", "--resume", run_id, *ARGS)
+    resume = started(folder, "run", "--resume", run_id, *ARGS)
     _, err = resume.communicate(timeout=GUARD_S * 4)
     assert resume.returncode == 4, err
     return err
 
 
-def project(folder: Path) -> None:
-    (folder / "flow.stratum.yaml").write_text(SPEC)
-    (folder / "agents.py").write_text(AGENTS)
-    for fifo in ("verdict", "release"):
-        os.mkfifo(folder / fifo)
-
-
-@contextmanager
-def until_released(proc: subprocess.Popen[str], fifo: Path, text: str) -> Iterator[subprocess.Popen[str]]:
-    """``proc``, ended at the end: ``text`` written to the ``fifo`` it waits on (if it reads it
-    now), then killed if it still runs (a failed test leaves no process behind)."""
-    try:
-        yield proc
-    finally:
-        try:
-            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-        except OSError as exc:
-            assert exc.errno == errno.ENXIO  # nobody reads it: nothing to release
-        else:
-            with os.fdopen(fd, "w") as out:
-                out.write(text)
-        try:
-            proc.communicate(timeout=GUARD_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-
-
 def test_a_resume_of_a_run_whose_drive_is_stopping_says_to_resume_once_it_has_exited(tmp_path: Path) -> None:
     project(tmp_path)
     engine = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path)
-    run = lockgate(tmp_path, "run", "flow.stratum.yaml", *ARGS)
+    run = started(tmp_path, "run", "flow.stratum.yaml", *ARGS)
     with until_released(run, tmp_path / "release", "go"):
         wait_until(lambda: (tmp_path / "started").exists() and (tmp_path / "started").read_text(), "the agent")
         run_id = (tmp_path / "started").read_text()
@@ -132,7 +56,7 @@ def test_a_resume_of_a_run_whose_command_runs_elsewhere_says_to_resume_once_it_e
     project(tmp_path)
     engine = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path)
     run_id = engine.plan(SPEC, {})["run_id"]  # x dispatched, g1 waiting: nobody drives it
-    approve = lockgate(tmp_path, "gate", "approve", run_id, "g1", "--store", "runs.db")
+    approve = started(tmp_path, "gate", "approve", run_id, "g1", "--store", "runs.db")
     with until_released(approve, tmp_path / "verdict", VERDICT):
         wait_until(lambda: (tmp_path / "ran").exists(), "the command")
         words = f"run {run_id}: process {approve.pid} on this host is running the command of step c1; resume once " \

@@ -9,117 +9,41 @@ as in a terminal; the command and the agent wait on FIFOs the test writes."""
 
 from __future__ import annotations
 
-import errno
-import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
+from claim_holders import (
+    SPEC,
+    STORE,
+    VERDICT,
+    env,
+    project,
+    started,
+    until_released,
+)
 from processes import GUARD_S, wait_until
 
 from lockgate.engine import Engine
 from lockgate.engine.store import open_store
 
-ROOT = Path(__file__).resolve().parents[2]
-SPEC = """version: 1
-contracts:
-  Note: {text: string}
-  Verdict: {status: string, children: array, reason: string}
-flows:
-  entry: main
-  main:
-    input: {}
-    output: {from: "${c1.output}", contract: Verdict}
-    steps:
-      - id: g1
-        gate: {on_approve: c1, on_revise: null, on_kill: null}
-      - {id: c1, evaluate: {command: "cat > /dev/null; echo $$ >> ran; cat verdict", timeout_ms: 60000}, out: Verdict}
-      - {id: x, agent: slow, do: "slow", out: Note}
-"""
-#: x's agent says it started, and once cancelled (Ctrl-C) runs on until the test writes ``release``
-AGENTS = """
-import asyncio
-
-async def slow(task):
-    open("started", "w").write(task.run_id)
-    try:
-        await asyncio.Event().wait()
-    except asyncio.CancelledError:
-        released = asyncio.ensure_future(asyncio.to_thread(lambda: open("release").read()))
-        while not released.done():
-            try:
-                await asyncio.shield(released)
-            except asyncio.CancelledError:
-                continue
-        raise
-    return {"text": "never"}
-"""
-VERDICT = '{"status": "closed", "children": [], "reason": "ok"}'
-STORE = ("--store", "runs.db")
-
 
 def lockgate(folder: Path, *args: str) -> str:
     """What ``lockgate ARGS...`` prints (stdout), run to its end in ``folder``."""
-    done = subprocess.run([sys.executable, "-m", "lockgate", *args], cwd=folder, env=_env(), capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "lockgate", *args], cwd=folder, env=env(), capture_output=True,
                           text=True, timeout=GUARD_S * 4, check=False)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
 
-def started(folder: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "lockgate", *args], cwd=folder, env=_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _env() -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("LOCKGATE_STORE", None)
-    return env
-
-
-def _project(folder: Path) -> None:
-    (folder / "flow.stratum.yaml").write_text(SPEC)
-    (folder / "agents.py").write_text(AGENTS)
-    for fifo in ("verdict", "release"):
-        os.mkfifo(folder / fifo)
-
-
-def _write_fifo(path: Path, text: str) -> None:
-    """Write ``text`` to FIFO ``path`` if something reads it now (else nothing: it never will)."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
-    except OSError as exc:
-        assert exc.errno == errno.ENXIO
-        return
-    with os.fdopen(fd, "w") as fifo:
-        fifo.write(text)
-
-
-@contextmanager
-def ended(proc: subprocess.Popen[str], fifo: Path, text: str) -> Iterator[subprocess.Popen[str]]:
-    """``proc``, ended at the end: ``text`` written to the ``fifo`` it waits on, then killed if
-    it still runs (a failed test leaves no process behind)."""
-    try:
-        yield proc
-    finally:
-        _write_fifo(fifo, text)
-        try:
-            proc.communicate(timeout=GUARD_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-
-
 def test_a_process_running_only_a_command_is_not_called_the_runs_driver(tmp_path: Path) -> None:
     from lockgate.mcp.server import call_tool, make_context
 
-    _project(tmp_path)
+    project(tmp_path)
     engine = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path)
     run_id = engine.plan(SPEC, {})["run_id"]  # x dispatched, g1 waiting: nobody drives it
-    with ended(started(tmp_path, "gate", "approve", run_id, "g1", *STORE), tmp_path / "verdict", VERDICT) as approve:
+    with until_released(started(tmp_path, "gate", "approve", run_id, "g1", *STORE), tmp_path / "verdict", VERDICT) as approve:
         wait_until(lambda: (tmp_path / "ran").exists(), "the command")
         who = f"process {approve.pid} on this host is running the command of step c1"
         resume = f"lockgate run --resume {run_id} --store runs.db"
@@ -143,10 +67,10 @@ def test_a_process_running_only_a_command_is_not_called_the_runs_driver(tmp_path
 
 
 def test_a_stopping_drive_is_not_called_the_runs_driver_and_a_step_left_is_said(tmp_path: Path) -> None:
-    _project(tmp_path)
+    project(tmp_path)
     engine = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path)
     run = started(tmp_path, "run", "flow.stratum.yaml", "--agents", "agents.py", *STORE, "--no-prompt")
-    with ended(run, tmp_path / "release", "go"):
+    with until_released(run, tmp_path / "release", "go"):
         wait_until(lambda: (tmp_path / "started").exists() and (tmp_path / "started").read_text(), "the agent")
         run_id = (tmp_path / "started").read_text()
         run.send_signal(signal.SIGINT)

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from claim_holders import AGENTS, SPEC, STORE, env, write_fifo
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from processes import GUARD_S, wait_until
-from test_claim_holder_words import AGENTS, SPEC, STORE, _env, _write_fifo
 
 from lockgate.engine import Engine
 from lockgate.engine.store import open_store
@@ -30,7 +30,7 @@ from lockgate.engine.store import open_store
 async def mcp_server(folder: Path) -> AsyncIterator[Any]:
     """A client of a fresh ``lockgate mcp`` process on ``folder``'s store, calling tools that must
     succeed: ``await call(tool, arguments)`` is the tool's structured content."""
-    params = StdioServerParameters(command=sys.executable, cwd=str(folder), env={**_env(), "PYTHONUNBUFFERED": "1"},
+    params = StdioServerParameters(command=sys.executable, cwd=str(folder), env={**env(), "PYTHONUNBUFFERED": "1"},
                                    args=["-m", "lockgate", "mcp", *STORE, "--workspace", str(folder)])
     with anyio.fail_after(GUARD_S * 2):
         async with Client(params) as client:
@@ -49,7 +49,7 @@ async def test_other_tools_answer_while_a_decision_waits_for_a_stopping_driver(t
     (tmp_path / "verdict").write_text('{"status": "closed", "children": [], "reason": "ok"}')
     engine = Engine(store=open_store(tmp_path / "runs.db"), workspace=tmp_path)
     run = subprocess.Popen([sys.executable, "-m", "lockgate", "run", "flow.stratum.yaml", "--agents", "agents.py",
-                            *STORE, "--no-prompt"], cwd=tmp_path, env=_env(), stdout=subprocess.PIPE,
+                            *STORE, "--no-prompt"], cwd=tmp_path, env=env(), stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
     try:
         wait_until(lambda: (tmp_path / "started").exists() and (tmp_path / "started").read_text(), "the agent")
@@ -72,12 +72,12 @@ async def test_other_tools_answer_while_a_decision_waits_for_a_stopping_driver(t
                 status = await call("lockgate_status", {"run_id": run_id})
                 assert not decided, "lockgate_status waited for the decision's wait for the stopping driver"
                 assert status["stopping_by"] == f"process {run.pid} on this host"
-                await anyio.to_thread.run_sync(_write_fifo, tmp_path / "release", "go")
+                await anyio.to_thread.run_sync(write_fifo, tmp_path / "release", "go")
         assert decided["status"] == "execute_step" and "stopping_by" not in decided
         assert (tmp_path / "ran").read_text().split()  # c1 ran, in the server
         run.communicate(timeout=GUARD_S)
     finally:
-        _write_fifo(tmp_path / "release", "go")
+        write_fifo(tmp_path / "release", "go")
         if run.poll() is None:
             run.kill()
             run.communicate()
