@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
-from contextlib import suppress
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -56,6 +56,11 @@ ELSEWHERE_POLL_S = 1.0
 WATCH_S = 1.0
 _WAKE: Any = {"status": "__wake__"}  # a gate was left waiting: re-check whether work remains
 _WITHDRAWN: Any = object()  # an agent call or command stopped for its withdrawn issuance
+
+
+class _Withdrawn(Exception):
+    """A call admitted after a wait found its issuance withdrawn: it starts nothing."""
+
 CONFLICT_RETRIES = 5
 
 
@@ -200,6 +205,12 @@ class Drive:
             self.withdrawn.add(token)
             self.executing[token][1].cancel()
 
+    async def _fenced(self, step_id: str, token: str, work: Awaitable[Any]) -> Any:
+        """What ``work`` answers, or the run as stored (:meth:`_after_withdrawn`) when its
+        issuance was withdrawn meanwhile (see :meth:`_unless_withdrawn`)."""
+        outcome = await self._unless_withdrawn(step_id, token, work)
+        return await self._after_withdrawn() if outcome is _WITHDRAWN else outcome
+
     async def _unless_withdrawn(self, step_id: str, token: str, work: Awaitable[Any]) -> Any:
         """What ``work`` (the agent call or command of issuance ``token`` of ``step_id``, from its
         wait for a slot until its answer is settled) answers, or :data:`_WITHDRAWN` when
@@ -213,6 +224,8 @@ class Drive:
         self.executing[token] = (step_id, task)
         try:
             return await work
+        except _Withdrawn:
+            return _WITHDRAWN
         except asyncio.CancelledError:
             if self._take_back(token, task) and not task.cancelling():
                 return _WITHDRAWN
@@ -220,6 +233,16 @@ class Drive:
         finally:
             self.executing.pop(token, None)
             self._take_back(token, task)  # stopped, but ``work`` swallowed the cancellation
+
+    @asynccontextmanager
+    async def _slot(self, step_id: str, token: str) -> AsyncIterator[None]:
+        """A slot under the run's limits for issuance ``token`` of ``step_id``; :class:`_Withdrawn`
+        instead when it had to wait for one and the issuance was withdrawn meanwhile."""
+        waited = self.admission.full()
+        async with self.admission:
+            if waited and self._withdrawn_now(step_id, token):
+                raise _Withdrawn
+            yield
 
     def _withdrawn_now(self, step_id: str, token: str) -> bool:
         """Whether the run as stored withdrew issuance ``token`` of ``step_id``: asked by a call
@@ -423,8 +446,7 @@ class Drive:
         """Execute ``entry`` once admitted, then report its result (:meth:`_carry_out`); the
         run as stored when its issuance was withdrawn meanwhile, whether it waited for a slot,
         ran its agent or waited for the judge's verdict on its result."""
-        outcome = await self._unless_withdrawn(entry["step_id"], entry["token"], self._carry_out(entry))
-        return await self._after_withdrawn() if outcome is _WITHDRAWN else outcome
+        return await self._fenced(entry["step_id"], entry["token"], self._carry_out(entry))
 
     async def _carry_out(self, entry: dict[str, Any]) -> Any:
         """Execute ``entry`` once admitted and report its result; a result reported before
@@ -433,10 +455,7 @@ class Drive:
         reported = entry.get("reported")
         if reported is not None:
             return await self._report(entry, reported_result(reported))
-        waited = self.admission.full()
-        async with self.admission:
-            if waited and self._withdrawn_now(entry["step_id"], entry["token"]):
-                return _WITHDRAWN
+        async with self._slot(entry["step_id"], entry["token"]):
             result = await self._execute(entry)
         return await self._report(entry, result)
 
@@ -507,16 +526,12 @@ class Drive:
         step_id = call["step_id"]
         self.emit("step_started", self.run_id, step_id=step_id, message=call["command"],
                   data={"kind": "evaluate"})
-        outcome = await self._unless_withdrawn(step_id, call["token"], self._command(call))
-        return await self._after_withdrawn() if outcome is _WITHDRAWN else outcome
+        return await self._fenced(step_id, call["token"], self._command(call))
 
     async def _command(self, call: dict[str, Any]) -> Any:
         """Run ``call``'s command once admitted, then settle its answer (see :meth:`_carry_out`)."""
         step_id, token = call["step_id"], call["token"]
-        waited = self.admission.full()
-        async with self.admission:
-            if waited and self._withdrawn_now(step_id, token):
-                return _WITHDRAWN
+        async with self._slot(step_id, token):
             answer = await evaluate_async(self.engine.evaluator or _no_evaluator, call)
         response, applied = await self._settle(step_id, self.engine.evaluated, token, answer)
         if applied:
