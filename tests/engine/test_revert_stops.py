@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import subprocess
 import sys
 import threading
@@ -22,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from processes import GUARD_S, running, wait_until
+from processes import GUARD_S, kill_written, reaped, running, written_pid
 from specs import note_flow
 
 from lockgate.engine import Engine
@@ -105,26 +103,13 @@ def process(where: Path, script: str, *args: str) -> Iterator[subprocess.Popen[s
     it still runs, with the command it may have left (a failing test must not leak a sleep)."""
     child = subprocess.Popen([sys.executable, "-c", script, *args], cwd=where, text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
+    with reaped(child, where / "pid"):
         yield child
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.communicate()
-        kill_left(where)
-
-
-def kill_left(where: Path) -> None:
-    """Kill the command's first run if it still runs (a failing test must not leak a sleep)."""
-    pid = where / "pid"
-    if pid.exists() and running(int(pid.read_text())):
-        os.kill(int(pid.read_text()), signal.SIGKILL)
 
 
 def first_command(where: Path) -> int:
     """The pid of the command's first run, once it has started."""
-    wait_until(lambda: (where / "pid").exists(), "the command to start")
-    return int((where / "pid").read_text())
+    return written_pid(where / "pid", "the command to start")
 
 
 def gone_within(pid: int, seconds: float) -> bool:
@@ -228,7 +213,7 @@ def test_a_revert_through_the_engine_running_the_command_stops_it(tmp_path: Path
         went_on_afresh(tmp_path, run_id)
         ran_once_afresh(tmp_path, first)
     finally:
-        kill_left(tmp_path)
+        kill_written(tmp_path / "pid")
         deciding.join(GUARD_S)
         engine.close()
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import errno
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -20,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from processes import GUARD_S, running, wait_until
+from processes import GUARD_S, reaped, running, written_pid
 
 from lockgate.engine import Engine
 from lockgate.engine.store import open_store
@@ -101,21 +100,13 @@ def lockgate_run(where: Path, spec: str, *, judged: bool = False) -> Iterator[su
     child = subprocess.Popen([sys.executable, "-m", "lockgate", "run", "spec.yaml", "--no-prompt",
                               "--store", str(where / "runs.db")], cwd=where, text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
+    with reaped(child, where / "pid"):
         yield child
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.communicate()
-        pid = where / "pid"
-        if pid.exists() and running(int(pid.read_text())):
-            os.kill(int(pid.read_text()), signal.SIGKILL)
 
 
 def held_call(where: Path) -> int:
     """The pid of the held call, once it has started."""
-    wait_until(lambda: (where / "pid").exists(), "the first call to start")
-    return int((where / "pid").read_text())
+    return written_pid(where / "pid", "the first call to start")
 
 
 def revert_meanwhile(where: Path) -> str:
