@@ -1,10 +1,12 @@
 """A ``%%flow`` cell's diagnostics in the cell's own line numbers, as an editor numbers them.
 
 IPython gives the magic the cell's body: the lines below the ``%%flow`` line, without that line
-and without the blank lines above it, which it drops first. :func:`lines_above` counts those
-lines from the cell as written (IPython's ``pre_run_cell`` event has it), so that a blank line
-above ``%%flow`` does not shift every line a cell reports; :func:`in_cell` moves a diagnostic
-down that many lines.
+and without the blank lines above it, which it drops first, and, when the ``%%flow`` line is
+indented, with that indentation taken off every line that starts with it. :func:`place` finds
+the body in the cell as written (IPython's ``pre_run_cell`` event has it): how many lines stand
+above it and which of its lines lost the indentation, so that a blank line above ``%%flow`` or
+a cell indented as a whole does not shift the lines and columns a cell reports; :func:`in_cell`
+moves a diagnostic down that many lines and right on the lines that were dedented.
 
 The dsl locates a diagnostic in the spec document, the cell's body: its range and its related
 ranges are data, shifted here as data. A few messages also quote a document line in their
@@ -35,36 +37,68 @@ _QUOTED_LINE = {
 #: Lines above the body of a cell that starts with its ``%%flow`` line (the body starts on line 2).
 MAGIC_LINE = 1
 
+#: The indentation IPython takes off a cell whose first line is indented (its ``leading_indent``).
+_INDENT = re.compile(r"^[ \t]+")
 
-def lines_above(raw_cell: str | None, body: str) -> int:
-    """How many lines of ``raw_cell`` (the cell as written) stand above ``body`` (what the cell
-    magic was given): the ``%%flow`` line and the blank lines above it, which IPython drops.
 
-    :data:`MAGIC_LINE` when ``body`` is not the body of ``raw_cell`` (``run_cell_magic`` called
-    from code, a cell run silently, which no ``pre_run_cell`` event announces) or there is no
-    cell. The lines are split as IPython's input transformer splits them.
+@dataclasses.dataclass(frozen=True, slots=True)
+class CellPlace:
+    """Where the body a cell magic was given stands in the cell as written.
+
+    ``above``: the lines above the body (the ``%%flow`` line and the blank lines above it);
+    ``shifts``: per line of the body, the columns IPython took off its start (empty when it
+    took none); ``text``: the body as written, whose lines the shifted columns point into.
     """
+
+    above: int
+    text: str
+    shifts: tuple[int, ...] = ()
+
+
+def place(raw_cell: str | None, body: str) -> CellPlace:
+    """Where ``body`` (what the cell magic was given) stands in ``raw_cell`` (the cell as written).
+
+    The body as given, :data:`MAGIC_LINE` lines down, when ``body`` is not the body of
+    ``raw_cell`` (``run_cell_magic`` called from code, a cell run silently, which no
+    ``pre_run_cell`` event announces) or there is no cell. The lines are split and dedented as
+    IPython's input transformer splits and dedents them.
+    """
+    given = CellPlace(MAGIC_LINE, body)
     if raw_cell is None:
-        return MAGIC_LINE
+        return given
     lines = raw_cell.splitlines(keepends=True)
     first = next((n for n, line in enumerate(lines) if line and not line.isspace()), None)
-    if first is None or not lines[first].startswith("%%"):
-        return MAGIC_LINE
-    rest = "".join(lines[first + 1:])
-    return first + 1 if body in (rest, rest + "\n") else MAGIC_LINE
+    if first is None:
+        return given
+    found = _INDENT.match(lines[first])
+    indent = found.group(0) if found else ""
+    if not lines[first].startswith("%%", len(indent)):
+        return given
+    written = lines[first + 1:]
+    shifts = tuple(len(indent) if line.startswith(indent) else 0 for line in written)
+    rest = "".join(line[shift:] for line, shift in zip(written, shifts))
+    if body not in (rest, rest + "\n"):
+        return given
+    return CellPlace(first + 1, "".join(written), shifts if indent else ())
 
 
-def in_cell(diag: Diagnostic, offset: int) -> Diagnostic:
-    """``diag`` with its ranges and the lines its message and hint quote moved down ``offset`` lines."""
-    related = tuple(Related(_range(r.range, offset), r.message) for r in diag.related)
-    return dataclasses.replace(diag, range=_range(diag.range, offset), related=related,
+def in_cell(diag: Diagnostic, offset: int, shifts: tuple[int, ...] = ()) -> Diagnostic:
+    """``diag`` with its ranges and the lines its message and hint quote moved down ``offset``
+    lines, and each position on line N of the body moved right ``shifts[N]`` columns (see
+    :class:`CellPlace`)."""
+    related = tuple(Related(_range(r.range, offset, shifts), r.message) for r in diag.related)
+    return dataclasses.replace(diag, range=_range(diag.range, offset, shifts), related=related,
                                message=_text(diag.code, diag.message, offset),
                                hint=_text(diag.code, diag.hint, offset))
 
 
-def _range(where: Range, offset: int) -> Range:
-    return Range(Position(where.start.line + offset, where.start.character),
-                 Position(where.end.line + offset, where.end.character))
+def _range(where: Range, offset: int, shifts: tuple[int, ...]) -> Range:
+    return Range(_position(where.start, offset, shifts), _position(where.end, offset, shifts))
+
+
+def _position(at: Position, offset: int, shifts: tuple[int, ...]) -> Position:
+    shift = shifts[at.line] if 0 <= at.line < len(shifts) else 0
+    return Position(at.line + offset, at.character + shift)
 
 
 def _text(code: str, text: str | None, offset: int) -> str | None:

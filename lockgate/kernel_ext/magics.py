@@ -30,7 +30,8 @@ class FlowMagics(Magics):
 
     def _remember_cell(self, info: Any) -> None:
         """Keep the cell about to run as written: IPython gives a cell magic its body without
-        the blank lines above the magic's line, which :func:`celllines.lines_above` counts back."""
+        the blank lines above the magic's line and without the indentation of a cell indented
+        as a whole, which :func:`celllines.place` finds again."""
         self._raw_cell = info.raw_cell
 
     def detach(self) -> None:
@@ -53,7 +54,7 @@ class FlowMagics(Magics):
         from ..dsl.loader import load
         from ..dsl.report import format_text
         from .cellerror import FlowCellError
-        from .celllines import in_cell, lines_above
+        from .celllines import in_cell, place
         from .spec_view import FlowSpec
 
         if _HELP_WORDS[1] in line.split() or _HELP_WORDS[2] in line.split():
@@ -66,16 +67,16 @@ class FlowMagics(Magics):
         if not args.name.isidentifier():
             raise FlowCellError(f"%%flow: {args.name!r} is not a valid Python name to bind the spec to")
         result = load(cell, f"%%flow {args.name}", lint=not args.no_lint)
-        above = lines_above(self._raw_cell, cell)
+        where = place(self._raw_cell, cell)
         if not result.ok:
-            shown = [in_cell(d, above) for d in result.diagnostics
+            shown = [in_cell(d, where.above, where.shifts) for d in result.diagnostics
                      if d.code not in AGENT_CONFIG_CODES]  # agents come with start()
-            report = _printable(format_text("cell", "\n" * above + cell, shown))
+            report = _printable(format_text("cell", "\n" * where.above + where.text, shown))
             count = len(result.errors)
             raise FlowCellError(f"the spec has {count} error{'s' * (count != 1)}; {args.name} was not bound\n\n{report}")
         if args.flow and args.flow not in result.spec.flows:
             raise FlowCellError(f"no flow named {args.flow!r}; flows: {', '.join(result.spec.flows)}")
-        spec = FlowSpec(args.name, result, args.flow, lines_above=above)
+        spec = FlowSpec(args.name, result, args.flow, lines_above=where.above)
         self.shell.user_ns[args.name] = spec
         return spec
 
