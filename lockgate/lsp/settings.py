@@ -3,6 +3,11 @@
 Every value has a default, so a client that sends nothing (or something malformed) gets a
 working server; unknown keys are ignored. Both ``camelCase`` (VS Code style) and ``snake_case``
 spellings are accepted.
+
+There is no workspace root setting: the server never evaluates ``file_exists`` /
+``file_contains``, and a run resolves them in its own workspace (the folder ``lockgate run``
+starts in, or the ``workspace=`` a Python caller passes), which no editor setting can change.
+A ``workspaceRoot`` an older client sends is an unknown key.
 """
 
 from __future__ import annotations
@@ -20,13 +25,11 @@ DEFAULT_MAX_DOCUMENT_BYTES = 5_000_000
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """``workspace_root``: where file predicates (``file_exists``, ``file_contains``) resolve;
-    ``agents``: agent names configured beyond the built-ins; ``lint``: advisory warnings on or
+    """``agents``: agent names configured beyond the built-ins; ``lint``: advisory warnings on or
     off; ``debounce_ms``: delay of diagnostics while typing; ``inlay_hints``: show reference
     types inline; ``max_document_bytes``: the size above which a document is not analysed (0:
     no limit)."""
 
-    workspace_root: str | None = None
     agents: tuple[str, ...] = ()
     lint: bool = True
     debounce_ms: int = DEFAULT_DEBOUNCE_MS
@@ -36,16 +39,17 @@ class Settings:
 
     @classmethod
     def from_client(cls, raw: Any, *, root: str | None = None) -> Settings:
-        """Settings from the configuration value a client sent (any shape), with defaults."""
+        """Settings from the configuration value a client sent (any shape), with defaults.
+
+        ``root`` (the server's first workspace folder) is not used: the server passes it
+        still, from the time a ``workspaceRoot`` setting fell back to it."""
         data = raw if isinstance(raw, Mapping) else {}
         if isinstance(data.get(SECTION), Mapping):
             data = data[SECTION]
         agents = _get(data, "agents", [])
         debounce = _get(data, "debounce_ms", DEFAULT_DEBOUNCE_MS)
-        workspace = _get(data, "workspace_root", None)
         limit = _get(data, "max_document_bytes", DEFAULT_MAX_DOCUMENT_BYTES)
         return cls(
-            workspace_root=workspace if isinstance(workspace, str) and workspace else root,
             agents=tuple(a for a in agents if isinstance(a, str)) if isinstance(agents, list) else (),
             lint=_bool(_get(data, "lint", True), True),
             debounce_ms=debounce if type(debounce) is int and 0 <= debounce <= 10_000 else DEFAULT_DEBOUNCE_MS,

@@ -31,7 +31,7 @@ export function configReader(scope?: vscode.ConfigurationScope): ConfigReader {
 }
 
 export function currentServerSettings(scope?: vscode.ConfigurationScope): ServerSettings {
-  return toServerSettings(configReader(scope), firstFolder()?.uri.fsPath);
+  return toServerSettings(configReader(scope));
 }
 
 function firstFolder(): vscode.WorkspaceFolder | undefined {
@@ -224,8 +224,7 @@ export class ServerController implements vscode.Disposable {
           configuration: async (params, token, next) => {
             const fallback = await next(params, token);
             if (!Array.isArray(fallback)) return fallback;
-            return answerConfiguration(params.items, fallback, (scope) => configReader(scope ? vscode.Uri.parse(scope) : undefined),
-              firstFolder()?.uri.fsPath);
+            return answerConfiguration(params.items, fallback, (scope) => configReader(scope ? vscode.Uri.parse(scope) : undefined));
           },
         },
       },

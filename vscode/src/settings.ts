@@ -20,7 +20,6 @@ export interface ServerSettings {
   debounceMs: number;
   maxDocumentBytes: number;
   agents: string[];
-  workspaceRoot?: string;
 }
 
 export const DEFAULTS: Readonly<ServerSettings> = Object.freeze({
@@ -37,23 +36,16 @@ export const SERVER_KEYS: readonly string[] = [
   "lockgate.diagnostics.debounceMs",
   "lockgate.maxDocumentBytes",
   "lockgate.agents",
-  "lockgate.workspaceRoot",
 ];
 
 const AGENT_NAME = /^[a-z][a-z0-9_-]*$/;
 
-/**
- * The server's settings from the VS Code ones; malformed values fall back to the defaults.
- * `folder` (the first workspace folder) is sent as `workspaceRoot` when the setting is empty:
- * the server keeps its previous root when the key is missing, so clearing the setting would
- * otherwise leave predicates resolving in the old place.
- */
-export function toServerSettings(read: ConfigReader, folder?: string): ServerSettings {
+/** The server's settings from the VS Code ones; malformed values fall back to the defaults. */
+export function toServerSettings(read: ConfigReader): ServerSettings {
   const debounce = read("diagnostics.debounceMs");
   const limit = read("maxDocumentBytes");
   const agents = read("agents");
-  const root = read("workspaceRoot");
-  const settings: ServerSettings = {
+  return {
     lint: bool(read("lint.enable"), DEFAULTS.lint),
     inlayHints: bool(read("inlayHints.enable"), DEFAULTS.inlayHints),
     debounceMs: Number.isInteger(debounce) && (debounce as number) >= 0 && (debounce as number) <= 10_000
@@ -62,9 +54,6 @@ export function toServerSettings(read: ConfigReader, folder?: string): ServerSet
     maxDocumentBytes: Number.isSafeInteger(limit) && (limit as number) >= 0 ? (limit as number) : DEFAULTS.maxDocumentBytes,
     agents: Array.isArray(agents) ? agents.filter((a): a is string => typeof a === "string" && AGENT_NAME.test(a)) : [],
   };
-  const workspaceRoot = typeof root === "string" && root.trim() ? root.trim() : folder;
-  if (workspaceRoot) settings.workspaceRoot = workspaceRoot;
-  return settings;
 }
 
 function bool(value: unknown, fallback: boolean): boolean {
@@ -97,7 +86,6 @@ export function answerConfiguration(
   items: readonly { section?: string; scopeUri?: string }[],
   fallback: readonly unknown[],
   readerFor: (scopeUri: string | undefined) => ConfigReader,
-  folder?: string,
 ): unknown[] {
-  return items.map((item, i) => (item.section === SECTION ? toServerSettings(readerFor(item.scopeUri), folder) : fallback[i] ?? null));
+  return items.map((item, i) => (item.section === SECTION ? toServerSettings(readerFor(item.scopeUri)) : fallback[i] ?? null));
 }

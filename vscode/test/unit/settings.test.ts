@@ -10,14 +10,14 @@ describe("toServerSettings", () => {
   it("maps the VS Code settings to the server's flat section", () => {
     const read = readerFromObject({
       lint: { enable: false }, inlayHints: { enable: false }, diagnostics: { debounceMs: 400 }, maxDocumentBytes: 0,
-      agents: ["scanner", "reporter"], workspaceRoot: " /repo ", interpreter: ["python3"],
+      agents: ["scanner", "reporter"], interpreter: ["python3"],
     });
-    assert.deepEqual(toServerSettings(read), { lint: false, inlayHints: false, debounceMs: 400, maxDocumentBytes: 0, agents: ["scanner", "reporter"], workspaceRoot: "/repo" });
+    assert.deepEqual(toServerSettings(read), { lint: false, inlayHints: false, debounceMs: 400, maxDocumentBytes: 0, agents: ["scanner", "reporter"] });
   });
 
   it("replaces malformed values with defaults and drops invalid agent names", () => {
     const read = readerFromObject({
-      lint: { enable: "no" }, diagnostics: { debounceMs: -5 }, agents: ["ok", "Bad Name", 3, "also-ok_2"], workspaceRoot: "",
+      lint: { enable: "no" }, diagnostics: { debounceMs: -5 }, agents: ["ok", "Bad Name", 3, "also-ok_2"],
     });
     assert.deepEqual(toServerSettings(read), { lint: true, inlayHints: true, debounceMs: 150, maxDocumentBytes: 5_000_000, agents: ["ok", "also-ok_2"] });
     assert.equal(toServerSettings(readerFromObject({ diagnostics: { debounceMs: 1.5 } })).debounceMs, 150);
@@ -29,12 +29,10 @@ describe("toServerSettings", () => {
 });
 
 describe("workspaceRoot", () => {
-  it("is the setting when set, else the first workspace folder, so clearing the setting reaches the server", () => {
-    assert.equal(toServerSettings(readerFromObject({ workspaceRoot: "/elsewhere" }), "/w").workspaceRoot, "/elsewhere");
-    assert.equal(toServerSettings(readerFromObject({ workspaceRoot: "" }), "/w").workspaceRoot, "/w");
-    assert.equal(toServerSettings(() => undefined, "/w").workspaceRoot, "/w");
-    const [answer] = answerConfiguration([{ section: "lockgate" }], [null], () => readerFromObject({}), "/w");
-    assert.deepEqual(answer, { ...DEFAULTS, agents: [], workspaceRoot: "/w" });
+  it("is not sent, even when an old settings file still sets it (the server resolves no file predicate)", () => {
+    assert.deepEqual(toServerSettings(readerFromObject({ workspaceRoot: "/elsewhere" })), { ...DEFAULTS, agents: [] });
+    const [answer] = answerConfiguration([{ section: "lockgate" }], [null], () => readerFromObject({ workspaceRoot: "/elsewhere" }));
+    assert.deepEqual(answer, { ...DEFAULTS, agents: [] });
   });
 });
 
