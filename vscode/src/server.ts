@@ -17,7 +17,7 @@ import {
 } from "vscode-languageclient/node";
 import { CrashPolicy, gaveUpMessage, isReplacedClientMessage, OutputTail, startFailureMessage, windowText } from "./crashes";
 import { describeInterpreter, resolveInterpreter, type Interpreter } from "./interpreter";
-import { installCommand, probe, problemMessage, pythonFor, type ProbeResult } from "./probe";
+import { fixCommand, probe, problemMessage, type ProbeResult } from "./probe";
 import { activeInterpreter } from "./pythonExtension";
 import { buildServerCommand, formatCommandLine, serverExecutable } from "./serverCommand";
 import { answerConfiguration, SECTION, toServerSettings, type ConfigReader, type ServerSettings } from "./settings";
@@ -241,12 +241,13 @@ export class ServerController implements vscode.Disposable {
   private async offerFix(message: string, result: Extract<ProbeResult, { ok: false }>, interpreter: Interpreter): Promise<void> {
     const install = "Install in Terminal";
     const choose = "Choose Interpreter";
-    const actions = result.problem === "no-lockgate" || result.problem === "no-lsp-extra" ? [install, choose] : [choose];
+    const fix = fixCommand(result, interpreter.command);
+    const actions = fix ? [install, choose] : [choose];
     const picked = await vscode.window.showErrorMessage(message, ...actions, "Show Output");
-    if (picked === install) {
+    if (picked === install && fix) {
       const terminal = vscode.window.createTerminal("Lockgate: install");
       terminal.show();
-      terminal.sendText(installCommand(pythonFor(result, interpreter.command)));
+      terminal.sendText(fix);
     } else if (picked === choose) {
       await vscode.commands.executeCommand("workbench.action.openSettings", "lockgate.interpreter");
     } else if (picked === "Show Output") {
