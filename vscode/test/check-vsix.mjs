@@ -1,5 +1,6 @@
-// Checks the packaged .vsix: exactly the runtime files (bundle, manifest, grammars, snippets,
-// docs), no sources, tests or node_modules, and a manifest whose paths all resolve inside it.
+// Checks the packaged .vsix: exactly the runtime files (bundle, spec schema, manifest, grammars,
+// snippets, docs), no sources, tests or node_modules, and a manifest whose paths all resolve
+// inside it; the schema the YAML extension is given is lockgate's.
 // Usage: node test/check-vsix.mjs out/lockgate.vsix
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -52,6 +53,7 @@ const expected = [
   "extension/package.json",
   ...manifest.contributes.grammars.map((g) => `extension/${g.path.replace(/^\.\//, "")}`),
   ...manifest.contributes.snippets.map((s) => `extension/${s.path.replace(/^\.\//, "")}`),
+  ...new Set(manifest.contributes.yamlValidation.map((v) => `extension/${v.url.replace(/^\.\//, "")}`)),
   ...names.filter((n) => /^extension\/images\/[^/]+\.png$/.test(n)),
 ].sort();
 assert.deepEqual(names, expected, "the .vsix holds exactly the runtime files");
@@ -64,6 +66,11 @@ for (const [name, data] of entries) {
 }
 assert.deepEqual(manifest.contributes, source.contributes, "the packaged manifest is the source manifest");
 assert.equal(manifest.version, source.version);
+
+const schema = readFileSync("../lockgate/dsl/schema/spec.v1.schema.json");
+for (const { url } of manifest.contributes.yamlValidation) {
+  assert.ok(entries.get(`extension/${url.replace(/^\.\//, "")}`).equals(schema), `${url} is lockgate/dsl/schema/spec.v1.schema.json`);
+}
 
 const bundle = entries.get("extension/dist/extension.js").toString("utf8");
 assert.ok(!/require\(["']vscode-languageclient/.test(bundle), "vscode-languageclient is bundled, not required");

@@ -5,7 +5,7 @@ import * as path from "node:path";
 import { describe, it } from "node:test";
 import { COMMANDS, SERVER_GRAPH_COMMAND } from "../../src/commands";
 import { RESTART_KEYS, SERVER_KEYS } from "../../src/settings";
-import { EXTENSION_DIR } from "./paths";
+import { EXTENSION_DIR, REPO_DIR } from "./paths";
 
 interface Setting {
   type?: string | string[];
@@ -24,6 +24,7 @@ interface Manifest {
     languages: { id: string; filenamePatterns: string[]; configuration: string }[];
     grammars: { language?: string; scopeName: string; path: string; injectTo?: string[] }[];
     snippets: { language: string; path: string }[];
+    yamlValidation: { fileMatch: string; url: string }[];
     commands: { command: string; title: string; category: string }[];
     configuration: { properties: Record<string, Setting> };
   };
@@ -76,6 +77,22 @@ describe("package.json", () => {
     assert.deepEqual(language.filenamePatterns, ["*.stratum.yaml", "*.stratum.yml"]);
     const config = json(language.configuration);
     assert.deepEqual(config.comments, { lineComment: "#" });
+  });
+
+  it("gives the YAML extension lockgate's spec schema, built into the extension, for the language's file patterns", () => {
+    const [language] = manifest.contributes.languages;
+    const entries = manifest.contributes.yamlValidation;
+    assert.deepEqual(entries.map((v) => v.fileMatch), language.filenamePatterns, "one string fileMatch each: older YAML extensions read no arrays");
+    const urls = new Set(entries.map((v) => v.url));
+    assert.deepEqual([...urls], ["./dist/spec.v1.schema.json"]);
+    const built = path.join(EXTENSION_DIR, "dist", "spec.v1.schema.json");
+    assert.ok(existsSync(built), `${built} is built (npm run build:schema)`);
+    const source = readFileSync(path.join(REPO_DIR, "lockgate", "dsl", "schema", "spec.v1.schema.json"));
+    assert.ok(readFileSync(built).equals(source), "the built schema is lockgate/dsl/schema/spec.v1.schema.json");
+    const schema = JSON.parse(source.toString("utf8")) as { required: string[] };
+    assert.deepEqual(schema.required, ["version", "contracts", "flows"]);
+    const ignore = readFileSync(path.join(EXTENSION_DIR, ".vscodeignore"), "utf8").split("\n");
+    assert.ok(ignore.includes("!dist/spec.v1.schema.json"), ".vscodeignore lets the schema into the .vsix");
   });
 
   it("has grammars that parse, for a declared language, with injections into it", () => {
