@@ -1,8 +1,10 @@
 """Git worktrees for ``isolation: worktree`` fanout items, their patches and the sequential merge.
 
-Each item works in a detached ``git worktree`` of the workspace's HEAD; its patch is captured as
-``git add -N . && git diff --binary HEAD`` (so new files are included), the worktree is removed,
-and the patches are applied in index order with ``git apply --index --3way``.
+Each item works in a detached ``git worktree`` of the workspace's HEAD; the commit it starts from
+is recorded in the worktree's own ref :data:`BASE_REF`, so its patch, captured as
+``git add -N . && git diff --binary <base>``, holds what the item committed there as well as its
+uncommitted and new files (agents often commit their work). The worktree is removed, and the
+patches are applied in index order with ``git apply --index --3way``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,10 @@ import tempfile
 from pathlib import Path
 
 PRE_MERGE_TIMEOUT = 600
+#: The commit an item's worktree was created from. A ``refs/worktree/`` ref belongs to one
+#: worktree (git keeps it apart from the workspace's refs) and goes when the worktree is removed,
+#: so the record lives exactly as long as the checkout it describes and no stored record changes.
+BASE_REF = "refs/worktree/lockgate-base"
 
 
 class GitError(RuntimeError):
@@ -32,15 +38,28 @@ def ensure(workspace: Path, existing: str | None) -> str:
     done = _git(workspace, "worktree", "add", "--detach", target, "HEAD")
     if done.returncode != 0:
         raise GitError(f"git worktree add failed: {done.stderr.strip()}")
+    marked = _git(target, "update-ref", BASE_REF, "HEAD")
+    if marked.returncode != 0:
+        _unlink(workspace, target)
+        raise GitError(f"git update-ref {BASE_REF} failed in {target}: {marked.stderr.strip()}")
     return target
 
 
 def capture_patch(worktree: str) -> str:
+    """The item's work as one binary patch against the commit its worktree started from: what it
+    committed, changed or created there. A worktree made before that commit was recorded (by an
+    older engine, still held by a stored run) is diffed against its current HEAD."""
     _git(worktree, "add", "-N", ".")
-    done = _git(worktree, "diff", "--binary", "HEAD")
+    done = _git(worktree, "diff", "--binary", _base(worktree))
     if done.returncode != 0:
         raise GitError(f"git diff failed in {worktree}: {done.stderr.strip()}")
     return done.stdout
+
+
+def _base(worktree: str) -> str:
+    """The commit :data:`BASE_REF` names in ``worktree``, or ``HEAD`` when it names none."""
+    done = _git(worktree, "rev-parse", "--verify", "--quiet", f"{BASE_REF}^{{commit}}")
+    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "HEAD"
 
 
 def remove(workspace: Path | None, worktree: str) -> None:
