@@ -58,6 +58,22 @@ _WAKE: Any = {"status": "__wake__"}  # a gate was left waiting: re-check whether
 _WITHDRAWN: Any = object()  # an agent call or command stopped for its withdrawn issuance
 
 
+def _emit_round(emit: Emitter, run_id: str, entry: dict[str, Any], response: dict[str, Any]) -> bool:
+    """Tell observers that the round of an ``iterate`` step just reported ended with its
+    ``until`` not holding yet (the response says so in ``iterated`` and dispatches the next
+    round): the step goes round again, nothing failed. False for any other response, which
+    :func:`~lockgate.engine.dispatches.emit_outcome` tells."""
+    done = response.get("iterated")
+    step_id = entry["step_id"]
+    if not isinstance(done, dict) or done.get("step_id") != step_id:
+        return False
+    attempt = response.get("attempt") if response.get("step_id") == step_id else None
+    until = f": until {done['until']!r} does not hold yet" if done.get("until") else ""
+    emit("step_retrying", run_id, step_id=step_id, attempt=int(attempt or int(entry.get("attempt") or 1) + 1),
+         agent=entry.get("agent"), message=f"round {done.get('round')} of {done.get('max')} done{until}")
+    return True
+
+
 class _Withdrawn(Exception):
     """A call admitted after a wait found its issuance withdrawn: it starts nothing."""
 
@@ -475,7 +491,7 @@ class Drive:
             step_id, self.engine.step_done, result.output if result.ok else None, entry["token"],
             failure=None if result.ok else result.failure, usage=usage_of(result), judging=step_id,
             cwd=entry.get("cwd"))
-        if applied:
+        if applied and not _emit_round(self.emit, self.run_id, entry, response):
             emit_outcome(self.emit, self.run_id, entry, result, response)
         return response
 

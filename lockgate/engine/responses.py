@@ -2,9 +2,12 @@
 
 Statuses: ``execute_step`` (a task or fanout item to run; ``ready`` lists every dispatch this call
 issued, or all outstanding ones for plan/resume/status; a dispatch of work a gate's revise sent
-back carries ``revision: {gate, note, round}``), ``await_gate`` (only gate decisions can
-move the run), ``ensure_failed`` / ``schema_failed`` (the result just reported failed and a retry
-is issued: ``violations`` and ``retries_remaining``, plus the retry's dispatch), ``complete``,
+back carries ``revision: {gate, note, round}``; the next round of an ``iterate`` step whose
+``until`` did not hold for the result just reported carries ``iterated: {step_id, round, max,
+until, reason}``, the round done: nothing failed, so it is not a rejection), ``await_gate`` (only gate
+decisions can move the run), ``ensure_failed`` / ``schema_failed`` (the result just reported
+failed and a retry is issued: ``violations`` and ``retries_remaining``, plus the retry's
+dispatch), ``complete``,
 ``error`` (with ``error_type``), ``killed`` and ``cancelled``; ``evaluating`` when the run's only
 work in progress is evaluate steps' commands (listed in ``evaluating``, as in any running
 response that has some).
@@ -103,6 +106,9 @@ def _add_failure(run: LiveRun, out: dict[str, Any]) -> None:
     if not run.failed_now:
         return
     key, failure, retried = run.failed_now[-1]
+    if retried and failure.get("kind") == "iterate":
+        _add_round(run, out, key, failure)
+        return
     if retried and run.steps[key].status == READY:
         out["status"] = "schema_failed" if failure.get("kind") in ("schema", "output") else "ensure_failed"
         out.update(dispatch_entry(run, key))
@@ -110,6 +116,20 @@ def _add_failure(run: LiveRun, out: dict[str, Any]) -> None:
     out["violations"] = failure.get("violations", [])
     out["failure"] = failure
     _add_failed_steps(run, out)
+
+
+def _add_round(run: LiveRun, out: dict[str, Any], key: str, failure: dict[str, Any]) -> None:
+    """Mark a response whose call ended a round of ``key``'s ``iterate`` without its ``until``
+    holding (semantics §6.4 step 8: the step is dispatched again, a new attempt): ``iterated``
+    says which round of how many was done and why it goes round again, and the response is the
+    next round's dispatch (status ``execute_step``). Not a failure: no ``failed_step``."""
+    until = next((v.get("until") for v in failure.get("violations") or () if v.get("until")), None)
+    reason = str(failure.get("reason") or "")
+    said = f'iterate until "{until}" failed: '
+    out["iterated"] = {"step_id": key, "round": failure.get("iteration"), "max": failure.get("max"), "until": until,
+                       "reason": reason[len(said):] if reason.startswith(said) else reason}
+    if run.steps[key].status == READY:
+        out.update(dispatch_entry(run, key))
 
 
 def _add_failed_steps(run: LiveRun, out: dict[str, Any]) -> None:

@@ -113,6 +113,20 @@ def _rejection(result: dict[str, Any]) -> str:
     return f"{reason}." if reason else "the attempt failed."
 
 
+def _next_round(result: dict[str, Any], done: dict[str, Any]) -> str:
+    """The response dispatches the next round of an ``iterate`` step whose ``until`` did not hold
+    for the round just reported: nothing was rejected, the step is to be done again."""
+    return (f"{_round_done(done)} Run it again: improve on your last result and call lockgate_step_done with "
+            f"the new token {result.get('token')} (round {result.get('iteration')} of {done.get('max')}).")
+
+
+def _round_done(done: dict[str, Any]) -> str:
+    """Which round of which ``iterate`` step was done, and the ``until`` that does not hold yet."""
+    why = done.get("reason")
+    return (f"Round {done.get('round')} of {done.get('max')} of step {done.get('step_id')} done: until "
+            f"`{done.get('until')}` does not hold yet{f' ({why})' if why else ''}.")
+
+
 def next_steps(result: dict[str, Any]) -> str | None:
     """One line telling the agent what the response asks of it (None for non-protocol results)."""
     status, run = result.get("status"), result.get("run_id")
@@ -144,8 +158,12 @@ def _protocol_step(result: dict[str, Any]) -> str | None:
         if held is not None:
             return (f"Step {held.get('step_id')}'s result was received before the run stopped (in its `reported`): "
                     f"call lockgate_step_done with it and token {held.get('token')}; no need to redo the work.")
+        done = result.get("iterated")
+        if isinstance(done, dict) and done.get("step_id") == result.get("step_id"):
+            return _next_round(result, done)
+        lead = f"{_round_done(done)} It runs again once dispatched. " if isinstance(done, dict) else ""
         others = f" ({len(ready)} dispatches ready, each with its own token)" if len(ready) > 1 else ""
-        return (f"Next: do step {result.get('step_id')} and call lockgate_step_done with run_id {run}, its "
+        return (f"{lead}Next: do step {result.get('step_id')} and call lockgate_step_done with run_id {run}, its "
                 f"step_id and token {result.get('token')}{others}.")
     if status == "await_gate":
         decided = next((g for g in [result, *(result.get("gates") or ())] if g.get("decided")), None)
