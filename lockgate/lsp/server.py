@@ -55,8 +55,6 @@ class LockgateServer(LanguageServer):
         #: one thread for the features whose first answer on a large document takes seconds
         #: (semantic tokens, symbols, the symbol index): the event loop keeps answering meanwhile
         self.features = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lockgate-features")
-        #: the workspace folder from ``initialize``: the root whenever no setting names one
-        self.folder_root: str | None = None
         self.debouncer = diag.Debouncer()
         self.shutdown_requested = False
         self.exit_code = 0
@@ -189,8 +187,7 @@ def _register_sync(ls: LockgateServer) -> None:
     @ls.feature(lsp.INITIALIZE)
     @guarded()
     def initialize(ls: LockgateServer, params: lsp.InitializeParams) -> None:
-        ls.folder_root = _root_of(params)
-        ls.apply_settings(Settings.from_client(params.initialization_options, root=ls.folder_root))
+        ls.apply_settings(Settings.from_client(params.initialization_options))
 
     @ls.feature(lsp.INITIALIZED)
     @guarded()
@@ -201,7 +198,7 @@ def _register_sync(ls: LockgateServer) -> None:
     @guarded()
     async def did_change_configuration(ls: LockgateServer, params: lsp.DidChangeConfigurationParams) -> None:
         if not await _pull_settings(ls) and params.settings is not None:
-            ls.apply_settings(Settings.from_client(params.settings, root=ls.folder_root))
+            ls.apply_settings(Settings.from_client(params.settings))
         for uri in ls.documents.uris():
             _schedule(ls, uri, 0)
 
@@ -243,16 +240,6 @@ def _register_sync(ls: LockgateServer) -> None:
             ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
-def _root_of(params: lsp.InitializeParams) -> str | None:
-    from urllib.parse import unquote, urlparse
-
-    if params.workspace_folders:
-        return unquote(urlparse(params.workspace_folders[0].uri).path)
-    if params.root_uri:
-        return unquote(urlparse(params.root_uri).path)
-    return params.root_path
-
-
 async def _pull_settings(ls: LockgateServer) -> bool:
     """Ask the client for the ``lockgate`` section; False when it cannot answer."""
     caps = ls.client_caps
@@ -265,7 +252,7 @@ async def _pull_settings(ls: LockgateServer) -> bool:
     except Exception:  # a client that fails this request keeps the defaults
         log.warning("workspace/configuration failed; keeping the current settings", exc_info=True)
         return False
-    ls.apply_settings(Settings.from_client(raw, root=ls.folder_root))
+    ls.apply_settings(Settings.from_client(raw))
     return True
 
 

@@ -38,11 +38,8 @@ class Settings:
     extra: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_client(cls, raw: Any, *, root: str | None = None) -> Settings:
-        """Settings from the configuration value a client sent (any shape), with defaults.
-
-        ``root`` (the server's first workspace folder) is not used: the server passes it
-        still, from the time a ``workspaceRoot`` setting fell back to it."""
+    def from_client(cls, raw: Any) -> Settings:
+        """Settings from the configuration value a client sent (any shape), with defaults."""
         data = raw if isinstance(raw, Mapping) else {}
         if isinstance(data.get(SECTION), Mapping):
             data = data[SECTION]

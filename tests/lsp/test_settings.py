@@ -25,6 +25,6 @@ def test_malformed_values_fall_back_to_defaults() -> None:
 def test_a_workspace_root_from_an_older_client_changes_nothing() -> None:
     """The setting is gone (the server never resolves file predicates): sent, it is an unknown key."""
     sent = {"lockgate": {"agents": ["scanner"], "workspaceRoot": "/elsewhere"}}
-    settings = Settings.from_client(sent, root="/w")
+    settings = Settings.from_client(sent)
     assert replace(settings, extra={}) == replace(Settings.from_client({"agents": ["scanner"]}), extra={})
     assert "workspace_root" not in {f.name for f in fields(Settings)}
