@@ -117,6 +117,18 @@ class StoreError(LockgateError):
     """A store could not be opened, read or written."""
 
 
+class StoreUnavailable(StoreError):
+    """The store cannot be reached or written right now: the PostgreSQL server is down,
+    restarting or dropped the connection (or refuses new ones: the message says why), SQLite's
+    database stayed locked past the busy timeout, a disk I/O error, a full disk, no memory.
+
+    Nothing stored was lost or damaged: a write it interrupted was committed whole or not at
+    all (a transition is one transaction), so every run is as the store last saved it. A caller
+    should retry later, or resume the run (``lockgate run --resume RUN``) once the store is
+    back. Any other :class:`StoreError` is not cured by waiting: the input was refused, or the
+    store is edited, damaged or misnamed."""
+
+
 class NotAStore(StoreError):
     """A database named as a run store that is some other program's (it has tables, none of them
     a Lockgate store's): refused without changing it."""

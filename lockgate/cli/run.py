@@ -215,9 +215,11 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     except DrivenElsewhere as elsewhere:
         click.echo(f"{elsewhere}: see `{hints.command('show', elsewhere.run_id, store=options.store)}`", err=True)
         return EXIT_ELSEWHERE
-    except StoreError as exc:  # the store went away (a server stopped, a full disk) mid-run
+    except StoreError as exc:  # the store went away (a server stopped, a full disk) or was damaged mid-run
+        from ..engine.store.codec import ReadOnlyStore
+
         run_id = runner.run_ids[-1] if runner.run_ids else resume_id
-        if run_id is None or isinstance(exc, RunNotFound):
+        if run_id is None or isinstance(exc, RunNotFound | ReadOnlyStore):  # nothing to say of the run
             raise
         _report_store_failed(exc, run_id, options)
         return EXIT_FAILED
@@ -228,9 +230,19 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
 
 
 def _report_store_failed(exc: Exception, run_id: str, options: Options) -> None:
-    """The store failed while the run went on: a server stopped or a disk filled up (the run
-    goes on from its last saved transition once the store is back: each is saved whole), or the
-    store was found edited or damaged (the error says which). ``why`` tells them apart later."""
+    """The store failed while the run went on. When it could not be reached (a server stopped,
+    a lock held too long, a disk that failed or filled up: :class:`StoreUnavailable`), the run
+    goes on from its last saved transition once the store is back (each is saved whole): say
+    the command that resumes it. Else the store was found edited or damaged (the error says
+    how), and ``why`` says what can continue the run, if anything."""
+    from ..errors import StoreUnavailable
+
+    if isinstance(exc, StoreUnavailable):
+        click.echo(f"error: the run store could not be reached: {exc}", err=True)
+        if not options.in_memory:
+            click.echo(f"  run {run_id} is as the store last saved it; once the store is back, continue it with: "
+                       f"{options.resume(run_id)}", err=True)
+        return
     click.echo(f"error: the run store failed: {exc}", err=True)
     if options.in_memory:
         return

@@ -63,6 +63,30 @@ def stored_event(row: Sequence[Any]) -> Event:
     return Event(seq, at, type_, step_id, decode(detail_json, "the detail of event {}", seq), prev_hash, digest)
 
 
+def undecodable(link: Link) -> str | None:
+    """The first of ``link``'s text fields that is not valid Unicode, by name: a store read it
+    with ``surrogateescape`` because its bytes were not UTF-8 (an edit of the file); None when
+    every field is text as the store wrote it."""
+    for name, value in (("at", link.at), ("type", link.type), ("step_id", link.step_id),
+                        ("detail", link.detail_json), ("prev_hash", link.prev_hash), ("hash", link.hash)):
+        if isinstance(value, str) and not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return name
+    return None
+
+
+def refuse_undecodable(run_id: str, rows: Iterable[Sequence[Any]]) -> None:
+    """Raise StoreError naming the first of run ``run_id``'s stored event ``rows`` (in seq
+    order, read as by :func:`undecodable`) holding text that is not UTF-8; return when none does."""
+    for row in rows:
+        name = undecodable(Link(*row))
+        if name is not None:
+            raise StoreError(f"the {name} of event {row[0]} of run {run_id!r} in the store is not valid UTF-8 text: "
+                             f"the store was edited or damaged; `lockgate verify {run_id}` names the damaged events")
+
+
 def canonical_json(value: Any, what: str = "value") -> str:
     """``value`` as canonical JSON text; StoreError naming ``what`` if it is not JSON."""
     return encode_json(value, what, encode=_dumps)
@@ -252,6 +276,10 @@ def _check_link(
         return forged_at, "inserted", f"event {forged_at} is not part of the recorded chain"
     if surplus < 0:
         return position, "deleted", f"an event before event {position} is missing"
+    name = undecodable(link)
+    if name is not None:
+        return position, "edited", (f"event {position} does not match its recorded hash: its {name} is not valid "
+                                    "UTF-8 text (bytes edited into the store)")
     origin = origins.get(link.hash)
     if origin is not None and origin != position and recompute(run_id, link, origin) == link.hash:
         return position, "reordered", f"event {position} was recorded as event {origin}"

@@ -38,7 +38,7 @@ from lockgate.engine.store.chain import (
     stored_event,
     verify_chain,
 )
-from lockgate.errors import StoreError
+from lockgate.errors import StoreError, StoreUnavailable
 
 try:
     import psycopg
@@ -280,7 +280,7 @@ class PostgresStore:
                 for note in listener.notifies(timeout=remaining, stop_after=1):
                     del note
             except psycopg.Error as exc:
-                raise StoreError(f"lost the PostgreSQL notification connection: {exc}") from exc
+                raise _failure(exc, "lost the PostgreSQL notification connection") from exc
             current = self.current_version(run_id)
         return current
 
@@ -301,7 +301,7 @@ class PostgresStore:
             db.execute("SET TIME ZONE 'UTC'")
             return db
         except psycopg.Error as exc:
-            raise StoreError(f"cannot connect to PostgreSQL: {_hidden(str(exc), self.dsn)}") from exc
+            raise _failure(exc, "cannot connect to PostgreSQL", self.dsn) from exc
 
     def _listening(self) -> psycopg.Connection[Any]:
         """This thread's LISTEN connection (opened on its first wait, reopened when broken)."""
@@ -312,7 +312,10 @@ class PostgresStore:
             listener = self._listeners.get(thread)
             if listener is None or listener.closed or listener.broken:
                 listener = self._listeners[thread] = self._connect(10)
-                listener.execute(f"LISTEN {self.schema}_runs")
+                try:
+                    listener.execute(f"LISTEN {self.schema}_runs")
+                except psycopg.Error as exc:
+                    raise _failure(exc, "cannot listen for run changes") from exc
             return listener
 
     def _create_schema(self) -> None:
@@ -333,7 +336,7 @@ class PostgresStore:
                             f"({SCHEMA_VERSION}); upgrade Lockgate"
                         )
             except psycopg.Error as exc:
-                raise StoreError(f"cannot create the Lockgate schema {s}: {exc}") from exc
+                raise _failure(exc, f"cannot create the Lockgate schema {s}") from exc
 
     @contextmanager
     def _cursor(self) -> Iterator[psycopg.Cursor[Any]]:
@@ -348,7 +351,7 @@ class PostgresStore:
                 with self._db.cursor() as cur:
                     yield cur
             except psycopg.Error as exc:
-                raise StoreError(f"PostgreSQL error: {exc}") from exc
+                raise _failure(exc, "PostgreSQL error") from exc
 
     @contextmanager
     def _snapshot(self) -> Iterator[psycopg.Cursor[Any]]:
@@ -372,6 +375,29 @@ class PostgresStore:
         cur.execute(f"SELECT 1 FROM {self.schema}.runs WHERE run_id = %s", (run_id,))
         if cur.fetchone() is None:
             raise codec.not_found(run_id)
+
+
+#: The SQLSTATEs (or their two-character classes) of a server that cannot serve the store right
+#: now but has not lost or damaged it: connection exceptions, insufficient resources (a full
+#: disk, no memory, too many connections), a shutdown or restart, a statement cancelled (a
+#: timeout), an I/O error.
+_UNAVAILABLE_STATES = frozenset({"08", "53", "57P01", "57P02", "57P03", "57P05", "57014", "58030"})
+_READ_ONLY_TRANSACTION = "25006"
+
+
+def _failure(exc: psycopg.Error, doing: str, dsn: str | None = None) -> StoreError:
+    """The StoreError for ``exc``, met while ``doing``: :class:`StoreUnavailable` when the server
+    could not be reached or could not serve the statement right now (a connection lost or
+    refused has no SQLSTATE), else plain. ``dsn``: a connection string whose passwords the
+    message must hide (libpq quotes it)."""
+    message = f"{doing}: {exc if dsn is None else _hidden(str(exc), dsn)}"
+    state = exc.sqlstate
+    if (isinstance(exc, psycopg.OperationalError) and state is None) or (
+            state is not None and (state in _UNAVAILABLE_STATES or state[:2] in _UNAVAILABLE_STATES)):
+        return StoreUnavailable(message)
+    if state == _READ_ONLY_TRANSACTION:  # a standby, or a role or database set to only read
+        return codec.ReadOnlyStore(f"{message}: the store is read-only here; nothing was written")
+    return StoreError(message)
 
 
 def _taken_seq(exc: StoreError) -> bool:

@@ -45,6 +45,7 @@ from lockgate.engine.store.chain import (
     Link,
     chain_events,
     head_hash,
+    refuse_undecodable,
     stored_event,
     verify_chain,
 )
@@ -54,10 +55,11 @@ from lockgate.engine.store.sqlite_schema import (
     RECORD_ROOM,
     SCHEMA_VERSION,
     STRAY,
+    check_readable,
     prepare,
     run_key,
 )
-from lockgate.errors import NotAStore, StoreError
+from lockgate.errors import NotAStore, StoreError, StoreUnavailable
 
 __all__ = ["DEFAULT_PATH", "SCHEMA_VERSION", "SQLiteStore"]
 
@@ -73,6 +75,15 @@ _POLL_MIN, _POLL_MAX = 0.0005, 0.05
 #: With ``FULL`` every commit fsyncs the log, and a log that keeps growing makes each fsync
 #: dearer (~50 µs a transition here) than the checkpoints it saves: that mode keeps the default.
 _CHECKPOINT_PAGES = 10_000
+
+#: SQLite's primary result codes for a store that cannot be used *right now* but is not damaged:
+#: another connection held the lock past the busy timeout, the disk failed or filled up, memory
+#: ran out (see :class:`~lockgate.errors.StoreUnavailable`).
+_UNAVAILABLE = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL,
+                          sqlite3.SQLITE_NOMEM})
+#: Why a read-only connection to a WAL database could not open its ``-shm`` file (besides
+#: SQLITE_CANTOPEN): it may not create it, or may not build its index in it.
+_NO_WAL_INDEX = frozenset({sqlite3.SQLITE_READONLY_CANTINIT, sqlite3.SQLITE_READONLY_DIRECTORY})
 
 # A new run's row id is above every run's, and above the key of every event the store wrote: a
 # run row deleted by hand leaves its events behind, and its id must not be given out again.
@@ -139,26 +150,36 @@ class SQLiteStore:
         self._lock = threading.RLock()
         # run id -> its row as last seen committed by this store.
         self._heads: dict[str, _Head] = {}
+        #: why the file is only read (see _read_only), None when it is written as usual
+        self.read_only = _read_only(self.path)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(
-                self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
-            )
+            if self.read_only:
+                self._db = _open_read_only(self.path, busy_timeout)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._db = _connect(self.path, busy_timeout)
         except (sqlite3.Error, OSError) as exc:
-            raise StoreError(f"cannot open SQLite store {self.path}: {exc}") from exc
+            raise self._failure(exc, "cannot open SQLite store") from exc
         try:
             _refuse_foreign(self._db, self.path)  # before anything is written to the file
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
-            self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
-            if synchronous.upper() == "NORMAL":
-                self._db.execute(f"PRAGMA wal_autocheckpoint={_CHECKPOINT_PAGES}")
-            self._create_schema()
+            if self.read_only:
+                check_readable(self._db, self.path)
+            else:
+                self._prepare(synchronous.upper(), busy_timeout)
         except BaseException as exc:
             self._db.close()
             if isinstance(exc, sqlite3.Error):
-                raise StoreError(f"cannot open SQLite store {self.path}: {exc}") from exc
+                raise self._failure(exc, "cannot open SQLite store") from exc
             raise
+
+    def _prepare(self, synchronous: str, busy_timeout: float) -> None:
+        """Set up a connection that writes: WAL mode, durability, the schema."""
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(f"PRAGMA synchronous={synchronous}")
+        self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
+        if synchronous == "NORMAL":
+            self._db.execute(f"PRAGMA wal_autocheckpoint={_CHECKPOINT_PAGES}")
+        self._create_schema()
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
@@ -320,19 +341,36 @@ class SQLiteStore:
         codec.check_seq(since_seq)
         with self._read() as db:
             key = self._run_key(db, run_id)
-            rows = db.execute(_SELECT_EVENTS, (run_id, key + min(since_seq, LOW_MASK), key | LOW_MASK,
-                                               since_seq)).fetchall()
+            params = (run_id, key + min(since_seq, LOW_MASK), key | LOW_MASK, since_seq)
+            try:
+                rows = db.execute(_SELECT_EVENTS, params).fetchall()
+            except sqlite3.OperationalError as exc:
+                if not _undecodable(exc):
+                    raise
+                with _lenient_text(db):
+                    rows = db.execute(_SELECT_EVENTS, params).fetchall()
+                refuse_undecodable(run_id, rows)
         return [stored_event(row) for row in rows]
 
     def verify(self, run_id: str) -> VerifyReport:
         codec.check_run_id(run_id, existing=True)
         with self._read() as db:
-            row = db.execute("SELECT event_count, head_hash, id FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-            if row is None:
-                raise codec.not_found(run_id, self.path)
-            key = run_key(row[2])
-            links = [Link(*link) for link in db.execute(_SELECT_EVENTS, (run_id, key, key | LOW_MASK, 0))]
+            try:
+                row, links = self._chain(db, run_id)
+            except sqlite3.OperationalError as exc:  # text that is not UTF-8: verify_chain names it
+                if not _undecodable(exc):
+                    raise
+                with _lenient_text(db):
+                    row, links = self._chain(db, run_id)
         return verify_chain(run_id, links, row[1], row[0])
+
+    def _chain(self, db: sqlite3.Connection, run_id: str) -> tuple[tuple[Any, ...], list[Link]]:
+        """The run's (event count, head hash, row id) and its events as links, for verify."""
+        row = db.execute("SELECT event_count, head_hash, id FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise codec.not_found(run_id, self.path)
+        key = run_key(row[2])
+        return row, [Link(*link) for link in db.execute(_SELECT_EVENTS, (run_id, key, key | LOW_MASK, 0))]
 
     def wait_for_change(self, run_id: str, version: int, timeout: float) -> int:
         """Poll :meth:`current_version` (every 0.5 ms at first, backing off to 50 ms) until it
@@ -373,15 +411,15 @@ class SQLiteStore:
             except sqlite3.ProgrammingError as exc:
                 raise StoreError(f"the store {self.path} is closed") from exc
             except sqlite3.Error as exc:
-                raise StoreError(f"cannot start a transaction on {self.path}: {exc}") from exc
+                raise self._failure(exc, "cannot start a transaction on") from exc
             try:
                 yield db
                 db.execute("COMMIT")
             except BaseException as exc:
                 if db.in_transaction:
-                    db.execute("ROLLBACK")
+                    _roll_back(db)
                 if isinstance(exc, sqlite3.Error):
-                    raise StoreError(f"SQLite error on {self.path}: {exc}") from exc
+                    raise self._failure(exc, "SQLite error on") from exc
                 raise
 
     def _execute(self, sql: str, params: tuple[Any, ...]) -> sqlite3.Cursor:
@@ -390,7 +428,22 @@ class SQLiteStore:
         except sqlite3.ProgrammingError as exc:
             raise StoreError(f"the store {self.path} is closed") from exc
         except sqlite3.Error as exc:
-            raise StoreError(f"SQLite error on {self.path}: {exc}") from exc
+            raise self._failure(exc, "SQLite error on") from exc
+
+    def _failure(self, exc: sqlite3.Error | OSError, doing: str) -> StoreError:
+        """The StoreError for ``exc``, met while ``doing`` (the words before the path): one that
+        waiting may cure (:class:`StoreUnavailable`: a lock held past the busy timeout, a disk
+        that failed or filled up) or a refused write to a read-only store, said as such."""
+        code = getattr(exc, "sqlite_errorcode", None)
+        if isinstance(exc, sqlite3.Error) and code is not None:
+            if code & 0xFF in _UNAVAILABLE:
+                return StoreUnavailable(f"{doing} {self.path}: {exc}")
+            if code & 0xFF == sqlite3.SQLITE_READONLY and code != sqlite3.SQLITE_READONLY_DBMOVED:
+                return codec.ReadOnlyStore(
+                    f"the store {self.path} is read-only ({self.read_only or exc}): nothing was written; commands "
+                    "that only read it (lockgate runs, show, audit, verify) work; to change its runs, copy it to a "
+                    "writable folder")
+        return StoreError(f"{doing} {self.path}: {exc}")
 
     def _run_key(self, db: sqlite3.Connection, run_id: str) -> int:
         row = db.execute("SELECT id FROM runs WHERE run_id = ?", (run_id,)).fetchone()
@@ -460,3 +513,90 @@ def _has_schema_version(db: sqlite3.Connection) -> bool:
         return db.execute("SELECT 1 FROM meta WHERE key = 'schema_version'").fetchone() is not None
     except sqlite3.OperationalError:  # no such column: not ours
         return False
+
+
+def _connect(target: str | Path, timeout: float, *, uri: bool = False) -> sqlite3.Connection:
+    return sqlite3.connect(target, timeout=timeout, isolation_level=None, check_same_thread=False, uri=uri)
+
+
+def _roll_back(db: sqlite3.Connection) -> None:
+    """Roll back the transaction a failure interrupted. When that fails too (the disk is gone),
+    the failure that interrupted it is the one to report: SQLite rolls the transaction back
+    itself when the connection is next used or closed, and a reopened file replays none of it."""
+    try:
+        db.execute("ROLLBACK")
+    except sqlite3.Error:
+        pass
+
+
+def _read_only(path: Path) -> str | None:
+    """Why the store file at ``path`` is opened read-only, or None to open it for writing (a new
+    file, or one this process may change). Permission bits count even for root, who could write
+    anyway: a store made read-only on purpose (``chmod a-w``, a CI artifact) is left as it is. A
+    writer also needs the folder, where SQLite creates the ``-wal`` and ``-shm`` files."""
+    if not path.is_file():
+        return None
+    if not _writable(path):
+        return f"the file {path} is not writable"
+    if not _writable(path.parent) and not all(_writable(Path(f"{path}{end}")) for end in ("-wal", "-shm")):
+        return f"its folder {path.parent} is not writable"
+    return None
+
+
+def _writable(path: Path) -> bool:
+    """Whether ``path`` exists, this process may write it, and its mode lets someone write it."""
+    try:
+        return os.access(path, os.W_OK) and bool(path.stat().st_mode & 0o222)
+    except OSError:
+        return False
+
+
+def _open_read_only(path: Path, timeout: float) -> sqlite3.Connection:
+    """A read-only connection to the existing store ``path``.
+
+    A reader of a WAL database needs its ``-shm`` file (the index of the write-ahead log), which
+    SQLite creates beside it when missing. In a folder that may not be written, without one,
+    the file is opened ``immutable`` (no locks, no log; nothing is created) when no write-ahead
+    log holds transactions that are not in the file yet (no process writes it then: a writer
+    keeps a ``-shm`` file); when one does, it is refused, since reading it needs a ``-shm``."""
+    uri = path.resolve().as_uri()
+    if Path(f"{path}-shm").exists() or _writable(path.parent):
+        db = _connect(f"{uri}?mode=ro", timeout, uri=True)
+        try:
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return db
+        except sqlite3.OperationalError as exc:
+            db.close()
+            code = getattr(exc, "sqlite_errorcode", None) or 0
+            if not (code & 0xFF == sqlite3.SQLITE_CANTOPEN or code in _NO_WAL_INDEX):
+                raise
+    wal = Path(f"{path}-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        raise StoreError(f"cannot read the SQLite store {path}: its write-ahead log {wal} holds transactions that "
+                         f"are not in the file yet, and SQLite reads them only with a {path}-shm file, which "
+                         f"cannot be created in {path.parent}; copy the store with its -wal file to a writable "
+                         "folder and name the copy with --store")
+    return _connect(f"{uri}?mode=ro&immutable=1", timeout, uri=True)
+
+
+def _undecodable(exc: sqlite3.OperationalError) -> bool:
+    """Whether ``exc`` may be Python's failure to decode a stored text as UTF-8 (SQLite keeps
+    any bytes an edit of the file put there): an error of SQLite's own carries its result code.
+    The read is then made again with :func:`_lenient_text`, which tells."""
+    return getattr(exc, "sqlite_errorcode", None) is None
+
+
+@contextmanager
+def _lenient_text(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``db`` reading text that is not UTF-8 as lone surrogates (``surrogateescape``) instead
+    of failing the whole read: to name the value an edit damaged. Text that is UTF-8 reads the
+    same."""
+    db.text_factory = _surrogate_escaped
+    try:
+        yield db
+    finally:
+        db.text_factory = str
+
+
+def _surrogate_escaped(data: bytes) -> str:
+    return data.decode("utf-8", "surrogateescape")

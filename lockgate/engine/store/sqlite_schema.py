@@ -121,22 +121,43 @@ def run_key(rowid: int) -> int:
 def prepare(db: sqlite3.Connection, path: object) -> None:
     """Create the schema in an empty database or upgrade an older one; in the caller's write
     transaction, so a failed upgrade leaves the file as it was."""
-    exists = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
-    row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() if exists else None
-    if row is None:
+    version = _version(db, path)
+    if version is None:
         _script(db, _TABLES)
         db.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         return
+    if version == 1:
+        _check_upgradable(db, path)
+        _script(db, _UPGRADE_FROM_1)
+        db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+
+
+def check_readable(db: sqlite3.Connection, path: object) -> None:
+    """Refuse a database opened read-only that the store could read only after :func:`prepare`
+    wrote to it: one with no schema yet, or an older schema (upgraded in place on opening)."""
+    version = _version(db, path)
+    if version is None:
+        raise StoreError(f"{path} is read-only and holds no Lockgate run store (it is an empty database): "
+                         "name the store the runs are in with --store")
+    if version < SCHEMA_VERSION:
+        raise StoreError(f"{path} has schema version {version}, which this Lockgate upgrades in place on opening, "
+                         "but the file is read-only: copy it to a writable folder and name the copy with --store")
+
+
+def _version(db: sqlite3.Connection, path: object) -> int | None:
+    """The schema version of the database (None when it has none: a new file); StoreError when
+    it is newer than this Lockgate's."""
+    exists = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
+    row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() if exists else None
+    if row is None:
+        return None
     version = int(row[0])
     if version > SCHEMA_VERSION:
         raise StoreError(
             f"{path} has schema version {row[0]}, newer than this Lockgate "
             f"understands ({SCHEMA_VERSION}); upgrade Lockgate"
         )
-    if version == 1:
-        _check_upgradable(db, path)
-        _script(db, _UPGRADE_FROM_1)
-        db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+    return version
 
 
 def _check_upgradable(db: sqlite3.Connection, path: object) -> None:
