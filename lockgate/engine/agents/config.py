@@ -285,14 +285,18 @@ class ProjectConfig:
 
 
 def find_config(start: Path | str | None = None) -> Path | None:
-    """The nearest ``lockgate.toml``, or ``pyproject.toml`` with ``[tool.lockgate]``, upward."""
+    """The nearest ``lockgate.toml``, or ``pyproject.toml`` with ``[tool.lockgate]``, upward.
+
+    A ``pyproject.toml`` that cannot be read as TOML is returned too: whether it holds
+    ``[tool.lockgate]`` cannot be told, and walking past it could pick another project's
+    agents; :func:`load_config` then reports what is wrong with it."""
     here = Path(start or Path.cwd()).resolve()
     for directory in (here, *here.parents):
         candidate = directory / "lockgate.toml"
         if candidate.is_file():
             return candidate
         pyproject = directory / "pyproject.toml"
-        if pyproject.is_file() and _has_tool_table(pyproject):
+        if pyproject.is_file() and _may_configure(pyproject):
             return pyproject
     return None
 
@@ -303,19 +307,26 @@ def load_config(path: Path | str | None = None, *, start: Path | str | None = No
     found = Path(path) if path is not None else find_config(start)
     if found is None:
         return ProjectConfig()
-    data = _read_toml(found)
-    if found.name == "pyproject.toml":
-        data = data.get("tool", {}).get("lockgate", {})
-        prefix = "tool.lockgate."
-    else:
-        prefix = ""
-    return parse_config(data, path=found, prefix=prefix)
+    if found.name != "pyproject.toml":
+        return parse_config(_read_toml(found), path=found)
+    try:
+        data = _read_toml(found)
+    except ConfigError as exc:
+        raise ConfigError(f"{exc}; {_PYPROJECT_FIX}") from exc
+    return parse_config(_tool_table(data).get("lockgate", {}), path=found, prefix="tool.lockgate.")
+
+
+_PYPROJECT_FIX = ("lockgate reads [tool.lockgate] from it and cannot tell whether it has one: "
+                  "fix the file, or put a lockgate.toml beside it (or pass --config)")
 
 
 def parse_config(data: Mapping[str, Any], *, path: Path | None = None,
                  prefix: str = "") -> ProjectConfig:
     """Check an already parsed configuration table."""
     label = str(path) if path is not None else "configuration"
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{label}: {prefix.rstrip('.') or '(top level)'}: expected a table, "
+                          f"got {data!r}")
     _no_unknown(data, ("agents", "judge", "runner"), f"{label}: {prefix or '(top level)'}")
     agents_table = data.get("agents", {})
     if not isinstance(agents_table, dict):
@@ -405,11 +416,18 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: invalid TOML: not UTF-8 text (byte {exc.start})") from exc
 
 
-def _has_tool_table(pyproject: Path) -> bool:
+def _may_configure(pyproject: Path) -> bool:
+    """Whether ``pyproject`` has a ``[tool.lockgate]`` key, or cannot be read to tell."""
     try:
-        return "lockgate" in _read_toml(pyproject).get("tool", {})
+        return "lockgate" in _tool_table(_read_toml(pyproject))
     except ConfigError:
-        return False
+        return True
+
+
+def _tool_table(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """pyproject.toml's ``[tool]`` table; one that is no table holds no ``lockgate``."""
+    tool = data.get("tool", {})
+    return tool if isinstance(tool, dict) else {}
 
 
 def _import_callable(target: str, where: str, search_path: str | None = None) -> Callable[..., Any]:
@@ -425,6 +443,9 @@ def _import_callable(target: str, where: str, search_path: str | None = None) ->
         return _import_callable(target, where)
     except ImportError as exc:
         raise ConfigError(f"{where}: cannot import {module_name!r}: {exc}") from exc
+    except (Exception, SystemExit) as exc:  # the module's own code failed at import
+        raise ConfigError(f"{where}: cannot import {module_name!r}: "
+                          f"{type(exc).__name__}: {exc}") from exc
     fn = getattr(module, attr, None)
     if not callable(fn):
         raise ConfigError(f"{where}: {module_name!r} has no callable {attr!r}")
