@@ -204,7 +204,7 @@ async def test_a_compressed_body_is_bounded_by_its_decoded_size(server):
 async def test_a_trickled_body_is_bounded_by_the_request_timeout(server):
     started = time.monotonic()
     failure = await fails(server, endless(b" ", 0.05), timeout=1.0)
-    assert "timed out after 1s" in failure
+    assert "gave up after 1.0 s (the 1 s timeout): no complete answer from" in failure
     assert time.monotonic() - started < 10
 
 
@@ -220,9 +220,9 @@ async def test_a_reset_then_an_answer_succeeds(server):
     assert result.output == {"title": "t"}
 
 
-async def test_retry_after_is_capped_by_max_backoff(server):
+async def test_an_unreadable_retry_after_leaves_the_backoff(server):
     server.actions.extend([
-        reply(429, {"error": {"message": "slow"}}, headers={"Retry-After": "3600"}),
+        reply(429, {"error": {"message": "slow"}}, headers={"Retry-After": "in a while"}),
         reply(503, "down", headers={"Retry-After": "soon"}),
         reply(500, "down"),
         content("{\"title\": \"late\"}")])

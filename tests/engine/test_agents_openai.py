@@ -140,12 +140,14 @@ async def test_retries_are_bounded(server):
     assert "down for maintenance" in result.failure
 
 
-async def test_client_error_is_a_failure_with_the_server_message(server):
+async def test_client_error_is_a_failure_with_the_server_message(server, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     server.replies.append((401, {"error": {"message": "Incorrect API key provided"}}))
     result = await agent(server).execute(task())
     assert len(server.requests) == 1
     assert result.failure == (f"agent 'reviewer': HTTP 401 from {server.base_url}/chat/completions"
-                              ": Incorrect API key provided")
+                              ": Incorrect API key provided (no API key was sent: set api_key_env "
+                              "to the environment variable that holds this server's key)")
 
 
 async def test_rejected_json_schema_falls_back_to_json_object(server):
@@ -178,7 +180,7 @@ async def test_truncated_answer_is_a_failure(server):
 async def test_request_timeout(server):
     server.replies.append("hang")
     result = await agent(server, timeout=0.3).execute(task())
-    assert "timed out after 0.3s" in result.failure
+    assert "gave up after 0.3 s (the 0.3 s timeout): no complete answer from" in result.failure
 
 
 async def test_task_timeout_bounds_the_whole_call(server):

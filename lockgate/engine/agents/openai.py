@@ -4,17 +4,25 @@ The step's output contract goes out as ``response_format: {type: json_schema, ..
 the schema allows it). A server that rejects ``json_schema`` gets ``json_object`` plus the schema
 as an instruction from then on. The reply must be JSON; it is never cleaned up from prose.
 Rate limits (429), server errors (5xx) and dropped connections are retried a bounded number of
-times with exponential backoff; other HTTP errors are the task's failure with the server's message.
+times with exponential backoff (at most ``max_backoff``), or after the wait the server asks for
+in ``Retry-After`` (seconds or an HTTP date); other HTTP errors are the task's failure with the
+server's message (a 401 or 403 also says which key variable was sent, if any).
 
-The server is not trusted: ``timeout`` bounds each whole request (a body trickled byte by byte
-cannot hold a call), at most :data:`MAX_BODY_BYTES` of a reply are read, redirects are not
-followed, and a reply that is not the expected shape is the task's failure, never an exception.
+The server is not trusted: ``timeout`` bounds the whole call, every request and every wait
+between retries included (a deadline: each request gets what is left of it, so a body trickled
+byte by byte or a server that keeps answering 503 slowly cannot hold a call longer); a retry that
+would start past it is not waited for. At most :data:`MAX_BODY_BYTES` of a reply are read,
+redirects are not followed, and a reply that is not the expected shape is the task's failure,
+never an exception.
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime
+import email.utils
 import json
+import math
 import os
 import re
 import time
@@ -37,6 +45,9 @@ _SCHEMA_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 _FORMAT_REJECTED = re.compile(r"response_format|json_schema|structured", re.IGNORECASE)
 MAX_BODY_BYTES = 16 * 1024 * 1024
 _MAX_BODY = f"{MAX_BODY_BYTES // (1024 * 1024)} MiB"
+_DELTA_SECONDS = re.compile(r"\d+(?:\.\d+)?")
+#: The longest Retry-After taken at its word (a longer one is past any timeout anyway).
+_MAX_RETRY_AFTER_S = 1e9
 
 
 class _Reply:
@@ -51,6 +62,36 @@ class _Reply:
     @property
     def text(self) -> str:
         return self.body.decode("utf-8", errors="replace")
+
+
+class _Deadline:
+    """When one call must be over: ``timeout`` seconds after it starts, or the task's own
+    timeout when that comes first. The task's is enforced around the call; this one bounds
+    each request by what is left of ``timeout`` and decides whether a retry still fits."""
+
+    def __init__(self, timeout: float, task_timeout: float | None) -> None:
+        self.started = time.monotonic()
+        self.timeout = timeout
+        self.task_first = task_timeout is not None and task_timeout < timeout
+        self.limit = task_timeout if self.task_first else timeout
+
+    def spent(self) -> float:
+        return time.monotonic() - self.started
+
+    def left(self) -> float:
+        """Seconds left before the nearer of the two timeouts."""
+        return max(0.0, self.limit - self.spent())
+
+    def request_left(self) -> float:
+        """Seconds left of the agent's own timeout (the task's is enforced around the call)."""
+        return max(0.0, self.timeout - self.spent())
+
+    def name(self) -> str:
+        return f"the task's {self.limit:g} s timeout" if self.task_first \
+            else f"the {self.limit:g} s timeout"
+
+    def gave_up(self, why: str) -> str:
+        return f"gave up after {self.spent():.1f} s ({self.name()}): {why}"
 
 
 class OpenAIAgent:
@@ -121,10 +162,11 @@ class OpenAIAgent:
 
     async def _execute(self, task: Task) -> AgentResult:
         started = time.perf_counter()
+        deadline = _Deadline(self.timeout, task.timeout)
         try:
             async with asyncio.timeout(task.timeout):
                 async with httpx.AsyncClient(timeout=self.timeout) as client:
-                    data = await self._complete(client, task)
+                    data = await self._complete(client, task, deadline)
         except TimeoutError:
             return AgentResult.failed(
                 f"agent {self.name!r}: no answer from {self.url} within {task.timeout:g}s")
@@ -133,47 +175,66 @@ class OpenAIAgent:
         elapsed = (time.perf_counter() - started) * 1000
         return self._interpret(data, elapsed)
 
-    async def _complete(self, client: httpx.AsyncClient, task: Task) -> Any:
-        """POST with bounded retries; switch to json_object once if json_schema is rejected."""
-        retries = 0
+    async def _complete(self, client: httpx.AsyncClient, task: Task, deadline: _Deadline) -> Any:
+        """POST with bounded retries within ``deadline``; switch to json_object once if
+        json_schema is rejected."""
+        retries, last = 0, ""
         while True:
             native = self._schema_supported and task.schema is not None
             try:
-                reply = await self._post(client, self._encoded_body(task, native))
+                reply = await self._post(client, self._encoded_body(task, native), deadline)
+            except _TimedOut as exc:
+                raise AgentError(deadline.gave_up(f"{exc}{_retry_note(retries, last)}")) from exc
             except _Retryable as exc:
                 if retries >= self.max_retries:
                     raise AgentError(str(exc)) from exc
-                retries += 1
-                await asyncio.sleep(self._delay(retries, None))
+                retries, last = retries + 1, str(exc)
+                await self._pause(deadline, self._backoff(retries), None, last)
                 continue
             status = reply.status
             if status == 400 and native and self.structured == "auto" and _rejects_format(reply):
                 self._schema_supported = False
                 continue
             if (status == 429 or status >= 500) and retries < self.max_retries:
-                retries += 1
-                await asyncio.sleep(self._delay(retries, reply.headers.get("retry-after")))
+                retries, last = retries + 1, f"HTTP {status} from {self.url}: {_error_message(reply)}"
+                await self._pause(deadline, self._backoff(retries),
+                                  _retry_after(reply.headers.get("retry-after")), last)
                 continue
             if status >= 400:
                 raise AgentError(f"HTTP {status} from {self.url}"
                                  f"{' after ' + str(retries) + ' retries' if retries else ''}: "
-                                 f"{_error_message(reply)}")
+                                 f"{_error_message(reply)}{self._key_note(status)}")
             return self._decoded(reply)
 
-    async def _post(self, client: httpx.AsyncClient, body: bytes) -> _Reply:
-        """One request, bounded in time (the whole of it) and in the bytes read."""
+    async def _pause(self, deadline: _Deadline, backoff: float, asked: float | None,
+                     failure: str) -> None:
+        """Wait before a retry of ``failure``: the backoff, or as long as the server asked
+        (``asked``, from Retry-After). A wait that would end past the deadline fails at once:
+        the retry could not be made in time."""
+        if asked is not None and asked >= deadline.left():
+            raise AgentError(f"{failure}; the server asked to retry after {_seconds(asked)} s, "
+                             f"past {deadline.name()}{_spent_note(deadline, asked)}")
+        wait = max(backoff, asked or 0.0)
+        if wait >= deadline.left():
+            raise AgentError(deadline.gave_up(f"{failure}; no time is left for a retry "
+                                              f"(the next would be in {_seconds(wait)} s)"))
+        await asyncio.sleep(wait)
+
+    async def _post(self, client: httpx.AsyncClient, body: bytes, deadline: _Deadline) -> _Reply:
+        """One request, bounded in time (the whole of it: what is left of the deadline) and in
+        the bytes read."""
         # identity: a compressed reply would expand past what its bytes on the wire suggest
         headers = httpx.Headers({"content-type": "application/json",
                                  "accept-encoding": "identity"})
         headers.update(self._auth_headers())
         try:
-            async with asyncio.timeout(self.timeout):
+            async with asyncio.timeout(deadline.request_left()):
                 async with client.stream("POST", self.url, content=body,
                                          headers=headers) as response:
                     data, cut = await _read_bounded(response)
                     return _Reply(response.status_code, response.headers, data, cut)
         except (TimeoutError, httpx.TimeoutException) as exc:
-            raise AgentError(f"request to {self.url} timed out after {self.timeout:g}s") from exc
+            raise _TimedOut(f"no complete answer from {self.url}") from exc
         except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
             raise AgentError(f"invalid base_url {self.base_url!r}: {_reason(exc)}") from exc
         except httpx.LocalProtocolError as exc:  # e.g. a header value with a line break
@@ -233,14 +294,23 @@ class OpenAIAgent:
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
-    def _delay(self, retry: int, retry_after: str | None) -> float:
-        delay = self.backoff * 2 ** (retry - 1)
-        if retry_after:
-            try:
-                delay = max(delay, float(retry_after))
-            except ValueError:
-                pass
-        return min(delay, self.max_backoff)
+    def _backoff(self, retry: int) -> float:
+        """The wait before retry number ``retry``: doubling from ``backoff``, at most ``max_backoff``."""
+        return min(self.backoff * 2.0 ** min(retry - 1, 64), self.max_backoff)
+
+    def _key_note(self, status: int) -> str:
+        """For a 401 or 403: which environment variable the key came from, or why none was sent."""
+        if status not in (401, 403):
+            return ""
+        if self.api_key_env and os.environ.get(self.api_key_env):
+            return (f" (the API key sent came from ${self.api_key_env}; api_key_env names the "
+                    "variable to send)")
+        if self.api_key_env:
+            return f" (no API key was sent: ${self.api_key_env}, which api_key_env names, is not set)"
+        other = ("; OPENAI_API_KEY is set, but it is sent only to api.openai.com unless "
+                 "api_key_env names it") if os.environ.get("OPENAI_API_KEY") else ""
+        return (" (no API key was sent: set api_key_env to the environment variable that holds "
+                f"this server's key{other})")
 
     def _interpret(self, data: Any, elapsed: float) -> AgentResult:
         usage = self._usage(data)
@@ -260,6 +330,10 @@ class OpenAIAgent:
         if choice.get("finish_reason") == "length":
             return AgentResult.failed(f"agent {self.name!r}: the answer was cut off at the token "
                                       "limit (finish_reason length)", usage=usage,
+                                      telemetry=telemetry)
+        if choice.get("finish_reason") == "content_filter":
+            return AgentResult.failed(f"agent {self.name!r}: the provider's content filter stopped "
+                                      "the answer (finish_reason content_filter)", usage=usage,
                                       telemetry=telemetry)
         content = message.get("content")
         if not content and message.get("tool_calls"):
@@ -295,6 +369,45 @@ class OpenAIAgent:
 
 class _Retryable(AgentError):
     """The connection failed (refused, reset, dropped mid-body): worth another attempt."""
+
+
+class _TimedOut(AgentError):
+    """A request ran into the deadline: no retry can follow."""
+
+
+def _retry_after(value: str | None) -> float | None:
+    """The seconds a ``Retry-After`` header asks to wait (delta-seconds or an HTTP date, a past
+    date being 0); None when there is none or it cannot be read (the backoff applies)."""
+    text = (value or "").strip()
+    if not text:
+        return None
+    if _DELTA_SECONDS.fullmatch(text):
+        seconds = float(text)
+        return min(seconds, _MAX_RETRY_AFTER_S) if math.isfinite(seconds) else _MAX_RETRY_AFTER_S
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:  # an HTTP date is in GMT
+        when = when.replace(tzinfo=datetime.UTC)
+    now = datetime.datetime.now(datetime.UTC)
+    return min(max(0.0, (when - now).total_seconds()), _MAX_RETRY_AFTER_S)
+
+
+def _seconds(value: float) -> str:
+    return f"{round(value, 1):g}"
+
+
+def _spent_note(deadline: _Deadline, asked: float) -> str:
+    """How much of the timeout is spent, when that is why a wait shorter than it does not fit."""
+    return f" ({deadline.spent():.1f} s of it spent)" if asked < deadline.limit else ""
+
+
+def _retry_note(retries: int, last: str) -> str:
+    """What came before a request that ran into the deadline: the retries and the last failure."""
+    if not retries:
+        return ""
+    return f" to retry {retries} (the failure before: {last})"
 
 
 async def _read_bounded(response: httpx.Response) -> tuple[bytes, bool]:
