@@ -74,7 +74,7 @@ class CommandAgent:
             tail = result.stderr_tail()
             detail = f": {tail}" if tail else " (no stderr)"
             return AgentResult.failed(
-                f"command `{self.display}` exited with status {result.returncode}{detail}",
+                f"command `{self.display}` {result.ended()}{detail}",
                 telemetry=telemetry)
         if result.bad_utf8_at is not None:
             return AgentResult.failed(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
@@ -50,6 +51,18 @@ class ProcessResult:
     def stderr_tail(self, limit: int = TAIL_CHARS) -> str:
         text = self.stderr.strip()
         return text if len(text) <= limit else "..." + text[-limit:]
+
+    def ended(self) -> str:
+        """How a command that failed ended: ``exited with status 3``, or ``was killed by signal
+        9 (SIGKILL)`` (a negative return code is the signal that ended it)."""
+        if self.returncode >= 0:
+            return f"exited with status {self.returncode}"
+        number = -self.returncode
+        try:
+            name = f" ({signal.Signals(number).name})"
+        except ValueError:
+            name = ""
+        return f"was killed by signal {number}{name}"
 
 
 class ProcessTimeout(AgentError):
@@ -129,12 +142,49 @@ async def _spawn(argv: Sequence[str], *, cwd: str | None,
             stderr=asyncio.subprocess.PIPE, cwd=cwd,
             env=dict(env) if env is not None else None, start_new_session=True)
     except FileNotFoundError as exc:
-        where = f" (working directory {cwd})" if cwd and not os.path.isdir(cwd) else ""
-        raise AgentUnavailable(f"cannot run {argv[0]!r}: not found{where}") from exc
+        raise AgentUnavailable(f"cannot run {argv[0]!r}: {_not_found(argv[0], cwd, env)}") from exc
     except PermissionError as exc:
         raise AgentUnavailable(f"cannot run {argv[0]!r}: permission denied") from exc
     except (OSError, ValueError) as exc:  # a bad cwd, E2BIG, a NUL byte or '=' in env/argv
         raise AgentError(f"cannot start {argv[0]!r}: {exc}") from exc
+
+
+def _not_found(program: str, cwd: str | None, env: Mapping[str, str] | None) -> str:
+    """Why exec reported ENOENT: no working directory, no such program, or a program that exists
+    but whose interpreter (its ``#!`` line) does not."""
+    if cwd and not os.path.isdir(cwd):
+        return f"not found (working directory {cwd})"
+    found = _located(program, cwd, env)
+    interpreter = _interpreter(found) if found else None
+    if interpreter:
+        crlf = (" (the line ends in a carriage return: give the file Unix line endings)"
+                if interpreter.endswith("\r") else "")
+        return f"the interpreter its first line names, {interpreter!r}, was not found{crlf}"
+    if found:
+        return "the file exists, but the interpreter or loader it needs was not found"
+    return "not found"
+
+
+def _located(program: str, cwd: str | None, env: Mapping[str, str] | None) -> str | None:
+    """The file exec would run for ``program`` (a path from ``cwd``, else a name on PATH)."""
+    if os.sep in program:
+        path = os.path.join(cwd or os.getcwd(), program)
+        return path if os.path.isfile(path) else None
+    search = (env or os.environ).get("PATH", os.defpath)
+    return shutil.which(program, path=search)
+
+
+def _interpreter(path: str) -> str | None:
+    """The interpreter a script's ``#!`` line names, or None (no such line, or unreadable)."""
+    try:
+        with open(path, "rb") as script:
+            first = script.readline(4096)
+    except OSError:
+        return None
+    # as the kernel reads it: up to a space, tab or newline (a carriage return is kept)
+    words = first[2:].rstrip(b"\n").replace(b"\t", b" ").split(b" ") if first.startswith(b"#!") else []
+    named = next((word for word in words if word), None)
+    return os.fsdecode(named) if named else None
 
 
 async def _communicate(proc: asyncio.subprocess.Process, stdin: bytes, timeout: float | None,
