@@ -6,6 +6,11 @@ string; embedded ones interpolate), :func:`render_value` renders ``with`` (full-
 their JSON type). Resolved text is spliced by position and never re-scanned. This is the
 engine's side of references, run on every dispatch; scanning (:mod:`.refscan`) is shared with
 validation and the language server.
+
+A reference whose value is not there fails the render (RefError). When the resolve function
+has a ``fate(ref)`` method (as :class:`Resolver` has), the message says what happened to the
+source step ("reference ${sub.output.v} is unavailable: step sub failed: ..."), else it is
+:data:`UNAVAILABLE`.
 """
 
 from __future__ import annotations
@@ -18,12 +23,38 @@ from typing import Any
 
 from ..errors import RefError
 from .refscan import Ref, Template, scan
-from .refsyntax import PathPart
+from .refsyntax import PathPart, format_path
 from .values import UNDEFINED
 
 Resolve = Callable[[Ref], Any]
 
-UNAVAILABLE = "reference output is unavailable (the source may have been skipped)"
+#: The message of a reference whose value is not there, when nothing more is known of its source.
+UNAVAILABLE = "reference output is unavailable (its source has no such value: skipped, failed or not run yet)"
+
+#: What a step in each status did, worded for :func:`source_fate` ("step a <words>").
+_FATES = {"pending": "has not run yet", "ready": "has not run yet", "running": "is still running",
+          "waiting_gate": "is a gate still waiting for a decision", "skipped": "was skipped", "failed": "failed"}
+
+
+def source_fate(ref: Ref, status: str | None, reason: Any = None) -> str | None:
+    """What happened to the step ``ref`` reads, in words, from its ``status`` (and the
+    ``reason`` of its failure): "step sub failed: ...", "step a was skipped", "step a's output
+    has no .x"; None for a reference to no step, or a status that explains nothing."""
+    if ref.kind != "step" or not ref.name or status is None:
+        return None
+    if status == "succeeded":
+        return f"step {ref.name}'s output has no {format_path(ref.path).lstrip('.')}" if ref.path else None
+    words = _FATES.get(status)
+    if words is None:
+        return None
+    why = f": {reason}" if status == "failed" and isinstance(reason, str) and reason else ""
+    return f"step {ref.name} {words}{why}"
+
+
+def unavailable(ref: Ref, fate: str | None) -> str:
+    """The message of ``ref`` being unavailable: what happened to its source when ``fate`` (see
+    :func:`source_fate`) says, else :data:`UNAVAILABLE`."""
+    return f"reference {ref.raw} is unavailable: {fate}" if fate else UNAVAILABLE
 
 
 def walk_path(value: Any, path: tuple[PathPart, ...]) -> Any:
@@ -52,6 +83,12 @@ class Resolver:
     carry: Mapping[str, Any] = field(default_factory=dict)
     item: Any = UNDEFINED
     prev: Any = UNDEFINED
+    #: step id -> its status, when known: an unavailable reference then says what happened to it
+    statuses: Mapping[str, str] = field(default_factory=dict)
+
+    def fate(self, ref: Ref) -> str | None:
+        """What happened to the source of ``ref``, which is unavailable (see :func:`source_fate`)."""
+        return source_fate(ref, self.statuses.get(ref.name or "")) if ref.kind == "step" else None
 
     def __call__(self, ref: Ref) -> Any:
         if ref.kind == "input":
@@ -116,7 +153,8 @@ def _checked(text: str) -> Template:
 def _resolved(ref: Ref, resolve: Resolve, values: dict[str, Any] | None = None) -> Any:
     value = resolve(ref)
     if value is UNDEFINED:
-        raise RefError(UNAVAILABLE, ref.span)
+        fate = getattr(resolve, "fate", None)  # a resolve function may say what happened to the source
+        raise RefError(unavailable(ref, fate(ref) if callable(fate) else None), ref.span)
     if values is not None:
         values[ref.raw or ref.text] = value
     return value

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..dsl.refs import scan
+from ..dsl.refrender import source_fate
+from ..dsl.refs import Ref, scan
 from ..dsl.values import UNDEFINED
 from ..errors import EngineError
-from .live import LiveRun
+from .live import LiveRun, Scope
 from .model import now
 
 
@@ -60,11 +61,21 @@ def revise_writes(run: LiveRun, gate_id: str) -> dict[str, Any]:
         ref = scan(text).full
         value = resolve(ref) if ref is not None else UNDEFINED
         if value is UNDEFINED:
-            raise EngineError(f"carry_revise_unresolved: {text} for carry {name!r} is unavailable; the gate is "
-                              "still waiting", error_type="carry_revise_unresolved", run_id=run.header.id,
-                              step_id=gate_id)
+            why = fate(run, run.root, ref) if ref is not None else None
+            raise EngineError(f"carry_revise_unresolved: {text} for carry {name!r} is unavailable"
+                              f"{f' ({why})' if why else ''}; the gate is still waiting",
+                              error_type="carry_revise_unresolved", run_id=run.header.id, step_id=gate_id)
         out[name] = value
     return out
+
+
+def fate(run: LiveRun, scope: Scope, ref: Ref) -> str | None:
+    """What happened to the step of ``scope`` that ``ref`` reads, whose value is unavailable
+    (:func:`~lockgate.dsl.refrender.source_fate`: "step assess was skipped"), or None."""
+    st = run.steps.get(scope.prefix + ref.name) if ref.kind == "step" and ref.name else None
+    if st is None or st.dropped:
+        return None
+    return source_fate(ref, st.status, (st.failure or {}).get("reason"))
 
 
 def apply_revise_writes(run: LiveRun, gate_id: str, token: str | None, round_: int, writes: dict[str, Any]) -> None:

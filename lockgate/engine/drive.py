@@ -41,9 +41,9 @@ from .dispatches import (
 )
 from .drivers import RENEW_S, Driver, give_up
 from .evaluate import NO_RUNNER, evaluate_async, left_behind
-from .gatechannel import Decision, GateRequest
+from .gatechannel import Decision, GateRequest, offered
 from .model import RUNNING
-from .progress import Emitter, ProgressEvent
+from .progress import Emitter, ProgressEvent, log
 
 if TYPE_CHECKING:
     from .runner import Runner
@@ -113,6 +113,10 @@ class RunResult:
 #: Refusals of a result or decision because the run ended meanwhile (cancelled, killed or failed
 #: by another process): the drive goes on from the stored state, which ends it.
 ENDED_ELSEWHERE = frozenset({"run_cancelled", "run_finished"})
+#: Refusals of a gate decision that change nothing and leave the gate waiting on the same token,
+#: the decision being one the gate cannot take now: a revise of a gate with no ``on_revise``
+#: target, or one whose carry ``on_revise`` value cannot be resolved (semantics §6.7 step 3).
+KEPT_WAITING = frozenset({"revise_unavailable", "carry_revise_unresolved"})
 
 
 class Drive:
@@ -138,6 +142,7 @@ class Drive:
         self.withdrawn: set[str] = set()                    # tokens whose call the watch cancelled
         self.asks: dict[str, asyncio.Task[None]] = {}      # gate token -> gate question
         self.unanswered: dict[str, dict[str, Any]] = {}    # gate token -> gate left waiting
+        self.refused: dict[str, dict[str, Any]] = {}       # gate token -> its decision last refused
         self.finished: set[str] = set()                     # tokens already reported
         self.stale: list[str] = []                          # steps whose result came too late
         self.inbox: asyncio.Queue[Any] = asyncio.Queue()
@@ -386,7 +391,8 @@ class Drive:
         if self.stale:
             raise DrivenElsewhere(self.run_id, self.stale[0])
         if self.unanswered:
-            return self._finish({**current, "status": "await_gate"})
+            refused = [self.refused[t] for t in self.unanswered if t in self.refused]
+            return self._finish({**current, "status": "await_gate", **({"refused": refused} if refused else {})})
         raise RunnerError(f"run {self.run_id}: the engine answered "
                           f"{current.get('status')!r} with no work to do and no gate "
                           "waiting")
@@ -614,36 +620,73 @@ class Drive:
         """The response after the channel's decision (or ``held``, one a person made before the
         process applying it stopped: applied again without asking); without one the gate is
         left waiting and the loop only woken. A decision said to be made elsewhere while the
-        gate still waits is no decision (asking again would loop without end)."""
-        decision = held if held is not None else await self.runner.gates.decide(request)  # type: ignore[union-attr]
-        if decision is not None and decision.applied:
-            response = await self._engine_call(self.engine.status, self.run_id)
-            if all(g.get("token") != request.token for g in waiting_gates(response)):
-                self._emit_resolved(request, decision)
-                return response
-            decision = None
-        if decision is None:
-            self.unanswered[request.token] = gate
-            return _WAKE
-        try:
-            response = await self._engine_call(
-                self.engine.gate_resolve, self.run_id, request.step_id, decision.outcome,
-                decision.rationale, decision.resolved_by, request.token, judging=request.step_id)
-        except EngineError as exc:
-            # decided elsewhere first, or the gate was reset there (it waits for its dependencies
-            # again): the channel tells whoever decided (never dropped in silence), and the drive
-            # goes on from the durable state
-            if isinstance(exc, StaleToken) or exc.error_type == "not_awaiting":
-                report = getattr(self.runner.gates, "not_applied", None)
-                if report is not None:
-                    report(request, decision, exc)
-                self._still_driving()
-            elif exc.error_type not in ENDED_ELSEWHERE:
-                raise
-            return await self._engine_call(self.engine.status, self.run_id)
-        self._emit_resolved(request, decision)
-        self._still_driving()  # a decision moves the run on: not by this drive if it was taken over
-        return response
+        gate still waits is no decision (asking again would loop without end). A decision the
+        engine refuses with the gate still waiting (:data:`KEPT_WAITING`) is told to whoever
+        decided, and the channel is asked again without that outcome; answering it again leaves
+        the gate waiting (noted in the run's result as ``refused``)."""
+        withdrawn: set[str] = set()
+        while True:
+            decision = held if held is not None else await self._ask_channel(request)
+            held = None
+            if decision is not None and decision.applied:
+                response = await self._engine_call(self.engine.status, self.run_id)
+                if all(g.get("token") != request.token for g in waiting_gates(response)):
+                    self._emit_resolved(request, decision)
+                    return response
+                decision = None
+            if decision is None or decision.outcome in withdrawn:
+                self.unanswered[request.token] = gate
+                return _WAKE
+            try:
+                response = await self._engine_call(
+                    self.engine.gate_resolve, self.run_id, request.step_id, decision.outcome,
+                    decision.rationale, decision.resolved_by, request.token, judging=request.step_id)
+            except EngineError as exc:
+                if exc.error_type in KEPT_WAITING:
+                    request, gate = self._refused(request, gate, decision, exc)
+                    withdrawn.add(decision.outcome)
+                    continue
+                return await self._not_applied(request, decision, exc)
+            self._emit_resolved(request, decision)
+            self._still_driving()  # a decision moves the run on: not by this drive if it was taken over
+            return response
+
+    async def _ask_channel(self, request: GateRequest) -> Decision | None:
+        """The gate channel's decision about ``request``; None (left waiting) without a channel."""
+        return None if self.runner.gates is None else await self.runner.gates.decide(request)
+
+    def _refused(self, request: GateRequest, gate: dict[str, Any], decision: Decision,
+                 refusal: EngineError) -> tuple[GateRequest, dict[str, Any]]:
+        """A decision the engine refused, changing nothing, with the gate still waiting on the same
+        token (a revise with no ``on_revise`` target or a carry value it cannot resolve): told to
+        whoever decided (the channel's ``not_applied``, else the log), and the gate asked about
+        again without that outcome, ``revise_unavailable`` saying why a revise is not offered."""
+        report = getattr(self.runner.gates, "not_applied", None)
+        if report is not None:
+            report(request, decision, refusal)
+        else:
+            log.warning("run %s: the %s of gate %s was not applied: %s", self.run_id, decision.outcome,
+                        request.step_id, refusal)
+        self.refused[request.token] = {"step_id": request.step_id, "decision": decision.outcome,
+                                       "error_type": refusal.error_type, "message": refusal.message}
+        narrowed = {**gate, "decisions": [o for o in offered(request.response) if o != decision.outcome]}
+        if decision.outcome == "revise":
+            narrowed["revise_unavailable"] = refusal.message
+        return GateRequest.from_response({"run_id": self.run_id, **narrowed}), narrowed
+
+    async def _not_applied(self, request: GateRequest, decision: Decision, exc: EngineError) -> Any:
+        """The run as stored after a refused decision: decided elsewhere first, or the gate was
+        reset there (it waits for its dependencies again): the channel tells whoever decided
+        (never dropped in silence), and the drive goes on from the durable state; or the run
+        ended meanwhile. Any other refusal is raised."""
+        if isinstance(exc, StaleToken) or exc.error_type == "not_awaiting":
+            report = getattr(self.runner.gates, "not_applied", None)
+            if report is not None:
+                report(request, decision, exc)
+            self._still_driving()
+        elif exc.error_type not in ENDED_ELSEWHERE:
+            raise exc
+        return await self._engine_call(self.engine.status, self.run_id)
 
     def _emit_resolved(self, request: GateRequest, decision: Decision) -> None:
         self.emit("gate_resolved", self.run_id, step_id=request.step_id,

@@ -9,16 +9,19 @@ run step fails), and the child steps not yet done are left undone. Kill with a n
 ends the run ``killed`` (inside a subflow it fails the run step).
 
 ``reject`` is accepted as the CLI's word for ``kill``. Every refusal (bad decision, stale token,
-gate not waiting) changes nothing; a revise whose rounds are exhausted consumes the token and
-fails the scope.
+gate not waiting, a revise of a gate with no ``on_revise`` target: ``revise_unavailable``)
+changes nothing and leaves the gate waiting with its token; a revise whose rounds are exhausted
+consumes the token and fails the scope (semantics §6.7).
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from ..dsl.values import UNDEFINED
 from ..errors import EngineError, StaleToken
 from .advance import fail_parent, notify
+from .carry import fate
 from .live import LiveRun, Located, Scope
 from .model import FAILED, RUN_KILLED, RUNNING, SUCCEEDED, now
 from .results import check_issuance
@@ -45,6 +48,7 @@ def gate_resolve(run: LiveRun, key: str, outcome: Any, rationale: Any, resolved_
     entry = {"decision": decision, "rationale": rationale, "resolved_by": resolved_by,
              "at": now(), "round": _rounds(run, loc.scope)}
     if decision == "revise":
+        _refuse_targetless(run, loc, key)
         _revise(run, loc, st, entry)
         return
     st.decisions = [*(st.decisions or []), entry]
@@ -64,7 +68,7 @@ def gate_resolve(run: LiveRun, key: str, outcome: Any, rationale: Any, resolved_
     run.set_status(st, SUCCEEDED)
     _event(run, st.key, entry, target)
     if target is None and decision == "approve" and loc.scope.parent is not None:
-        settle_subflow(run, loc.scope, early=True)
+        _end_subflow(run, loc)
         return
     if target is not None:
         tst = run.steps[loc.scope.prefix + target]
@@ -72,6 +76,23 @@ def gate_resolve(run: LiveRun, key: str, outcome: Any, rationale: Any, resolved_
         run.touch(tst)
         run.work.append(tst.key)
     notify(run, loc, st)
+
+
+def _end_subflow(run: LiveRun, loc: Located) -> None:
+    """A null ``on_approve`` inside a subflow completes the subflow at once (semantics §6.7; at
+    the root it only completes the gate, see the module's docstring). When the subflow's output
+    step has not produced its output by then, the run step fails saying that this approve ended
+    the subflow first, and what became of that step (the bare "output is unavailable" left the
+    reader to guess why the same flow completes when it is the entry flow)."""
+    scope = loc.scope
+    ref = scope.flow.output_ref
+    if ref is not None and run.output_of(scope, ref.name or "") is UNDEFINED:
+        why = fate(run, scope, ref)
+        fail_parent(run, scope, {"kind": "subflow", "violations": [], "reason": (
+            f"approving gate {loc.cstep.id} (on_approve: null) ended subflow {scope.flow.name} before its output "
+            f"{ref.raw} was produced{f' ({why})' if why else ''}")})
+        return
+    settle_subflow(run, scope, early=True)
 
 
 class RoundLimit(NamedTuple):
@@ -105,15 +126,31 @@ def round_limit(run: LiveRun, loc: Located, st: Any) -> RoundLimit | None:
 
 
 def revise_blocked(run: LiveRun, loc: Located, st: Any) -> str | None:
-    """Why a revise of this waiting gate would fail the run (semantics §6.7: no ``on_revise``
-    target, no flow ``max_rounds``, or a round limit reached), or None when it sends the work
-    back. Views leave revise out of the decisions they offer when it would."""
+    """Why a revise of this waiting gate cannot send the work back, or None when it can: a round
+    limit is reached or the flow sets no ``max_rounds`` (the revise fails the run, semantics
+    §6.7), or the gate has no ``on_revise`` target (the revise is refused, changing nothing).
+    Views leave revise out of the decisions they offer then."""
     limit = round_limit(run, loc, st)
     if limit is not None:
         return None if limit.left else f"the {limit.set_by}'s {limit.max} revision round(s) are used up"
     gate = loc.cstep.step.gate
     assert gate is not None
     return "the gate has no on_revise target" if gate.on_revise is None else "the flow sets no max_rounds"
+
+
+def _refuse_targetless(run: LiveRun, loc: Located, key: str) -> None:
+    """Refuse a revise of a gate with no ``on_revise`` target (``revise_unavailable``), changing
+    nothing: there is no step to send the work back to, so it is no decision the gate can
+    take. Semantics §6.7 has such a revise consumed and the scope failed as "gate revision rounds
+    exhausted" with no round used, which named a cause that was not the cause; the decisions
+    the gate takes (approve, kill) are still open, with the same token."""
+    gate = loc.cstep.step.gate
+    assert gate is not None
+    if gate.on_revise is None:
+        raise EngineError(f"gate {key} cannot be revised: it has no on_revise target, so there is no step to send "
+                          "the work back to; decide approve or kill (reject) instead. Nothing was changed: the "
+                          "gate is still waiting", error_type="revise_unavailable", run_id=run.header.id,
+                          step_id=key, decisions=["approve", "kill"])
 
 
 def _held(run: LiveRun, st: Any, key: str, decision: str, token: Any) -> tuple[str, str] | None:

@@ -127,7 +127,7 @@ def _add_round(run: LiveRun, out: dict[str, Any], key: str, failure: dict[str, A
     reason = str(failure.get("reason") or "")
     said = f'iterate until "{until}" failed: '
     out["iterated"] = {"step_id": key, "round": failure.get("iteration"), "max": failure.get("max"), "until": until,
-                       "reason": reason[len(said):] if reason.startswith(said) else reason}
+                       "reason": reason.removeprefix(said)}
     if run.steps[key].status == READY:
         out.update(dispatch_entry(run, key))
 
@@ -290,7 +290,8 @@ def gate_entry(run: LiveRun, key: str) -> dict[str, Any]:
     blocked = revise_blocked(run, loc, st)
     if blocked is None:
         return {**entry, "decisions": ["approve", "revise", "kill"]}
-    # revise is still taken (it fails the run, semantics §6.7) but not offered
+    # not offered: past a round limit a revise is still taken and fails the run (semantics §6.7); a
+    # gate with no on_revise target refuses it (revise_unavailable), changing nothing
     return {**entry, "decisions": ["approve", "kill"], "revise_unavailable": f"revise would fail the run: {blocked}"}
 
 

@@ -89,6 +89,15 @@ class GateCard:
         if not self._on_decide(outcome, note):
             self.message.value = "<span style='color:#57606a'>This gate was already decided.</span>"
 
+    def show_refused(self, decision: Decision, why: str) -> None:
+        """The decision taken on this card was not applied (refused, the gate still waiting: a
+        new card asks again; or another decision came first): say so and why."""
+        self.decided = True
+        self.disable()
+        self.title.value = f"<b>Gate <code>{html.escape(self.request.step_id)}</code></b>: decision not applied"
+        self.message.value = (f"<span style='color:#a40e26'><b>{html.escape(decision.outcome)}</b> was not applied: "
+                              f"{html.escape(why)}</span>")
+
     def disable(self) -> None:
         for button in self.buttons:
             button.disabled = True
@@ -130,6 +139,9 @@ class PlainGateCard:
         self.decided = False
 
     def show_decision(self, decision: Decision, *, elsewhere: bool = False) -> None:
+        self.decided = True
+
+    def show_refused(self, decision: Decision, why: str) -> None:
         self.decided = True
 
     def close(self, run_status: str) -> None:
@@ -210,6 +222,14 @@ class WidgetGates:
                 card.show_decision(decided[step], elsewhere=True)
             else:
                 card.close(run_status)
+
+    def not_applied(self, request: GateRequest, decision: Decision, refusal: Exception) -> None:
+        """The runner did not apply the decision taken on ``request``'s card: the engine refused
+        it with the gate still waiting (a new card then asks again, without that outcome) or
+        another decision came first. The card says so instead of showing it as decided."""
+        card = next((c for c in reversed(self.cards) if c.request.token == request.token), None)
+        if card is not None:
+            card.show_refused(decision, str(refusal))
 
     def settle(self, step_id: str, outcome: str, note: str = "", resolved_by: str | None = None) -> bool:
         """Decide a waiting gate; False when no such gate waits here (or it is already decided)."""

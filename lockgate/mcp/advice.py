@@ -48,6 +48,13 @@ _ADVICE: dict[str, Callable[[dict[str, Any]], str]] = {
     "run_cancelled": lambda d: "The run was cancelled and takes no more calls; start a new run with lockgate_plan.",
     "flow_cancelled": lambda d: "The run was cancelled and takes no more calls; start a new run with lockgate_plan.",
     "invalid_decision": lambda d: "Use outcome approve, revise or kill (reject is kill).",
+    "revise_unavailable": lambda d: ("Nothing was changed; the gate still waits with the same token. Tell the user "
+                                     "revise is not possible here and ask them to approve or kill, then call "
+                                     "lockgate_gate_resolve again."),
+    "carry_revise_unresolved": lambda d: ("Nothing was changed; the gate still waits with the same token. Tell the "
+                                          "user why the revise cannot be taken now and ask them to approve or kill "
+                                          "(or to revise once that value is available), then call "
+                                          "lockgate_gate_resolve again."),
     "invalid_label": lambda d: "Give a non-empty checkpoint label.",
     "checkpoint_not_found": lambda d: ("Use a label committed with lockgate_commit (lockgate_audit lists "
                                        "`checkpoints`)."),

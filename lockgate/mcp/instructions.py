@@ -22,9 +22,11 @@ For non-trivial tasks (several steps, anything with tests or a review), run the 
    `lockgate_step_done` with `run_id`, `step_id`, the dispatch's `token` and a `result` that matches
    `output_schema`, or a `failure` when you cannot do it. Narrate progress in plain English.
 4. On `ensure_failed` or `schema_failed`, read `violations`, fix the work itself and report again
-   with the new `token`. Never fake a result to pass a check.
+   with the new `token`. Never fake a result to pass a check. An `execute_step` with `iterated` is
+   the next round of an `iterate` step (its `until` does not hold yet): improve on your last result.
 5. On `await_gate`, show the user what the gate reviews and offer the gate's `decisions` (approve /
-   revise / kill; revise is left out, and `revise_unavailable` says why, when it would fail the run);
+   revise / kill; revise is left out, and `revise_unavailable` says why, when it would fail the run
+   or the gate has no revise target);
    record their decision with `lockgate_gate_resolve` (`resolved_by: human`). A person may also decide from a terminal
    (`lockgate gate approve RUN STEP`); `lockgate_status` with `wait_seconds` picks the decision up, and
    `lockgate_gates` lists every gate that waits.
