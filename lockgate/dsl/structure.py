@@ -83,8 +83,10 @@ class _Mapper:
                 self._map(err)
         return self._without_cascades()
 
-    def _add(self, finding: Finding) -> None:
-        key = (finding.code, finding.path, finding.at, finding.span)
+    def _add(self, finding: Finding, *distinct: str) -> None:
+        """Keep the first finding per location (and ``distinct`` values: several keys missing
+        from one mapping are one finding each)."""
+        key = (finding.code, finding.path, finding.at, finding.span, *distinct)
         self.findings.setdefault(key, finding)
 
     def _map(self, err: Any) -> None:
@@ -121,7 +123,7 @@ class _Mapper:
             message = f"{_a(_KIND_DEFS[owner])} step needs `{key}`"
         else:
             message = f"missing required key `{key}` in {_noun(schema_path[:-1])}"
-        self._add(Finding("LG203", message, path, at="key", hint=_required_hint(key)))
+        self._add(Finding("LG203", message, path, at="key", hint=_required_hint(key)), key)
 
     def _on_type(self, err: Any, path: YamlPath, schema_path: list[str]) -> None:
         value = _value_at(self.data, path)

@@ -153,6 +153,15 @@ def test_missing_required_points_at_parent_key() -> None:
     assert "`contract`" in f.message
 
 
+def test_every_missing_key_of_one_mapping_is_reported() -> None:
+    data = spec()
+    data["flows"]["classify"]["steps"].append({"id": "review", "gate": {"on_revise": None}})
+    found = check_structure(data)
+    gate = ("flows", "classify", "steps", 1, "gate")
+    assert [(f.code, f.path, f.at) for f in found] == [("LG203", gate, "key")] * 2
+    assert sorted(f.message.split("`")[1] for f in found) == ["on_approve", "on_kill"]
+
+
 def test_construct_mix_silences_kind_errors() -> None:
     data = spec()
     step(data)["gate"] = {"on_approve": None, "on_revise": None, "on_kill": None}
