@@ -292,7 +292,8 @@ def gate_entry(run: LiveRun, key: str) -> dict[str, Any]:
         return {**entry, "decisions": ["approve", "revise", "kill"]}
     # not offered: past a round limit a revise is still taken and fails the run (semantics §6.7); a
     # gate with no on_revise target refuses it (revise_unavailable), changing nothing
-    return {**entry, "decisions": ["approve", "kill"], "revise_unavailable": f"revise would fail the run: {blocked}"}
+    why = blocked if gate.on_revise is None else f"revise would fail the run: {blocked}"
+    return {**entry, "decisions": ["approve", "kill"], "revise_unavailable": why}
 
 
 def _round_limit(run: LiveRun, loc: Any, st: StepState) -> dict[str, Any]:

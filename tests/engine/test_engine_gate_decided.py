@@ -7,7 +7,7 @@ import pytest
 
 from lockgate.engine import Engine
 from lockgate.engine.store import open_store
-from lockgate.errors import StaleToken
+from lockgate.errors import EngineError, StaleToken
 
 REVIEWED = (Path(__file__).resolve().parents[2] / "examples" / "reviewed-work.stratum.yaml").read_text()
 
@@ -52,11 +52,13 @@ def test_a_gate_offers_revise_only_while_it_sends_the_work_back():
     assert engine.status(gate["run_id"])["decisions"] == ["approve", "kill"]
 
 
-def test_a_gate_without_a_revise_target_does_not_offer_revise_but_still_takes_it():
+def test_a_gate_without_a_revise_target_neither_offers_nor_takes_revise():
     engine = Engine(store=open_store("memory"))
     gate = _at_gate(engine, _gate_spec("null"))
     assert gate["decisions"] == ["approve", "kill"]
-    assert gate["revise_unavailable"] == "revise would fail the run: the gate has no on_revise target"
-    ended = engine.gate_resolve(gate["run_id"], "review", "revise", "", "ana", gate["token"])
-    assert ended["status"] == "error" and ended["error_type"] == "rounds_exhausted"
+    assert gate["revise_unavailable"] == "the gate has no on_revise target"
+    with pytest.raises(EngineError) as refused:
+        engine.gate_resolve(gate["run_id"], "review", "revise", "", "ana", gate["token"])
+    assert refused.value.error_type == "revise_unavailable"
+    assert engine.status(gate["run_id"])["status"] == "await_gate"
 

@@ -99,7 +99,7 @@ def test_an_early_subflow_output_that_is_not_there_yet_fails_the_run_step() -> N
     _approve(engine, run, "child/ok")
     trace = _trace(engine, run)
     assert trace["child"]["status"] == "failed"
-    assert trace["child"]["failure"]["reason"] == "subflow sub output is unavailable"
+    assert trace["child"]["failure"]["reason"] == "approving gate ok (on_approve: null) ended subflow sub before its output ${more.output} was produced (step more has not run yet)"
     assert trace["rescue"]["status"] == "ready" and trace["child/more"]["status"] == "pending"
     engine.step_done(run, "rescue", {"text": "r"}, _ready(engine, run)["rescue"]["token"])
     assert _trace(engine, run)["after"]["status"] == "skipped"  # its dependency failed and was routed

@@ -230,10 +230,10 @@ def test_revise_is_offered_only_when_the_gate_lists_it(child_in) -> None:
     no_target = SPEC.replace("on_revise: work", "on_revise: null")
     assert no_target != SPEC
     child = child_in(spec=no_target)
-    child.until("revise is not offered: revise would fail the run: the gate has no on_revise target\n")
+    child.until("revise is not offered: the gate has no on_revise target\n")
     child.until("Decision [a]pprove / [k]ill: ")
     child.type("r\n")
-    child.until("revise is not offered: revise would fail the run: the gate has no on_revise target\n"
+    child.until("revise is not offered: the gate has no on_revise target\n"
                 "Decision [a]pprove / [k]ill: ")
     child.type("x\n")
     child.until("Please answer a or k (got 'x').")

@@ -49,9 +49,9 @@ def test_a_gate_without_on_revise_offers_no_revise(kernel):
     assert kernel.value('shown(a, "review")') == ["Approve", "Kill"]
     assert "no on_revise target" in kernel.value('a.gates.waiting["review"][1].title.value')
     kernel.run('card = a.gates.waiting["review"][1]; card.note.value = "shorter"; card.click("revise")')
-    assert "would fail the run" in kernel.value("card.message.value")
+    assert "the gate has no on_revise target." in kernel.value("card.message.value")
     _one_line_refusal(kernel.run("%flow revise a review --note shorter"),
-                      "%flow revise: gate review: revise would fail the run: the gate has no on_revise target",
+                      "%flow revise: gate review: the gate has no on_revise target",
                       "(it offers approve, kill)")
     assert kernel.value('a.waiting_gates(), a.status') == (["review"], "await_gate")  # nothing decided
     kernel.run('a.approve("review")')
@@ -76,5 +76,5 @@ def test_revise_by_run_id_of_a_run_not_driven_here_is_refused_too(kernel):
     _waiting(kernel, "c", "oneway")
     kernel.run("c_id = c.run_id\nc.gates.waiting.clear()")  # as if another kernel drove it
     out = kernel.run('get_ipython().run_line_magic("flow", f"revise {c_id} review --note shorter")')
-    _one_line_refusal(out, "%flow revise: gate review: revise would fail the run: the gate has no on_revise target")
+    _one_line_refusal(out, "%flow revise: gate review: the gate has no on_revise target")
     assert kernel.value('c.audit()["status"]') == "running"
