@@ -17,6 +17,7 @@ import pytest
 from test_store_sqlite_migrate import V1_SCHEMA
 
 from lockgate.engine.store import SQLiteStore
+from lockgate.engine.store.codec import ReadOnlyStore
 from lockgate.errors import StoreError, StoreUnavailable
 
 HEADER = {"status": "running", "flow": "main"}
@@ -60,7 +61,7 @@ def reads_and_refuses_writes(path: Path, reason: str) -> None:
     assert [e.seq for e in store.events("r")] == [1, 2, 3] and store.verify("r").ok
     with pytest.raises(StoreError, match=rf"the store {path} is read-only \({reason}\): nothing was written") as caught:
         store.save_run("r", expected_version=2, header=HEADER, steps={}, events=[event(4)])
-    assert not isinstance(caught.value, StoreUnavailable)
+    assert isinstance(caught.value, ReadOnlyStore) and not isinstance(caught.value, StoreUnavailable)
     with pytest.raises(StoreError, match="is read-only"):
         store.create_run("new", HEADER, {}, [])
     store.close()

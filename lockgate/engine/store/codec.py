@@ -404,8 +404,8 @@ def json_kind(value: Any) -> str:
 
 class ReadOnlyStore(StoreError):
     """A write refused because the store may only be read (a SQLite file or folder without
-    write permission, a PostgreSQL server or role that only reads): nothing was written, and
-    reading it works. Neither a damaged store nor an outage: retrying will not help."""
+    write permission): nothing was written, and reading it works. Neither a damaged store nor
+    an outage: retrying will not help."""
 
 
 def not_found(run_id: str, where: object = None) -> RunNotFound:

@@ -382,7 +382,6 @@ class PostgresStore:
 #: disk, no memory, too many connections), a shutdown or restart, a statement cancelled (a
 #: timeout), an I/O error.
 _UNAVAILABLE_STATES = frozenset({"08", "53", "57P01", "57P02", "57P03", "57P05", "57014", "58030"})
-_READ_ONLY_TRANSACTION = "25006"
 
 
 def _failure(exc: psycopg.Error, doing: str, dsn: str | None = None) -> StoreError:
@@ -395,8 +394,6 @@ def _failure(exc: psycopg.Error, doing: str, dsn: str | None = None) -> StoreErr
     if (isinstance(exc, psycopg.OperationalError) and state is None) or (
             state is not None and (state in _UNAVAILABLE_STATES or state[:2] in _UNAVAILABLE_STATES)):
         return StoreUnavailable(message)
-    if state == _READ_ONLY_TRANSACTION:  # a standby, or a role or database set to only read
-        return codec.ReadOnlyStore(f"{message}: the store is read-only here; nothing was written")
     return StoreError(message)
 
 
