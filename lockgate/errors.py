@@ -129,6 +129,12 @@ class StoreUnavailable(StoreError):
     store is edited, damaged or misnamed."""
 
 
+class ReadOnlyStore(StoreError):
+    """A write refused because the store may only be read (a SQLite file or folder without
+    write permission): nothing was written, and reading it works. Neither a damaged store nor
+    an outage: retrying will not help."""
+
+
 class NotAStore(StoreError):
     """A database named as a run store that is some other program's (it has tables, none of them
     a Lockgate store's): refused without changing it."""

@@ -169,7 +169,7 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     from ..engine.gatechannel import TerminalGates
     from ..engine.runner import make_runner
     from ..engine.store import open_store
-    from ..errors import DrivenElsewhere, RunNotFound, StoreError
+    from ..errors import DrivenElsewhere, ReadOnlyStore, RunNotFound, StoreError
     from . import interrupt
     from .stores import ephemeral, open_existing
 
@@ -216,8 +216,6 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
         click.echo(f"{elsewhere}: see `{hints.command('show', elsewhere.run_id, store=options.store)}`", err=True)
         return EXIT_ELSEWHERE
     except StoreError as exc:  # the store went away (a server stopped, a full disk) or was damaged mid-run
-        from ..engine.store.codec import ReadOnlyStore
-
         run_id = runner.run_ids[-1] if runner.run_ids else resume_id
         if run_id is None or isinstance(exc, RunNotFound | ReadOnlyStore):  # nothing to say of the run
             raise

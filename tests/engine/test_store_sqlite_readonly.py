@@ -17,8 +17,7 @@ import pytest
 from test_store_sqlite_migrate import V1_SCHEMA
 
 from lockgate.engine.store import SQLiteStore
-from lockgate.engine.store.codec import ReadOnlyStore
-from lockgate.errors import StoreError, StoreUnavailable
+from lockgate.errors import ReadOnlyStore, StoreError, StoreUnavailable
 
 HEADER = {"status": "running", "flow": "main"}
 AT = "2025-03-01T12:00:00+00:00"

@@ -402,12 +402,6 @@ def json_kind(value: Any) -> str:
     return "null" if value is None else f"a {type(value).__name__}"
 
 
-class ReadOnlyStore(StoreError):
-    """A write refused because the store may only be read (a SQLite file or folder without
-    write permission): nothing was written, and reading it works. Neither a damaged store nor
-    an outage: retrying will not help."""
-
-
 def not_found(run_id: str, where: object = None) -> RunNotFound:
     """The error every backend raises for a run id it does not hold (``where``: the store, when
     naming it helps: a file in another folder than the one the run was started in)."""

@@ -59,7 +59,7 @@ from lockgate.engine.store.sqlite_schema import (
     prepare,
     run_key,
 )
-from lockgate.errors import NotAStore, StoreError, StoreUnavailable
+from lockgate.errors import NotAStore, ReadOnlyStore, StoreError, StoreUnavailable
 
 __all__ = ["DEFAULT_PATH", "SCHEMA_VERSION", "SQLiteStore"]
 
@@ -439,7 +439,7 @@ class SQLiteStore:
             if code & 0xFF in _UNAVAILABLE:
                 return StoreUnavailable(f"{doing} {self.path}: {exc}")
             if code & 0xFF == sqlite3.SQLITE_READONLY and code != sqlite3.SQLITE_READONLY_DBMOVED:
-                return codec.ReadOnlyStore(
+                return ReadOnlyStore(
                     f"the store {self.path} is read-only ({self.read_only or exc}): nothing was written; commands "
                     "that only read it (lockgate runs, show, audit, verify) work; to change its runs, copy it to a "
                     "writable folder")
