@@ -5,12 +5,15 @@ Completion runs on half-typed text, which often is not valid YAML, so the YAML p
 from the *indentation outline* of the current text rather than from the parser: each line's
 indent, list dash and ``key:``, with block-scalar bodies recognised and skipped. This is the
 block-style YAML people write specs in; flow collections (``- {id: a, do: x}``,
-``gate: {on_approve: |}``, ``after: [a, |]``) are followed within one line.
+``gate: {on_approve: |}``, ``after: [a, |]``) are followed from their opening bracket, which
+for a collection spread over several lines is found on an earlier line (looking back a bounded
+number of lines: see :func:`_open_collection`).
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -28,6 +31,14 @@ _LINE = re.compile(
 )
 _BLOCK_HEADER = re.compile(r"[|>][0-9+-]*[ ]*(#.*)?$")
 _EXPR_FIELDS = frozenset({"when", "until", "expr"})
+_MARK = re.compile(r"""['"#\[\]{},:]""")
+#: the rest of a quoted scalar, its closing quote included (an escape or a doubled quote is text)
+_CLOSING = {'"': re.compile(r'(?:[^"\\]|\\.)*+"', re.DOTALL), "'": re.compile(r"(?:[^']|'')*+'")}
+#: How far the opening of a flow collection spread over several lines is looked for, back from
+#: the cursor line: lines, and characters of those lines (the scans are linear in them). A
+#: collection opened further back is not followed: its lines are read as block style, as before.
+FLOW_LINES = 100
+FLOW_CHARS = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,6 +333,9 @@ def context_at(outline: Outline, pos: Position) -> CursorContext:
     col = min(pos.character, len(raw))
     if pos.line in outline.block_owner:
         return _in_block(outline, pos, col)
+    opened = _open_collection(outline, pos.line, min(_indent(raw), col))
+    if opened is not None:
+        return _in_open_collection(outline, pos, col, *opened)
     line = outline.lines[pos.line]
     head = raw[:col]
     comment = _comment_start(raw, line)
@@ -386,12 +400,13 @@ class _Frame:
     keys: list[str | None] = field(default_factory=list)
 
 
-def _scan_flow(raw: str, start: int, end: int, frames: list[_Frame]) -> bool:
+def _scan_flow(raw: str, start: int, end: int, frames: list[_Frame]) -> int | None:
     """Follow the flow collections of ``raw[start:end]`` on ``frames``: the collections open
-    at ``start``, or none when ``start`` is the outermost one's bracket. False when the
-    outermost one closes before ``end``."""
+    at ``start``, or none when ``start`` is the outermost one's bracket. Where the outermost
+    one closes (its bracket's column) when that is before ``end``, else None. Comments are
+    skipped (``raw`` may hold several lines)."""
     outermost = max(len(frames), 1)
-    for i in _unquoted(raw, start, end, flow=True):
+    for i in _unquoted(raw, start, end, flow=True, comments=[]):
         ch = raw[i]
         if ch in "{[":
             frames.append(_Frame(ch == "{", i + 1))
@@ -400,22 +415,29 @@ def _scan_flow(raw: str, start: int, end: int, frames: list[_Frame]) -> bool:
         if ch in "}]":
             frames.pop()
             if len(frames) < outermost:
-                return False
+                return i
         elif ch == ",":
             top.keys.append(top.key)
             top.start, top.key, top.value, top.index = i + 1, None, None, top.index + 1
-        elif ch == ":" and top.mapping and top.key is None and raw[i + 1:i + 2] in ("", " ", "\t", ",", "}", "]"):
+        elif ch == ":" and top.mapping and top.key is None and raw[i + 1:i + 2] in ("", " ", "\t", "\n", ",", "}", "]"):
             top.key, top.value = _unquote(raw[top.start:i].strip()), i + 1
-    return True
+    return None
 
 
-def _in_flow(pos: Position, raw: str, col: int, base: YamlPath, opening: int) -> CursorContext:
-    """The cursor inside a one-line flow collection opened at column ``opening`` whose own
-    path is ``base`` (a flow-style list item ``- {id: a, |}`` or a value ``gate: {on_approve: |}``):
+def _in_flow(pos: Position, raw: str, col: int, base: YamlPath, opening: int,
+             line_start: int = 0, line_end: int | None = None) -> CursorContext:
+    """The cursor inside a flow collection opened at column ``opening`` whose own path is
+    ``base`` (a flow-style list item ``- {id: a, |}`` or a value ``gate: {on_approve: |}``):
     a key of the innermost mapping (with the keys already in it), an entry's value at its
-    path, or an entry of a sequence (the sequence's path and ``item_index``)."""
+    path, or an entry of a sequence (the sequence's path and ``item_index``).
+
+    ``raw`` is the cursor line, or for a collection spread over several lines those lines
+    joined (comments blanked out) from the opening one on, the cursor line from ``line_start``
+    to ``line_end`` in it: ``col`` and ``opening`` are offsets in ``raw``, the answer's
+    columns are on the cursor line."""
+    line_end = len(raw) if line_end is None else line_end
     frames: list[_Frame] = []
-    if not _scan_flow(raw, opening, col, frames):  # the cursor is after the collection
+    if _scan_flow(raw, opening, col, frames) is not None:  # the cursor is after the collection
         return CursorContext(pos, base, "other")
     path: list[str | int] = list(base)
     for frame in frames[:-1]:
@@ -425,51 +447,199 @@ def _in_flow(pos: Position, raw: str, col: int, base: YamlPath, opening: int) ->
         path.append(part)
     top = frames[-1]
     value_start = top.value if top.mapping else top.start
+    entry = raw[max(top.start, line_start):col]  # what of the entry is on the cursor line
+    entry_column = col - line_start - len(entry.lstrip())
     if value_start is None:
-        typed = raw[top.start:col].lstrip()
         return CursorContext(
-            pos, tuple(path), "key", typed, col - len(typed), key_column=col - len(typed), after=raw[col:],
+            pos, tuple(path), "key", entry.lstrip(), entry_column, key_column=entry_column, after=raw[col:line_end],
             present_keys=frozenset(k for k in (*top.keys, *_later_keys(raw, col)) if k), inline=True,
         )
     if top.key is not None:  # an entry of a mapping (a sequence's entries have no key)
         path.append(top.key)
     before = _decode_prefix(raw[value_start:col].lstrip())
-    entry = raw[top.start:col]
-    key_column = top.start + len(entry) - len(entry.lstrip())
     return CursorContext(
         pos, tuple(path), "value", before,
-        col - len(word_tail(raw[:col])), _open_ref(before), key_column=key_column,
-        after=raw[col:], item_index=None if top.mapping else top.index,
+        col - line_start - len(word_tail(raw[line_start:col])), _open_ref(before), key_column=entry_column,
+        after=raw[col:line_end], item_index=None if top.mapping else top.index,
     )
 
 
 def _later_keys(raw: str, col: int) -> list[str | None]:
-    """The keys of the entries after the one at ``col`` in the flow mapping it is in."""
+    """The keys of the entries after the one at ``col`` in the flow mapping it is in. The entry
+    at the cursor is what follows it on its line; when nothing does, one that starts on a
+    later line is an entry after it."""
     mapping = _Frame(True, col)
     _scan_flow(raw, col, len(raw), [mapping])
-    return [*mapping.keys[1:], mapping.key] if mapping.keys else []
+    entries = [*mapping.keys, mapping.key]
+    end = raw.find("\n", col)
+    return entries if end >= 0 and not raw[col:end].strip() else entries[1:]
 
 
-def _unquoted(raw: str, start: int, end: int, flow: bool = False) -> Iterator[int]:
-    """The columns of ``raw[start:end]`` outside quoted scalars. A quote opens one only where a
-    scalar starts: at ``start``, and in a flow collection (``flow``) after ``[``, ``{``, ``,``
-    or ``:`` and any spaces (``it's`` in a plain scalar is not a quote)."""
-    quote, opens = None, True
-    i = start
-    while i < end:
-        ch = raw[i]
-        if quote is not None:
-            # an escape in double quotes, a doubled quote in single quotes: the next character is text
-            if (ch == "\\" and quote == '"') or (ch == quote == "'" and raw[i + 1:i + 2] == "'"):
-                i += 1
-            elif ch == quote:
-                quote = None
-        elif ch in "'\"" and opens:
-            quote = ch
+# -- flow collections spread over several lines ---------------------------------------------------
+
+
+def _open_collection(outline: Outline, number: int, indent: int) -> tuple[int, int] | None:
+    """Where the flow collection that holds the start of line ``number`` was opened (its line
+    and its bracket's column), or None when that line starts in block style.
+
+    The lines from the nearest one above that must be block style (:func:`_block_above`) are
+    followed down: each collection opened on one of them is scanned until it closes, or until
+    a line not indented past its opening line's margin, which it does not hold (YAML's rule:
+    a collection left unclosed mid-edit does not take in the block lines below it). ``indent``
+    is the cursor line's indentation, held to the same rule."""
+    top = _block_above(outline, number) if indent > 0 else None
+    if top is None:
+        return None
+    openers = [(i, s) for i in range(top, number) if (s := _flow_start(outline, i)) is not None]
+    if not openers:
+        return None
+    first = openers[0][0]
+    lines = outline.raw[first:number]
+    starts = [0]
+    for row in lines:
+        starts.append(starts[-1] + len(row) + 1)
+    text = "\n".join(lines)
+    resume = first
+    for i, start in openers:
+        if i < resume:  # inside a collection opened above
+            continue
+        margin = _flow_margin(outline, i)
+        stop = next((j for j in range(i + 1, number) if _left(outline, j, margin)), number)
+        closed = _scan_flow(text, starts[i - first] + start, starts[stop - first] - 1, [])
+        if closed is not None:
+            resume = first + bisect_right(starts, closed)
+        elif stop < number or indent <= margin:
+            resume = stop
         else:
-            yield i
-        opens = quote is None and ((opens and ch in " \t") or (flow and ch in "[{,:"))
-        i += 1
+            return i, start
+    return None
+
+
+def _block_above(outline: Outline, number: int) -> int | None:
+    """The nearest line above ``number`` that starts in block style: a list item's dash, a line
+    at the left margin, a block scalar (none can be inside a flow collection), or the first
+    line. None when there is none within ``FLOW_LINES`` lines and ``FLOW_CHARS`` characters."""
+    chars = 0
+    for i in range(number - 1, max(number - 1 - FLOW_LINES, -1), -1):
+        if i in outline.block_owner:
+            return i + 1
+        chars += len(outline.raw[i]) + 1
+        if chars > FLOW_CHARS:
+            return None
+        line = outline.lines[i]
+        if line is not None and (line.dash is not None or line.first == 0 or line.block):
+            return i
+    return 0 if number <= FLOW_LINES else None
+
+
+def _flow_start(outline: Outline, number: int) -> int | None:
+    """The column of the bracket of a flow collection starting line ``number``'s value or list
+    item (or the line itself), when there is one."""
+    line = outline.lines[number]
+    if line is None:
+        return None
+    start = line.value_col if line.key is not None else line.key_col
+    return start if start is not None and outline.raw[number][start:start + 1] in ("{", "[") else None
+
+
+def _flow_margin(outline: Outline, number: int) -> int:
+    """The column the later lines of a collection opened on line ``number`` are indented past:
+    its key's, else its list dash's or its own."""
+    line = outline.lines[number]
+    assert line is not None
+    return line.key_col if line.key is not None else line.first
+
+
+def _left(outline: Outline, number: int, margin: int) -> bool:
+    """Whether line ``number`` is outside a collection whose lines are indented past ``margin``
+    (blank and comment lines are not)."""
+    line = outline.lines[number]
+    return line is not None and line.first <= margin
+
+
+def _in_open_collection(outline: Outline, pos: Position, col: int, number: int, start: int) -> CursorContext:
+    """The cursor on a later line of the flow collection opened at column ``start`` of line
+    ``number``: its lines joined, from the opening one to a few after the cursor line (for
+    the keys written after the cursor), are read as one line is."""
+    line = outline.lines[number]
+    assert line is not None
+    if line.key is not None:
+        base = outline.key_path(number)
+    else:
+        base = outline.container_path(number, start, line.dash)
+    last = _collection_end(outline, pos.line, _flow_margin(outline, number))
+    text = "\n".join(outline.raw[number:last + 1])
+    line_start = sum(len(row) + 1 for row in outline.raw[number:pos.line])
+    cursor = line_start + col
+    comments = _comments(text, start) if "#" in text else []
+    if any(c < cursor and text.find("\n", c, cursor) < 0 for c in comments):  # the cursor is in a comment
+        return CursorContext(pos, base, "other")
+    return _in_flow(pos, _blanked(text, comments), cursor, base, start, line_start, line_start + len(outline.raw[pos.line]))
+
+
+def _collection_end(outline: Outline, number: int, margin: int) -> int:
+    """The last line after ``number`` that a collection whose lines are indented past
+    ``margin`` may go on to, within the look-back's budget (for the keys after the cursor)."""
+    chars = 0
+    end = min(len(outline.lines), number + 1 + FLOW_LINES)
+    for i in range(number + 1, end):
+        chars += len(outline.raw[i]) + 1
+        if chars > FLOW_CHARS or i in outline.block_owner or _left(outline, i, margin):
+            return i - 1
+    return end - 1
+
+
+def _comments(text: str, start: int) -> list[int]:
+    """Where the comments of the flow collection text from ``start`` on start."""
+    found: list[int] = []
+    for _ in _unquoted(text, start, len(text), flow=True, comments=found):
+        pass  # the scan records the comments it skips
+    return found
+
+
+def _blanked(text: str, comments: list[int]) -> str:
+    """``text`` with the comments starting at ``comments`` replaced by spaces, to their line's end."""
+    pieces, done = [], 0
+    for start in comments:
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        pieces += [text[done:start], " " * (end - start)]
+        done = end
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
+def _unquoted(raw: str, start: int, end: int, flow: bool = False, comments: list[int] | None = None) -> Iterator[int]:
+    """The columns of the marks (``[]{},:#`` and quotes) of ``raw[start:end]`` outside quoted
+    scalars. A quote opens one only where a scalar starts: at ``start``, and in a flow
+    collection (``flow``) after ``[``, ``{``, ``,`` or ``:`` and any spaces (``it's`` in a
+    plain scalar is not a quote). With ``comments``, comments are skipped to the end of their
+    line and where each starts is added to it. The text between marks is passed over by
+    regular expressions, not character by character."""
+    opens, i = True, start
+    while (mark := _MARK.search(raw, i, end)) is not None:
+        j = mark.start()
+        opens = opens and not raw[i:j].strip(" \t\n")  # only spaces since a scalar could start
+        ch = raw[j]
+        if ch in "'\"" and opens:
+            closing = _CLOSING[ch].match(raw, j + 1, end)
+            # a quote doubled across ``end`` is text: the scalar goes on past it
+            if closing is None or (ch == "'" and closing.end() == end and raw[end:end + 1] == "'"):
+                return
+            i, opens = closing.end(), False
+        elif comments is not None and _starts_comment(raw, j, start):
+            comments.append(j)
+            i = raw.find("\n", j, end)  # on to the line break, ``opens`` as it was
+            if i < 0:
+                return
+        else:
+            yield j
+            i, opens = j + 1, flow and ch in "[{,:"
+
+
+def _starts_comment(raw: str, i: int, start: int) -> bool:
+    """Whether the ``#`` (outside quotes) at ``i`` starts a comment: at ``start`` or after a space."""
+    return raw[i] == "#" and (i == start or raw[i - 1] in " \t\n")
 
 
 def _comment_start(raw: str, line: Line | None) -> int | None:
@@ -481,7 +651,7 @@ def _comment_start(raw: str, line: Line | None) -> int | None:
         return None
     start = line.value_col
     for i in _unquoted(raw, start, len(raw), flow=raw[start:start + 1] in ("[", "{")):
-        if raw[i] == "#" and (i == start or raw[i - 1] in " \t"):
+        if _starts_comment(raw, i, start):
             return i
     return None
 
