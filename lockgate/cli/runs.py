@@ -210,15 +210,23 @@ def show_cmd(run_id: str, store: str | None, fmt: str) -> None:
     if "output" in audit:
         click.echo("output: " + json.dumps(audit["output"], sort_keys=True))
     click.echo()
-    table([[t["step_id"], t["kind"], _shown_status(t), str(t["attempts"]),
+    table([[t["step_id"], t["kind"], _shown_status(t, audit["status"]), str(t["attempts"]),
             f"{t['duration_ms']:.0f} ms" if "duration_ms" in t else "",
             one_line((t.get("failure") or {}).get("reason", ""))[:70]] for t in audit["trace"]],
           ["STEP", "KIND", "STATUS", "ATTEMPTS", "TIME", "LAST FAILURE"])
 
 
-def _shown_status(step: dict[str, Any]) -> str:
+# A step a finished run left unfinished, as `show` (and `lockgate graph`'s legend) names it:
+# nothing waits at the gate or runs the step any more (lockgate.engine.graphs.ENDED_RUN).
+_ENDED_RUN_STEPS = {"waiting_gate": "stopped", "running": "stopped", "ready": "stopped", "pending": "not reached"}
+
+
+def _shown_status(step: dict[str, Any], run_status: str) -> str:
     """A step's status as ``show`` prints it: a dispatched step names the attempt its agent is on
-    (ATTEMPTS counts the finished ones, so it reads 0 during the first), as ``why`` does."""
+    (ATTEMPTS counts the finished ones, so it reads 0 during the first), as ``why`` does; in a
+    run that has ended, a step it left unfinished says so (a gate there waits for nothing)."""
+    if run_status != "running" and step["status"] in _ENDED_RUN_STEPS:
+        return _ENDED_RUN_STEPS[step["status"]]
     if step["status"] == "ready":
         return f"dispatched, attempt {step['attempts'] + 1}"
     return str(step["status"])

@@ -1,8 +1,10 @@
 """A run's flow graph with each step's status, for ``lockgate graph RUN`` and the notebook.
 
 Maps the engine's step statuses onto the picture's palette: a step ``waiting_gate`` is drawn as
-waiting, ``ready`` as ready, and the gate that killed a run as killed. Fanout items and subflow
-children (``fan/3``, ``wrap/digest``) colour their parent step.
+waiting, ``ready`` as ready, and the gate that killed a run as killed. Once the run has ended
+(complete, failed, killed or cancelled) nothing waits or runs any more: a gate it left waiting and
+a step it left running or dispatched are drawn as stopped, a step it never reached as not
+reached. Fanout items and subflow children (``fan/3``, ``wrap/digest``) colour their parent step.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ ENGINE_TO_PICTURE = {
     "failed": "failed",
     "skipped": "skipped",
 }
+# What a step that never finished is drawn as once its run has ended.
+ENDED_RUN = {"waiting": "stopped", "running": "stopped", "ready": "stopped", "retrying": "stopped",
+             "pending": "not_reached"}
 
 
 def stored_spec(store: Any, run_id: str) -> Spec:
@@ -46,6 +51,8 @@ def picture_statuses(audit: Mapping[str, Any]) -> dict[str, str]:
         if status == "ready" and entry.get("attempts", 0) >= 1:
             status = "retrying"
         statuses[step_id] = status
+    if audit.get("status", "running") != "running":
+        statuses = {step: ENDED_RUN.get(status, status) for step, status in statuses.items()}
     if audit.get("status") == "killed":
         for event in reversed(audit.get("events", [])):
             if event.get("type") == "gate_resolved" and (event.get("detail") or {}).get("decision") == "kill":
