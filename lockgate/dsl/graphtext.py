@@ -14,7 +14,7 @@ import networkx as nx
 _FILL = {
     "pending": "#e1e4e8", "ready": "#cfe5fa", "running": "#4f9dde", "retrying": "#a371f7",
     "waiting": "#f2cc60", "succeeded": "#3fb950", "failed": "#e5534b", "skipped": "#ffffff",
-    "killed": "#6e7781",
+    "killed": "#6e7781", "stopped": "#c4a7a0", "not_reached": "#f0f2f4",
 }
 _MERMAID_ARROW = {
     "data": "-->", "after": "-.->", "on_fail": "-. on_fail .->", "approve": "-- approve -->",

@@ -93,10 +93,14 @@ def test_a_gate_an_ended_run_left_waiting_is_not_drawn_waiting(tmp_path: Path, h
     fills = dot_fills(dot)
     assert fills["work"] == STATUS_STYLES["succeeded"].fill.lower()
     assert WAITING_FILL not in fills.values(), dot
+    assert fills["review"] == STATUS_STYLES["stopped"].fill.lower()
+    assert fills["ship"] == STATUS_STYLES["not_reached"].fill.lower()
 
     mermaid = cli(db, "graph", run_id, "--format", "mermaid")
     assert "waiting" not in mermaid, mermaid
     assert re.search(r"^    class n0_work succeeded$", mermaid, re.MULTILINE)
+    assert f"classDef stopped fill:{STATUS_STYLES['stopped'].fill.lower()}," in mermaid, mermaid
+    assert re.search(r"^    class (\w+,)*n2_review stopped$", mermaid, re.MULTILINE), mermaid
 
     shown = cli(db, "show", run_id)
     assert re.search(r"^review +gate +stopped ", shown, re.MULTILINE), shown
