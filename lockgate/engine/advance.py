@@ -139,13 +139,13 @@ def issue_task(run: LiveRun, loc: Located, st: StepState) -> None:
 
 
 def _reserve_failed(run: LiveRun, loc: Located, st: StepState, over: budget.Ledger) -> bool:
-    reason = f"{over.level} budget exhausted: dispatches limit {over.limits['dispatches']:g}"
+    reason = budget.exhausted(over, dispatch=True)
     if over.level == "flow":
         run.fail_run("budget_exhausted", reason, st.key)
     elif over.level == "subflow":
         fail_parent(run, loc.scope, {"kind": "budget", "reason": reason, "violations": []})
     else:
-        fail_attempt(run, loc, st, {"kind": "budget", "reason": "task budget exhausted", "violations": []})
+        fail_attempt(run, loc, st, {"kind": "budget", "reason": reason, "violations": []})
     return False
 
 
@@ -223,7 +223,7 @@ def spend_unbudgeted(run: LiveRun, loc: Located, st: StepState, spend: dict[str,
     if over is None:
         return True
     run.set_status(st, FAILED)
-    reason = f"{over.level} budget exhausted"
+    reason = budget.exhausted(over)
     if over.level == "flow":
         run.fail_run("budget_exhausted", reason, st.key, spent=dict(run.header.spent), budget=dict(run.root.flow.budget))
     else:

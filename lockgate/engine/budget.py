@@ -2,9 +2,10 @@
 
 A ledger enforces only the keys its budget declares (``usd``, ``tokens``, ``dispatches``,
 ``ms``), but every ledger records everything spent. *Reserve* (before a dispatch) debits one
-dispatch only if no ledger would overflow; *settle* (after work ran) records the reported usage
-in every ledger even over the limit, then says which ledger overflowed. The flow ledger wins over
-the subflow's, which wins over the task's.
+dispatch only if no ledger would overflow (one dispatch too many, or a key already spent past
+its limit); *settle* (after work ran) records the reported usage in every ledger even over the
+limit, then says which ledger overflowed. The flow ledger wins over the subflow's, which wins
+over the task's.
 """
 
 from __future__ import annotations
@@ -52,16 +53,46 @@ def reserve(run: LiveRun, scope: Scope, task: StepState, limits: Mapping[str, fl
 
 
 def reserve_dispatch(run: LiveRun, books: list[Ledger]) -> Ledger | None:
-    """Debit one dispatch from every ledger, or nothing and return the first that would overflow."""
+    """Debit one dispatch from every ledger, or nothing and return the first that refuses it
+    (see :func:`refuses`)."""
     for book in books:
-        limit = book.limits.get("dispatches")
-        if limit is not None and book.spent.get("dispatches", 0) + 1 > limit:
+        if book.limits and refuses(book):
             return book
     for book in books:
         book.spent["dispatches"] = book.spent.get("dispatches", 0) + 1
         if book.owner is not None:
             run.touch(book.owner)
     return None
+
+
+def refuses(book: Ledger) -> bool:
+    """Whether ``book`` refuses one more dispatch: the check is ``spent + amount <= limit`` for
+    every declared key, the amount being one dispatch, so a ledger already spent past its
+    ``usd``, ``tokens`` or ``ms`` limit refuses it too."""
+    spent = book.spent
+    for key, limit in book.limits.items():
+        if spent.get(key, 0) + (key == "dispatches") > limit:
+            return True
+    return False
+
+
+def exhausted(book: Ledger, *, dispatch: bool = False) -> str:
+    """Why ``book`` ran out, naming its level, the key and the limit ("flow budget exhausted:
+    usd 1.2 spent of 1"); ``dispatch``: it refused one more dispatch, rather than overflowed
+    when work settled."""
+    for key, limit in book.limits.items():
+        spent = book.spent.get(key, 0)
+        if spent + (dispatch and key == "dispatches") > limit:
+            return f"{book.level} budget exhausted: {key} {figure(spent)} spent of {figure(limit)}"
+    return f"{book.level} budget exhausted"
+
+
+def figure(amount: float) -> str:
+    """``amount`` as a message shows it: a whole number without decimals, else ten significant
+    digits (enough for any limit, short of the float noise of a sum such as 0.4 * 3)."""
+    if isinstance(amount, int) or float(amount).is_integer():
+        return str(int(amount))
+    return f"{amount:.10g}"
 
 
 def charge(run: LiveRun, key: str, books: list[Ledger], spend: Mapping[str, float]) -> Ledger | None:

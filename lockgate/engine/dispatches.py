@@ -68,16 +68,17 @@ def reported_result(reported: Mapping[str, Any]) -> AgentResult:
     """The AgentResult of a dispatch's ``reported`` result (held by the engine while a judge
     was asked), to report it again as it was."""
     usage = reported.get("usage") or {}
-    spent = Usage(tokens=int(usage.get("tokens", 0)), usd=float(usage.get("usd", 0.0)))
+    spent = Usage(tokens=int(usage.get("tokens", 0)), usd=float(usage.get("usd", 0.0)),
+                  ms=float(usage["ms"]) if "ms" in usage else None)
     if reported.get("failure") is not None:
         return AgentResult.failed(str(reported["failure"]), usage=spent)
     return AgentResult.success(reported.get("result"), usage=spent)
 
 
 def usage_of(result: AgentResult) -> dict[str, float] | None:
-    """The non-zero usage figures of ``result`` for ``step_done`` (None when there are none)."""
-    usage = {k: v for k, v in result.usage.to_json().items() if v}
-    return usage or None
+    """What ``result`` spent, for ``step_done`` (None when nothing): its non-zero usage, ``ms``
+    being the call's measured duration unless the agent reported its own."""
+    return result.spend() or None
 
 
 def stage_data(entry: Mapping[str, Any]) -> dict[str, Any]:

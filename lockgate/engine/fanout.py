@@ -109,12 +109,11 @@ def _ready_item(run: LiveRun, loc: Located, fan_st: StepState, item: StepState) 
         return
     over = budget.reserve(run, run.root, fan_st, loc.cstep.budget)
     if over is not None:
-        reason = f"{over.level} budget exhausted: dispatches limit {over.limits['dispatches']:g}"
+        reason = budget.exhausted(over, dispatch=True)
         if over.level == "flow":
             run.fail_run("budget_exhausted", reason, item.key)
         else:
-            _item_failed(run, loc, fan_st, item, {"kind": "budget", "reason": "task budget exhausted",
-                                                   "violations": []})
+            _item_failed(run, loc, fan_st, item, {"kind": "budget", "reason": reason, "violations": []})
         return
     if _engine_worktree(loc):
         workspace = run.workspace()
@@ -195,15 +194,15 @@ def _item_spend(run: LiveRun, loc: Located, fan_loc: Located, fan_st: StepState,
     over = budget.charge(run, item.key, budget.ledgers(run, run.root, fan_st, loc.cstep.budget), spend)
     if over is None:
         return True
+    reason = budget.exhausted(over)
     if over.level == "flow":
         item.attempts.append({"attempt": item.stage_attempts + 1, "stage": item.stage, "at": now(),
-                              "failure": {"kind": "budget", "reason": "flow budget exhausted"}})
+                              "failure": {"kind": "budget", "reason": reason}})
         item.token = None
         run.set_status(item, FAILED)
-        run.fail_run("budget_exhausted", "flow budget exhausted", item.key, spent=dict(run.header.spent))
+        run.fail_run("budget_exhausted", reason, item.key, spent=dict(run.header.spent))
     else:
-        _item_failed(run, fan_loc, fan_st, item, {"kind": "budget", "reason": "task budget exhausted",
-                                                   "violations": []})
+        _item_failed(run, fan_loc, fan_st, item, {"kind": "budget", "reason": reason, "violations": []})
     return False
 
 

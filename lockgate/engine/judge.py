@@ -84,7 +84,7 @@ class AgentJudge:
         outcome = await self.agent.execute(task)
         if not outcome.ok:
             raise JudgeError(f"judge agent {self.name!r}: {outcome.failure}")
-        spent = {key: value for key, value in outcome.usage.to_json().items() if value}
+        spent = outcome.spend()  # its measured time too: ms budgets count judging
         if spent and isinstance(outcome.output, Mapping):
             return {**outcome.output, "usage": spent}  # settled like the judged step's own usage
         return outcome.output

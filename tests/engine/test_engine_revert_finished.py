@@ -136,8 +136,14 @@ def test_a_flow_budget_spent_inside_the_fanout_can_be_reverted_and_committed(eng
                              usage={"tokens": 6})
     assert ended["status"] == "error" and ended["error_type"] == "budget_exhausted"
     assert engine.commit(run, "ended")["status"] == "committed"
-    revived(engine, run)
-    assert engine.audit(run)["spent"]["tokens"] == 6  # spend is not rolled back
+    back = engine.revert(run, "start")
+    assert back["reverted_to"] == "start" and back["status"] == "execute_step"  # the run lives again
+    # spend is not rolled back (semantics §6.14), and a ledger spent past a limit refuses the
+    # next dispatch (§6.10): the revived run stops at the fanout's first item
+    again = drive(engine, run, echo)
+    assert again["status"] == "error" and again["error_type"] == "budget_exhausted"
+    assert again["message"] == "flow budget exhausted: tokens 6 spent of 5"
+    assert engine.audit(run)["spent"]["tokens"] == 6
     assert engine.revert(run, "ended")["status"] == "error"  # a snapshot of the ended run stays ended
     assert statuses(engine, run)["fan"] == "running"
 

@@ -95,13 +95,18 @@ def json_instruction(schema: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class Usage:
-    """What a call consumed; feeds the engine's ``budget``."""
+    """What a call consumed; feeds the engine's ``budget``. ``ms`` is the agent's own account of
+    its time; None (the usual) charges the call's measured duration instead (see
+    :meth:`AgentResult.spend`)."""
 
     tokens: int = 0
     usd: float = 0.0
+    ms: float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"tokens": self.tokens, "usd": self.usd}
+        if self.ms is None:
+            return {"tokens": self.tokens, "usd": self.usd}
+        return {"tokens": self.tokens, "usd": self.usd, "ms": self.ms}
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,11 @@ class Telemetry:
 
     def to_json(self) -> dict[str, Any]:
         return {"duration_ms": self.duration_ms, "model": self.model}
+
+
+#: The shortest measured call charged as ``ms``: a budget's unit. Shorter calls (an instant Python
+#: agent's) are not charged, which spares them a usage settlement and its event per dispatch.
+CHARGED_MS = 1.0
 
 
 @dataclass(frozen=True)
@@ -135,6 +145,18 @@ class AgentResult:
     def failed(cls, failure: str, *, usage: Usage | None = None,
                telemetry: Telemetry | None = None) -> AgentResult:
         return cls(failure=failure, usage=usage or Usage(), telemetry=telemetry or Telemetry())
+
+    def spend(self) -> dict[str, float]:
+        """What the call costs the budgets: its non-zero ``tokens``, ``usd`` and ``ms``, the
+        last being the time the agent reported, else the call's measured duration (to the
+        microsecond) when it reaches :data:`CHARGED_MS`."""
+        usage = self.usage
+        ms = usage.ms
+        if ms is None:
+            measured = self.telemetry.duration_ms
+            ms = round(measured, 3) if measured >= CHARGED_MS else 0
+        return {key: value for key, value in (("tokens", usage.tokens), ("usd", usage.usd), ("ms", ms))
+                if value}
 
     def with_duration(self, duration_ms: float) -> AgentResult:
         """A copy whose telemetry carries ``duration_ms`` (kept if the adapter measured one)."""
