@@ -173,6 +173,7 @@ def resolver(run: LiveRun, scope: Scope, item: Any = UNDEFINED, prev: Any = UNDE
             return walk_path(entry["value"], ref.path)
         return walk_path(item if kind == "item" else prev, ref.path)
 
+    resolve.fate = lambda ref: carry.fate(run, scope, ref)  # type: ignore[attr-defined]  # for render errors
     return resolve
 
 
