@@ -345,7 +345,8 @@ def _gate_command(decision: str, summary: str) -> click.Command:
         with _steering(run_id, store):
             engine = _engine(store, judging=True)
             gate = _open_gate(engine, run_id, step_id)
-            result = _call(lambda: engine.resolve_waiting_gate(run_id, step_id, decision, note, resolved_by))
+            result = _call(lambda: engine.resolve_waiting_gate(run_id, step_id, decision, note, resolved_by,
+                                                               via="cli"))
         _print_response(result, fmt, engine, store)
         if decision == "revise" and result.get("status") == "error":
             # semantics §6.7: a revise past the round limit is taken, and fails the run

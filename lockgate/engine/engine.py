@@ -139,13 +139,18 @@ class Engine:
         return self._drive(run_id, self._report(run_id, _step_id(step_id), result, token, failure, spend))
 
     def gate_resolve(self, run_id: str, step_id: str, outcome: str, rationale: str = "",
-                     resolved_by: str = "human", token: str | None = None) -> dict[str, Any]:
-        """Approve, revise or kill (``reject``) a waiting gate, fenced by its gate token."""
+                     resolved_by: str = "human", token: str | None = None, *, via: str | None = None) -> dict[str, Any]:
+        """Approve, revise or kill (``reject``) a waiting gate, fenced by its gate token. ``via``:
+        the surface the decision came through (``"mcp"``, ``"cli"``, ``"notebook"``), kept in its
+        audit event (``resolved_by`` is only what the caller says); None, the default, keeps none."""
         rationale, resolved_by = decision_text(rationale, resolved_by)  # refused before anything is held
-        held = self._park_decision(run_id, _step_id(step_id), outcome, rationale, resolved_by, token)
+        if via is not None and not (isinstance(via, str) and via.isidentifier() and len(via) <= 32):
+            raise EngineError(f"via names a surface (a short word such as 'mcp'), not {via!r:.80}",
+                              error_type="invalid_arguments")
+        held = self._park_decision(run_id, _step_id(step_id), outcome, rationale, resolved_by, token, via)
         try:
             out = self._transact(run_id, lambda run: _settled(_gate_resolve, run, step_id, outcome, rationale,
-                                                              resolved_by, token))
+                                                              resolved_by, token, via))
         except EngineError:
             if held is not None:  # refused, changing nothing: nothing stays held either
                 self._transact(run_id, lambda run: unpark(run, step_id, held))
@@ -162,7 +167,7 @@ class Engine:
         return self._drive(run_id, out)
 
     def resolve_waiting_gate(self, run_id: str, step_id: str, outcome: str, rationale: str = "",
-                             resolved_by: str = "human") -> dict[str, Any]:
+                             resolved_by: str = "human", *, via: str | None = None) -> dict[str, Any]:
         """Decide a gate that waits now, using its current token.
 
         For people deciding from the CLI or a notebook, who hold no token: the decision applies
@@ -179,7 +184,7 @@ class Engine:
             waiting = ", ".join(gates) or "none"
             raise EngineError(f"step {step_id} of run {run_id} is not a waiting gate (waiting gates: {waiting})",
                               error_type="not_awaiting")
-        return self.gate_resolve(run_id, step_id, outcome, rationale, resolved_by, gates[step_id]["token"])
+        return self.gate_resolve(run_id, step_id, outcome, rationale, resolved_by, gates[step_id]["token"], via=via)
 
     def cancel(self, run_id: str, reason: str | None = None) -> dict[str, Any]:
         """Cancel a running run, burning every outstanding token; other statuses are reported.
@@ -538,7 +543,7 @@ class Engine:
             self._transact(run_id, lambda live: park(live, step_id, record))
 
     def _park_decision(self, run_id: str, step_id: str, outcome: Any, rationale: Any, resolved_by: Any,
-                       token: Any) -> dict[str, Any] | None:
+                       token: Any, via: str | None = None) -> dict[str, Any] | None:
         """:meth:`_park` for a gate decision: the transition applying it may reach a judged
         ensure (a ``set`` step after the gate, a revise's region), so it is held on the gate
         first and a crash while the judge answers does not lose what a person decided. The
@@ -550,7 +555,7 @@ class Engine:
         if (not run.cspec.judges or self.judge is None or st is None or not isinstance(outcome, str)
                 or outcome not in DECISIONS or not isinstance(token, str)):
             return None
-        record = parked_decision(token, DECISIONS[outcome], rationale, resolved_by)
+        record = parked_decision(token, DECISIONS[outcome], rationale, resolved_by, via)
         if st.parked != record:
             try:
                 self._transact(run_id, lambda live: park(live, step_id, record, gate=True))

@@ -19,6 +19,11 @@ from .responses import dispatch_entry, gate_entry
 
 #: The value of an option the user writes in (a gate decision's note), shown as ``"..."``
 FILL_IN = "..."
+#: How the wait of an evaluate command no live process holds ends (its process may be alive,
+#: about to claim the run, or gone: a caller that can tell says which)
+IF_GONE = "; if the process running it is gone, resuming the run runs it again"
+#: How the wait of a gate decided before the process applying it stopped ends
+RESUMING_APPLIES = "; resuming the run applies it"
 
 
 def action(command: str, *args: str, **options: str) -> dict[str, Any]:
@@ -43,7 +48,7 @@ def explain(run: LiveRun) -> dict[str, Any]:
     if header.status == RUN_RUNNING:
         holder = holding(run.driver)
         driving = holder is not None and not holder.stopping and not holder.commands_only
-        working = _working(holder, list(run.evaluating))
+        working = working_words(holder, list(run.evaluating))
         unblocked = _unblocked_by([action("cancel", rid)] if driving else _resume_or_cancel(rid))
         for key in run.waiting:
             gate = gate_entry(run, key)
@@ -51,7 +56,7 @@ def explain(run: LiveRun) -> dict[str, Any]:
                 held = gate["decided"]
                 waits.append({"kind": "gate", "step_id": key, "routes": gate["routes"], "token": gate["token"],
                               "reason": f"gate {key} was decided ({held['outcome']}, by {held['resolved_by']}) "
-                                        "before the process applying it stopped; resuming the run applies it",
+                                        f"before the process applying it stopped{RESUMING_APPLIES}",
                               **unblocked})
                 continue
             verbs = ["approve", *(["revise"] if "revise" in gate["decisions"] else []), "reject"]
@@ -70,11 +75,10 @@ def explain(run: LiveRun) -> dict[str, Any]:
             waits.append({"kind": "evaluate", "step_id": key, "command": call["command"],
                           "started_at": call["started_at"],
                           "reason": f"evaluate step {key} is running its command {call['command']!r}"
-                                    + (_working(holder, [], "evaluate") if holder is not None else
-                                       "; if the process running it is gone, resuming the run runs it again"),
+                                    + (working_words(holder, [], "evaluate") if holder is not None else IF_GONE),
                           **unblocked})
         running = f" and {counted(len(run.evaluating), 'evaluate command')}" if run.evaluating else ""
-        driven = _working(holder, list(run.evaluating), "run")
+        driven = working_words(holder, list(run.evaluating), "run")
         summary = (f"run {rid} is running: {counted(len(run.waiting), 'gate')} and "
                    f"{counted(len(run.outstanding), 'dispatch', 'dispatches')} "
                    f"outstanding{running}{driven}")
@@ -115,7 +119,7 @@ def round_limit_words(gate: Mapping[str, Any]) -> str | None:
     return f"round {limit['used']}/{limit['max']}, the {limit['set_by']}'s max_rounds"
 
 
-def _working(holder: Driver | None, evaluating: list[str], on: str = "wait") -> str:
+def working_words(holder: Driver | None, evaluating: list[str], on: str = "wait") -> str:
     """Who works ``on`` a ``"wait"`` (a dispatch), an ``"evaluate"`` command or, for the summary,
     the ``"run"``: the live process driving the run, if one does. One whose drive is stopping
     (Ctrl-C) does nothing more and keeps a resume out until it has exited; one that only runs

@@ -31,7 +31,12 @@ from .textargs import decision_text
 DECISIONS = {"approve": "approve", "revise": "revise", "kill": "kill", "reject": "kill"}
 
 
-def gate_resolve(run: LiveRun, key: str, outcome: Any, rationale: Any, resolved_by: Any, token: Any) -> None:
+def gate_resolve(run: LiveRun, key: str, outcome: Any, rationale: Any, resolved_by: Any, token: Any,
+                 via: str | None = None) -> None:
+    """Apply a decision on the waiting gate ``key``. ``via``: the surface it came through
+    (``"mcp"``, ``"cli"``, ``"notebook"``; None for the Python API), recorded in the audit's
+    ``gate_resolved`` event as ``decided_via``, since ``resolved_by`` is whatever the caller
+    says (an agent may call itself "human")."""
     decision = DECISIONS.get(outcome) if isinstance(outcome, str) else None
     if decision is None:
         raise EngineError(f"invalid gate decision {outcome!r}; expected approve, revise or kill (reject)",
@@ -40,7 +45,7 @@ def gate_resolve(run: LiveRun, key: str, outcome: Any, rationale: Any, resolved_
         st = check_issuance(run, key, token, gate=True)
     except StaleToken as exc:
         raise _decided_otherwise(run, key, decision, exc) from None
-    rationale, resolved_by = _held(run, st, key, decision, token) or (rationale, resolved_by)
+    rationale, resolved_by, via = _held(run, st, key, decision, token) or (rationale, resolved_by, via)
     loc = run.locate(key)
     gate = loc.cstep.step.gate
     assert gate is not None
@@ -49,7 +54,7 @@ def gate_resolve(run: LiveRun, key: str, outcome: Any, rationale: Any, resolved_
              "at": now(), "round": _rounds(run, loc.scope)}
     if decision == "revise":
         _refuse_targetless(run, loc, key)
-        _revise(run, loc, st, entry)
+        _revise(run, loc, st, entry, via)
         return
     st.decisions = [*(st.decisions or []), entry]
     st.accepted = st.token
@@ -57,7 +62,7 @@ def gate_resolve(run: LiveRun, key: str, outcome: Any, rationale: Any, resolved_
     target = gate.on_approve if decision == "approve" else gate.on_kill
     if decision == "kill" and target is None:
         run.set_status(st, FAILED)
-        _event(run, st.key, entry, None)
+        _event(run, st.key, entry, None, via)
         reason = f"gate {loc.cstep.id} killed flow"
         if loc.scope.parent is not None:
             fail_parent(run, loc.scope, {"kind": "killed", "reason": reason, "violations": []})
@@ -66,7 +71,7 @@ def gate_resolve(run: LiveRun, key: str, outcome: Any, rationale: Any, resolved_
                          resolved_by=entry["resolved_by"])
         return
     run.set_status(st, SUCCEEDED)
-    _event(run, st.key, entry, target)
+    _event(run, st.key, entry, target, via)
     if target is None and decision == "approve" and loc.scope.parent is not None:
         _end_subflow(run, loc)
         return
@@ -153,10 +158,11 @@ def _refuse_targetless(run: LiveRun, loc: Located, key: str) -> None:
                           step_id=key, decisions=["approve", "kill"])
 
 
-def _held(run: LiveRun, st: Any, key: str, decision: str, token: Any) -> tuple[str, str] | None:
+def _held(run: LiveRun, st: Any, key: str, decision: str, token: Any) -> tuple[str, str, str | None] | None:
     """The decision held on the gate for this round (see Engine.gate_resolve), which is applied
-    now: (its rationale, who made it) when ``decision`` is the same outcome (the first one to
-    decide is the one recorded); StaleToken ``decided`` when it differs, changing nothing."""
+    now: (its rationale, who made it, the surface it came through) when ``decision`` is the same
+    outcome (the first one to decide is the one recorded); StaleToken ``decided`` when it
+    differs, changing nothing."""
     held = st.held_for(token)
     made = held.get("decision") if held is not None else None
     if not isinstance(made, dict):
@@ -169,7 +175,7 @@ def _held(run: LiveRun, st: Any, key: str, decision: str, token: Any) -> tuple[s
                          resolved_by=made["resolved_by"])
     st.parked = None
     run.touch(st)
-    return made["rationale"], made["resolved_by"]
+    return made["rationale"], made["resolved_by"], held.get("via")
 
 
 def _decided_otherwise(run: LiveRun, key: str, decision: str, exc: StaleToken) -> StaleToken:
@@ -186,7 +192,7 @@ def _decided_otherwise(run: LiveRun, key: str, decision: str, exc: StaleToken) -
                       resolved_by=by)
 
 
-def _revise(run: LiveRun, loc: Located, st: Any, entry: dict[str, Any]) -> None:
+def _revise(run: LiveRun, loc: Located, st: Any, entry: dict[str, Any], via: str | None) -> None:
     scope, cstep = loc.scope, loc.cstep
     gate = cstep.step.gate
     assert gate is not None
@@ -197,7 +203,7 @@ def _revise(run: LiveRun, loc: Located, st: Any, entry: dict[str, Any]) -> None:
         st.accepted = st.token
         st.token = None
         run.set_status(st, FAILED)
-        _event(run, st.key, entry, None)
+        _event(run, st.key, entry, None, via)
         reason = "gate revision rounds exhausted"
         if scope.parent is not None:
             fail_parent(run, scope, {"kind": "rounds", "reason": reason, "violations": []})
@@ -223,7 +229,7 @@ def _revise(run: LiveRun, loc: Located, st: Any, entry: dict[str, Any]) -> None:
     st.accepted = token
     st.iterations += 1
     run.touch(st)
-    _event(run, st.key, entry, scope.prefix + gate.on_revise)
+    _event(run, st.key, entry, scope.prefix + gate.on_revise, via)
     run.event("step_reset", st.key, reason="revise", reset=reset, round=total)
 
 
@@ -278,6 +284,8 @@ def _set_rounds(run: LiveRun, scope: Scope, value: int) -> None:
         run.touch(parent)
 
 
-def _event(run: LiveRun, key: str, entry: dict[str, Any], target: str | None) -> None:
+def _event(run: LiveRun, key: str, entry: dict[str, Any], target: str | None, via: str | None) -> None:
+    """The audit's ``gate_resolved`` event; ``decided_via`` only when the surface is known (a key
+    that sorts first, so the one-line ``lockgate audit`` shows it before cutting long details)."""
     run.event("gate_resolved", key, decision=entry["decision"], target=target, rationale=entry["rationale"],
-              resolved_by=entry["resolved_by"])
+              resolved_by=entry["resolved_by"], **({"decided_via": via} if via is not None else {}))

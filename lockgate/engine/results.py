@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..dsl.expr.equality import json_equal
+from ..dsl.values import UNDEFINED
 from ..errors import EngineError, StaleToken
 from . import budget, fanout
 from .advance import (
@@ -76,6 +77,39 @@ def _refuse_withdrawn(run: LiveRun, key: str, present: bool, gate: bool) -> None
                      "nothing changed", run_id=run.header.id, step_id=key, reason="stale")
 
 
+def check_report(run: LiveRun, key: str, token: Any, result: Any, failure: Any) -> StepState:
+    """:func:`check_issuance` for a reported ``result`` (or ``failure``): a report under a token
+    that already accepted a different result is refused as such (reason ``differs``), not as
+    a duplicate of it."""
+    try:
+        return check_issuance(run, key, token, gate=False)
+    except StaleToken as exc:
+        raise _reported_otherwise(run, key, result, failure, exc) from None
+
+
+def _reported_otherwise(run: LiveRun, key: str, result: Any, failure: Any, exc: StaleToken) -> StaleToken:
+    """``exc``, unless it calls a report a duplicate of an accepted result it differs from: that
+    report lost to the one accepted first (another session or server answered the same dispatch)
+    and must say so rather than read as done, as a gate decision does (``_decided_otherwise`` in
+    :mod:`lockgate.engine.gates`). Compared only here, on the refusal path."""
+    if exc.detail.get("reason") != "duplicate":
+        return exc
+    accepted = _accepted_result(run.steps[key])
+    if accepted is UNDEFINED or (failure is None and json_equal(accepted, result)):
+        return exc  # a repeat of the accepted report, or one whose result was not kept (a late spend)
+    yours = "result" if failure is None else "failure report"
+    return StaleToken(f"a different result was accepted first for step {key} under this token; your {yours} was "
+                      "not applied and nothing changed", run_id=run.header.id, step_id=key, reason="differs")
+
+
+def _accepted_result(st: StepState) -> Any:
+    """The result ``st`` accepted under its ``accepted`` token: a step's output, a fanout item's
+    last successful stage result (the attempts after it, if any, failed); UNDEFINED if none."""
+    if st.index is None:
+        return st.output
+    return next((a.get("result", UNDEFINED) for a in reversed(st.attempts) if "failure" not in a), UNDEFINED)
+
+
 def refuse_cancelled(run: LiveRun) -> None:
     """EngineError ``run_cancelled`` when the run is cancelled (or a cancel was asked)."""
     if run.header.status == RUN_CANCELLED or run.header.cancel_requested:
@@ -103,7 +137,7 @@ def step_done(run: LiveRun, key: str, result: Any, token: Any, failure: Any = No
     report, decided before reading it (see :func:`unstorable`): the attempt fails with it, as it
     does when the result is too large to keep (:func:`~lockgate.engine.textargs.oversize_result`),
     which is then neither checked nor kept. A failure's text is kept cut to its limit."""
-    st = check_issuance(run, key, token, gate=False)
+    st = check_report(run, key, token, result, failure)
     if failure is not None:
         failure = reported_failure(failure)
     elif rejected is None:
@@ -168,7 +202,10 @@ def park(run: LiveRun, key: str, record: dict[str, Any], *, gate: bool = False) 
     checks it: when that one asks a judge, which may take long, a crash meanwhile loses nothing
     reported, and the dispatch is described with the result to report again (``reported``)
     instead of work to do again (a gate with the decision to apply again: ``decided``)."""
-    st = check_issuance(run, key, record["token"], gate=gate)
+    if gate:
+        st = check_issuance(run, key, record["token"], gate=True)
+    else:
+        st = check_report(run, key, record["token"], record.get("result"), record.get("failure"))
     if gate and st.held_for(record["token"]) is not None:
         return  # a decision for this round is held already: the first one stands (see gates)
     if "result" in record and oversize_result(record["result"]) is not None:
@@ -177,10 +214,14 @@ def park(run: LiveRun, key: str, record: dict[str, Any], *, gate: bool = False) 
     run.touch(st)
 
 
-def parked_decision(token: Any, outcome: str, rationale: Any, resolved_by: Any) -> dict[str, Any]:
-    """The record of a gate decision held while its transition asks a judge (see :func:`park`)."""
+def parked_decision(token: Any, outcome: str, rationale: Any, resolved_by: Any,
+                    via: str | None = None) -> dict[str, Any]:
+    """The record of a gate decision held while its transition asks a judge (see :func:`park`),
+    with the surface it came through (``via``), when known, for its audit event (beside the
+    decision, which responses show as the gate's ``decided``)."""
     return {"token": token, "decision": {"outcome": outcome, "rationale": str(rationale or ""),
-                                         "resolved_by": str(resolved_by or "human")}}
+                                         "resolved_by": str(resolved_by or "human")},
+            **({"via": via} if via is not None else {})}
 
 
 def unpark(run: LiveRun, key: str, record: dict[str, Any]) -> None:

@@ -12,8 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..engine.evaluate import left_behind
-from ..engine.explain import commands_words, retries, stopping_words
+from ..engine.explain import action, commands_words, render, retries, stopping_words
 from ..errors import EngineError, LockgateError, SpecError, StoreError
+from .runners import GONE
 
 MAX_DIAGNOSTICS = 20
 
@@ -25,6 +26,10 @@ def _stale(detail: dict[str, Any]) -> str:
     if reason == "decided":
         return (f"Another decision ({detail.get('decision')}, by {detail.get('resolved_by')}) was taken first; "
                 "yours was not applied. Call lockgate_status for what the run waits on now.")
+    if reason == "differs":
+        return ("Another report for this dispatch (from another session or server) was accepted first and the "
+                "run went on with it; yours was not applied. There is nothing to redo for this token: "
+                "lockgate_audit's trace shows the accepted output, and lockgate_status the run's current work.")
     if reason == "duplicate":
         return ("That result was already accepted; nothing more to do for it. Call lockgate_status for the "
                 "run's current work.")
@@ -134,8 +139,29 @@ def _round_done(done: dict[str, Any]) -> str:
             f"`{done.get('until')}` does not hold yet{f' ({why})' if why else ''}.")
 
 
-def next_steps(result: dict[str, Any]) -> str | None:
-    """One line telling the agent what the response asks of it (None for non-protocol results)."""
+def _gate_command(run: Any, step: Any, store: str | None) -> str:
+    """The command a person approves the gate with, reaching the server's ``store``."""
+    act = action("gate approve", str(run), str(step))
+    return render(act) if store is None else render(act, store=store)
+
+
+def _gone(run: Any, steps: str) -> str:
+    """The process that ran the run's evaluate commands is gone (``runner_gone``)."""
+    return (f"Nothing runs the command of evaluate step(s) {steps} of run {run} any more: the process running it "
+            f"is gone (the command ended with it). Call lockgate_resume with run_id {run} to run it again here.")
+
+
+def next_steps(result: dict[str, Any], *, store: str | None = None) -> str | None:
+    """One line telling the agent what the response asks of it (None for non-protocol results);
+    ``store``: the ``--store`` a person's command needs to reach the server's store."""
+    line = _next_step(result, store)
+    if result.get(GONE) and result.get("status") != "evaluating":
+        steps = ", ".join(str(e.get("step_id")) for e in result.get("evaluating") or ())
+        line = f"{line} Then: {_gone(result.get('run_id'), steps)}" if line else _gone(result.get("run_id"), steps)
+    return line
+
+
+def _next_step(result: dict[str, Any], store: str | None) -> str | None:
     status, run = result.get("status"), result.get("run_id")
     if result.get("driven_by") and status in ("execute_step", "ensure_failed", "schema_failed", "evaluating"):
         return (f"Run {run} is being driven by {result['driven_by']}: its agents are doing the dispatched steps, so "
@@ -148,11 +174,11 @@ def next_steps(result: dict[str, Any]) -> str | None:
     if result.get("commands_by") and status in ("execute_step", "ensure_failed", "schema_failed"):
         steps = [str(e.get("step_id")) for e in result.get("evaluating") or ()]
         return (f"{commands_words(result['commands_by'], steps)} and nothing else: nobody does the dispatched "
-                f"steps, they are left to you. {_protocol_step(result)}")
-    return _protocol_step(result)
+                f"steps, they are left to you. {_protocol_step(result, store)}")
+    return _protocol_step(result, store)
 
 
-def _protocol_step(result: dict[str, Any]) -> str | None:
+def _protocol_step(result: dict[str, Any], store: str | None = None) -> str | None:
     """The next step the response's status asks of the agent, as if nobody else held the run."""
     status, run = result.get("status"), result.get("run_id")
     if status in ("ensure_failed", "schema_failed"):
@@ -182,9 +208,11 @@ def _protocol_step(result: dict[str, Any]) -> str | None:
         offered = " / ".join(result.get("decisions") or ("approve", "revise", "kill"))
         return (f"Gate {result.get('step_id')} waits for a decision: ask the user ({offered}) and "
                 f"call lockgate_gate_resolve with token {result.get('token')}, or let a person decide with "
-                f"`lockgate gate approve {run} {result.get('step_id')}` and call lockgate_status with wait_seconds.")
+                f"`{_gate_command(run, result.get('step_id'), store)}` and call lockgate_status with wait_seconds.")
     if status == "evaluating":
         steps = ", ".join(str(e.get("step_id")) for e in result.get("evaluating") or ()) or "(none listed)"
+        if result.get(GONE):
+            return _gone(run, steps)
         if left_behind(result):
             return (f"Run {run} shows evaluate step(s) {steps} running long past their timeout: the process "
                     f"running them is gone. Call lockgate_resume with run_id {run} to run them again here.")

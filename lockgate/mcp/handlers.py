@@ -25,9 +25,14 @@ from ..engine.engine import Engine
 from ..engine.evaluate import left_behind
 from ..engine.judge import JudgeBridge, Question, ask_judge, settle_blocking
 from ..errors import EngineError, SpecError
+from .runners import GONE, gone_in, marked
 from .specfile import SpecFileError, read_spec_file, spec_path
+from .waits import for_agent
 
 Args = Mapping[str, Any]
+#: Seconds between looks at whether the process running a run's evaluate commands still lives,
+#: while ``lockgate_status`` waits for their outcome.
+RECHECK_S = 2.0
 
 
 @dataclass
@@ -48,6 +53,9 @@ class ToolContext:
     engine: Engine
     root: Path
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: the ``--store`` a person's ``lockgate`` command needs to reach this server's store (None:
+    #: the default one, as the CLI's hints leave it out)
+    store_shown: str | None = None
 
     def __post_init__(self) -> None:
         self.engine.around_commands = self.unlocked
@@ -125,33 +133,48 @@ def plan(ctx: ToolContext, args: Args) -> dict[str, Any]:
 # -- the consumer protocol --------------------------------------------------------------------------
 
 
+def _checked(ctx: ToolContext, run_id: str, out: dict[str, Any]) -> dict[str, Any]:
+    """``out`` marked ``runner_gone`` when the process running the evaluate commands it shows is
+    gone (see :mod:`lockgate.mcp.runners`): they wait for a resume, not for time to pass."""
+    return marked(out, ctx.call(gone_in, ctx.engine, run_id, out))
+
+
 def step_done(ctx: ToolContext, args: Args) -> dict[str, Any]:
     has_result, has_failure = "result" in args, "failure" in args
     if has_result == has_failure:
         raise invalid("give exactly one of `result` (the step's output) or `failure` (why it could not be done)")
-    return ctx.call(ctx.engine.step_done, args["run_id"], args["step_id"], args.get("result"), args["token"],
-                    failure=args.get("failure"), usage=args.get("usage"))
+    return _checked(ctx, args["run_id"], ctx.call(
+        ctx.engine.step_done, args["run_id"], args["step_id"], args.get("result"), args["token"],
+        failure=args.get("failure"), usage=args.get("usage")))
 
 
 def gate_resolve(ctx: ToolContext, args: Args) -> dict[str, Any]:
-    return ctx.call(ctx.engine.gate_resolve, args["run_id"], args["step_id"], args["outcome"],
-                    args["rationale"], args["resolved_by"], args["token"])
+    """Decide a gate; its audit event says the decision came through MCP (``decided_via``), since
+    ``resolved_by`` is whatever the calling agent says."""
+    return _checked(ctx, args["run_id"], ctx.call(
+        ctx.engine.gate_resolve, args["run_id"], args["step_id"], args["outcome"], args["rationale"],
+        args["resolved_by"], args["token"], via="mcp"))
 
 
 def status(ctx: ToolContext, args: Args) -> dict[str, Any]:
     """The current response; with ``wait_seconds``, wait while only gate decisions (or evaluate
     commands running elsewhere, unless they were left behind by a process that is gone) are
-    awaited."""
+    awaited. A process that dies writes nothing, so while commands run elsewhere the wait looks
+    again every :data:`RECHECK_S` seconds whether their process still lives."""
     run_id = args["run_id"]
     deadline = time.monotonic() + float(args.get("wait_seconds", 0))
     store = ctx.engine.store
     while True:
         version = ctx.call(store.current_version, run_id)
         out = ctx.call(ctx.engine.status, run_id)
+        gone = ctx.call(gone_in, ctx.engine, run_id, out)
+        out = marked(out, gone)
         remaining = deadline - time.monotonic()
-        if out["status"] not in ("await_gate", "evaluating") or remaining <= 0 or left_behind(out):
+        if (out["status"] not in ("await_gate", "evaluating") or remaining <= 0 or left_behind(out)
+                or out.get(GONE)):
             return out
-        store.wait_for_change(run_id, version, remaining)
+        look = remaining if not out.get("evaluating") else min(remaining, RECHECK_S if gone is None else gone)
+        store.wait_for_change(run_id, version, look)
 
 
 def audit(ctx: ToolContext, args: Args) -> dict[str, Any]:
@@ -163,7 +186,7 @@ def commit(ctx: ToolContext, args: Args) -> dict[str, Any]:
 
 
 def revert(ctx: ToolContext, args: Args) -> dict[str, Any]:
-    return ctx.call(ctx.engine.revert, args["run_id"], args["label"])
+    return _checked(ctx, args["run_id"], ctx.call(ctx.engine.revert, args["run_id"], args["label"]))
 
 
 def cancel(ctx: ToolContext, args: Args) -> dict[str, Any]:
@@ -175,7 +198,14 @@ def resume(ctx: ToolContext, args: Args) -> dict[str, Any]:
 
 
 def why(ctx: ToolContext, args: Args) -> dict[str, Any]:
-    return ctx.call(ctx.engine.why, args["run_id"])
+    """``Engine.why`` told for the agent doing the steps (see :mod:`lockgate.mcp.waits`)."""
+    run_id = args["run_id"]
+    engine = ctx.engine
+    out = ctx.call(engine.why, run_id)
+    current = ctx.call(engine.status, run_id)
+    holder = ctx.call(engine.driver_of, run_id)
+    gone = ctx.call(gone_in, engine, run_id, current) == 0 or left_behind(current)
+    return for_agent(out, current, holder, gone=gone, store=ctx.store_shown)
 
 
 # -- listings and pictures ------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import sys
 from collections.abc import Mapping
 from functools import partial
@@ -105,7 +106,7 @@ def call_tool(ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None) 
                                     structured_content=data, is_error=True)
     content: list[types.ContentBlock] = [types.TextContent(type="text", text=result_text(result))]
     if name in _GUIDED:
-        guidance = [next_steps(result), *_revisions(result)]
+        guidance = [next_steps(result, store=ctx.store_shown), *_revisions(result)]
         content.extend(types.TextContent(type="text", text=line) for line in guidance if line)
     return types.CallToolResult(content=content, structured_content=result, is_error=False)
 
@@ -218,7 +219,25 @@ def make_context(store: str | None = None, workspace: str | Path | None = None) 
     if problem:  # stderr is the host's log of the server
         print(f"lockgate mcp: no judge for judged ensures (they fail closed): {problem}", file=sys.stderr)
     engine = Engine(store=open_store(store), workspace=root, judge=JudgeBridge(judge) if judge else None)
-    return ToolContext(engine, root)
+    return ToolContext(engine, root, store_shown=store_for_commands(store))
+
+
+def store_for_commands(store: str | None) -> str | None:
+    """The ``--store`` a person's ``lockgate`` command needs to reach this server's store: the
+    one it was given (``--store`` or ``$LOCKGATE_STORE``, which a terminal may not have), a
+    SQLite path made absolute (the server's directory may not be the person's), a database URL
+    without its password (see :func:`lockgate.cli.hints.shown_store`); None for the default store,
+    which the CLI's hints leave out too."""
+    from ..cli.hints import shown_store
+    from ..engine.store import ENV_VAR
+
+    given = store if store is not None else os.environ.get(ENV_VAR) or None
+    if given is None:
+        return None
+    path = given.removeprefix("sqlite://")
+    if "://" in path or given in {"memory", "memory://", ":memory:"}:
+        return shown_store(given)
+    return str(Path(path).expanduser().absolute())
 
 
 async def serve_stdio(ctx: ToolContext) -> None:

@@ -306,9 +306,10 @@ WHY = ToolSpec(
     title="What a run waits on",
     description=(
         "Explain in words what a run is waiting on (gates, dispatched steps, evaluate commands "
-        "running) and the exact command that unblocks each wait (`commands`, as text; `actions`, the "
-        "same as data: command words, arguments, options); for a finished run, why it ended and "
-        "which checkpoints it can be reverted to."
+        "running) and what ends each wait: `tools`, the calls you make (`tool`, the `arguments` known, "
+        "and in `also` the ones you add: a step's `result`, a gate's decision), and for a gate a person "
+        "may decide at a terminal, `commands`, the exact `lockgate` commands for them (`actions`, the "
+        "same as data); for a finished run, why it ended and which checkpoints it can be reverted to."
     ),
     properties={"run_id": RUN_ID},
     required=("run_id",),
