@@ -142,7 +142,7 @@ def test_two_processes_reporting_the_same_result_one_wins_one_is_refused(tmp_pat
     first = engine.plan(CHAIN, {"items": [1]})
     run = first["run_id"]
     outcome = _race(db, run, [("s1", first["token"], {"n": 1}), ("s1", first["token"], {"n": 2})])
-    assert [o[0] for o in outcome] == ["duplicate", "ok"]
+    assert [o[0] for o in outcome] == ["differs", "ok"]  # the loser's result was not the one kept
     audit = Engine(store=open_store(db)).audit(run)
     s1 = [e for e in audit["events"] if e["type"] == "result" and e["step_id"] == "s1"]
     assert len(s1) == 1
