@@ -318,7 +318,7 @@ def _settle_usage(run: LiveRun, loc: Located, st: StepState, usage: Any, reporte
     task = st if loc.index is None else run.steps[loc.cstep.id]
     over = budget.charge(run, st.key, budget.ledgers(run, loc.scope, task, loc.cstep.budget), spend) if spend else None
     if over is not None:
-        reason = f"{over.level} budget exhausted"
+        reason = budget.exhausted(over)
         if over.level != "task":  # the step that overspent fails; its scope ends
             st.failure = {"kind": "budget", "reason": reason}
             st.attempts.append({"attempt": len(st.attempts) + 1, "at": now(), "failure": st.failure})
@@ -330,8 +330,7 @@ def _settle_usage(run: LiveRun, loc: Located, st: StepState, usage: Any, reporte
         elif over.level == "subflow":
             fail_parent(run, loc.scope, {"kind": "budget", "reason": reason, "violations": []})
         else:
-            fail_attempt(run, loc, st, {"kind": "budget", "reason": "task budget exhausted", "violations": []},
-                         usage=reported)
+            fail_attempt(run, loc, st, {"kind": "budget", "reason": reason, "violations": []}, usage=reported)
         return False
     if usage and "dispatches" in usage:
         fail_attempt(run, loc, st, {"kind": "usage", "reason": "dispatches are engine-accounted; do not report "

@@ -603,7 +603,7 @@ def test_the_child_that_overspends_a_subflow_budget_fails_and_the_run_step_with_
     drive(engine, run, Script({"wrap/draft": [Usage({"text": "d"}, {"tokens": 150})]}))
     trace = steps_of(engine, run)
     assert trace["wrap/draft"]["status"] == "failed" and trace["wrap/draft"]["spent"] == {"dispatches": 1, "tokens": 150}
-    assert trace["wrap/draft"]["failure"]["reason"] == "subflow budget exhausted"
+    assert trace["wrap/draft"]["failure"]["reason"] == "subflow budget exhausted: tokens 150 spent of 100"
     assert trace["wrap"]["status"] == "failed" and "subflow budget exhausted" in trace["wrap"]["failure"]["reason"]
 
 

@@ -121,7 +121,7 @@ def test_a_judge_that_exhausts_the_flow_budget_ends_the_run() -> None:
     assert audit["spent"]["tokens"] == 150
     assert {t["step_id"]: t["status"] for t in audit["trace"]}["last"] == "failed"
     assert audit["events"][-1]["type"] == "budget_exhausted"
-    assert audit["events"][-1]["detail"]["reason"] == "flow budget exhausted"
+    assert audit["events"][-1]["detail"]["reason"] == "flow budget exhausted: tokens 150 spent of 100"
 
 
 def test_a_judge_that_exhausts_the_task_budget_fails_the_attempt() -> None:
@@ -131,7 +131,7 @@ def test_a_judge_that_exhausts_the_task_budget_fails_the_attempt() -> None:
     retry = engine.step_done(run, "last", {"text": "hello"}, first["token"])
     assert retry["status"] == "ensure_failed" and "too curt" in retry["violations"][0]["message"]
     done = engine.step_done(run, "last", {"text": "hello"}, retry["token"])  # 0.6 of 0.5 spent
-    assert done["status"] == "error" and done["message"] == "task budget exhausted"
+    assert done["status"] == "error" and done["message"] == "task budget exhausted: usd 0.6 spent of 0.5"
     assert engine.audit(run)["spent"]["usd"] == pytest.approx(0.6)
     assert "usage" not in engine._get(run).steps["last"].attempts[-1]  # the step itself reported none
 
