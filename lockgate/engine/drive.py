@@ -28,7 +28,7 @@ from ..errors import (
     TakenOver,
 )
 from .admission import Admission, OutstandingLimit
-from .agents import AgentResult
+from .agents.base import AgentResult, timed_execute
 from .dispatches import (
     DISPATCH_STATUSES,
     dispatch_entries,
@@ -488,7 +488,7 @@ class Drive:
         self.emit("step_started", self.run_id, step_id=task.step_id, attempt=task.attempt,
                   agent=name, data=stage_data(entry))
         with self.runner.calling(agent, self.run_id):
-            return await agent.execute(task)
+            return await timed_execute(agent, task)
 
     async def _report(self, entry: dict[str, Any], result: AgentResult) -> dict[str, Any] | None:
         """``step_done`` for one result; None when the dispatch went stale meanwhile."""

@@ -792,15 +792,16 @@ def _run_batch(dispatcher: Any, run_id: str, entries: list[dict[str, Any]]) -> l
     """Call the dispatcher for each entry concurrently; (output, failure, usage) per entry."""
 
     async def one(entry: dict[str, Any]) -> tuple[Any, Any, Any]:
+        started = time.perf_counter()
         try:
-            if hasattr(dispatcher, "execute"):
-                value = dispatcher.execute(_task(run_id, entry))
-            else:
-                value = dispatcher(entry)
+            value = dispatcher.execute(_task(run_id, entry)) if hasattr(dispatcher, "execute") else dispatcher(entry)
             if inspect.isawaitable(value):
                 value = await value
         except Exception as exc:  # an agent is foreign code: its failure is the attempt's failure
-            return None, f"{type(exc).__name__}: {exc}", None
+            value = AgentResult.failed(f"{type(exc).__name__}: {exc}")
+        if isinstance(value, AgentResult):  # what it spent, its measured time included
+            value = value.with_duration((time.perf_counter() - started) * 1000)
+            return value.output, value.failure, value.spend() or None
         if hasattr(value, "failure") and hasattr(value, "output"):
             usage = value.usage.to_json() if hasattr(value, "usage") else None
             usage = {k: v for k, v in (usage or {}).items() if v}
@@ -808,6 +809,9 @@ def _run_batch(dispatcher: Any, run_id: str, entries: list[dict[str, Any]]) -> l
         return value, None, None
 
     import asyncio  # here, not at import: ``from lockgate import Engine`` stays light
+    import time
+
+    from .agents.base import AgentResult
 
     async def batch() -> list[tuple[Any, Any, Any]]:
         return list(await asyncio.gather(*(one(e) for e in entries)))

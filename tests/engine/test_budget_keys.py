@@ -108,13 +108,16 @@ def costly(calls: list[str]) -> Any:
     return agent
 
 
-def working(took: dict[str, float], at_least_ms: float = 3.0) -> Any:
-    """An agent doing ``at_least_ms`` of real work, keeping the time it measured itself."""
+def working(took: dict[str, float], at_least_ms: float = 3.0, fails: bool = False) -> Any:
+    """An agent doing ``at_least_ms`` of real work, keeping the time it measured itself (and then
+    raising, with ``fails``)."""
     def agent(task: Task) -> dict[str, int]:
         started = time.perf_counter()
         while (time.perf_counter() - started) * 1000 < at_least_ms:
             pass
         took[task.step_id] = took.get(task.step_id, 0.0) + (time.perf_counter() - started) * 1000
+        if fails:
+            raise RuntimeError("worked, then broke")
         return {"v": 1}
     return agent
 
@@ -173,6 +176,30 @@ def test_a_steps_ms_budget_refuses_a_retry_once_its_call_took_longer() -> None:
     spent = step_spent(engine, result.run_id, "a")["ms"]
     assert spent >= took["a"]
     assert result.response["message"] == f"task budget exhausted: ms {spent:.10g} spent of 1"
+
+
+def test_a_failed_call_is_charged_its_time_too() -> None:
+    took: dict[str, float] = {}
+    result, engine = run(chain(step_budget="ms: 1", attempts=3), {}, working(took, fails=True))
+    assert list(took) == ["a"]  # its failed 3 ms call overspent the step: no retry
+    assert result.response["message"] == (f"task budget exhausted: ms {step_spent(engine, result.run_id, 'a')['ms']:.10g}"
+                                           " spent of 1")
+    assert step_spent(engine, result.run_id, "a")["ms"] >= took["a"]
+
+
+def test_an_engine_dispatched_items_calls_are_charged_their_time() -> None:
+    took: dict[str, float] = {}
+
+    class Dispatcher:  # an agent the engine calls itself for engine-dispatch fanout items
+        async def execute(self, task: Task) -> AgentResult:
+            working(took, fails=task.step_id.endswith("1"))(task)
+            return AgentResult.success({"v": 1})
+
+    engine = Engine(dispatcher=Dispatcher())
+    spec = FANNED.replace("BUDGET", "ms: 100000").replace("isolation: none", "isolation: none\n          dispatch: engine")
+    out = engine.plan(spec, {"xs": ["a", "b", "c"]})
+    assert out["status"] == "complete", out
+    assert out["spent"]["ms"] >= sum(took.values()) and len(took) == 3
 
 
 def test_a_flow_ms_budget_ends_the_run_when_the_calls_took_longer() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -164,6 +165,15 @@ class AgentResult:
             return self
         telemetry = Telemetry(duration_ms=duration_ms, model=self.telemetry.model)
         return AgentResult(self.output, self.failure, self.usage, telemetry)
+
+
+async def timed_execute(agent: Any, task: Any) -> AgentResult:
+    """``agent.execute(task)``, its result carrying the call's measured duration when the adapter
+    measured none (a failure usually has none): an ``ms`` budget counts failed and timed-out calls
+    too, and they are often the slowest."""
+    started = time.perf_counter()
+    result = await agent.execute(task)
+    return result.with_duration((time.perf_counter() - started) * 1000)
 
 
 @runtime_checkable
