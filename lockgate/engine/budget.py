@@ -71,7 +71,7 @@ def refuses(book: Ledger) -> bool:
     ``usd``, ``tokens`` or ``ms`` limit refuses it too."""
     spent = book.spent
     for key, limit in book.limits.items():
-        if spent.get(key, 0) + (key == "dispatches") > limit:
+        if over(spent.get(key, 0) + (key == "dispatches"), limit):
             return True
     return False
 
@@ -82,9 +82,15 @@ def exhausted(book: Ledger, *, dispatch: bool = False) -> str:
     when work settled."""
     for key, limit in book.limits.items():
         spent = book.spent.get(key, 0)
-        if spent + (dispatch and key == "dispatches") > limit:
+        if over(spent + (dispatch and key == "dispatches"), limit):
             return f"{book.level} budget exhausted: {key} {figure(spent)} spent of {figure(limit)}"
     return f"{book.level} budget exhausted"
+
+
+def over(spent: float, limit: float) -> bool:
+    """Whether ``spent`` passes ``limit``. A sum of floats is not exact (0.1 + 0.1 + 0.1 is
+    0.30000000000000004): one within a billionth of the limit is at it, not past it."""
+    return spent > limit and not (isinstance(spent, float) and math.isclose(spent, limit, rel_tol=1e-9))
 
 
 def figure(amount: float) -> str:
@@ -114,7 +120,7 @@ def settle(run: LiveRun, books: list[Ledger], usage: Mapping[str, float]) -> Led
             run.touch(book.owner)
     for book in books:
         for key, limit in book.limits.items():
-            if book.spent.get(key, 0) > limit:
+            if over(book.spent.get(key, 0), limit):
                 return book
     return None
 

@@ -301,3 +301,13 @@ def test_an_mcp_consumers_reported_ms_is_charged(tmp_path: Path) -> None:
                                        "result": {"v": 1}, "usage": {"ms": 600}})
     assert done["message"] == "task budget exhausted: ms 600 spent of 100"  # the retry was refused
     assert ctx.engine.audit(run_id)["spent"] == {"dispatches": 1, "ms": 600}
+
+
+def test_spend_summing_to_the_limit_in_floats_is_at_the_limit_not_past_it() -> None:
+    def dime(task: Task) -> AgentResult:
+        return AgentResult.success({"v": 1}, usage=Usage(usd=0.1))
+
+    spec = FANNED.replace("BUDGET", "usd: 0.3").replace("require: any", "require: all")
+    result, _ = run(spec, {"xs": ["a", "b", "c"]}, dime)  # 0.1 + 0.1 + 0.1 == 0.30000000000000004
+    assert result.status == "complete", result.response
+    assert result.response["spent"]["usd"] == pytest.approx(0.3)
