@@ -294,7 +294,9 @@ GRAPH = ToolSpec(
     description=(
         "The dependency graph of a flow as Mermaid `flowchart` text, to show the user. Give `spec` or "
         "`path` (with optional `flow`) to draw the flow as written, or `run_id` to draw a run with each "
-        "step coloured by status (pending, ready, retrying, waiting, succeeded, failed, skipped, killed)."
+        "step coloured by status (pending, ready, retrying, waiting, succeeded, failed, skipped, killed; "
+        "in a run that ended: stopped for a step or gate it left running or waiting, not_reached for one it "
+        "never started)."
     ),
     properties={"spec": SPEC, "path": PATH, "flow": FLOW, "run_id": RUN_ID},
     read_only=True,
