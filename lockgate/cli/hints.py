@@ -166,9 +166,12 @@ def _relative(path: str) -> str:
 
 
 def recorded_agents(engine: Any, run_id: str) -> str | None:
-    """The ``--agents`` module run ``run_id`` was last driven with, None when not recorded."""
+    """The ``--agents`` module run ``run_id`` was last driven with, None when not recorded (or
+    its agents were given in Python: no command can name those, see :func:`agents_needed`)."""
+    from ..engine.agentorigin import module_of
+
     try:
-        return engine.last_agents(run_id)
+        return module_of(engine.last_agents(run_id))
     except Exception:  # noqa: BLE001 - a hint must not fail the command that prints it
         return None
 
@@ -178,17 +181,21 @@ def agents_needed(engine: Any, run_id: str, config: str | None = None) -> bool:
     none of lockgate.toml (``config``, else the nearest from here), the registry and the
     built-ins knows it, or
     the one that does cannot run here (a module's ``codex`` function stands in for the built-in
-    Codex, whose binary is missing). True when that cannot be told (the spec cannot be read
-    back, the configuration is broken): the placeholder then asks for the module rather than
-    promising a command that may fail."""
+    Codex, whose binary is missing), or the run was driven with agents given in Python that
+    its flow uses (a resume without them is refused: see :mod:`lockgate.engine.agentorigin`).
+    True when that cannot be told (the spec cannot be read back, the configuration is broken):
+    the placeholder then asks for the module rather than promising a command that may fail."""
     from pathlib import Path
 
+    from ..engine.agentorigin import missing_agents
     from ..engine.agents.config import load_config
     from ..engine.agents.registry import known_agents, resolve_agent
     from ..engine.flowneeds import agent_names
     from ..engine.graphs import stored_spec
 
     try:
+        if missing_agents(engine, run_id, ()) is not None:
+            return True
         spec = stored_spec(engine.store, run_id)
         config = load_config(config) if config else load_config(start=Path.cwd())
         names = set(agent_names(spec, engine.status(run_id).get("flow")))

@@ -75,12 +75,16 @@ class GateRequest:
 @dataclass(frozen=True)
 class Decision:
     """A gate decision. ``applied`` is true when it was already made through the engine by
-    someone else (the runner must not resolve the gate again, only continue)."""
+    someone else (the runner must not resolve the gate again, only continue). ``ended``: no
+    decision was made, the run ended elsewhere while the gate waited (``cancelled``,
+    ``killed``, ``failed`` or ``completed``); the gate stops waiting as if killed, and whoever
+    shows it says how the run ended, not that the gate was decided."""
 
     outcome: str
     rationale: str = ""
     resolved_by: str = "human"
     applied: bool = False
+    ended: str | None = None
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
@@ -131,6 +135,8 @@ def offered(response: Mapping[str, Any]) -> tuple[str, ...]:
 
 def decided_elsewhere(request: GateRequest, decision: Decision) -> str:
     """One line for a person: the gate was decided by someone else (or its run ended)."""
+    if decision.ended:
+        return f"run {request.run_id} was {decision.ended} elsewhere: gate {request.step_id} no longer waits"
     if decision.resolved_by == "system":
         return f"gate {request.step_id} was decided elsewhere: {decision.rationale}"
     return f"gate {request.step_id} was decided elsewhere: {decision.outcome} by {decision.resolved_by}"
@@ -271,6 +277,8 @@ class TerminalGates:
 
 
 RUN_ENDED = ("completed", "flow_cancelled", "killed", "failed")
+#: how a run ended (the type of the event that ended it), for a person
+ENDED_WORDS = {"completed": "completed", "flow_cancelled": "cancelled", "killed": "killed", "failed": "failed"}
 
 
 class StoreGates:
@@ -280,7 +288,7 @@ class StoreGates:
     at most every ``interval`` seconds so cancellation stays prompt) for the ``gate_resolved``
     event of the waiting gate, and returns it as an ``applied`` Decision: the runner continues
     from the engine's state and does not resolve the gate again. A run ended elsewhere (cancelled,
-    killed) also ends the wait.
+    killed) also ends the wait, with a Decision saying so (``ended``), nobody having decided.
     """
 
     def __init__(self, store: Any, *, interval: float = 0.5) -> None:
@@ -290,13 +298,15 @@ class StoreGates:
     async def decide(self, request: GateRequest) -> Decision | None:
         version = await asyncio.to_thread(self.store.current_version, request.run_id)
         while True:
-            found = await asyncio.to_thread(self._lookup, request)
+            found = await asyncio.to_thread(self.lookup, request)
             if found is not None:
                 return found
             version = await asyncio.to_thread(self.store.wait_for_change, request.run_id,
                                               version, self.interval)
 
-    def _lookup(self, request: GateRequest) -> Decision | None:
+    def lookup(self, request: GateRequest) -> Decision | None:
+        """The decision the store recorded for ``request``'s gate since it last began to wait
+        (or the run's end, as a Decision saying so), None while it waits."""
         events = self.store.events(request.run_id)
         since = max((e.seq for e in events
                      if e.step_id == request.step_id and e.type == "gate_waiting"), default=0)
@@ -311,5 +321,5 @@ class StoreGates:
                                 str(detail.get("resolved_by") or "human"), applied=True)
             if event.type in RUN_ENDED:
                 return Decision("kill", f"the run ended elsewhere ({event.type})", "system",
-                                applied=True)
+                                applied=True, ended=ENDED_WORDS[event.type])
         return None

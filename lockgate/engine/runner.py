@@ -50,6 +50,8 @@ from typing import Any
 
 from ..errors import ConfigError, RunnerError
 from .admission import Admission
+from .agentorigin import missing_agents
+from .agentorigin import refusal as agents_refusal
 from .agents import Agent, preflight
 from .agents.base import cancels_by_run
 from .agents.config import ProjectConfig, RunnerSettings, load_config
@@ -97,7 +99,9 @@ class Runner:
         ``config_chosen``: the caller chose ``config`` on purpose (default: when it is given), so
         a resume may use it although the run was driven with another configuration file.
         ``agents_module``: where ``agents`` came from (``lockgate run --agents``), recorded with
-        the runner's claims so that commands that print how to resume a run can name it."""
+        the runner's claims so that commands that print how to resume a run can name it, or
+        that they were given in Python (:class:`~.agentorigin.PythonAgents`: a notebook's, by
+        their names): a resume of the run given none of those is then refused."""
         self.engine = engine
         self.config = config if config is not None else load_config(start=workspace)
         self.config_chosen = config is not None if config_chosen is None else config_chosen
@@ -181,9 +185,11 @@ class Runner:
     def check_resumable(self, run_id: str, *, take_over: bool = False) -> None:
         """Refuse now, changing nothing, what :meth:`resume` would refuse: a run another live
         process drives (RunDriven; not with ``take_over``) or one whose agents this runner would
-        resolve from another configuration file (ConfigError). For callers that start the
-        resume later (a notebook cell's task) and must say so in the cell."""
+        resolve from another configuration file, or from anywhere but the Python functions the
+        run was driven with (ConfigError). For callers that start the resume later (a notebook
+        cell's task) and must say so in the cell."""
         self._check_config(run_id)
+        self._check_agents(run_id)
         holder = None if take_over or not hasattr(self.engine, "driver_of") else self.engine.driver_of(run_id)
         if holder is not None:
             running = (self.engine.status(run_id).get("evaluating") or ()) if holder.commands_only else ()
@@ -208,6 +214,13 @@ class Runner:
             f"{here or 'no configuration file'}: its agents could resolve to other adapters. Resume with "
             f"that configuration (`--config {before}`, or config=load_config({before!r}) in Python), or "
             "choose one on purpose the same way")
+
+    def _check_agents(self, run_id: str) -> None:
+        """Refuse (ConfigError) to resume a run driven with agents given in Python (a notebook's
+        functions) without them: its agent names would quietly resolve to other adapters."""
+        missing = missing_agents(self.engine, run_id, self._explicit)
+        if missing is not None:
+            raise agents_refusal(run_id, *missing)
 
     def _config_resolves(self, run_id: str) -> bool:
         """Whether a configuration file can change the run's agents here: some agent of its flow

@@ -6,20 +6,26 @@ awaited on the loop; plain functions run in a daemon worker thread (:mod:`.threa
 never blocks the loop (and other steps keep running), and one still running when its run ended
 does not keep ``lockgate.run_sync`` or the process waiting. An exception raised by the callable
 is the task's failure, ``sys.exit()`` included (an agent does not end its caller's process);
-a ``KeyboardInterrupt`` still interrupts the caller.
+a ``KeyboardInterrupt`` still interrupts the caller. The failure's first line is the exception
+(``KeyError: 'score'``); the lines after it are the last frames of the callable's own code
+(:data:`MAX_FRAMES`, each line cut; none after a message so long that the engine cuts it), so
+that a bug in an agent can be found from the run's failure and its audit record.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ...dsl.contractcheck import json_violations
 from ..store.codec import json_encoder
+from ..textargs import MAX_FAILURE_BYTES
 from .base import AgentResult, Task, Telemetry
 from .threads import ExitCalled, run_in_thread
 
@@ -64,7 +70,8 @@ class PythonAgent:
         except (SystemExit, ExitCalled) as exc:
             return AgentResult.failed(f"agent {self.name!r} {ExitCalled(exc.code)}")
         except Exception as exc:  # the callable's own failure is the task's failure
-            return AgentResult.failed(f"{type(exc).__name__}: {exc}")
+            message = f"{type(exc).__name__}: {exc}"
+            return AgentResult.failed(message + (where_raised(exc) if len(message) < _ROOM else ""))
         elapsed = (time.perf_counter() - started) * 1000
         if isinstance(value, AgentResult):
             return value.with_duration(elapsed)
@@ -121,6 +128,29 @@ class PythonAgent:
 
     def __repr__(self) -> str:
         return f"PythonAgent({self.name!r}, {getattr(self.fn, '__qualname__', self.fn)!r})"
+
+
+#: frames of an agent's traceback kept in its failure (the innermost), and the length of a line
+MAX_FRAMES = 6
+MAX_LINE = 240
+#: the longest message a traceback is added to: a longer one is cut by the engine (see
+#: :func:`~lockgate.engine.textargs.reported_failure`), the traceback with it
+_ROOM = MAX_FAILURE_BYTES // 8
+#: the folder of the lockgate package: frames in it are the runner's, not the agent's
+_OURS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+
+
+def where_raised(exc: BaseException) -> str:
+    """The last frames of ``exc``'s traceback that are not Lockgate's own, as lines to put
+    after its message ("" when there are none): where in the agent's code it was raised."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(_OURS)]
+    if not frames:
+        return ""
+    lines = [text for f in frames[-MAX_FRAMES:] for text in
+             (f'  File "{f.filename}", line {f.lineno}, in {f.name}', *([f"    {f.line}"] if f.line else []))]
+    cut = [line if len(line) <= MAX_LINE else line[:MAX_LINE] + " ..." for line in lines]
+    more = f", the last {MAX_FRAMES} of {len(frames)}" if len(frames) > MAX_FRAMES else ""
+    return f"\nTraceback (the agent's frames{more}, most recent call last):\n" + "\n".join(cut)
 
 
 def _json_problem(value: Any) -> str | None:

@@ -1,0 +1,89 @@
+"""A Python agent that raises: its failure is the exception (the first line, what a retry is
+told), then where in the agent's own code it was raised (the last frames, bounded, the
+runner's own frames left out), kept in the attempt's failure in the audit record."""
+
+from __future__ import annotations
+
+import asyncio
+
+from lockgate import run_sync
+from lockgate.engine.agents import PythonAgent, Task
+from lockgate.engine.agents.python import MAX_FRAMES, MAX_LINE
+from lockgate.engine.store import open_store
+
+SPEC = """version: 1
+contracts:
+  Note: {text: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${s.output}", contract: Note}
+    steps:
+      - {id: s, agent: a, do: "x", out: Note}
+"""
+
+
+def parse(reply: dict) -> dict:
+    return {"text": reply["score"]}
+
+
+def buggy(task: Task) -> dict:
+    return parse({"text": "ok"})
+
+
+async def test_the_failure_says_where_in_the_agents_code_it_was_raised() -> None:
+    for fn in (buggy, _async_buggy):
+        failure = (await PythonAgent("a", fn).execute(Task("r", "s", "p"))).failure
+        first, header, *frames = failure.split("\n")
+        assert first == "KeyError: 'score'"
+        assert header == "Traceback (the agent's frames, most recent call last):"
+        text = "\n".join(frames)
+        assert f"in {fn.__name__}" in text and "in parse" in text and 'reply["score"]' in text
+        assert "lockgate/engine" not in text  # the runner's frames (threads, the adapter) are left out
+
+
+async def _async_buggy(task: Task) -> dict:
+    await asyncio.sleep(0)
+    return parse({})
+
+
+async def test_only_the_last_frames_are_kept_and_long_lines_are_cut() -> None:
+    def bottom() -> None:
+        raise ValueError("x" * 10 + "; " + "y" * (MAX_LINE * 2))
+
+    chain = bottom
+    for depth in range(MAX_FRAMES * 3):  # frames of distinct functions (repeated ones are folded)
+        chain = _calling(chain, f"level_{depth}")
+
+    def agent(task: Task) -> dict:
+        chain()
+        return {}
+
+    failure = (await PythonAgent("a", agent).execute(Task("r", "s", "p"))).failure
+    lines = failure.split("\n")
+    assert lines[1] == (f"Traceback (the agent's frames, the last {MAX_FRAMES} of {MAX_FRAMES * 3 + 2}, "
+                        "most recent call last):")
+    assert sum(1 for line in lines if line.startswith("  File ")) == MAX_FRAMES
+    assert all(len(line) <= MAX_LINE + 4 for line in lines[1:])
+
+
+def _calling(inner, name: str):
+    """A function named ``name`` calling ``inner`` (a frame of its own in a traceback)."""
+    def call() -> None:
+        inner()
+
+    call.__code__ = call.__code__.replace(co_name=name)
+    return call
+
+
+def test_the_audit_keeps_the_traceback_of_the_attempts_failure() -> None:
+    store = open_store("memory")
+    result = run_sync(SPEC, {}, agents={"a": buggy}, store=store)
+    assert result.status == "error"
+    assert result.response["message"].startswith("agent reported failure: KeyError: 'score'\nTraceback")
+    from lockgate.engine.engine import Engine
+
+    failures = [e["detail"]["failure"]["reason"] for e in Engine(store=store).audit(result.run_id)["events"]
+                if e["type"] == "result" and "failure" in e["detail"]]
+    assert failures and all("in parse" in f and 'reply["score"]' in f for f in failures)
