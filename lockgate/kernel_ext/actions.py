@@ -29,7 +29,7 @@ def _run(shell, args):
     except InputPairError as exc:
         raise UsageError(f"%flow run: {exc}") from None
     agents = _mapping(shell, args.agents, "--agents") if args.agents else None
-    run = start_run(spec, inputs, agents=agents)  # refusals: LockgateErrors, shown as %flow run: ...
+    run = start_run(spec, inputs, agents=agents, agents_variable=args.agents)  # refusals: LockgateErrors
     if args.bind:
         shell.user_ns[args.bind] = run
     return run
@@ -46,9 +46,19 @@ def _gate(shell, args):
     try:
         engine = _engine()
         _refuse_unoffered(args, _waiting_gate(None, engine, run_id, args.step))
-        return engine.resolve_waiting_gate(run_id, args.step, args.command, args.note, "human")
+        response = engine.resolve_waiting_gate(run_id, args.step, args.command, args.note, "human")
     except EngineError as exc:
         raise UsageError(f"%flow {args.command}: {exc.message}") from None
+    _say_next(engine, response)
+    return None
+
+
+def _say_next(engine, response) -> None:
+    """A decision on a run no kernel drives: what the run does now and the ``%flow`` line that
+    continues it (nothing goes on by itself), as ``lockgate gate approve`` says it."""
+    from .nextstep import decided_lines
+
+    print("\n".join(decided_lines(engine, response)))
 
 
 def _waiting_gate(gates, engine, run_id: str | None, step: str):
@@ -95,7 +105,10 @@ def _audit(shell, args):
 
 
 def _cancel(shell, args):
+    from .cellruns import going_run
+
     run, run_id = run_target(shell, args.run, "cancel")
+    run = run if run is not None else going_run(shell, run_id)  # a cell run again rebound its variable
     return run.cancel() if run is not None else _engine().cancel(run_id)
 
 
@@ -117,7 +130,8 @@ def _resume(shell, args):
         spec = stored_spec(engine.store, run_id)
         flowspec = FlowSpec(f"run_{run_id}", LoadResult("", None, [], spec), record["flow"])
         agents = _mapping(shell, args.agents, "--agents") if args.agents else getattr(here, "agents", None)
-        run = resume_run(flowspec, run_id, agents=agents, store=engine.store)
+        variable = args.agents or getattr(here, "agents_variable", None)
+        run = resume_run(flowspec, run_id, agents=agents, store=engine.store, agents_variable=variable)
     if args.bind:
         shell.user_ns[args.bind] = run
     return run

@@ -36,7 +36,11 @@ def not_offered(gate: Mapping[str, Any], outcome: str) -> str | None:
 
 class GateCard:
     """The widget of one waiting gate. ``on_decide(outcome, note)`` returns False if the gate
-    was already decided (a double click), in which case nothing happens."""
+    was already decided (a double click), in which case nothing happens.
+
+    A decision taken on the card is shown as being applied (``pending``) until the runner has
+    applied it (:meth:`show_decision`) or says it was not (:meth:`show_refused`): the engine may
+    refuse it, another decision made elsewhere may have come first, or the run may end."""
 
     def __init__(self, request: GateRequest, on_decide: DecideCallback) -> None:
         import ipywidgets as w
@@ -44,6 +48,7 @@ class GateCard:
         self.request = request
         self._on_decide = on_decide
         self.decided = False
+        self.pending: Decision | None = None
         self.offered = offered(request.response)
         routes = request.response.get("routes") or {}
         detail = "; ".join(
@@ -89,14 +94,34 @@ class GateCard:
         if not self._on_decide(outcome, note):
             self.message.value = "<span style='color:#57606a'>This gate was already decided.</span>"
 
+    def show_pending(self, decision: Decision) -> None:
+        """A decision taken here, not yet applied: no more clicks, and it says so."""
+        self.pending = decision
+        self.disable()
+        self.title.value = f"<b>Gate <code>{html.escape(self.request.step_id)}</code></b>: decided here, being applied"
+        self.message.value = (f"<span style='color:#57606a'><b>{html.escape(decision.outcome)}</b>: "
+                              "being applied…</span>")
+
     def show_refused(self, decision: Decision, why: str) -> None:
         """The decision taken on this card was not applied (refused, the gate still waiting: a
-        new card asks again; or another decision came first): say so and why."""
+        new card asks again; or another decision came first, or the run ended): say so and why."""
         self.decided = True
+        self.pending = None
         self.disable()
         self.title.value = f"<b>Gate <code>{html.escape(self.request.step_id)}</code></b>: decision not applied"
-        self.message.value = (f"<span style='color:#a40e26'><b>{html.escape(decision.outcome)}</b> was not applied: "
-                              f"{html.escape(why)}</span>")
+        self.message.value = (f"<span style='color:#a40e26'>your <b>{html.escape(decision.outcome)}</b> was not "
+                              f"applied: {html.escape(why)}</span>")
+
+    def show_run_ended(self, how: str) -> None:
+        """The run ended elsewhere (``how``: cancelled, killed...) while the gate waited: nobody
+        decided it, and it can no longer be decided."""
+        self.decided = True
+        self.disable()
+        self.title.value = f"<b>Gate <code>{html.escape(self.request.step_id)}</code></b> was not decided"
+        self.note.layout.display = "none"
+        self.widget.layout.border = "1px solid #d0d7de"
+        self.message.value = (f"<span style='color:#57606a'>run {html.escape(how)} (elsewhere) while the gate "
+                              "waited; it can no longer be decided</span>")
 
     def disable(self) -> None:
         for button in self.buttons:
@@ -105,6 +130,7 @@ class GateCard:
 
     def show_decision(self, decision: Decision, *, elsewhere: bool = False) -> None:
         self.decided = True
+        self.pending = None
         self.disable()
         self.title.value = f"<b>Gate <code>{html.escape(self.request.step_id)}</code></b> decided"
         self.note.layout.display = "none"
@@ -117,8 +143,12 @@ class GateCard:
 
 
     def close(self, run_status: str) -> None:
-        """The run ended (cancelled, failed...) with this gate undecided: no button works any more."""
+        """The run ended (cancelled, failed...) with this gate undecided: no button works any
+        more; a decision taken here and never applied says so."""
         if self.decided:
+            return
+        if self.pending is not None:
+            self.show_refused(self.pending, f"the run is {run_status}")
             return
         self.disable()
         self.title.value = f"<b>Gate <code>{html.escape(self.request.step_id)}</code></b> was not decided"
@@ -137,11 +167,18 @@ class PlainGateCard:
     def __init__(self, request: GateRequest, on_decide: DecideCallback) -> None:
         self.request = request
         self.decided = False
+        self.pending: Decision | None = None
+
+    def show_pending(self, decision: Decision) -> None:
+        self.pending = decision
 
     def show_decision(self, decision: Decision, *, elsewhere: bool = False) -> None:
-        self.decided = True
+        self.decided, self.pending = True, None
 
     def show_refused(self, decision: Decision, why: str) -> None:
+        self.decided, self.pending = True, None
+
+    def show_run_ended(self, how: str) -> None:
         self.decided = True
 
     def close(self, run_status: str) -> None:
@@ -179,6 +216,8 @@ class WidgetGates:
         self.resolved_by = resolved_by or "human"
         self.waiting: dict[str, tuple[asyncio.Future, GateCard]] = {}
         self.cards: list[GateCard] = []
+        #: gates whose wait ended because the run ended elsewhere (nobody decided them)
+        self.run_ended_at: set[str] = set()
 
     async def decide(self, request: GateRequest) -> Decision | None:
         loop = asyncio.get_running_loop()
@@ -204,7 +243,10 @@ class WidgetGates:
         decision = elsewhere.result()
         if not future.done():
             future.cancel()
-        if decision is not None:
+        if decision is not None and decision.ended:
+            self.run_ended_at.add(request.step_id)
+            card.show_run_ended(decision.ended)
+        elif decision is not None:
             card.show_decision(decision, elsewhere=True)
         return decision
 
@@ -213,23 +255,50 @@ class WidgetGates:
         card of a gate ``decided`` names (the store's record: see :func:`stored_decisions`)
         shows that decision as made elsewhere (the drive can end, the run completed by a
         terminal's decision, before its gate's question hears of it); any other card is
-        disabled, saying the gate can no longer be decided."""
+        disabled, saying the gate can no longer be decided. A decision taken on a card and
+        never applied says so, and why: the one the store recorded instead, or the run's end;
+        one the store recorded as it was taken shows applied."""
         decided = decided or {}
         newest = {card.request.step_id: card for card in self.cards}
         for card in self.cards:
             step = card.request.step_id
-            if not card.decided and step in decided and newest[step] is card:
-                card.show_decision(decided[step], elsewhere=True)
+            stored = decided.get(step) if newest[step] is card and not card.decided else None
+            if card.pending is not None and stored is not None and _same(card.pending, stored):
+                card.show_decision(card.pending)
+            elif card.pending is not None and stored is not None:
+                card.show_refused(card.pending, won(stored))
+            elif stored is not None:
+                card.show_decision(stored, elsewhere=True)
             else:
                 card.close(run_status)
 
     def not_applied(self, request: GateRequest, decision: Decision, refusal: Exception) -> None:
         """The runner did not apply the decision taken on ``request``'s card: the engine refused
-        it with the gate still waiting (a new card then asks again, without that outcome) or
-        another decision came first. The card says so instead of showing it as decided."""
+        it with the gate still waiting (a new card then asks again, without that outcome), or
+        another decision came first, or the run ended. The card says so, and why: the decision
+        the store recorded instead, or the run's end, else the engine's refusal."""
         card = next((c for c in reversed(self.cards) if c.request.token == request.token), None)
-        if card is not None:
+        if card is None:
+            return
+        found = self._store_gates.lookup(request) if self._store_gates is not None else None
+        if found is not None and found.ended:
+            card.show_refused(decision, f"the run was {found.ended} elsewhere")
+        elif found is not None:
+            card.show_refused(decision, won(found))
+        else:
             card.show_refused(decision, str(refusal))
+
+    def applied(self, step_id: str) -> None:
+        """The runner applied the decision taken on the newest card of gate ``step_id``: it now
+        shows it decided."""
+        card = next((c for c in reversed(self.cards) if c.request.step_id == step_id), None)
+        if card is not None and card.pending is not None and not card.decided:
+            card.show_decision(card.pending)
+
+    def pending_decision(self, step_id: str) -> Decision | None:
+        """The decision taken here on gate ``step_id`` that the runner has not applied yet."""
+        card = next((c for c in reversed(self.cards) if c.request.step_id == step_id), None)
+        return card.pending if card is not None and not card.decided else None
 
     def settle(self, step_id: str, outcome: str, note: str = "", resolved_by: str | None = None) -> bool:
         """Decide a waiting gate; False when no such gate waits here (or it is already decided)."""
@@ -239,6 +308,22 @@ class WidgetGates:
         del self.waiting[step_id]  # decided: no longer waiting, even before the run moves on
         decision = Decision(outcome, note, resolved_by or self.resolved_by)
         entry[0].set_result(decision)
-        entry[1].show_decision(decision)
+        entry[1].show_pending(decision)  # decided once the runner has applied it (see applied)
         return True
+
+
+#: an outcome as its past participle: "the gate was killed"
+PAST = {"approve": "approved", "revise": "sent back for revision", "kill": "killed"}
+
+
+def won(stored: Decision) -> str:
+    """Why a decision taken here was not applied: ``stored`` came first (made elsewhere)."""
+    by = f" by {stored.resolved_by}" if stored.resolved_by not in ("human", "") else ""
+    note = f" ({stored.rationale})" if stored.rationale else ""
+    return f"the gate was {PAST.get(stored.outcome, stored.outcome)} from elsewhere{by}{note}"
+
+
+def _same(taken: Decision, stored: Decision) -> bool:
+    """Whether the store's decision is the one taken here (applied, its news lost meanwhile)."""
+    return (taken.outcome, taken.rationale, taken.resolved_by) == (stored.outcome, stored.rationale, stored.resolved_by)
 

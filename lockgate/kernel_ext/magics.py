@@ -26,13 +26,19 @@ class FlowMagics(Magics):
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
         self._raw_cell: str | None = None  # the cell being run, as written (see celllines)
+        #: the cell being run: its front end's id, else its text (see cellruns)
+        self.cell_key: str | None = None
+        #: cell -> the runs it started that went on when last looked at (see cellruns)
+        self.cell_runs: dict[str, list[Any]] = {}
         shell.events.register("pre_run_cell", self._remember_cell)
 
     def _remember_cell(self, info: Any) -> None:
         """Keep the cell about to run as written: IPython gives a cell magic its body without
         the blank lines above the magic's line and without the indentation of a cell indented
-        as a whole, which :func:`celllines.place` finds again."""
+        as a whole, which :func:`celllines.place` finds again. Its id too (or its text), which
+        tells a cell run again (:mod:`.cellruns`)."""
         self._raw_cell = info.raw_cell
+        self.cell_key = getattr(info, "cell_id", None) or info.raw_cell
 
     def detach(self) -> None:
         """Stop listening to the shell's cells (the extension is unloaded)."""

@@ -22,6 +22,9 @@ from .gates import GateCard, WidgetGates
 REDRAW_INTERVAL = 0.25
 FINAL = ("complete", "error", "killed", "cancelled")
 
+#: a row's status in a run that ended, for the statuses of steps that were still going
+_ENDED_ROW = {"waiting": "stopped", "running": "stopped", "retrying": "stopped", "ready": "stopped"}
+
 _EVENT_STATUS = {
     "step_started": "running",
     "step_succeeded": "succeeded",
@@ -47,20 +50,30 @@ class NotebookRun:
     """A live run. Create with :meth:`FlowSpec.start` or ``%flow run``."""
 
     def __init__(self, flowspec: Any, engine: Any, *, agents: Mapping[str, Any] | None = None,
-                 workspace: Any = None) -> None:
+                 workspace: Any = None, agents_variable: str | None = None) -> None:
+        from ..engine.agentorigin import PythonAgents
         from ..engine.runner import make_runner
+        from .childsteps import Children
+        from .nextstep import agents_variable as variable_holding
 
         self.flowspec = flowspec
         self.engine = engine
         self.agents = agents  # what agents= gave, for %flow resume of this run
+        #: the user's variable holding ``agents``, recorded with the run's claim: after a kernel
+        #: restart, the resume that needs them names it (``%flow resume RUN --agents VAR``)
+        self.agents_variable = agents_variable or variable_holding(_shell(), agents)
+        origin = PythonAgents.given(agents, self.agents_variable).record() if agents else None
         self.run_id: str | None = None
         self.status = "starting"
         self.response: dict[str, Any] = {}
         self.error: BaseException | None = None
         self.rows: dict[str, StepRow] = {node: StepRow() for node in flowspec.graph().nodes}
         self.gates = WidgetGates(self._show_gate, engine.store)
-        self.runner = make_runner(engine=engine, agents=agents, gates=self.gates,
+        self.runner = make_runner(engine=engine, agents=agents, gates=self.gates, agents_module=origin,
                                   on_event=self._on_event, workspace=workspace)
+        self._children = Children()  # fanout items and subflow steps at work, by node
+        self._to_look_up: set[str] = set()  # nodes whose children stopped: the store says how they stand
+        self._look_up_scheduled = False
         self._task: asyncio.Task | None = None
         self._view = None  # the RunWidget: one widget model, shown by every display of the run
         self._picture = None
@@ -117,7 +130,8 @@ class NotebookRun:
         if record is None:  # the view stays as it was; the run's own status says what happened
             return
         for node, status in picture_statuses(record).items():
-            self.rows.setdefault(node, StepRow()).status = status
+            # nothing waits or runs in a run that ended: a gate it left waiting is stopped
+            self.rows.setdefault(node, StepRow()).status = _ENDED_ROW.get(status, status)
 
     def _stored_record(self) -> dict[str, Any] | None:
         """The run's audit record, or None when it was never planned or cannot be read."""
@@ -153,7 +167,8 @@ class NotebookRun:
 
     async def wait_until(self, predicate, timeout: float | None = 60) -> None:
         """Wait until ``predicate(run)`` holds, re-checking on every change of the run; a
-        RuntimeError if the run ends first (nothing changes after that: waiting would only time out)."""
+        RuntimeError if the run ends first (nothing changes after that: waiting would only time
+        out); a TimeoutError saying so after ``timeout`` seconds (None: no limit), the run going on."""
 
         async def watch():
             while not predicate(self):
@@ -169,6 +184,11 @@ class NotebookRun:
         except asyncio.CancelledError:
             self._stopped_waiting()
             raise
+        except TimeoutError:
+            raise TimeoutError(
+                f"stopped waiting after {timeout:g} s: the condition did not hold yet; run "
+                f"{self.run_id or '(starting)'} goes on (it is {self.status}). Wait longer with "
+                f"wait_until(..., timeout=SECONDS), or timeout=None for no limit") from None
 
     def waiting_gates(self) -> list[str]:
         """Gates of this run waiting for a decision here (cards shown, not yet decided)."""
@@ -224,9 +244,18 @@ class NotebookRun:
 
     def decide(self, step: str, outcome: str, note: str = "") -> dict[str, Any] | None:
         """Decide a gate: through its waiting card when this kernel is driving the run, else
-        through the engine (and then continue driving the run here)."""
+        through the engine (and then continue driving the run here). A gate decided here whose
+        decision is still being applied is not decided again (an EngineError, nothing changed):
+        the first decision taken stands."""
         if self.gates.settle(step, outcome, note, resolved_by="human"):
             return None
+        taken = self.gates.pending_decision(step)
+        if taken is not None:
+            from ..errors import EngineError
+
+            raise EngineError(f"gate {step} was already decided here: {taken.outcome}, being applied; your "
+                              f"{outcome} was not applied and nothing changed", error_type="already_decided",
+                              run_id=self.run_id, step_id=step)
         self._need_id()
         response = self.engine.resolve_waiting_gate(self.run_id, step, outcome, note, "human")
         self.rows.setdefault(step, StepRow()).status = "killed" if outcome == "kill" else "succeeded"
@@ -267,12 +296,22 @@ class NotebookRun:
         self._notify()
 
     def _apply(self, event: ProgressEvent) -> None:
-        node = event.step_id.split("/", 1)[0]
+        node, _, child = event.step_id.partition("/")
         row = self.rows.setdefault(node, StepRow())
-        if event.kind in _EVENT_STATUS:
+        data = event.data or {}
+        if child:  # a fanout item or a subflow's step: the node runs until the step itself ends
+            status, look_up = self._children.status(node, child, event.kind)
+            row.status = status or row.status
+            if look_up:
+                self._look_up_later(node)
+        elif event.kind in _EVENT_STATUS:
             row.status = _EVENT_STATUS[event.kind]
+        elif event.kind == "gate_resolved" and node in self.gates.run_ended_at:
+            pass  # nobody decided: the run ended elsewhere (the view settles as it ends)
         elif event.kind == "gate_resolved":
-            row.status = "killed" if (event.data or {}).get("decision") == "kill" else "succeeded"
+            row.status = "killed" if data.get("decision") == "kill" else "succeeded"
+        if event.kind == "gate_resolved" and not data.get("elsewhere"):
+            self.gates.applied(event.step_id)  # its card shows it decided, no longer being applied
         if event.attempt:
             row.attempts = max(row.attempts, event.attempt)
         if event.agent:
@@ -281,6 +320,39 @@ class NotebookRun:
             row.violations = list(event.violations)
         if event.message:
             row.message = event.message
+
+    def _look_up_later(self, node: str) -> None:
+        """Read how ``node`` stands in the store soon (the runner reports no event for the end
+        of a fanout or a subflow step), with any other node to look up then: one read per
+        redraw interval at most."""
+        self._to_look_up.add(node)
+        if self._look_up_scheduled:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._look_up_nodes()
+            return
+        self._look_up_scheduled = True
+        loop.call_later(REDRAW_INTERVAL, self._look_up_nodes)
+
+    def _look_up_nodes(self) -> None:
+        """Each node to look up whose children are still all stopped takes the store's status."""
+        from ..engine.graphs import picture_statuses
+
+        self._look_up_scheduled = False
+        nodes = [node for node in self._to_look_up if self._children.idle(node)]
+        self._to_look_up.clear()
+        record = self._stored_record() if nodes and not self.done else None
+        if record is None:  # an ended run's view is settled from the store as it ends
+            return
+        stored = picture_statuses(record)
+        for node in nodes:
+            if node in stored:
+                self.rows[node].status = stored[node]
+        self._update_live_status()
+        self._redraw()
+        self._notify()
 
     # -- rendering ------------------------------------------------------------------------------
 
@@ -361,8 +433,8 @@ class NotebookRun:
             lines.append(f"  {node:<24} {row.status}{extra}")
         if hidden:
             lines.append(f"  ... {hidden}")
-        if self.failure and self.status != "complete":
-            lines.append(f"  failure: {self.failure}")
+        if self.failure and self.status != "complete":  # an agent's traceback: lines of its own
+            lines.append("  failure: " + str(self.failure).replace("\n", "\n    "))
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -374,24 +446,28 @@ class NotebookRun:
 
 
 def start_run(flowspec: Any, inputs: Mapping[str, Any], *, agents: Mapping[str, Any] | None = None,
-              store: Any = None, workspace: Any = None) -> NotebookRun:
+              store: Any = None, workspace: Any = None, agents_variable: str | None = None) -> NotebookRun:
     """Plan and drive a run of ``flowspec`` as a task on the running loop; returns at once.
 
     Inputs the flow refuses, agents that resolve from nowhere and agents whose (synchronous)
-    preflight finds they cannot run here raise here (a LockgateError), not when the run is awaited."""
+    preflight finds they cannot run here raise here (a LockgateError), not when the run is awaited.
+    A run this cell started before and that still goes on (the cell was run again) is named, with
+    how to stop it: nothing else shows it any more."""
     from ..engine.engine import check_inputs
+    from .cellruns import started_in_cell
     from .startcheck import check_agents, check_preflights
 
     inputs = check_inputs(flowspec.spec, inputs, flowspec.flow)
-    run = _notebook_run(flowspec, agents, store, workspace)
+    run = _notebook_run(flowspec, agents, store, workspace, agents_variable)
     check_agents(run.runner, flowspec.spec, flowspec.flow)
     check_preflights(run.runner, flowspec.spec, flowspec.flow)
     run._launch(run.runner.start(flowspec.spec, inputs, flow=flowspec.flow))
+    started_in_cell(_shell(), run)
     return run
 
 
 def resume_run(flowspec: Any, run_id: str, *, agents: Mapping[str, Any] | None = None,
-               store: Any = None, workspace: Any = None) -> NotebookRun:
+               store: Any = None, workspace: Any = None, agents_variable: str | None = None) -> NotebookRun:
     """Continue a stored run (after a kernel restart) and drive it here.
 
     Agents of its flow that resolve from nowhere, or whose (synchronous) preflight finds they
@@ -400,9 +476,10 @@ def resume_run(flowspec: Any, run_id: str, *, agents: Mapping[str, Any] | None =
     from ..engine.graphs import picture_statuses
     from .startcheck import check_agents, check_preflights
 
-    run = _notebook_run(flowspec, agents, store, workspace)
+    run = _notebook_run(flowspec, agents, store, workspace, agents_variable)
     if run.engine.status(run_id).get("status") not in FINAL:
-        run.runner.check_resumable(run_id)  # another process drives it, or another lockgate.toml
+        # another process drives it, another lockgate.toml, or its Python agents are not given
+        run.runner.check_resumable(run_id)
     check_agents(run.runner, flowspec.spec, flowspec.flow)
     check_preflights(run.runner, flowspec.spec, flowspec.flow)
     run.run_id = run_id
@@ -412,14 +489,24 @@ def resume_run(flowspec: Any, run_id: str, *, agents: Mapping[str, Any] | None =
     return run
 
 
-def _notebook_run(flowspec: Any, agents: Mapping[str, Any] | None, store: Any, workspace: Any) -> NotebookRun:
+def _notebook_run(flowspec: Any, agents: Mapping[str, Any] | None, store: Any, workspace: Any,
+                  agents_variable: str | None = None) -> NotebookRun:
     """A NotebookRun on an engine over ``store`` (a Store object, or a URL/path/None to open)."""
     from ..engine.engine import Engine
     from ..engine.store import open_store
 
     engine = Engine(store=store if not isinstance(store, (str, type(None))) else open_store(store),
                     workspace=workspace or ".")
-    return NotebookRun(flowspec, engine, agents=agents, workspace=workspace)
+    return NotebookRun(flowspec, engine, agents=agents, workspace=workspace, agents_variable=agents_variable)
+
+
+def _shell() -> Any:
+    """The running IPython shell, None outside IPython."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    return get_ipython()
 
 
 MAX_ROWS_SHOWN = 100

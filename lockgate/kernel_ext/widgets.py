@@ -46,7 +46,8 @@ class RunWidget:
             f"<b>run {html.escape(run.run_id or '(starting)')}</b> of <code>{html.escape(run.flowspec.name)}</code>: "
             f"<span class='lockgate-status' style='color:{colour}'><b>{html.escape(run.status)}</b></span>"
             f" — {done}/{len(run.rows)} steps"
-            + (f"<br><span style='color:#a40e26'>{html.escape(str(failure))}</span>" if failure else "")
+            + (f"<br><span style='color:#a40e26;white-space:pre-wrap'>{html.escape(str(failure))}</span>"
+               if failure else "")
         )
         self.table.value = html_table(run)
         if self.audit_box.selected_index == 0:
