@@ -48,6 +48,9 @@ elif mode == "malformed":
     print("Error: unexpected token in stream"); sys.stderr.write("fatal: session crashed\n"); sys.exit(2)
 elif mode == "hang":
     time.sleep(300)
+elif mode == "oom":
+    sys.stdout.write('{"type": "res'); sys.stdout.flush(); sys.stderr.write("out of memory\n"); sys.stderr.flush()
+    os.kill(os.getpid(), 9)
 print(json.dumps(envelope))
 """
 
@@ -167,6 +170,13 @@ async def test_claude_malformed_output(fake_bin, monkeypatch):
     result = await ClaudeCodeAgent().execute(task(fake_bin))
     assert "not a JSON result" in result.failure and "unexpected token" in result.failure
     assert "exit status 2: fatal: session crashed" in result.failure
+
+
+async def test_claude_killed_by_a_signal_says_so_first(fake_bin, monkeypatch):
+    monkeypatch.setenv("FAKE_MODE", "oom")
+    result = await ClaudeCodeAgent().execute(task(fake_bin))
+    assert result.failure == ("agent 'claude' (claude): its process was killed by signal 9 (SIGKILL) before it "
+                              "finished (stderr: out of memory)")
 
 
 async def test_claude_hang_times_out_and_is_killed(fake_bin, tmp_path, monkeypatch):

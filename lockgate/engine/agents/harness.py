@@ -71,7 +71,9 @@ class HarnessAgent(ABC):
         except AgentError as exc:
             return AgentResult.failed(f"agent {self.name!r} ({self.harness}): {exc}")
         elapsed = (time.perf_counter() - started) * 1000
-        if result.bad_utf8_at is not None:
+        if result.returncode < 0:  # killed by a signal: what it printed, if anything, is cut short
+            parsed = self._fail(f"its process {result.ended()} before it finished", result)
+        elif result.bad_utf8_at is not None:
             parsed = self._fail(f"printed bytes that are not UTF-8 on stdout (at byte "
                                 f"{result.bad_utf8_at})", result)
         else:
@@ -95,7 +97,10 @@ class HarnessAgent(ABC):
         detail = ""
         if result is not None and result.returncode != 0:
             tail = result.stderr_tail(800)
-            detail = f" (exit status {result.returncode}{': ' + tail if tail else ''})"
+            if result.returncode > 0:
+                detail = f" (exit status {result.returncode}{': ' + tail if tail else ''})"
+            elif tail:  # killed by a signal: the message itself says so
+                detail = f" (stderr: {tail})"
         return AgentResult.failed(f"agent {self.name!r} ({self.harness}): {message}{detail}",
                                   usage=usage, telemetry=Telemetry(model=model or self.model))
 
