@@ -149,6 +149,9 @@ class Scale:
 # The last scale is the smallest that stays legible at the picture's 100 dpi: 6-point labels are
 # 8 px tall (rendered side by side, DejaVu Sans runs its letters together at 5 points and below)
 # and 9.5-point nodes 13 px across, enough to tell the status colours and the gate diamond apart.
+#: The longest a label is drawn where its row has room (a longer name is cut around "…").
+FULL_CHARS = 40
+
 SCALES = (
     Scale(node=23.0, font=8.0, chars=24, gap=28.0, edge=1.1),
     Scale(node=14.0, font=6.5, chars=16, gap=16.0, edge=0.9),
@@ -294,14 +297,17 @@ def _gap(graph: nx.DiGraph, row: list[tuple[Hashable, float]], xs: Mapping[Hasha
 
 def _row_style(texts: list[str], node: float, scale: Scale, width_of, budget: float) -> _RowStyle:
     """Labels on one line; if the row is then wider than ``budget`` points, on two; if still,
-    rotated (their width becomes one line's height)."""
-    cut = [_cut(t, scale.chars) for t in texts]
-    flat = _lines_style(cut, node, scale, width_of)
-    if len(cut) * flat.pitch <= budget:
-        return flat
-    wrapped = _lines_style([_wrap(t) for t in cut], node, scale, width_of)
-    if len(cut) * wrapped.pitch <= budget:
-        return wrapped
+    cut to the scale's length and tried again, then rotated (their width becomes one line's
+    height). A scale is often chosen for a tall picture: names keep their length (up to
+    :data:`FULL_CHARS`) wherever the row has room for them."""
+    for chars in (FULL_CHARS, scale.chars):
+        cut = [_cut(t, chars) for t in texts]
+        flat = _lines_style(cut, node, scale, width_of)
+        if len(cut) * flat.pitch <= budget:
+            return flat
+        wrapped = _lines_style([_wrap(t) for t in cut], node, scale, width_of)
+        if len(cut) * wrapped.pitch <= budget:
+            return wrapped
     sizes = [(scale.line, _length(width_of, t, scale.font)) for t in cut]
     pitch = max(node, scale.line) + max(3.0, scale.font / 2)
     return _RowStyle(cut, sizes, pitch, max(h for _, h in sizes), rotated=True)
@@ -323,7 +329,12 @@ def _length(width_of, text: str, font: float) -> float:
 
 
 def _cut(text: str, chars: int) -> str:
-    return text if len(text) <= chars else text[: chars - 1] + "…"
+    """``text`` in at most ``chars`` characters: its start and its end around "…" (names in one
+    flow often differ only at the end: ``fetch-part-07``)."""
+    if len(text) <= chars:
+        return text
+    tail = (chars - 1) // 3
+    return text[: chars - 1 - tail] + "…" + text[len(text) - tail:]
 
 
 def _wrap(text: str) -> str:

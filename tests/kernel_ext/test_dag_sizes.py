@@ -208,3 +208,11 @@ def test_the_png_is_the_canvas_exactly():
     picture.recolor({"step_001": "stopped", "step_002": "not_reached"}, {"step_003": 2})
     decoded = np.asarray(Image.open(io.BytesIO(picture.png())).convert("RGB"))
     assert np.array_equal(decoded, np.asarray(picture._canvas.buffer_rgba())[:, :, :3])
+
+
+@pytest.mark.parametrize("n", [60, 120])
+def test_a_tall_pictures_names_are_drawn_whole_where_their_rows_have_room(n: int) -> None:
+    picture = DagPicture(chain(n, label=lambda i: f"fetch-source-file-{i:03d}"))
+    assert picture.placement.scale.chars < len("fetch-source-file-000")  # a smaller scale, for the height
+    drawn = sorted(label.text for label in picture.placement.labels.values())
+    assert drawn == [f"fetch-source-file-{i:03d}" for i in range(n)]
