@@ -69,7 +69,9 @@ def test_a_run_killed_while_the_judge_answers_resumes_without_asking_the_agent_a
     engine = Engine(store=open_store(tmp_path / "runs.db"))
     (run,) = engine.runs()
     (dispatch,) = engine.status(run["run_id"])["ready"]
-    assert dispatch["reported"] == {"result": {"text": "written"}}  # held while the judge answered
+    held = dispatch["reported"]  # held while the judge answered, with the call's measured time if it took 1 ms or more
+    assert held["result"] == {"text": "written"} and set(held) <= {"result", "usage"}
+    assert set(held.get("usage", {})) <= {"ms"}
     engine.close()
 
     resumed = subprocess.run(lockgate_argv("run", "--resume", run["run_id"], *args), cwd=tmp_path,

@@ -11,6 +11,7 @@ import pytest
 from lockgate.engine.agents import (AgentRegistry, AgentResult, ClaudeCodeAgent, CodexAgent,
                                     CommandAgent, Fail, OpenAIAgent, PythonAgent, ScriptedAgent,
                                     Task, find_config, load_config, resolve_agent, resolve_agents)
+from lockgate.engine.agents.python import split_traceback
 from lockgate.errors import ConfigError
 
 
@@ -211,7 +212,7 @@ async def test_python_agent_errors_and_non_json_are_failures():
         raise ValueError("no title found")
 
     result = await PythonAgent("w", boom).execute(task())
-    assert result.failure == "ValueError: no title found"
+    assert split_traceback(result.failure)[0] == "ValueError: no title found"
     result = await PythonAgent("w", lambda t: {"when": object()}).execute(task())
     assert "returned a value that is not JSON" in result.failure
     custom = AgentResult.failed("declined")
@@ -345,7 +346,7 @@ async def test_a_call_that_answers_cancel_with_another_error_leaves_no_cancellat
     await started.wait()
     await agent.cancel()
     first, cancelling = await call
-    assert first.failure == "RuntimeError: aborted" and cancelling == 0
+    assert split_traceback(first.failure)[0] == "RuntimeError: aborted" and cancelling == 0
 
 
 def test_python_agent_rejects_non_callables():

@@ -11,6 +11,7 @@ import threading
 
 from lockgate import run_sync
 from lockgate.engine.agents import PythonAgent, Task
+from lockgate.engine.agents.python import split_traceback
 from lockgate.engine.store import open_store
 
 GUARD_S = 30  # a failure timeout: nothing waits for it to pass
@@ -50,7 +51,9 @@ def test_an_exception_in_a_sync_function_is_the_steps_failure():
 
     result = run_sync(SPEC, {}, agents={"a": broken}, store=open_store("memory"))
     assert result.status == "error"
-    assert result.response["message"] == "agent reported failure: ValueError: bad input"
+    message, frames = split_traceback(result.response["message"])
+    assert message == "agent reported failure: ValueError: bad input"
+    assert frames.splitlines()[-1] == '    raise ValueError("bad input")'  # where it raised
 
 
 async def test_a_sync_function_raising_stop_iteration_fails_its_call_as_a_coroutine_would():

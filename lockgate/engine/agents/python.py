@@ -150,7 +150,18 @@ def where_raised(exc: BaseException) -> str:
              (f'  File "{f.filename}", line {f.lineno}, in {f.name}', *([f"    {f.line}"] if f.line else []))]
     cut = [line if len(line) <= MAX_LINE else line[:MAX_LINE] + " ..." for line in lines]
     more = f", the last {MAX_FRAMES} of {len(frames)}" if len(frames) > MAX_FRAMES else ""
-    return f"\nTraceback (the agent's frames{more}, most recent call last):\n" + "\n".join(cut)
+    return f"{TRACEBACK_MARK}{more}, most recent call last):\n" + "\n".join(cut)
+
+
+#: where the frames :func:`where_raised` adds to a failure begin
+TRACEBACK_MARK = "\nTraceback (the agent's frames"
+
+
+def split_traceback(failure: str) -> tuple[str, str]:
+    """``failure`` as (its message, the agent's frames after it: "" when it has none), for views
+    that show the message on one line (a progress line) and the frames, if at all, below it."""
+    message, mark, frames = failure.partition(TRACEBACK_MARK)
+    return message, (mark.lstrip("\n") + frames) if mark else ""
 
 
 def _json_problem(value: Any) -> str | None:
