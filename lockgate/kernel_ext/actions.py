@@ -11,6 +11,7 @@ from IPython.core.error import UsageError
 
 from ..errors import EngineError
 from .runref import is_run, live_run, referenced, run_target
+from .storeplace import notebook_store
 
 
 def dispatch(shell: Any, args: argparse.Namespace) -> Any:
@@ -146,7 +147,7 @@ def _graph(shell, args):
         from ..engine.graphs import run_graph
         from ..engine.store import open_store
 
-        graph, statuses, title = run_graph(open_store(None), obj)
+        graph, statuses, title = run_graph(open_store(notebook_store()), obj)
     elif is_run(obj):
         graph, statuses, title = obj.flowspec.graph(), obj.statuses(), f"run {obj.run_id}"
     elif hasattr(obj, "graph"):
@@ -173,7 +174,7 @@ def _engine():
     from ..engine.engine import Engine
     from ..engine.store import open_store
 
-    return Engine(store=open_store(None))
+    return Engine(store=open_store(notebook_store()))
 
 
 def _flowspec(shell, name: str):

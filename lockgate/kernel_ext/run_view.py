@@ -18,6 +18,7 @@ from typing import Any
 
 from ..engine.progress import ProgressEvent
 from .gates import GateCard, WidgetGates
+from .storeplace import notebook_store
 
 REDRAW_INTERVAL = 0.25
 FINAL = ("complete", "error", "killed", "cancelled")
@@ -495,7 +496,9 @@ def _notebook_run(flowspec: Any, agents: Mapping[str, Any] | None, store: Any, w
     from ..engine.engine import Engine
     from ..engine.store import open_store
 
-    engine = Engine(store=store if not isinstance(store, (str, type(None))) else open_store(store),
+    if store is None:
+        store = notebook_store()
+    engine = Engine(store=store if not isinstance(store, str) else open_store(store),
                     workspace=workspace or ".")
     return NotebookRun(flowspec, engine, agents=agents, workspace=workspace, agents_variable=agents_variable)
 
