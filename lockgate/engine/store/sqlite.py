@@ -29,14 +29,15 @@ cached head also holds the run's step slots (step id -> row id), valid for the c
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar
 
 from lockgate.engine.store import codec
 from lockgate.engine.store.base import Event, RunSummary, StoredRun, VerifyReport
@@ -138,6 +139,20 @@ _SELECT_EVENTS = (
 
 DEFAULT_PATH = Path(".lockgate") / "lockgate.db"
 
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+def _fresh(read: Callable[Concatenate[SQLiteStore, _P], _T]) -> Callable[Concatenate[SQLiteStore, _P], _T]:
+    """The store's read method ``read``, made through :meth:`SQLiteStore._through_view` when the
+    store is an ``immutable`` view; as it is otherwise."""
+    @functools.wraps(read)
+    def fresh(store: SQLiteStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        if store._view is None:
+            return read(store, *args, **kwargs)
+        return store._through_view(functools.partial(read, store, *args, **kwargs))
+    return fresh
+
 
 class SQLiteStore:
     """A store in one SQLite database file (created with its schema when missing)."""
@@ -150,11 +165,16 @@ class SQLiteStore:
         self._lock = threading.RLock()
         # run id -> its row as last seen committed by this store.
         self._heads: dict[str, _Head] = {}
+        file = _target(self.path)
         #: why the file is only read (see _read_only), None when it is written as usual
-        self.read_only = _read_only(self.path)
+        self.read_only = _read_only(file)
+        self._busy_timeout = busy_timeout
+        #: set while _db is an ``immutable`` view, which SQLite never checks for changes (see
+        #: _through_view); None for a connection SQLite keeps current itself
+        self._view: _View | None = None
         try:
             if self.read_only:
-                self._db = _open_read_only(self.path, busy_timeout)
+                self._db, self._view = _open_read_only(file, busy_timeout)
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._db = _connect(self.path, busy_timeout)
@@ -295,6 +315,7 @@ class SQLiteStore:
 
     # -- reads ----------------------------------------------------------------------------------
 
+    @_fresh
     def load_run(self, run_id: str) -> StoredRun:
         codec.check_run_id(run_id, existing=True)
         with self._read() as db:
@@ -316,6 +337,7 @@ class SQLiteStore:
             version=version,
         )
 
+    @_fresh
     def current_version(self, run_id: str) -> int:
         codec.check_run_id(run_id, existing=True)
         with self._lock:
@@ -324,6 +346,7 @@ class SQLiteStore:
             raise codec.not_found(run_id, self.path)
         return row[0]
 
+    @_fresh
     def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunSummary]:
         codec.check_listing(status, limit)
         columns = "run_id, flow, status, created_at, updated_at, version"
@@ -336,6 +359,7 @@ class SQLiteStore:
                 )
             return [RunSummary(*row) for row in rows.fetchall()]
 
+    @_fresh
     def events(self, run_id: str, since_seq: int = 0) -> list[Event]:
         codec.check_run_id(run_id, existing=True)
         codec.check_seq(since_seq)
@@ -352,6 +376,7 @@ class SQLiteStore:
                 refuse_undecodable(run_id, rows)
         return [stored_event(row) for row in rows]
 
+    @_fresh
     def verify(self, run_id: str) -> VerifyReport:
         codec.check_run_id(run_id, existing=True)
         with self._read() as db:
@@ -389,6 +414,67 @@ class SQLiteStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+            self._view = None  # a closed store says so, and is not opened again
+
+    # -- a read-only view SQLite does not watch -------------------------------------------------
+
+    def _through_view(self, read: Callable[[], _T]) -> _T:
+        """``read()`` through an ``immutable`` connection, which SQLite reads as a file that never
+        changes: it keeps the pages it read, and takes no locks. Another process may still write
+        the file through a path this one may not write (a live folder shared read-only). So the
+        connection is opened again first when the file changed since it was opened, and the
+        answer is kept only when the file did not change while it was read. A read the file
+        changed under (a failure too: pages of two versions look like damage) is made again,
+        after a pause that doubles from 0.5 ms to 50 ms, until the file holds still for one (a
+        writer copying its log into the file takes a few ms) or the busy timeout has passed:
+        then :class:`StoreUnavailable`."""
+        failure: Exception | None = None
+        deadline, pause = time.monotonic() + self._busy_timeout, _POLL_MIN
+        with self._lock:
+            while True:
+                view = self._view
+                if view is None:  # opened again through a writer's -shm file: SQLite keeps it current
+                    return read()
+                before = _file_state(view.file)
+                try:
+                    if before != view.state:
+                        self._reopen(view.file)
+                    answer = read()
+                except Exception as exc:
+                    if self._steady(view.file, before):
+                        raise
+                    failure = exc
+                else:
+                    if self._steady(view.file, before):
+                        return answer
+                if time.monotonic() >= deadline:
+                    raise StoreUnavailable(f"the store {self.path} changed while it was read through a read-only view "
+                                           "(no -shm file beside it): run the command again") from failure
+                time.sleep(pause)
+                pause = min(pause * 2, _POLL_MAX)
+
+    def _steady(self, file: Path, before: tuple[Any, ...] | None) -> bool:
+        """Whether ``file`` is still as it was ``before`` the read, or needs no watching any more
+        (the view was opened again through a writer's -shm file)."""
+        return self._view is None or _file_state(file) == before
+
+    def _reopen(self, file: Path) -> None:
+        """Open the view of ``file`` again, for a read of it as it is now. When a writer's -shm
+        file has appeared beside it, the new connection reads through that one, as every reader
+        of a live store does."""
+        try:
+            db, view = _open_read_only(file, self._busy_timeout)
+        except (sqlite3.Error, OSError) as exc:
+            raise self._failure(exc, "cannot open SQLite store") from exc
+        try:
+            check_readable(db, self.path)
+        except BaseException as exc:
+            db.close()
+            if isinstance(exc, sqlite3.Error):
+                raise self._failure(exc, "cannot open SQLite store") from exc
+            raise
+        self._db.close()
+        self._db, self._view = db, view
 
     # -- plumbing -------------------------------------------------------------------------------
 
@@ -478,6 +564,15 @@ def _own_steps(rows: Any, run_id: str, key: int) -> tuple[dict[str, int], int, d
     return slots, top, records
 
 
+class _View(NamedTuple):
+    """A store file read through an ``immutable`` connection (see SQLiteStore._through_view)."""
+
+    #: the file, as an absolute path: the connection is opened again by it
+    file: Path
+    #: what _file_state said just before the connection was opened
+    state: tuple[Any, ...] | None
+
+
 class _Head(NamedTuple):
     """A run's row as this store last saw it committed: the chain head of ``version`` is fixed."""
 
@@ -529,11 +624,19 @@ def _roll_back(db: sqlite3.Connection) -> None:
         pass
 
 
+def _target(path: Path) -> Path:
+    """The file SQLite opens for ``path``: the target of the link when ``path`` is a symbolic
+    link, since SQLite follows it and puts the ``-wal`` and ``-shm`` files beside the target;
+    else ``path`` as given, so that messages name it so."""
+    return path.resolve() if path.is_symlink() else path
+
+
 def _read_only(path: Path) -> str | None:
-    """Why the store file at ``path`` is opened read-only, or None to open it for writing (a new
-    file, or one this process may change). Permission bits count even for root, who could write
-    anyway: a store made read-only on purpose (``chmod a-w``, a CI artifact) is left as it is. A
-    writer also needs the folder, where SQLite creates the ``-wal`` and ``-shm`` files."""
+    """Why the store file at ``path`` (a link's target: see _target) is opened read-only, or None
+    to open it for writing (a new file, or one this process may change). Permission bits count
+    even for root, who could write anyway: a store made read-only on purpose (``chmod a-w``, a CI
+    artifact) is left as it is. A writer also needs the folder, where SQLite creates the ``-wal``
+    and ``-shm`` files."""
     if not path.is_file():
         return None
     if not _writable(path):
@@ -551,20 +654,23 @@ def _writable(path: Path) -> bool:
         return False
 
 
-def _open_read_only(path: Path, timeout: float) -> sqlite3.Connection:
-    """A read-only connection to the existing store ``path``.
+def _open_read_only(path: Path, timeout: float) -> tuple[sqlite3.Connection, _View | None]:
+    """A read-only connection to the existing store ``path`` (a link's target: see _target), and
+    the :class:`_View` to watch when the connection is ``immutable`` (None otherwise).
 
     A reader of a WAL database needs its ``-shm`` file (the index of the write-ahead log), which
     SQLite creates beside it when missing. In a folder that may not be written, without one,
     the file is opened ``immutable`` (no locks, no log; nothing is created) when no write-ahead
     log holds transactions that are not in the file yet (no process writes it then: a writer
-    keeps a ``-shm`` file); when one does, it is refused, since reading it needs a ``-shm``."""
+    keeps a ``-shm`` file); when one does, it is refused, since reading it needs a ``-shm``. A
+    process may still start writing it later, through a path it may write: the caller watches
+    the returned view (see SQLiteStore._through_view)."""
     uri = path.resolve().as_uri()
     if Path(f"{path}-shm").exists() or _writable(path.parent):
         db = _connect(f"{uri}?mode=ro", timeout, uri=True)
         try:
             db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            return db
+            return db, None
         except sqlite3.OperationalError as exc:
             db.close()
             code = getattr(exc, "sqlite_errorcode", None) or 0
@@ -576,7 +682,19 @@ def _open_read_only(path: Path, timeout: float) -> sqlite3.Connection:
                          f"are not in the file yet, and SQLite reads them only with a {path}-shm file, which "
                          f"cannot be created in {path.parent}; copy the store with its -wal file to a writable "
                          "folder and name the copy with --store")
-    return _connect(f"{uri}?mode=ro&immutable=1", timeout, uri=True)
+    view = _View(path.absolute(), _file_state(path))  # before the connection reads anything
+    return _connect(f"{uri}?mode=ro&immutable=1", timeout, uri=True), view
+
+
+def _file_state(path: Path) -> tuple[Any, ...] | None:
+    """What a write of the store file ``path`` changes (its size, its modification and change
+    times; its inode when it is replaced), and whether a writer holds it open (its ``-shm``
+    file is there); None when the file is gone."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, os.path.exists(f"{path}-shm")
 
 
 def _undecodable(exc: sqlite3.OperationalError) -> bool:
