@@ -21,7 +21,7 @@ import pytest
 from test_store_sqlite_readonly import HEADER, a_store, event, read_only
 
 from lockgate.engine.store import SQLiteStore
-from lockgate.engine.store import sqlite as sqlite_module
+from lockgate.engine.store import sqlite_open
 from lockgate.errors import ReadOnlyStore, StoreError, StoreUnavailable
 
 
@@ -89,7 +89,7 @@ def test_a_read_the_file_changed_under_is_made_again(
     path, live = shared
     reader = SQLiteStore(path)
     assert reader.load_run("r").version == 2
-    looked = sqlite_module._file_state
+    looked = sqlite_open.file_state
     looks: list[Path] = []
 
     def write_after_the_first_look(file: Path) -> object:
@@ -100,7 +100,7 @@ def test_a_read_the_file_changed_under_is_made_again(
             write_runs(live, range(100))
         return state
 
-    monkeypatch.setattr(sqlite_module, "_file_state", write_after_the_first_look)
+    monkeypatch.setattr(sqlite_open, "file_state", write_after_the_first_look)
     assert reader.load_run("n50").steps == {"x": {"n": 50}}
     assert len(looks) > 2  # looked before and after the first read, then again for the second
     reader.close()
@@ -112,7 +112,7 @@ def test_a_view_the_file_changes_under_at_every_read_says_so_and_not_that_the_st
     path, live = shared
     reader = SQLiteStore(path, busy_timeout=0.05)
     assert reader.load_run("r").version == 2
-    looked = sqlite_module._file_state
+    looked = sqlite_open.file_state
     written = iter(range(0, 10_000, 100))
 
     def write_after_looking(file: Path) -> object:
@@ -122,7 +122,7 @@ def test_a_view_the_file_changes_under_at_every_read_says_so_and_not_that_the_st
         write_runs(live, range(start, start + 100))
         return state
 
-    monkeypatch.setattr(sqlite_module, "_file_state", write_after_looking)
+    monkeypatch.setattr(sqlite_open, "file_state", write_after_looking)
     with pytest.raises(StoreUnavailable) as caught:
         reader.load_run("n50")
     assert str(caught.value) == (f"the store {path} changed while it was read through a read-only view (no -shm "

@@ -39,7 +39,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar
 
-from lockgate.engine.store import codec
+from lockgate.engine.store import codec, sqlite_open
 from lockgate.engine.store.base import Event, RunSummary, StoredRun, VerifyReport
 from lockgate.engine.store.chain import (
     GENESIS_HASH,
@@ -82,9 +82,6 @@ _CHECKPOINT_PAGES = 10_000
 #: ran out (see :class:`~lockgate.errors.StoreUnavailable`).
 _UNAVAILABLE = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL,
                           sqlite3.SQLITE_NOMEM})
-#: Why a read-only connection to a WAL database could not open its ``-shm`` file (besides
-#: SQLITE_CANTOPEN): it may not create it, or may not build its index in it.
-_NO_WAL_INDEX = frozenset({sqlite3.SQLITE_READONLY_CANTINIT, sqlite3.SQLITE_READONLY_DIRECTORY})
 
 # A new run's row id is above every run's, and above the key of every event the store wrote: a
 # run row deleted by hand leaves its events behind, and its id must not be given out again.
@@ -165,19 +162,19 @@ class SQLiteStore:
         self._lock = threading.RLock()
         # run id -> its row as last seen committed by this store.
         self._heads: dict[str, _Head] = {}
-        file = _target(self.path)
+        file = sqlite_open.target(self.path)
         #: why the file is only read (see _read_only), None when it is written as usual
-        self.read_only = _read_only(file)
+        self.read_only = sqlite_open.read_only_reason(file)
         self._busy_timeout = busy_timeout
         #: set while _db is an ``immutable`` view, which SQLite never checks for changes (see
         #: _through_view); None for a connection SQLite keeps current itself
-        self._view: _View | None = None
+        self._view: sqlite_open.View | None = None
         try:
             if self.read_only:
-                self._db, self._view = _open_read_only(file, busy_timeout)
+                self._db, self._view = sqlite_open.open_read_only(file, busy_timeout)
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._db = _connect(self.path, busy_timeout)
+                self._db = sqlite_open.connect(self.path, busy_timeout)
         except (sqlite3.Error, OSError) as exc:
             raise self._failure(exc, "cannot open SQLite store") from exc
         try:
@@ -435,7 +432,7 @@ class SQLiteStore:
                 view = self._view
                 if view is None:  # opened again through a writer's -shm file: SQLite keeps it current
                     return read()
-                before = _file_state(view.file)
+                before = sqlite_open.file_state(view.file)
                 try:
                     if before != view.state:
                         self._reopen(view.file)
@@ -456,14 +453,14 @@ class SQLiteStore:
     def _steady(self, file: Path, before: tuple[Any, ...] | None) -> bool:
         """Whether ``file`` is still as it was ``before`` the read, or needs no watching any more
         (the view was opened again through a writer's -shm file)."""
-        return self._view is None or _file_state(file) == before
+        return self._view is None or sqlite_open.file_state(file) == before
 
     def _reopen(self, file: Path) -> None:
         """Open the view of ``file`` again, for a read of it as it is now. When a writer's -shm
         file has appeared beside it, the new connection reads through that one, as every reader
         of a live store does."""
         try:
-            db, view = _open_read_only(file, self._busy_timeout)
+            db, view = sqlite_open.open_read_only(file, self._busy_timeout)
         except (sqlite3.Error, OSError) as exc:
             raise self._failure(exc, "cannot open SQLite store") from exc
         try:
@@ -564,15 +561,6 @@ def _own_steps(rows: Any, run_id: str, key: int) -> tuple[dict[str, int], int, d
     return slots, top, records
 
 
-class _View(NamedTuple):
-    """A store file read through an ``immutable`` connection (see SQLiteStore._through_view)."""
-
-    #: the file, as an absolute path: the connection is opened again by it
-    file: Path
-    #: what _file_state said just before the connection was opened
-    state: tuple[Any, ...] | None
-
-
 class _Head(NamedTuple):
     """A run's row as this store last saw it committed: the chain head of ``version`` is fixed."""
 
@@ -610,10 +598,6 @@ def _has_schema_version(db: sqlite3.Connection) -> bool:
         return False
 
 
-def _connect(target: str | Path, timeout: float, *, uri: bool = False) -> sqlite3.Connection:
-    return sqlite3.connect(target, timeout=timeout, isolation_level=None, check_same_thread=False, uri=uri)
-
-
 def _roll_back(db: sqlite3.Connection) -> None:
     """Roll back the transaction a failure interrupted. When that fails too (the disk is gone),
     the failure that interrupted it is the one to report: SQLite rolls the transaction back
@@ -622,79 +606,6 @@ def _roll_back(db: sqlite3.Connection) -> None:
         db.execute("ROLLBACK")
     except sqlite3.Error:
         pass
-
-
-def _target(path: Path) -> Path:
-    """The file SQLite opens for ``path``: the target of the link when ``path`` is a symbolic
-    link, since SQLite follows it and puts the ``-wal`` and ``-shm`` files beside the target;
-    else ``path`` as given, so that messages name it so."""
-    return path.resolve() if path.is_symlink() else path
-
-
-def _read_only(path: Path) -> str | None:
-    """Why the store file at ``path`` (a link's target: see _target) is opened read-only, or None
-    to open it for writing (a new file, or one this process may change). Permission bits count
-    even for root, who could write anyway: a store made read-only on purpose (``chmod a-w``, a CI
-    artifact) is left as it is. A writer also needs the folder, where SQLite creates the ``-wal``
-    and ``-shm`` files."""
-    if not path.is_file():
-        return None
-    if not _writable(path):
-        return f"the file {path} is not writable"
-    if not _writable(path.parent) and not all(_writable(Path(f"{path}{end}")) for end in ("-wal", "-shm")):
-        return f"its folder {path.parent} is not writable"
-    return None
-
-
-def _writable(path: Path) -> bool:
-    """Whether ``path`` exists, this process may write it, and its mode lets someone write it."""
-    try:
-        return os.access(path, os.W_OK) and bool(path.stat().st_mode & 0o222)
-    except OSError:
-        return False
-
-
-def _open_read_only(path: Path, timeout: float) -> tuple[sqlite3.Connection, _View | None]:
-    """A read-only connection to the existing store ``path`` (a link's target: see _target), and
-    the :class:`_View` to watch when the connection is ``immutable`` (None otherwise).
-
-    A reader of a WAL database needs its ``-shm`` file (the index of the write-ahead log), which
-    SQLite creates beside it when missing. In a folder that may not be written, without one,
-    the file is opened ``immutable`` (no locks, no log; nothing is created) when no write-ahead
-    log holds transactions that are not in the file yet (no process writes it then: a writer
-    keeps a ``-shm`` file); when one does, it is refused, since reading it needs a ``-shm``. A
-    process may still start writing it later, through a path it may write: the caller watches
-    the returned view (see SQLiteStore._through_view)."""
-    uri = path.resolve().as_uri()
-    if Path(f"{path}-shm").exists() or _writable(path.parent):
-        db = _connect(f"{uri}?mode=ro", timeout, uri=True)
-        try:
-            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            return db, None
-        except sqlite3.OperationalError as exc:
-            db.close()
-            code = getattr(exc, "sqlite_errorcode", None) or 0
-            if not (code & 0xFF == sqlite3.SQLITE_CANTOPEN or code in _NO_WAL_INDEX):
-                raise
-    wal = Path(f"{path}-wal")
-    if wal.exists() and wal.stat().st_size > 0:
-        raise StoreError(f"cannot read the SQLite store {path}: its write-ahead log {wal} holds transactions that "
-                         f"are not in the file yet, and SQLite reads them only with a {path}-shm file, which "
-                         f"cannot be created in {path.parent}; copy the store with its -wal file to a writable "
-                         "folder and name the copy with --store")
-    view = _View(path.absolute(), _file_state(path))  # before the connection reads anything
-    return _connect(f"{uri}?mode=ro&immutable=1", timeout, uri=True), view
-
-
-def _file_state(path: Path) -> tuple[Any, ...] | None:
-    """What a write of the store file ``path`` changes (its size, its modification and change
-    times; its inode when it is replaced), and whether a writer holds it open (its ``-shm``
-    file is there); None when the file is gone."""
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
-    return stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, os.path.exists(f"{path}-shm")
 
 
 def _undecodable(exc: sqlite3.OperationalError) -> bool:
