@@ -148,7 +148,7 @@ def _gate_command(run: Any, step: Any, store: str | None) -> str:
 def _gone(run: Any, steps: str) -> str:
     """The process that ran the run's evaluate commands is gone (``runner_gone``)."""
     return (f"Nothing runs the command of evaluate step(s) {steps} of run {run} any more: the process running it "
-            f"is gone (the command ended with it). Call lockgate_resume with run_id {run} to run it again here.")
+            f"is gone, and its command was stopped with it. Call lockgate_resume with run_id {run} to run it again here.")
 
 
 def next_steps(result: dict[str, Any], *, store: str | None = None) -> str | None:

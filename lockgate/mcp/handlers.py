@@ -56,6 +56,8 @@ class ToolContext:
     #: the ``--store`` a person's ``lockgate`` command needs to reach this server's store (None:
     #: the default one, as the CLI's hints leave it out)
     store_shown: str | None = None
+    #: when each run's claim was first seen to name a dead process (see :mod:`lockgate.mcp.runners`)
+    dead_since: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.engine.around_commands = self.unlocked
@@ -136,7 +138,7 @@ def plan(ctx: ToolContext, args: Args) -> dict[str, Any]:
 def _checked(ctx: ToolContext, run_id: str, out: dict[str, Any]) -> dict[str, Any]:
     """``out`` marked ``runner_gone`` when the process running the evaluate commands it shows is
     gone (see :mod:`lockgate.mcp.runners`): they wait for a resume, not for time to pass."""
-    return marked(out, ctx.call(gone_in, ctx.engine, run_id, out))
+    return marked(out, ctx.call(gone_in, ctx.engine, run_id, out, ctx.dead_since))
 
 
 def step_done(ctx: ToolContext, args: Args) -> dict[str, Any]:
@@ -167,7 +169,7 @@ def status(ctx: ToolContext, args: Args) -> dict[str, Any]:
     while True:
         version = ctx.call(store.current_version, run_id)
         out = ctx.call(ctx.engine.status, run_id)
-        gone = ctx.call(gone_in, ctx.engine, run_id, out)
+        gone = ctx.call(gone_in, ctx.engine, run_id, out, ctx.dead_since)
         out = marked(out, gone)
         remaining = deadline - time.monotonic()
         if (out["status"] not in ("await_gate", "evaluating") or remaining <= 0 or left_behind(out)
@@ -204,7 +206,7 @@ def why(ctx: ToolContext, args: Args) -> dict[str, Any]:
     out = ctx.call(engine.why, run_id)
     current = ctx.call(engine.status, run_id)
     holder = ctx.call(engine.driver_of, run_id)
-    gone = ctx.call(gone_in, engine, run_id, current) == 0 or left_behind(current)
+    gone = ctx.call(gone_in, engine, run_id, current, ctx.dead_since) == 0 or left_behind(current)
     return for_agent(out, current, holder, gone=gone, store=ctx.store_shown)
 
 

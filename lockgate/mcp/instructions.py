@@ -35,7 +35,7 @@ For non-trivial tasks (several steps, anything with tests or a review), run the 
    your result is recorded before the command starts. Status `evaluating` means a command started
    elsewhere is still running (a `driven_by` process runs those of a run it drives, a `commands_by`
    process only those): call `lockgate_status` with `wait_seconds`, or `lockgate_resume` when the
-   guidance says the process running it is gone (`runner_gone`: the command ended with it).
+   guidance says the process running it is gone (`runner_gone`: its command was stopped with it).
    Who else holds the run: `driven_by` names a process whose agents do the dispatched steps (do not
    do them too; follow it with `lockgate_status`); `stopping_by` one whose drive is stopping (Ctrl-C;
    its agents may still be finishing: wait with `lockgate_status` and `wait_seconds` until it is

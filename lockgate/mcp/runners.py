@@ -9,9 +9,11 @@ than to wait (up to the command's timeout and more, ``left_behind``).
 
 The claim is taken just after the transaction that starts a command commits. A command found
 with no claim recorded at all (released, or never taken) is given :data:`UNCLAIMED_GRACE_S`
-seconds from its start for that claim to land; one whose claim names a process that is gone is
-left behind at once (a resume then is harmless: the commands are fenced by their tokens, and a
-resume does not restart those a live claim holds).
+seconds from its start for that claim to land. One whose claim names a process that is gone is
+left behind :data:`DEAD_GRACE_S` seconds after this server first saw it so: the command itself
+may still be stopping (the guardian sends its process group SIGTERM when the process dies, and
+SIGKILL :data:`~lockgate.engine.agents.guardian.GRACE_S` seconds later), and a resume before it
+ends would run a second copy beside it in the same workspace.
 """
 
 from __future__ import annotations
@@ -20,28 +22,36 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ..engine.agents.guardian import GRACE_S
 from ..engine.engine import Engine
 
 #: Seconds after its start that a command with no claim on its run is taken as left behind.
 UNCLAIMED_GRACE_S = 5.0
+#: Seconds after a dead claim is first seen that its commands are taken as ended (the guardian's
+#: SIGTERM-to-SIGKILL grace, and a second for it to notice the death and act).
+DEAD_GRACE_S = GRACE_S + 1.0
 #: The response keys naming a live process that holds the run (see ``Engine._driven_by``).
 _HOLDER_KEYS = ("driven_by", "commands_by", "stopping_by")
 #: The key a response gets when the process running its evaluate commands is gone.
 GONE = "runner_gone"
 
 
-def gone_in(engine: Engine, run_id: str, out: Mapping[str, Any]) -> float | None:
+def gone_in(engine: Engine, run_id: str, out: Mapping[str, Any], dead_since: dict[str, float]) -> float | None:
     """Seconds until the commands ``out`` shows running are taken as left behind by a process
     that is gone (0: now); None while a live process runs them (this one, or the one holding
-    the run), or when ``out`` shows none. Call it under the lock of the engine's calls."""
+    the run), or when ``out`` shows none. ``dead_since``: when this server first saw each run's
+    claim name a dead process (monotonic seconds; kept by the caller across calls). Call it under
+    the lock of the engine's calls."""
     running = [e for e in out.get("evaluating") or () if isinstance(e, Mapping)]
     if not running or any(out.get(key) for key in _HOLDER_KEYS) or engine.driver_of(run_id) is not None:
+        dead_since.pop(run_id, None)
         return None
     here_or_done = {str(e.get("step_id")) for e in running} - {c["step_id"] for c in engine.evaluations(run_id)}
     if here_or_done:  # run by a call of this engine (or settled meanwhile): not left behind
         return None
-    if engine.claim_of(run_id) is not None:  # claimed by a process that is gone
-        return 0.0
+    if engine.claim_of(run_id) is not None:  # claimed by a process that is gone: its commands are stopping
+        seen = dead_since.setdefault(run_id, time.monotonic())
+        return max(0.0, seen + DEAD_GRACE_S - time.monotonic())
     starts = [e["started_at"] for e in running if isinstance(e.get("started_at"), int | float)]
     return max(0.0, max(starts, default=0.0) + UNCLAIMED_GRACE_S - time.time())
 

@@ -96,13 +96,15 @@ async def test_a_command_whose_server_was_killed_is_resumed_not_waited_for(tmp_p
     run_id = await killed_while_checking(workspace(tmp_path))
     async with connect(tmp_path / "runs.db", tmp_path) as s:
         out, said = await guidance(s, "lockgate_status", {"run_id": run_id})
+        assert "runner_gone" not in out  # first seen now: its command may still be stopping (a resume would run a second copy)
+        started = time.monotonic()  # gone once the guardian's grace is over
+        out, said = await guidance(s, "lockgate_status", {"run_id": run_id, "wait_seconds": 120})
+        assert time.monotonic() - started < 30 and out["runner_gone"] is True
+
+        out, said = await guidance(s, "lockgate_status", {"run_id": run_id})
         assert out["status"] == "evaluating" and out["runner_gone"] is True
         assert "the process running it is gone" in said and f"Call lockgate_resume with run_id {run_id}" in said
         assert "wait_seconds" not in said
-
-        started = time.monotonic()
-        out, said = await guidance(s, "lockgate_status", {"run_id": run_id, "wait_seconds": 120})
-        assert time.monotonic() - started < 30 and out["runner_gone"] is True
 
         why = await s.ok("lockgate_why", {"run_id": run_id})
         [wait] = why["waits"]
