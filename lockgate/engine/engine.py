@@ -798,7 +798,7 @@ def _run_batch(dispatcher: Any, run_id: str, entries: list[dict[str, Any]]) -> l
             if inspect.isawaitable(value):
                 value = await value
         except Exception as exc:  # an agent is foreign code: its failure is the attempt's failure
-            value = AgentResult.failed(f"{type(exc).__name__}: {exc}")
+            value = AgentResult.failed(describe_exception(exc))
         if isinstance(value, AgentResult):  # what it spent, its measured time included
             value = value.with_duration((time.perf_counter() - started) * 1000)
             return value.output, value.failure, value.spend() or None
@@ -811,7 +811,7 @@ def _run_batch(dispatcher: Any, run_id: str, entries: list[dict[str, Any]]) -> l
     import asyncio  # here, not at import: ``from lockgate import Engine`` stays light
     import time
 
-    from .agents.base import AgentResult
+    from .agents.base import AgentResult, describe_exception
 
     async def batch() -> list[tuple[Any, Any, Any]]:
         return list(await asyncio.gather(*(one(e) for e in entries)))

@@ -87,3 +87,34 @@ def test_the_audit_keeps_the_traceback_of_the_attempts_failure() -> None:
     failures = [e["detail"]["failure"]["reason"] for e in Engine(store=store).audit(result.run_id)["events"]
                 if e["type"] == "result" and "failure" in e["detail"]]
     assert failures and all("in parse" in f and 'reply["score"]' in f for f in failures)
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("str exploded")
+
+
+def test_an_exception_whose_str_raises_is_still_the_steps_failure() -> None:
+    def raises(task: Task) -> dict:
+        raise _Unprintable()
+
+    result = run_sync(SPEC, {}, agents={"a": raises}, store=open_store("memory"))
+    assert result.status == "error"  # it crashed the drive, the run left running
+    assert result.response["message"].startswith("agent reported failure: _Unprintable: <str() of it raised "
+                                                  "RuntimeError>\nTraceback (the agent's frames")
+
+
+def test_an_agent_file_whose_name_is_not_utf8_keeps_the_agents_error(tmp_path) -> None:
+    import importlib.util
+    import os
+
+    path = os.path.join(os.fsencode(tmp_path), b"agent_\xff.py")
+    with open(path, "wb") as file:
+        file.write(b"def fn(task):\n    raise ValueError('boom')\n")
+    spec = importlib.util.spec_from_file_location("agent_not_utf8", os.fsdecode(path))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result = run_sync(SPEC, {}, agents={"a": module.fn}, store=open_store("memory"))
+    message = result.response["message"]  # it was "the result cannot be stored: ... lone surrogate"
+    assert message.startswith("agent reported failure: ValueError: boom\n"), message
+    assert "agent_\\udcff.py" in message

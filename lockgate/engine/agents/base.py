@@ -167,6 +167,16 @@ class AgentResult:
         return AgentResult(self.output, self.failure, self.usage, telemetry)
 
 
+def describe_exception(exc: BaseException) -> str:
+    """``ExcType: message`` of an exception an agent raised, whatever its ``__str__`` does (an
+    agent's own exception class may raise there too: it is still the agent's failure)."""
+    try:
+        message = str(exc)
+    except Exception as failed:  # noqa: BLE001 - foreign code
+        message = f"<str() of it raised {type(failed).__name__}>"
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
 async def timed_execute(agent: Any, task: Any) -> AgentResult:
     """``agent.execute(task)``, its result carrying the call's measured duration when the adapter
     measured none (a failure usually has none): an ``ms`` budget counts failed and timed-out calls

@@ -26,7 +26,7 @@ from typing import Any
 from ...dsl.contractcheck import json_violations
 from ..store.codec import json_encoder
 from ..textargs import MAX_FAILURE_BYTES
-from .base import AgentResult, Task, Telemetry
+from .base import AgentResult, Task, Telemetry, describe_exception
 from .threads import ExitCalled, run_in_thread
 
 AgentFunction = Callable[[Task], Any]
@@ -70,7 +70,7 @@ class PythonAgent:
         except (SystemExit, ExitCalled) as exc:
             return AgentResult.failed(f"agent {self.name!r} {ExitCalled(exc.code)}")
         except Exception as exc:  # the callable's own failure is the task's failure
-            message = f"{type(exc).__name__}: {exc}"
+            message = describe_exception(exc)
             return AgentResult.failed(message + (where_raised(exc) if len(message) < _ROOM else ""))
         elapsed = (time.perf_counter() - started) * 1000
         if isinstance(value, AgentResult):
@@ -148,7 +148,9 @@ def where_raised(exc: BaseException) -> str:
         return ""
     lines = [text for f in frames[-MAX_FRAMES:] for text in
              (f'  File "{f.filename}", line {f.lineno}, in {f.name}', *([f"    {f.line}"] if f.line else []))]
-    cut = [line if len(line) <= MAX_LINE else line[:MAX_LINE] + " ..." for line in lines]
+    # a file name that is not UTF-8 holds lone surrogates, which no store keeps: escape them
+    cut = [(line if len(line) <= MAX_LINE else line[:MAX_LINE] + " ...").encode("utf-8", "backslashreplace")
+           .decode("utf-8") for line in lines]
     more = f", the last {MAX_FRAMES} of {len(frames)}" if len(frames) > MAX_FRAMES else ""
     return f"{TRACEBACK_MARK}{more}, most recent call last):\n" + "\n".join(cut)
 
