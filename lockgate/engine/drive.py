@@ -631,7 +631,8 @@ class Drive:
             if decision is not None and decision.applied:
                 response = await self._engine_call(self.engine.status, self.run_id)
                 if all(g.get("token") != request.token for g in waiting_gates(response)):
-                    self._emit_resolved(request, decision)
+                    if not decision.ended:  # a run ended elsewhere: nobody decided the gate
+                        self._emit_resolved(request, decision)
                     return response
                 decision = None
             if decision is None or decision.outcome in withdrawn:

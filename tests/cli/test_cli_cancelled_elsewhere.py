@@ -97,3 +97,51 @@ def test_a_run_cancelled_elsewhere_returns_to_an_in_process_caller(tmp_path: Pat
         os.close(fd)
     assert result.exit_code == 1, result.output
     assert '"status": "cancelled"' in result.stdout
+
+
+GATED = """version: 1
+contracts:
+  Note: {text: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${write.output}", contract: Note}
+    steps:
+      - {id: write, agent: writer, do: "write", out: Note}
+      - id: review
+        after: [write]
+        gate: {on_approve: null, on_revise: null, on_kill: null}
+"""
+
+
+def test_a_run_cancelled_while_its_gate_prompt_waits_is_not_reported_as_a_kill(tmp_path: Path) -> None:
+    import select
+
+    (tmp_path / "flow.stratum.yaml").write_text(GATED)
+    (tmp_path / "agents.py").write_text('def writer(task):\n    return {"text": "t"}\n')
+    driving = subprocess.Popen(lockgate_argv("run", "flow.stratum.yaml", "--agents", "agents.py", "--store",
+                                             "runs.db"),
+                               cwd=tmp_path, env=lockgate_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    said = b""
+    try:
+        deadline = time.monotonic() + 60
+        while b"Decision [a]pprove" not in said:  # the prompt waits on its open stdin
+            ready, _, _ = select.select([driving.stderr], [], [], max(0.0, deadline - time.monotonic()))
+            chunk = os.read(driving.stderr.fileno(), 65536) if ready else b""
+            assert chunk, said
+            said += chunk
+        engine = Engine(store=open_store(tmp_path / "runs.db"))
+        engine.cancel(engine.runs()[0]["run_id"], "from elsewhere")
+        engine.close()
+        driving.wait(60)  # its stdin kept open (communicate() would close it: end of input)
+        out, err = driving.stdout.read(), driving.stderr.read()
+    finally:
+        driving.kill()
+        driving.wait()
+        driving.stdin.close()
+    shown = (said + err).decode()
+    assert json.loads(out)["status"] == "cancelled", shown
+    assert "was cancelled elsewhere" in shown, shown
+    assert "kill by system" not in shown and "resolved" not in shown, shown  # nobody decided the gate
