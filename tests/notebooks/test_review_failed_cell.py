@@ -25,7 +25,7 @@ def test_run_all_stops_at_the_broken_flow_cell_with_an_error_output(tmp_path):
     assert "FlowCellError: the spec has" in str(caught.value) and "NameError" not in str(caught.value)
     [error] = book.cells[1].outputs
     assert error.output_type == "error" and error.ename == "FlowCellError"
-    assert error.traceback[0] == "FlowCellError: the spec has 2 errors; broken was not bound"
+    assert error.traceback[0] == "FlowCellError: the spec has 3 errors; broken was not bound"
     assert any(line.startswith("cell:5:3: error LG203") for line in error.traceback)
     assert "Traceback" not in "\n".join(error.traceback)
     assert book.cells[2].outputs == []  # never run
