@@ -799,14 +799,8 @@ def _run_batch(dispatcher: Any, run_id: str, entries: list[dict[str, Any]]) -> l
                 value = await value
         except Exception as exc:  # an agent is foreign code: its failure is the attempt's failure
             value = AgentResult.failed(describe_exception(exc))
-        if isinstance(value, AgentResult):  # what it spent, its measured time included
-            value = value.with_duration((time.perf_counter() - started) * 1000)
-            return value.output, value.failure, value.spend() or None
-        if hasattr(value, "failure") and hasattr(value, "output"):
-            usage = value.usage.to_json() if hasattr(value, "usage") else None
-            usage = {k: v for k, v in (usage or {}).items() if v}
-            return value.output, value.failure, usage or None
-        return value, None, None
+        result = _as_result(value).with_duration((time.perf_counter() - started) * 1000)
+        return result.output, result.failure, result.spend() or None  # its measured time included
 
     import asyncio  # here, not at import: ``from lockgate import Engine`` stays light
     import time
@@ -819,6 +813,20 @@ def _run_batch(dispatcher: Any, run_id: str, entries: list[dict[str, Any]]) -> l
     from .ensures import call_sync
 
     return call_sync(batch)
+
+
+def _as_result(value: Any) -> Any:
+    """A dispatcher's answer as an AgentResult: one already, one in all but its class (``output``,
+    ``failure`` and perhaps ``usage`` with ``to_json()``), or the output itself."""
+    from .agents.base import AgentResult, Usage
+
+    if isinstance(value, AgentResult):
+        return value
+    if not (hasattr(value, "failure") and hasattr(value, "output")):
+        return AgentResult.success(value)
+    usage = value.usage.to_json() if hasattr(value, "usage") else {}
+    spent = Usage(tokens=usage.get("tokens") or 0, usd=usage.get("usd") or 0.0, ms=usage.get("ms"))
+    return AgentResult(value.output, value.failure, spent)
 
 
 def _task(run_id: str, entry: dict[str, Any]) -> Any:

@@ -177,8 +177,8 @@ def _judged(ensure: CEnsure, bindings: Mapping[str, Any], judge: Callable[..., A
     # A judge is foreign code: any failure fails closed. Exception only, never BaseException:
     # the runner's judge bridge raises a BaseException (VerdictNeeded) through here to await
     # the verdict outside the transition (see lockgate.engine.judge).
-    except (LockgateError, Exception) as exc:
-        return False, f"the judge failed: {exc}", {}
+    except (LockgateError, Exception) as exc:  # what a failed judge agent spent is charged still
+        return False, f"the judge failed: {exc}", judge_usage(getattr(exc, "usage", None))
     finally:
         _SUBJECT.reset(token)
     usage = judge_usage(verdict.get("usage")) if isinstance(verdict, Mapping) else {}

@@ -57,7 +57,13 @@ CANCEL_GRACE_S = 2.0
 
 
 class JudgeError(LockgateError):
-    """The judge's agent could not give a verdict (the ensure then fails closed)."""
+    """The judge's agent could not give a verdict (the ensure then fails closed). ``usage``: what
+    the failed call spent (its measured time included), charged with the judged step as a
+    verdict's is."""
+
+    def __init__(self, message: str, usage: dict[str, float] | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage or {}
 
 
 class AgentJudge:
@@ -81,10 +87,12 @@ class AgentJudge:
         """The agent's verdict on ``statement``; ``step_id`` names the step being judged."""
         task = judge_task(statement, stakes, result, input, agent=self.name, run_id=run_id,
                           step_id=step_id, cwd=cwd)
-        outcome = await self.agent.execute(task)
-        if not outcome.ok:
-            raise JudgeError(f"judge agent {self.name!r}: {outcome.failure}")
+        from .agents.base import timed_execute  # here: the agents package imports httpx
+
+        outcome = await timed_execute(self.agent, task)
         spent = outcome.spend()  # its measured time too: ms budgets count judging
+        if not outcome.ok:
+            raise JudgeError(f"judge agent {self.name!r}: {outcome.failure}", usage=spent)
         if spent and isinstance(outcome.output, Mapping):
             return {**outcome.output, "usage": spent}  # settled like the judged step's own usage
         return outcome.output

@@ -240,6 +240,34 @@ def test_a_judge_agents_measured_time_is_charged_with_the_judged_step() -> None:
     assert step_spent(engine, result.run_id, "a")["ms"] >= took["a"] + took["judge"]
 
 
+def test_a_failed_judge_agents_time_is_charged_too() -> None:
+    took: dict[str, float] = {}
+    spec = chain(attempts=1).replace('        do: "a"\n', '        do: "a"\n        ensure:\n'
+                                     '          - judged: {statement: "fine"}\n', 1)
+    work = working(took, fails=True)
+
+    def critic(task: Task) -> dict[str, Any]:
+        work(Task(run_id=task.run_id, step_id="judge", prompt=""))
+        return {}
+
+    result, engine = run(spec, {}, working(took), agents={"critic": critic}, judge="critic")
+    assert result.status == "error" and took["judge"] >= 3  # the judge failed: the ensure failed closed
+    assert step_spent(engine, result.run_id, "a")["ms"] >= took["a"] + took["judge"]
+
+
+def test_a_plain_dispatcher_is_charged_its_time() -> None:
+    took: dict[str, float] = {}
+    work = working(took)
+
+    def dispatcher(entry: dict[str, Any]) -> dict[str, int]:  # the engine calls it for each item
+        return work(Task(run_id="r", step_id=entry["step_id"], prompt=""))
+
+    spec = FANNED.replace("BUDGET", "ms: 100000").replace("isolation: none", "isolation: none\n          dispatch: engine")
+    out = Engine(dispatcher=dispatcher).plan(spec, {"xs": ["a", "b", "c"]})
+    assert out["status"] == "complete", out
+    assert out["spent"]["ms"] >= sum(took.values()) and len(took) == 3
+
+
 # -- exhaustion messages name the key and the limit -------------------------------------------------
 
 
