@@ -50,6 +50,14 @@ def test_sqlite_url_with_an_absolute_path(tmp_path: Path) -> None:
     assert store.path == tmp_path / "abs.db"
 
 
+def test_a_path_from_the_home_folder_is_expanded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # as an MCP host's config passes --store, no shell
+    monkeypatch.chdir(tmp_path)
+    store = open_store("~/runs.db")
+    assert store.path == tmp_path / "home" / "runs.db" and not (tmp_path / "~").exists()
+    store.close()
+
+
 @pytest.mark.parametrize("name", ["mysql://host/db", "", "   "])
 def test_unknown_names_are_refused(name: str) -> None:
     with pytest.raises(StoreError):

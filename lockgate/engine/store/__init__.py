@@ -48,4 +48,4 @@ def open_store(url_or_path: str | os.PathLike[str] | None = None, **options: Any
         target = target.removeprefix("sqlite://")
     elif "://" in target:
         raise StoreError(f"unknown store URL scheme in {target!r}; use sqlite://, postgresql:// or memory")
-    return SQLiteStore(target, **options)
+    return SQLiteStore(Path(target).expanduser(), **options)  # "~/runs.db" from a config file no shell expanded
