@@ -14,9 +14,6 @@ _loaded: dict[int, Any] = {}
 
 def load_ipython_extension(ipython: Any) -> None:
     from .magics import FlowMagics
-    from .storeplace import forget
-
-    forget()
 
     magics = FlowMagics(ipython)
     ipython.register_magics(magics)
@@ -24,9 +21,6 @@ def load_ipython_extension(ipython: Any) -> None:
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    from .storeplace import forget
-
-    forget()
     magics = _loaded.pop(id(ipython), None)
     if magics is None:
         return

@@ -37,6 +37,8 @@ def test_a_cd_after_a_run_started_keeps_the_notebooks_store(tmp_path):
                             'await again.wait_until(lambda r: "review" in r.waiting_gates())')
         assert second.error is None, second.shown
         assert kernel.value("again.run_id") in kernel.run("%flow runs").stdout
+        kernel.run("%reload_ext lockgate")  # the same kernel session: the same store
+        assert run_id in kernel.run("%flow runs").stdout
         assert not (tmp_path / "data" / ".lockgate").exists()
         assert (tmp_path / ".lockgate" / "lockgate.db").exists()
     finally:
