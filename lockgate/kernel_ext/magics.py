@@ -29,7 +29,7 @@ class FlowMagics(Magics):
         #: the cell being run: its front end's id, else its text (see cellruns)
         self.cell_key: str | None = None
         #: cell -> the runs it started that went on when last looked at (see cellruns)
-        self.cell_runs: dict[str, list[Any]] = {}
+        self.cell_runs: dict[str, list[tuple[int | None, Any]]] = {}
         shell.events.register("pre_run_cell", self._remember_cell)
 
     def _remember_cell(self, info: Any) -> None:

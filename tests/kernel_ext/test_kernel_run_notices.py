@@ -120,3 +120,15 @@ def test_without_a_cell_id_the_same_text_is_the_same_cell(kernel):
     earlier = kernel.value("run.run_id")
     again = kernel.run(START)
     assert f"run {earlier} started by this cell earlier is still waiting at gate review" in again.stderr, again.shown
+
+
+def test_runs_a_cell_starts_together_are_not_earlier_runs_of_it(kernel):
+    loop = ('runs = [pub.start({"text": t}, agents={"codex": codex}) for t in "abc"]\n'
+            'for r in runs:\n    await r.wait_until(lambda r: "review" in r.waiting_gates())')
+    first = _run_cell(kernel, loop, "cell-loop")
+    assert first.error is None and "started by this cell" not in first.stderr, first.shown
+    ids = kernel.value("[r.run_id for r in runs]")
+    again = _run_cell(kernel, loop, "cell-loop")
+    assert again.error is None, again.shown
+    named = [line for line in again.stderr.splitlines() if "started by this cell earlier" in line]
+    assert sorted(line.split()[1] for line in named) == sorted(ids), again.stderr  # each once, by its id
