@@ -3,9 +3,11 @@
 A resume command needs the options the run was driven with: its store and, when its agents
 are Python functions, the ``--agents`` module. ``lockgate run`` knows them (it was given them);
 the other commands know the store, and the module from the run's claim record (a run driven
-by an older Lockgate, or from Python, has none: they write a placeholder for it and say so),
+by an older Lockgate has none, one driven from Python code names its agents and, from a
+notebook, the variable that held them: they write a placeholder for the module and say so),
 unless every agent of the run's flow resolves without one (configured in lockgate.toml, or
-built in).
+built in) and none of them came from the module or Python code (a resume would quietly swap
+them: see :mod:`lockgate.engine.agentorigin`).
 """
 
 from __future__ import annotations
@@ -101,17 +103,41 @@ def engine_command(action: Mapping[str, Any], *, store: str | None) -> str:
 
 
 def resume_hint(run_id: str, *, store: str | None, agents_needed: bool,
-                config: str | None = None, recorded: str | None = None) -> tuple[str, str | None]:
+                config: str | None = None, recorded: str | None = None,
+                python: tuple[Any, list[str]] | None = None) -> tuple[str, str | None]:
     """(the resume command, a note about it or None) for a command that was not given the
-    ``--agents`` module: ``agents_needed`` when some agent of the run resolves from none of
-    lockgate.toml, the registry and the built-ins; ``config``: the configuration file to name
-    (the run's, when a resume from here would not find it: see :func:`config_to_name`);
-    ``recorded``: the module the run was last driven with (:meth:`Engine.last_agents`)."""
+    ``--agents`` module: ``agents_needed`` when some agent of the run can come only from one
+    (see :func:`agents_needed`); ``config``: the configuration file to name (the run's, when a
+    resume from here would not find it: see :func:`config_to_name`); ``recorded``: the module
+    the run was last driven with (:func:`recorded_agents`); ``python``: (the agents given in
+    Python code it was driven with instead, those its flow uses: :func:`python_driven`)."""
     shown = shown_module(recorded) if recorded and agents_needed else None
     resume = resume_command(run_id, agents=shown, store=store, config=config)
     if not agents_needed or shown:
         return resume, None
-    return f"{resume} --agents {AGENTS_PLACEHOLDER}", GONE.format(recorded) if recorded else NOT_RECORDED
+    if recorded:
+        note = GONE.format(recorded)
+    elif python is not None:
+        note = python_note(run_id, *python)
+    else:
+        note = NOT_RECORDED
+    return f"{resume} --agents {AGENTS_PLACEHOLDER}", note
+
+
+def python_note(run_id: str, origin: Any, names: list[str]) -> str:
+    """What to give a resume of run ``run_id``, driven with agents ``names`` given in Python
+    (``origin``: :class:`~lockgate.engine.agentorigin.PythonAgents`, with the notebook variable
+    that held them when recorded): no command can name those, so a module defining them, or
+    the notebook's or the library's own resume."""
+    listed = ", ".join(names)
+    functions = ", ".join(f"{name.replace('-', '_')}()" for name in names)
+    if origin.variable:
+        return (f"the run was driven with agents given in a notebook ({listed}, from the variable "
+                f"{origin.variable}): resume it there with `%flow resume {run_id} --agents {origin.variable}`, "
+                f"or here with a module defining {functions}")
+    return (f"the run was driven with agents given in Python ({listed}): resume it with agents= in Python, "
+            f"in a notebook with `%flow resume {run_id} --agents VAR` (VAR: a dict naming {listed}), "
+            f"or here with a module defining {functions}")
 
 
 def shown_module(recorded: str) -> str | None:
@@ -176,18 +202,33 @@ def recorded_agents(engine: Any, run_id: str) -> str | None:
         return None
 
 
+def python_driven(engine: Any, run_id: str) -> tuple[Any, list[str]] | None:
+    """(the agents given in Python code run ``run_id`` was last driven with, those of them its
+    flow uses), for :func:`resume_hint`'s note; None when it was driven with none (or with an
+    ``--agents`` module, which the command names), or that cannot be told."""
+    from ..engine.agentorigin import missing_agents
+
+    try:
+        missing = missing_agents(engine, run_id, ())
+    except Exception:  # noqa: BLE001 - a hint must not fail the command that prints it
+        return None
+    return missing if missing is not None and missing[0].module is None else None
+
+
 def agents_needed(engine: Any, run_id: str, config: str | None = None) -> bool:
     """Whether some agent of run ``run_id``'s flow can come only from an ``--agents`` module:
     none of lockgate.toml (``config``, else the nearest from here), the registry and the
     built-ins knows it, or
     the one that does cannot run here (a module's ``codex`` function stands in for the built-in
-    Codex, whose binary is missing), or the run was driven with agents given in Python that
-    its flow uses (a resume without them is refused: see :mod:`lockgate.engine.agentorigin`).
-    True when that cannot be told (the spec cannot be read back, the configuration is broken):
-    the placeholder then asks for the module rather than promising a command that may fail."""
+    Codex, whose binary is missing), or the run was driven with agents given in Python or by
+    the module it was driven with that its flow uses (a resume without them is refused, as
+    it would swap them for the built-in: see :mod:`lockgate.engine.agentorigin`).
+    True when that cannot be told (the spec cannot be read back, the configuration is broken,
+    the module recorded cannot be read any more): the placeholder then asks for the module
+    rather than promising a command that may fail or call other agents."""
     from pathlib import Path
 
-    from ..engine.agentorigin import missing_agents
+    from ..engine.agentorigin import missing_agents, module_agents
     from ..engine.agents.config import load_config
     from ..engine.agents.registry import known_agents, resolve_agent
     from ..engine.flowneeds import agent_names
@@ -195,6 +236,9 @@ def agents_needed(engine: Any, run_id: str, config: str | None = None) -> bool:
 
     try:
         if missing_agents(engine, run_id, ()) is not None:
+            return True
+        recorded = recorded_agents(engine, run_id)
+        if recorded is not None and module_agents(recorded) is None:
             return True
         spec = stored_spec(engine.store, run_id)
         config = load_config(config) if config else load_config(start=Path.cwd())

@@ -187,7 +187,7 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     options = options._replace(in_memory=ephemeral(store))
     engine = Engine(store=store, workspace=Path.cwd())
     if resume_id and not options.agents:
-        _check_agents_given(engine, resume_id, options, found)
+        _check_agents_given(engine, resume_id, options, found, take_over)
     display = Progress()
     # the prompt reads stdin through a selector and also watches the store, so a decision made
     # in another terminal ends it (and a late answer is reported as not applied)
@@ -248,16 +248,21 @@ def _report_store_failed(exc: Exception, run_id: str, options: Options) -> None:
                f"{hints.command('why', run_id, store=options.store)} says what continues it", err=True)
 
 
-def _check_agents_given(engine: Any, run_id: str, options: Options, config: Path | None) -> None:
-    """Refuse a resume given no --agents module of a run still going whose agents come only from
-    the module it was driven with (recorded with its claim): name that module in the command to
-    type, before any agent is looked up (the lookup can only say "no agent named X")."""
+def _check_agents_given(engine: Any, run_id: str, options: Options, config: Path | None,
+                        take_over: bool = False) -> None:
+    """Refuse a resume given no --agents module of a run still going that was driven with one
+    (recorded with its claim) defining agents its flow uses, or whose agents come only from it:
+    name that module in the command to type, before any agent is looked up (the lookup would
+    say "no agent named X", or quietly take a built-in of the same name). A run another live
+    process drives is left to the resume, whose refusal says so first (not with --take-over)."""
     from ..engine.drive import TERMINAL
 
     recorded = hints.recorded_agents(engine, run_id)
     if not recorded or not hints.agents_needed(engine, run_id, str(config) if config else None):
         return
     if engine.status(run_id).get("status") in TERMINAL:  # nothing left to dispatch
+        return
+    if not take_over and engine.driver_of(run_id) is not None:
         return
     shown = hints.shown_module(recorded)
     if shown is None:

@@ -110,7 +110,8 @@ def _resume_lines(engine: Any, run_id: str, store: str | None) -> list[str]:
     config, config_note = hints.config_to_name(engine, run_id)
     command, note = hints.resume_hint(run_id, store=store, config=config,
                                       agents_needed=hints.agents_needed(engine, run_id, config),
-                                      recorded=hints.recorded_agents(engine, run_id))
+                                      recorded=hints.recorded_agents(engine, run_id),
+                                      python=hints.python_driven(engine, run_id))
     return [command, *(f"({line})" for line in (note, config_note) if line)]
 
 
@@ -206,14 +207,28 @@ def show_cmd(run_id: str, store: str | None, fmt: str) -> None:
     click.echo(f"steps {audit['steps_completed']}/{audit['total_steps']} done  spent {_spent(audit['spent'])}"
                f"  rounds {audit['rounds']}")
     if audit.get("failure"):
-        click.echo(f"failure: {one_line(audit['failure'].get('reason'))}")
+        click.echo("\n".join(with_frames(f"failure: {audit['failure'].get('reason')}")))
     if "output" in audit:
         click.echo("output: " + json.dumps(audit["output"], sort_keys=True))
     click.echo()
     table([[t["step_id"], t["kind"], _shown_status(t, audit["status"]), str(t["attempts"]),
             f"{t['duration_ms']:.0f} ms" if "duration_ms" in t else "",
-            one_line((t.get("failure") or {}).get("reason", ""))[:70]] for t in audit["trace"]],
+            with_frames((t.get("failure") or {}).get("reason", ""))[0][:70]] for t in audit["trace"]],
           ["STEP", "KIND", "STATUS", "ATTEMPTS", "TIME", "LAST FAILURE"])
+
+
+def with_frames(text: str) -> list[str]:
+    """``text``, which may end with a Python agent's failure, as lines to print: the message on
+    one line (line breaks collapsed, as :func:`one_line`), then the agent's frames below it as
+    Python shows a traceback (``lockgate run`` prints them so: see
+    :func:`lockgate.engine.agents.python.split_traceback`), rather than flattened into it."""
+    text = str(text)
+    if "\n" not in text:  # no frames (and the agents package need not be imported for that)
+        return [one_line(text)]
+    from ..engine.agents.python import split_traceback
+
+    message, frames = split_traceback(text)
+    return [one_line(message), *frames.splitlines()]
 
 
 # A step a finished run left unfinished, as `show` (and `lockgate graph`'s legend) names it:
@@ -267,7 +282,7 @@ def why_cmd(run_id: str, store: str | None, fmt: str) -> None:
 
 def _why_lines(engine: Any, why: dict[str, Any], named: str | None) -> list[str]:
     """``why``'s answer in words: the summary, then each wait with the commands that end it."""
-    lines = [one_line(why["summary"])]
+    lines = with_frames(why["summary"])
     resume: list[str] = []  # the resume command's lines, worked out once
     for wait in why["waits"]:
         lines.append(f"- {one_line(wait['reason'])}")
@@ -459,7 +474,7 @@ def _print_response(resp: dict[str, Any], fmt: str, engine: Any, store: str | No
     elif status == "complete":
         click.echo(f"run {rid}: complete\noutput: " + json.dumps(resp.get("output"), sort_keys=True))
     elif status == "error":
-        click.echo(f"run {rid}: failed ({resp.get('error_type')}): {one_line(resp.get('message'))}")
+        click.echo("\n".join(with_frames(f"run {rid}: failed ({resp.get('error_type')}): {resp.get('message')}")))
     else:
         extra = f" ({resp['reason']})" if resp.get("reason") else ""
         click.echo(f"run {rid}: {status}{extra}")

@@ -50,7 +50,7 @@ from typing import Any
 
 from ..errors import ConfigError, RunnerError
 from .admission import Admission
-from .agentorigin import missing_agents
+from .agentorigin import missing_agents, record_of
 from .agentorigin import refusal as agents_refusal
 from .agents import Agent, preflight
 from .agents.base import cancels_by_run
@@ -101,7 +101,9 @@ class Runner:
         ``agents_module``: where ``agents`` came from (``lockgate run --agents``), recorded with
         the runner's claims so that commands that print how to resume a run can name it, or
         that they were given in Python (:class:`~.agentorigin.PythonAgents`: a notebook's, by
-        their names): a resume of the run given none of those is then refused."""
+        their names); not given, ``agents`` are recorded as given in Python, by their names
+        (``agents=`` of the library). A resume of the run given none of those its flow uses is
+        then refused (see :mod:`.agentorigin`)."""
         self.engine = engine
         self.config = config if config is not None else load_config(start=workspace)
         self.config_chosen = config is not None if config_chosen is None else config_chosen
@@ -109,7 +111,7 @@ class Runner:
         self.gates = gates
         self.workspace = str(workspace) if workspace is not None else None
         self._explicit = dict(agents or {})
-        self._agents_module = agents_module
+        self._agents_module = record_of(agents, agents_module)
         self._registry = registry
         self._agents: dict[str, Agent] = {}
         self.on_event = on_event
@@ -185,15 +187,17 @@ class Runner:
     def check_resumable(self, run_id: str, *, take_over: bool = False) -> None:
         """Refuse now, changing nothing, what :meth:`resume` would refuse: a run another live
         process drives (RunDriven; not with ``take_over``) or one whose agents this runner would
-        resolve from another configuration file, or from anywhere but the Python functions the
-        run was driven with (ConfigError). For callers that start the resume later (a notebook
-        cell's task) and must say so in the cell."""
-        self._check_config(run_id)
-        self._check_agents(run_id)
+        resolve from another configuration file, or from anywhere but the Python functions (or
+        the ``--agents`` module's) the run was driven with (ConfigError). Another process
+        driving the run is refused first: other agents or configuration would not change that.
+        For callers that start the resume later (a notebook cell's task) and must say so in the
+        cell."""
         holder = None if take_over or not hasattr(self.engine, "driver_of") else self.engine.driver_of(run_id)
         if holder is not None:
             running = (self.engine.status(run_id).get("evaluating") or ()) if holder.commands_only else ()
             raise refusal(run_id, holder, [str(call["step_id"]) for call in running])
+        self._check_config(run_id)
+        self._check_agents(run_id)
 
     def _check_config(self, run_id: str) -> None:
         """Refuse (ConfigError) to resume with agents resolved from another configuration file
@@ -217,7 +221,8 @@ class Runner:
 
     def _check_agents(self, run_id: str) -> None:
         """Refuse (ConfigError) to resume a run driven with agents given in Python (a notebook's
-        functions) without them: its agent names would quietly resolve to other adapters."""
+        or a script's functions) or an ``--agents`` module's without them: its agent names would
+        quietly resolve to other adapters."""
         missing = missing_agents(self.engine, run_id, self._explicit)
         if missing is not None:
             raise agents_refusal(run_id, *missing)
@@ -386,7 +391,8 @@ async def run(spec: Any, inputs: Mapping[str, Any] | None = None, *, flow: str |
     """Run ``spec`` (a Spec, a LoadResult, a path or YAML text) to completion with agents.
 
     ``agents`` maps agent names to adapters or Python callables (highest precedence, then the
-    registry, then lockgate.toml, then the built-ins). ``store`` is a Store or a store URL
+    registry, then lockgate.toml, then the built-ins); the run records their names, and a
+    resume without them is refused (see :func:`resume`). ``store`` is a Store or a store URL
     (default: the SQLite store under ``.lockgate/``). ``workspace`` (default: the current
     directory) is where agents work and file predicates look. ``gates=None`` leaves gates waiting
     and returns with status ``await_gate``. ``judge`` answers ``judged`` ensures: an agent name
@@ -412,7 +418,9 @@ def run_sync(spec: Any, inputs: Mapping[str, Any] | None = None, **options: Any)
 
 async def resume(run_id: str, *, take_over: bool = False, **options: Any) -> RunResult:
     """Continue an existing run with agents (same options as :func:`run`); ``take_over``: see
-    :meth:`Runner.resume`."""
+    :meth:`Runner.resume`. A run driven with ``agents=`` (or a notebook's, or an ``--agents``
+    module's) is resumed only with agents of the same names its flow uses (else ConfigError):
+    they would resolve to other adapters."""
     runner = make_runner(**options)
     return await runner.resume(run_id, take_over=take_over)
 

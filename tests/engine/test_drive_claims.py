@@ -572,11 +572,12 @@ async def test_a_run_keeps_the_agents_module_its_drives_took_agents_from(tmp_pat
     assert first.engine.driver_of(waiting.run_id) is None
     assert first.engine.last_agents(waiting.run_id) == "/proj/agents.py"
     first.engine.resolve_waiting_gate(waiting.run_id, "ok", "approve")
-    # a drive given agents in Python, with no module, records none
+    # a drive given agents in Python, with no module, records their names: a resume given none
+    # for them would quietly take other adapters (lockgate.engine.agentorigin refuses it)
     second = make_runner(store=tmp_path / "runs.db", workspace=tmp_path, agents={"writer": writer})
     done = await second.resume(waiting.run_id)
     assert done.ok
-    assert second.engine.last_agents(waiting.run_id) is None
+    assert second.engine.last_agents(waiting.run_id) == 'python:{"names":["writer"]}'
     for runner in (first, second):
         runner.engine.close()
 
