@@ -145,10 +145,13 @@ def _report_driven(exc: Any, options: Options) -> None:
     known to be alive (its claim is free as soon as it ends), so only one elsewhere is offered
     to be taken over. One that is stopping (Ctrl-C) or only runs commands gives the run up on
     its own: the resume is offered for then (the refusal says when)."""
+    from ..engine.agentorigin import module_of
     from ..engine.drivers import Driver, checkable_here
 
     run_id = str(exc.detail.get("run_id", ""))
     holder = Driver.from_dict(exc.detail.get("driver"))
+    if holder is not None and options.agents is None and module_of(holder.agents):
+        options = options._replace(agents=module_of(holder.agents))  # its resume needs that module too
     if holder is not None and checkable_here(holder) and (holder.stopping or holder.commands_only):
         last = f"  then resume: {options.resume(run_id)}"
     elif holder is not None and checkable_here(holder):

@@ -88,6 +88,25 @@ def test_of_two_resumes_at_once_one_drives_and_the_other_is_refused_without_call
     engine.close()
 
 
+def test_a_refused_resume_without_the_module_names_it_in_the_command_it_offers(planned):
+    cwd, rid = planned
+    driving = resume(cwd, rid)
+    try:
+        (caller,) = read_calls(cwd / "calls", 1, [driving])
+        refused = subprocess.run(lockgate_argv("run", "--resume", rid, "--store", "runs.db", "--no-prompt"),
+                                 cwd=cwd, env=lockgate_env(), stdin=subprocess.DEVNULL, capture_output=True,
+                                 text=True, timeout=60, check=False)
+        release(cwd, caller)
+        driving.communicate(timeout=60)
+    finally:
+        if driving.poll() is None:
+            driving.send_signal(signal.SIGKILL)
+            driving.communicate()
+    assert refused.returncode == 4, refused.stderr
+    assert (f"resume here: lockgate run --resume {rid} --agents {cwd / 'agents.py'} --store runs.db"
+            in refused.stderr), refused.stderr
+
+
 def test_a_result_a_consumer_answered_first_is_dropped_and_the_drive_goes_on_from_the_stored_run(planned):
     cwd, rid = planned
     proc = resume(cwd, rid)
