@@ -87,3 +87,39 @@ flows:
           on_revise: work
           on_kill: null
 """
+
+# A flow whose carry takes its on_revise value from a step that input.deep false skips: a revise
+# of gate g then cannot resolve it (the engine refuses the revise, the gate keeps waiting).
+CARRIED = """
+version: 1
+contracts:
+  Plan: {tasks: "string[]"}
+  R: {v: string}
+flows:
+  entry: main
+  main:
+    input: {deep: boolean}
+    output: {from: "${work.output}", contract: R}
+    max_rounds: 3
+    carry:
+      wave:
+        initial: "${plan.output.tasks}"
+        on_revise:
+          g: "${assess.output.tasks}"
+    steps:
+      - id: plan
+        do: "plan"
+        out: Plan
+      - id: work
+        after: [plan]
+        do: "work on ${wave}"
+        out: R
+      - id: assess
+        after: [work]
+        when: "input.deep"
+        do: "assess"
+        out: Plan
+      - id: g
+        after: [assess, work]
+        gate: {on_approve: null, on_revise: work, on_kill: null}
+"""

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from specs import CARRIED
 
 import lockgate
 from lockgate.cli import main
@@ -65,41 +66,7 @@ IN_SUBFLOW = textwrap.dedent("""
             gate: {on_approve: null, on_revise: null, on_kill: null}
     """)
 
-# the carry's on_revise source, assess, is skipped (input.deep is false): a revise of g cannot
-# resolve it
-CARRIED = textwrap.dedent("""
-    version: 1
-    contracts:
-      Plan: {tasks: "string[]"}
-      R: {v: string}
-    flows:
-      entry: main
-      main:
-        input: {deep: boolean}
-        output: {from: "${work.output}", contract: R}
-        max_rounds: 3
-        carry:
-          wave:
-            initial: "${plan.output.tasks}"
-            on_revise:
-              g: "${assess.output.tasks}"
-        steps:
-          - id: plan
-            do: "plan"
-            out: Plan
-          - id: work
-            after: [plan]
-            do: "work on ${wave}"
-            out: R
-          - id: assess
-            after: [work]
-            when: "input.deep"
-            do: "assess"
-            out: Plan
-          - id: g
-            after: [assess, work]
-            gate: {on_approve: null, on_revise: work, on_kill: null}
-    """)
+
 UNRESOLVED = ("carry_revise_unresolved: ${assess.output.tasks} for carry 'wave' is unavailable (step assess was "
               "skipped); the gate is still waiting")
 
