@@ -270,12 +270,15 @@ def settle_fanout(run: LiveRun, loc: Located, fan_st: StepState) -> None:
         if problem is not None:
             fail_attempt(run, loc, fan_st, {"kind": "pre_merge", "reason": problem, "violations": []}, forced=True)
             return
+        merged: list[int] = []
         for it in items:
             if it.status == SUCCEEDED and it.patch:
                 conflict = worktrees.apply_patch(workspace, it.patch)
                 if conflict is not None:
-                    run.fail_run("merge_failed", f"fanout merge failed at item {it.index}: {conflict}", it.key)
+                    kept = f"items {merged} merged into the workspace" if merged else "no item merged"
+                    run.fail_run("merge_failed", f"fanout merge failed at item {it.index} ({kept}): {conflict}", it.key)
                     return
+                merged.append(it.index)
         run.event("fanout_merge", fan_st.key, items=[it.index for it in items if it.patch])
     verdict = output_source_failure(run, loc.scope, loc.cstep, output)
     if verdict is not None:

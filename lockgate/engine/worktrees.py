@@ -87,11 +87,19 @@ def _unlink(workspace: Path | None, worktree: str) -> None:
 
 
 def apply_patch(workspace: Path, patch: str) -> str | None:
-    """Apply one item's patch; the problem in words when it does not apply cleanly."""
+    """Apply one item's patch; the problem in words when it does not apply cleanly: the files
+    left in conflict (with git's markers in them) when the three-way merge found some, else
+    what git said."""
     done = _git(workspace, "apply", "--index", "--3way", "-", stdin=patch)
-    if done.returncode != 0:
-        return (done.stderr or done.stdout).strip() or "git apply failed"
-    return None
+    if done.returncode == 0:
+        return None
+    said = (done.stderr or done.stdout).strip() or "git apply failed"
+    conflicted = _git(workspace, "diff", "--name-only", "--diff-filter=U").stdout.split()
+    if not conflicted:
+        return said
+    return (f"its changes conflict with those merged before it in {', '.join(conflicted)} (git's conflict "
+            "markers are left there: resolve them and `git add` the files, or keep what was merged before it "
+            "with `git checkout --ours -- <file>` and `git add <file>`)")
 
 
 def run_pre_merge(workspace: Path, commands: tuple[str, ...]) -> str | None:

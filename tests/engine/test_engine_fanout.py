@@ -257,6 +257,10 @@ def test_conflicting_patches_fail_the_run_at_merge(repo: Path) -> None:
     engine = Engine(workspace=repo, dispatcher=dispatcher)
     done = engine.plan(fan_spec(dispatch="engine", isolation="worktree"), {"words": ["a", "b"]})
     assert done["status"] == "error" and done["error_type"] == "merge_failed"
+    assert done["message"] == ("fanout merge failed at item 1 (items [0] merged into the workspace): its changes "
+                               "conflict with those merged before it in shared.txt (git's conflict markers are left "
+                               "there: resolve them and `git add` the files, or keep what was merged before it with "
+                               "`git checkout --ours -- <file>` and `git add <file>`)")
 
 
 def test_unmet_require_leaves_the_workspace_untouched(repo: Path) -> None:
