@@ -26,6 +26,10 @@ import threading
 
 #: Seconds the guardian gives the groups it SIGTERMs before it SIGKILLs them (as a runner does).
 GRACE_S = 2.0
+#: The guardian's command line ends with this word and the pid of the process it guards, so that
+#: another process can tell that a dead process's commands are still being stopped
+#: (:func:`guardian_of`).
+MARK = "lockgate-guardian-of"
 
 # Runs with -I -S: no site, no lockgate import, so it starts in a few milliseconds.
 _SCRIPT = f"""
@@ -103,7 +107,8 @@ class Guardian:
         if os.name != "posix":
             return None
         try:
-            process = subprocess.Popen([sys.executable, "-I", "-S", "-c", _SCRIPT], stdin=subprocess.PIPE,
+            process = subprocess.Popen([sys.executable, "-I", "-S", "-c", _SCRIPT, MARK, str(os.getpid())],
+                                       stdin=subprocess.PIPE,
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                        start_new_session=True)
             assert process.stdin is not None
@@ -157,3 +162,23 @@ GUARDIAN = Guardian()
 atexit.register(GUARDIAN.close)
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=GUARDIAN._after_fork)
+
+
+def guardian_of(pid: int) -> int | None:
+    """The pid of a guardian still running for process ``pid`` (which may be dead: its guardian
+    is then stopping its commands), or None: none runs, or this system has no ``/proc`` to tell."""
+    wanted = f"\0{MARK}\0{pid}\0".encode()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return None
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                if wanted in cmdline.read() + b"\0":
+                    return int(entry)
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return None

@@ -1,0 +1,82 @@
+"""A resume right after the process running an evaluate command was SIGKILLed does not start the
+command again while the first copy is still stopping: the dead process's guardian sends it
+SIGTERM, and a command cleaning up then is still at work in the workspace (two at once there is
+what the guardian exists to prevent). Real processes: ``lockgate run``, its command, its guardian."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+from cli_support import fifo_lines, lockgate_argv, lockgate_env
+
+SPEC = """version: 1
+contracts:
+  Verdict: {status: string, children: array, reason: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${check.output}", contract: Verdict}
+    steps:
+      - id: check
+        evaluate: {command: "python3 check.py", timeout_ms: 600000}
+        out: Verdict
+"""
+# The first copy says it started (on a FIFO the test reads), then works until stopped; on SIGTERM
+# it takes a second to clean up. The second copy answers at once.
+CHECK = """import json, os, signal, sys, time
+
+def log(what):
+    with open("log", "a") as out:
+        out.write(f"{os.getpid()} {what}\\n")
+
+def on_term(*_):
+    time.sleep(1.0)  # cleaning up: still at work in the workspace
+    log("end")
+    sys.exit(1)
+
+signal.signal(signal.SIGTERM, on_term)
+sys.stdin.read()
+log("start")
+if not os.path.exists("once"):
+    open("once", "w").close()
+    with open("started.fifo", "w") as fifo:
+        fifo.write("go\\n")
+    while True:
+        time.sleep(0.05)
+log("end")
+print(json.dumps({"status": "closed", "children": [], "reason": "checked"}))
+"""
+
+
+def test_a_resume_waits_until_the_dead_runners_command_has_stopped(tmp_path: Path) -> None:
+    (tmp_path / "flow.stratum.yaml").write_text(SPEC)
+    (tmp_path / "check.py").write_text(CHECK)
+    os.mkfifo(tmp_path / "started.fifo")
+    first = subprocess.Popen(lockgate_argv("run", "flow.stratum.yaml", "--store", "runs.db", "--no-prompt"),
+                             cwd=tmp_path, env=lockgate_env(), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert fifo_lines(tmp_path / "started.fifo", 1, [first]) == "go\n"
+        first.send_signal(signal.SIGKILL)
+        first.communicate()
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.communicate()
+    listed = subprocess.run(lockgate_argv("runs", "--store", "runs.db", "--format", "json"), cwd=tmp_path,
+                            env=lockgate_env(), capture_output=True, text=True, timeout=60, check=True).stdout
+    (summary,) = json.loads(listed)
+    resumed = subprocess.run(lockgate_argv("run", "--resume", summary["run_id"], "--store", "runs.db", "--no-prompt"),
+                             cwd=tmp_path, env=lockgate_env(), stdin=subprocess.DEVNULL, capture_output=True,
+                             text=True, timeout=120, check=False)
+    assert resumed.returncode == 0, resumed.stderr
+    lines = [line.split() for line in (tmp_path / "log").read_text().splitlines()]
+    first_pid, second_pid = lines[0][0], lines[-1][0]
+    assert first_pid != second_pid
+    assert [(pid == first_pid, what) for pid, what in lines] == [
+        (True, "start"), (True, "end"), (False, "start"), (False, "end")], lines  # one at a time
