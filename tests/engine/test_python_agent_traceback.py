@@ -118,3 +118,14 @@ def test_an_agent_file_whose_name_is_not_utf8_keeps_the_agents_error(tmp_path) -
     message = result.response["message"]  # it was "the result cannot be stored: ... lone surrogate"
     assert message.startswith("agent reported failure: ValueError: boom\n"), message
     assert "agent_\\udcff.py" in message
+
+
+def test_a_message_holding_a_file_name_that_is_not_utf8_is_kept_escaped() -> None:
+    import os
+
+    def raises(task: Task) -> dict:
+        raise ValueError(f"no input file {os.fsdecode(b'caf' + bytes([0xE9]) + b'.txt')}")
+
+    result = run_sync(SPEC, {}, agents={"a": raises}, store=open_store("memory"))
+    message = result.response["message"]  # it was "the result cannot be stored: ... lone surrogate"
+    assert message.startswith("agent reported failure: ValueError: no input file caf\\udce9.txt\n"), message

@@ -174,7 +174,9 @@ def describe_exception(exc: BaseException) -> str:
         message = str(exc)
     except Exception as failed:  # noqa: BLE001 - foreign code
         message = f"<str() of it raised {type(failed).__name__}>"
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    # a lone surrogate (a file name that is not UTF-8, decoded by os.fsdecode) no store keeps: escape it
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 async def timed_execute(agent: Any, task: Any) -> AgentResult:
