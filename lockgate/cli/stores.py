@@ -77,4 +77,6 @@ def sqlite_path(target: str | None) -> Path | None:
         target = target.removeprefix("sqlite://")
     elif "://" in target:
         return None
-    return Path(target)
+    from ..engine.store import sqlite_file
+
+    return sqlite_file(target)

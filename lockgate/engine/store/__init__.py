@@ -22,7 +22,7 @@ from lockgate.errors import StoreError
 
 __all__ = [
     "PROBLEMS", "Event", "MemoryStore", "RunSummary", "SQLiteStore", "Store", "StoredRun",
-    "VerifyReport", "open_store",
+    "VerifyReport", "open_store", "sqlite_file",
 ]
 
 ENV_VAR = "LOCKGATE_STORE"
@@ -48,4 +48,14 @@ def open_store(url_or_path: str | os.PathLike[str] | None = None, **options: Any
         target = target.removeprefix("sqlite://")
     elif "://" in target:
         raise StoreError(f"unknown store URL scheme in {target!r}; use sqlite://, postgresql:// or memory")
-    return SQLiteStore(Path(target).expanduser(), **options)  # "~/runs.db" from a config file no shell expanded
+    return SQLiteStore(sqlite_file(target), **options)
+
+
+def sqlite_file(path: str) -> Path:
+    """The SQLite file ``path`` names, ``~`` and ``~user`` expanded as a shell would (a store
+    named in a config file, such as an MCP host's, was never seen by one)."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError as exc:  # an unknown user, or no home folder to be found
+        raise StoreError(f"cannot find the folder {path.split('/', 1)[0]!r} names in the store path {path!r}: "
+                         f"{exc}") from exc
