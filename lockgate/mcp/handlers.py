@@ -56,8 +56,8 @@ class ToolContext:
     #: the ``--store`` a person's ``lockgate`` command needs to reach this server's store (None:
     #: the default one, as the CLI's hints leave it out)
     store_shown: str | None = None
-    #: when each run's claim was first seen to name a dead process (see :mod:`lockgate.mcp.runners`)
-    dead_since: dict[str, float] = field(default_factory=dict)
+    #: the dead claim last seen on each run, and since when (see :mod:`lockgate.mcp.runners`)
+    dead_since: dict[str, tuple[str, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.engine.around_commands = self.unlocked

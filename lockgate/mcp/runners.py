@@ -36,11 +36,12 @@ _HOLDER_KEYS = ("driven_by", "commands_by", "stopping_by")
 GONE = "runner_gone"
 
 
-def gone_in(engine: Engine, run_id: str, out: Mapping[str, Any], dead_since: dict[str, float]) -> float | None:
+def gone_in(engine: Engine, run_id: str, out: Mapping[str, Any],
+            dead_since: dict[str, tuple[str, float]]) -> float | None:
     """Seconds until the commands ``out`` shows running are taken as left behind by a process
     that is gone (0: now); None while a live process runs them (this one, or the one holding
-    the run), or when ``out`` shows none. ``dead_since``: when this server first saw each run's
-    claim name a dead process (monotonic seconds; kept by the caller across calls). Call it under
+    the run), or when ``out`` shows none. ``dead_since``: the dead claim this server last saw on
+    each run (its owner) and since when (monotonic seconds; kept by the caller across calls). Call it under
     the lock of the engine's calls."""
     running = [e for e in out.get("evaluating") or () if isinstance(e, Mapping)]
     if not running or any(out.get(key) for key in _HOLDER_KEYS) or engine.driver_of(run_id) is not None:
@@ -49,9 +50,11 @@ def gone_in(engine: Engine, run_id: str, out: Mapping[str, Any], dead_since: dic
     here_or_done = {str(e.get("step_id")) for e in running} - {c["step_id"] for c in engine.evaluations(run_id)}
     if here_or_done:  # run by a call of this engine (or settled meanwhile): not left behind
         return None
-    if engine.claim_of(run_id) is not None:  # claimed by a process that is gone: its commands are stopping
-        seen = dead_since.setdefault(run_id, time.monotonic())
-        return max(0.0, seen + DEAD_GRACE_S - time.monotonic())
+    dead = engine.claim_of(run_id)
+    if dead is not None:  # claimed by a process that is gone: its commands are stopping
+        if dead.owner != dead_since.get(run_id, ("", 0.0))[0]:  # a death not seen before (another drive's)
+            dead_since[run_id] = (dead.owner, time.monotonic())
+        return max(0.0, dead_since[run_id][1] + DEAD_GRACE_S - time.monotonic())
     starts = [e["started_at"] for e in running if isinstance(e.get("started_at"), int | float)]
     return max(0.0, max(starts, default=0.0) + UNCLAIMED_GRACE_S - time.time())
 
