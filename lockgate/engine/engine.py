@@ -11,7 +11,6 @@ racing independent result is applied, never lost.
 from __future__ import annotations
 
 import inspect
-import re
 import uuid
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
@@ -55,7 +54,7 @@ from .results import late_spend, park, parked, parked_decision, unpark, unstorab
 from .results import step_done as _step_done
 from .specdata import spec_data
 from .store import codec
-from .textargs import decision_text
+from .textargs import decision_text, storable
 
 MAX_REPLAYS = 8
 #: A cancel reason longer than this is cut in the audit.
@@ -736,10 +735,7 @@ def _step_id(step_id: Any) -> str:
 def _storable_text(text: str) -> str:
     """``text`` cut to :data:`MAX_CANCEL_REASON` characters, with what no store keeps (U+0000, a
     lone surrogate) replaced by U+FFFD: a reason must not stop a cancel."""
-    return _UNSTORABLE_CHARS.sub("\ufffd", text[:MAX_CANCEL_REASON])
-
-
-_UNSTORABLE_CHARS = re.compile("[\x00\ud800-\udfff]")
+    return storable(text[:MAX_CANCEL_REASON])
 
 
 def check_inputs(spec: Spec | str | Path, inputs: Mapping[str, Any] | None, flow: str | None = None) -> dict[str, Any]:

@@ -14,6 +14,7 @@ that is no JSON (a cycle included) fails at once there, and the store refuses it
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final
 
 from ..errors import EngineError
@@ -57,11 +58,24 @@ def decision_text(rationale: object, resolved_by: object) -> tuple[str, str]:
             storable_text(str(resolved_by or "human"), "who decided (resolved_by)", max_bytes=MAX_DECIDER_BYTES))
 
 
+#: What no store keeps in a text (PostgreSQL refuses U+0000, and UTF-8 a lone surrogate).
+UNSTORABLE_CHARS = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(text: str) -> str:
+    """``text`` with what no store keeps (:data:`UNSTORABLE_CHARS`) replaced by U+FFFD: for text
+    the engine must keep whatever it holds (a failure, a cancel's reason)."""
+    return UNSTORABLE_CHARS.sub("\ufffd", text)
+
+
 def reported_failure(failure: Any) -> Any:
     """``failure`` as the engine keeps it: as given, or its text cut to :data:`MAX_FAILURE_BYTES`
-    in UTF-8 with a note saying so when it is longer. Cut, not refused: the runner reports what
-    an agent's exception said, and a long message must fail the attempt, not the run's driver."""
+    in UTF-8 with a note saying so when it is longer, what no store keeps replaced (U+0000, a
+    lone surrogate). Cut and mended, not refused: the runner reports what an agent's exception
+    said, and such a message must fail the attempt, not the run's driver."""
     text = failure if type(failure) is str else str(failure)
+    if UNSTORABLE_CHARS.search(text):
+        failure = text = storable(text)
     if len(text) * 4 <= MAX_FAILURE_BYTES:  # no character is longer than 4 bytes in UTF-8
         return failure
     size = len(text.encode("utf-8", "surrogatepass"))

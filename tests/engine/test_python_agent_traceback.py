@@ -129,3 +129,17 @@ def test_a_message_holding_a_file_name_that_is_not_utf8_is_kept_escaped() -> Non
     result = run_sync(SPEC, {}, agents={"a": raises}, store=open_store("memory"))
     message = result.response["message"]  # it was "the result cannot be stored: ... lone surrogate"
     assert message.startswith("agent reported failure: ValueError: no input file caf\\udce9.txt\n"), message
+
+
+def test_a_failure_text_no_store_keeps_is_mended_not_lost(tmp_path) -> None:
+    from lockgate.engine.agents import AgentResult
+
+    def nul(task: Task) -> dict:
+        raise ValueError("bad byte \x00 here")
+
+    def reported(task: Task) -> AgentResult:
+        return AgentResult.failed("lone \udcff surrogate")
+
+    for agent, shown in ((nul, "ValueError: bad byte \ufffd here"), (reported, "lone \ufffd surrogate")):
+        result = run_sync(SPEC, {}, agents={"a": agent}, store=open_store(tmp_path / f"{agent.__name__}.db"))
+        assert result.response["message"].startswith(f"agent reported failure: {shown}"), result.response
