@@ -128,24 +128,24 @@ def claim(run: LiveRun, driver: Driver, take_over: bool = False) -> None:
             raise refusal(run.header.id, holder, list(run.evaluating))
         run.event("drive_taken_over", None, by={"host": driver.host, "pid": driver.pid},
                   displaced={"host": holder.host, "pid": holder.pid}, reissued=_reissue(run))
-    elif holder is None and run.evaluating:
+    elif holder is None:
         await_stopped(run.driver)
     _write(run, driver.to_dict())
 
 
 def await_stopped(record: Any) -> None:
     """Wait (a few seconds at most) until the commands of a dead process on this host are
-    stopped: its guardian sends them SIGTERM when it dies and SIGKILL :data:`GRACE_S` later, and a
-    command started again meanwhile would run beside one still cleaning up (two writers in one
-    workspace)."""
+    stopped, its agent commands and evaluate commands alike: its guardian sends them SIGTERM when
+    it dies and SIGKILL :data:`GRACE_S` later, and one started again meanwhile would run beside
+    one still cleaning up (two writers in one workspace)."""
     dead = Driver.from_dict(record)
-    if dead is None or not checkable_here(dead) or dead.pid == os.getpid():
+    if dead is None or dead.started is None or not checkable_here(dead) or dead.pid == os.getpid():
         return
     # here, not at import: the agents package imports httpx
     from .agents.guardian import GRACE_S, guardian_of
 
     deadline = time.monotonic() + GRACE_S + 1.0
-    while guardian_of(dead.pid) is not None and time.monotonic() < deadline:
+    while guardian_of(dead.pid, dead.started) is not None and time.monotonic() < deadline:
         time.sleep(0.05)
 
 

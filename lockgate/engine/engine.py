@@ -235,8 +235,7 @@ class Engine:
                        **({"evaluating": list(live.evaluating)} if live.evaluating else {}))
             live.sweep_worktrees()
             if live.header.status == RUN_RUNNING and drivers.commands_ours(live, self._drives.get(run_id)):
-                if live.evaluating:  # a dead process's commands may still be stopping: not two at once
-                    drivers.await_stopped(live.driver)
+                drivers.await_stopped(live.driver)  # a dead process's commands may still be stopping
                 for key in list(live.evaluating):
                     if live.steps[key].token not in self._commands.running:  # not one running here now
                         evaluate.restart(live, key)

@@ -80,3 +80,50 @@ def test_a_resume_waits_until_the_dead_runners_command_has_stopped(tmp_path: Pat
     assert first_pid != second_pid
     assert [(pid == first_pid, what) for pid, what in lines] == [
         (True, "start"), (True, "end"), (False, "start"), (False, "end")], lines  # one at a time
+
+
+AGENT_SPEC = """version: 1
+contracts:
+  Note: {text: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${write.output}", contract: Note}
+    steps:
+      - {id: write, agent: writer, do: "write", out: Note}
+"""
+CONFIG = """[agents.writer]
+type = "command"
+command = ["python3", "writer.py"]
+"""
+
+
+def test_a_resume_waits_until_the_dead_runners_agent_command_has_stopped(tmp_path: Path) -> None:
+    (tmp_path / "flow.stratum.yaml").write_text(AGENT_SPEC)
+    (tmp_path / "lockgate.toml").write_text(CONFIG)
+    (tmp_path / "writer.py").write_text(CHECK.replace('{"status": "closed", "children": [], "reason": "checked"}',
+                                                      '{"text": "written"}'))
+    os.mkfifo(tmp_path / "started.fifo")
+    first = subprocess.Popen(lockgate_argv("run", "flow.stratum.yaml", "--store", "runs.db", "--no-prompt"),
+                             cwd=tmp_path, env=lockgate_env(), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert fifo_lines(tmp_path / "started.fifo", 1, [first]) == "go\n"
+        first.send_signal(signal.SIGKILL)
+        first.communicate()
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.communicate()
+    listed = subprocess.run(lockgate_argv("runs", "--store", "runs.db", "--format", "json"), cwd=tmp_path,
+                            env=lockgate_env(), capture_output=True, text=True, timeout=60, check=True).stdout
+    (summary,) = json.loads(listed)
+    resumed = subprocess.run(lockgate_argv("run", "--resume", summary["run_id"], "--store", "runs.db", "--no-prompt"),
+                             cwd=tmp_path, env=lockgate_env(), stdin=subprocess.DEVNULL, capture_output=True,
+                             text=True, timeout=120, check=False)
+    assert resumed.returncode == 0, resumed.stderr
+    lines = [line.split() for line in (tmp_path / "log").read_text().splitlines()]
+    first_pid = lines[0][0]
+    assert [(pid == first_pid, what) for pid, what in lines] == [
+        (True, "start"), (True, "end"), (False, "start"), (False, "end")], lines  # one at a time

@@ -107,7 +107,7 @@ class Guardian:
         if os.name != "posix":
             return None
         try:
-            process = subprocess.Popen([sys.executable, "-I", "-S", "-c", _SCRIPT, MARK, str(os.getpid())],
+            process = subprocess.Popen([sys.executable, "-I", "-S", "-c", _SCRIPT, MARK, _guarded(os.getpid())],
                                        stdin=subprocess.PIPE,
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                        start_new_session=True)
@@ -164,10 +164,19 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=GUARDIAN._after_fork)
 
 
-def guardian_of(pid: int) -> int | None:
-    """The pid of a guardian still running for process ``pid`` (which may be dead: its guardian
-    is then stopping its commands), or None: none runs, or this system has no ``/proc`` to tell."""
-    wanted = f"\0{MARK}\0{pid}\0".encode()
+def _guarded(pid: int, started: str | None = None) -> str:
+    """How a guardian's command line names the process it guards: its pid and start time (a
+    later process given the same pid is another one)."""
+    from ..drivers import process_start  # here: drivers imports this module lazily too
+
+    return f"{pid}@{started if started is not None else process_start(pid)}"
+
+
+def guardian_of(pid: int, started: str | None) -> int | None:
+    """The pid of a guardian still running for process ``pid`` that started at ``started`` (which
+    may be dead: its guardian is then stopping its commands), or None: none runs, or this system
+    has no ``/proc`` to tell."""
+    wanted = f"\0{MARK}\0{_guarded(pid, started)}\0".encode()
     try:
         entries = os.listdir("/proc")
     except OSError:
