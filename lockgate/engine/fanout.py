@@ -15,6 +15,7 @@ Events (the source document's vocabulary): ``fanout_started``, ``fanout_item_rea
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ..dsl.refs import scan
@@ -270,15 +271,10 @@ def settle_fanout(run: LiveRun, loc: Located, fan_st: StepState) -> None:
         if problem is not None:
             fail_attempt(run, loc, fan_st, {"kind": "pre_merge", "reason": problem, "violations": []}, forced=True)
             return
-        merged: list[int] = []
-        for it in items:
-            if it.status == SUCCEEDED and it.patch:
-                conflict = worktrees.apply_patch(workspace, it.patch)
-                if conflict is not None:
-                    kept = f"items {merged} merged into the workspace" if merged else "no item merged"
-                    run.fail_run("merge_failed", f"fanout merge failed at item {it.index} ({kept}): {conflict}", it.key)
-                    return
-                merged.append(it.index)
+        failed = _merge(run, workspace, [it for it in items if it.status == SUCCEEDED and it.patch])
+        if failed is not None:
+            run.fail_run("merge_failed", *failed)
+            return
         run.event("fanout_merge", fan_st.key, items=[it.index for it in items if it.patch])
     verdict = output_source_failure(run, loc.scope, loc.cstep, output)
     if verdict is not None:
@@ -287,6 +283,25 @@ def settle_fanout(run: LiveRun, loc: Located, fan_st: StepState) -> None:
     fan_st.attempts.append({"attempt": len(fan_st.attempts) + 1, "at": now(), "result": output,
                             "succeeded": counters.ok, "count": counters.count})
     succeed(run, loc, fan_st, output)
+
+
+def _merge(run: LiveRun, workspace: Path, patched: list[StepState]) -> tuple[str, str] | None:
+    """Apply the items' patches in index order; when one does not apply, (why, its key): the
+    items merged before it, and where the patches of it and the items after it are saved (the
+    run keeps them only in its records) to apply by hand."""
+    for n, it in enumerate(patched):
+        problem = worktrees.apply_patch(workspace, it.patch)
+        if problem is None:
+            continue
+        saved = worktrees.save_patches(workspace, run.header.id, {later.index: later.patch for later in patched[n:]})
+        merged = [before.index for before in patched[:n]]
+        rest = [later.index for later in patched[n + 1:]]
+        before = f"Merged before it: items {merged}" if merged else "No item was merged before it"
+        after = f"; not merged: items {rest}" if rest else ""
+        why = (f"fanout merge failed at item {it.index}, applied in part: {problem}. {before}{after}. The patches "
+               f"of items {[it.index, *rest]} are saved in {saved} (git apply --3way them by hand)")
+        return why, it.key
+    return None
 
 
 def _required(require: Any, count: int) -> int:

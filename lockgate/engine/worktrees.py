@@ -99,7 +99,17 @@ def apply_patch(workspace: Path, patch: str) -> str | None:
         return said
     return (f"its changes conflict with those merged before it in {', '.join(conflicted)} (git's conflict "
             "markers are left there: resolve them and `git add` the files, or keep what was merged before it "
-            "with `git checkout --ours -- <file>` and `git add <file>`)")
+            "with `git checkout --ours -- <file>` and `git add <file>`); its other changes are staged")
+
+
+def save_patches(workspace: Path, run_id: str, patches: dict[int, str]) -> Path:
+    """Write each item's patch to ``.lockgate/unmerged/RUN/item-N.patch`` in the workspace (the
+    items a merge could not take); the folder."""
+    folder = Path(workspace) / ".lockgate" / "unmerged" / run_id
+    folder.mkdir(parents=True, exist_ok=True)
+    for index, patch in patches.items():
+        (folder / f"item-{index}.patch").write_text(patch)
+    return folder
 
 
 def run_pre_merge(workspace: Path, commands: tuple[str, ...]) -> str | None:

@@ -257,10 +257,32 @@ def test_conflicting_patches_fail_the_run_at_merge(repo: Path) -> None:
     engine = Engine(workspace=repo, dispatcher=dispatcher)
     done = engine.plan(fan_spec(dispatch="engine", isolation="worktree"), {"words": ["a", "b"]})
     assert done["status"] == "error" and done["error_type"] == "merge_failed"
-    assert done["message"] == ("fanout merge failed at item 1 (items [0] merged into the workspace): its changes "
-                               "conflict with those merged before it in shared.txt (git's conflict markers are left "
-                               "there: resolve them and `git add` the files, or keep what was merged before it with "
-                               "`git checkout --ours -- <file>` and `git add <file>`)")
+    run_id = done["run_id"]
+    assert done["message"] == (
+        "fanout merge failed at item 1, applied in part: its changes conflict with those merged before it in "
+        "shared.txt (git's conflict markers are left there: resolve them and `git add` the files, or keep what was "
+        "merged before it with `git checkout --ours -- <file>` and `git add <file>`); its other changes are staged. "
+        f"Merged before it: items [0]. The patches of items [1] are saved in {repo}/.lockgate/unmerged/{run_id} "
+        "(git apply --3way them by hand)")
+    saved = (repo / ".lockgate" / "unmerged" / run_id / "item-1.patch").read_text()
+    assert "+changed by b" in saved
+
+
+def test_a_merge_stopped_by_a_conflict_saves_the_patches_it_did_not_take(repo: Path) -> None:
+    def dispatcher(entry):
+        name = "c.txt" if entry["item"] == "c" else "shared.txt"
+        (Path(entry["cwd"]) / name).write_text(f"changed by {entry['item']}\n")
+        return {"word": entry["item"]}
+
+    engine = Engine(workspace=repo, dispatcher=dispatcher)
+    done = engine.plan(fan_spec(dispatch="engine", isolation="worktree"), {"words": ["a", "b", "c"]})
+    assert done["error_type"] == "merge_failed"
+    assert "Merged before it: items [0]; not merged: items [2]. The patches of items [1, 2] are saved" in done["message"]
+    saved = repo / ".lockgate" / "unmerged" / done["run_id"]
+    assert sorted(p.name for p in saved.iterdir()) == ["item-1.patch", "item-2.patch"]
+    assert not (repo / "c.txt").exists()  # item 2 was not merged: its patch is where the message says
+    subprocess.run(["git", "apply", str(saved / "item-2.patch")], cwd=repo, check=True)
+    assert (repo / "c.txt").read_text() == "changed by c\n"
 
 
 def test_unmet_require_leaves_the_workspace_untouched(repo: Path) -> None:
