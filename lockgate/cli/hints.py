@@ -2,12 +2,13 @@
 
 A resume command needs the options the run was driven with: its store and, when its agents
 are Python functions, the ``--agents`` module. ``lockgate run`` knows them (it was given them);
-the other commands know the store, and the module from the run's claim record (a run driven
-by an older Lockgate has none, one driven from Python code names its agents and, from a
-notebook, the variable that held them: they write a placeholder for the module and say so),
-unless every agent of the run's flow resolves without one (configured in lockgate.toml, or
-built in) and none of them came from the module or Python code (a resume would quietly swap
-them: see :mod:`lockgate.engine.agentorigin`).
+the other commands know the store, and the module from the run's claim record with the names
+of the agents the run took from it (a run driven by an older Lockgate has no module, or no
+names: its module is then named whenever it is there; one driven from Python code names its
+agents and, from a notebook, the variable that held them: they write a placeholder for the
+module and say so), unless every agent of the run's flow resolves without one (configured in
+lockgate.toml, or built in) and none of them came from the module or Python code (a resume
+would quietly swap them: see :mod:`lockgate.engine.agentorigin`).
 """
 
 from __future__ import annotations
@@ -104,14 +105,17 @@ def engine_command(action: Mapping[str, Any], *, store: str | None) -> str:
 
 def resume_hint(run_id: str, *, store: str | None, agents_needed: bool,
                 config: str | None = None, recorded: str | None = None,
-                python: tuple[Any, list[str]] | None = None) -> tuple[str, str | None]:
+                python: tuple[Any, list[str]] | None = None, names_known: bool = True) -> tuple[str, str | None]:
     """(the resume command, a note about it or None) for a command that was not given the
     ``--agents`` module: ``agents_needed`` when some agent of the run can come only from one
     (see :func:`agents_needed`); ``config``: the configuration file to name (the run's, when a
     resume from here would not find it: see :func:`config_to_name`); ``recorded``: the module
     the run was last driven with (:func:`recorded_agents`); ``python``: (the agents given in
-    Python code it was driven with instead, those its flow uses: :func:`python_driven`)."""
-    shown = shown_module(recorded) if recorded and agents_needed else None
+    Python code it was driven with instead, those its flow uses: :func:`python_driven`);
+    ``names_known``: the run's record says which agents it took from ``recorded`` (an older
+    Lockgate's does not: see :func:`names_recorded`), else the module is named whenever it is
+    there, as the run may need it."""
+    shown = shown_module(recorded) if recorded and (agents_needed or not names_known) else None
     resume = resume_command(run_id, agents=shown, store=store, config=config)
     if not agents_needed or shown:
         return resume, None
@@ -202,6 +206,18 @@ def recorded_agents(engine: Any, run_id: str) -> str | None:
         return None
 
 
+def names_recorded(engine: Any, run_id: str) -> bool:
+    """Whether run ``run_id``'s claim record says which agents its last drive took from the
+    ``--agents`` module it names (an older Lockgate recorded the module alone); True when that
+    cannot be told."""
+    from ..engine import agentorigin
+
+    try:
+        return agentorigin.names_recorded(engine.last_agents(run_id))
+    except Exception:  # noqa: BLE001 - a hint must not fail the command that prints it
+        return True
+
+
 def python_driven(engine: Any, run_id: str) -> tuple[Any, list[str]] | None:
     """(the agents given in Python code run ``run_id`` was last driven with, those of them its
     flow uses), for :func:`resume_hint`'s note; None when it was driven with none (or with an
@@ -220,15 +236,15 @@ def agents_needed(engine: Any, run_id: str, config: str | None = None) -> bool:
     none of lockgate.toml (``config``, else the nearest from here), the registry and the
     built-ins knows it, or
     the one that does cannot run here (a module's ``codex`` function stands in for the built-in
-    Codex, whose binary is missing), or the run was driven with agents given in Python or by
-    the module it was driven with that its flow uses (a resume without them is refused, as
-    it would swap them for the built-in: see :mod:`lockgate.engine.agentorigin`).
-    True when that cannot be told (the spec cannot be read back, the configuration is broken,
-    the module recorded cannot be read any more): the placeholder then asks for the module
-    rather than promising a command that may fail or call other agents."""
+    Codex, whose binary is missing), or the run took agents its flow uses from Python code or
+    the module it was driven with, as its claim records them by name (a resume without them
+    is refused, as it would swap them for another adapter: see
+    :mod:`lockgate.engine.agentorigin`). True when that cannot be told (the spec cannot be
+    read back, the configuration is broken): the placeholder then asks for the module rather
+    than promising a command that may fail or call other agents."""
     from pathlib import Path
 
-    from ..engine.agentorigin import missing_agents, module_agents
+    from ..engine.agentorigin import missing_agents
     from ..engine.agents.config import load_config
     from ..engine.agents.registry import known_agents, resolve_agent
     from ..engine.flowneeds import agent_names
@@ -236,9 +252,6 @@ def agents_needed(engine: Any, run_id: str, config: str | None = None) -> bool:
 
     try:
         if missing_agents(engine, run_id, ()) is not None:
-            return True
-        recorded = recorded_agents(engine, run_id)
-        if recorded is not None and module_agents(recorded) is None:
             return True
         spec = stored_spec(engine.store, run_id)
         config = load_config(config) if config else load_config(start=Path.cwd())

@@ -96,7 +96,6 @@ def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | Non
         EngineError,
         LockgateError,
         NotAStore,
-        RunDriven,
         RunnerError,
         SpecError,
     )
@@ -115,9 +114,6 @@ def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | Non
     options = Options(agents_module, store, judge, config_file)
     try:
         code = _run(spec, pairs, inputs_file, flow, options, no_prompt, resume_id, take_over)
-    except RunDriven as exc:
-        _report_driven(exc, options)
-        code = EXIT_ELSEWHERE
     except SpecError as exc:
         _report_spec_error(spec, exc)
         code = EXIT_USAGE
@@ -140,19 +136,23 @@ def run_command(spec: str | None, pairs: tuple[str, ...], inputs_file: str | Non
     exit_now(code)  # an agent's worker thread may still be busy (interrupted, cancelled elsewhere)
 
 
-def _report_driven(exc: Any, options: Options) -> None:
+def _report_driven(exc: Any, options: Options, engine: Any) -> None:
     """Why a resume was refused, and what to do instead: a process this machine can see is
     known to be alive (its claim is free as soon as it ends), so only one elsewhere is offered
     to be taken over. One that is stopping (Ctrl-C) or only runs commands gives the run up on
-    its own: the resume is offered for then (the refusal says when)."""
-    from ..engine.agentorigin import module_of
+    its own: the resume is offered for then (the refusal says when). Given no --agents, the
+    resume offered names the module the run took agents from, or says how to give again
+    those it was given in Python (no command here can name them); ``engine`` tells which of
+    them the run's flow uses."""
     from ..engine.drivers import Driver, checkable_here
 
     run_id = str(exc.detail.get("run_id", ""))
     holder = Driver.from_dict(exc.detail.get("driver"))
-    if holder is not None and options.agents is None and module_of(holder.agents):
-        options = options._replace(agents=module_of(holder.agents))  # its resume needs that module too
-    if holder is not None and checkable_here(holder) and (holder.stopping or holder.commands_only):
+    module, python = _needed_from(holder, engine, run_id) if options.agents is None else (None, None)
+    options = options._replace(agents=module or options.agents)
+    if python is not None:
+        last = _python_resume(run_id, holder, *python, options)
+    elif holder is not None and checkable_here(holder) and (holder.stopping or holder.commands_only):
         last = f"  then resume: {options.resume(run_id)}"
     elif holder is not None and checkable_here(holder):
         last = (f"  or stop process {holder.pid} (Ctrl-C in its terminal; a notebook kernel: restart it) and "
@@ -164,21 +164,78 @@ def _report_driven(exc: Any, options: Options) -> None:
                f"  stop it:   {hints.command('cancel', run_id, store=options.store)}\n{last}", err=True)
 
 
+def _needed_from(holder: Any, engine: Any, run_id: str) -> tuple[str | None, tuple[Any, list[str]] | None]:
+    """(the --agents module a resume must name, (the agents given in Python it must be given
+    again, those of them the run's flow uses)), as the claim ``holder`` records them: the
+    module when the flow uses agents the run took from it, or the record names a module alone
+    (an older Lockgate's: which agents it gave is not known); all recorded names count when
+    the run's flow cannot be read back."""
+    from ..engine.agentorigin import PythonAgents, missing_from, module_of
+
+    recorded = holder.agents if holder is not None else None
+    origin = PythonAgents.parse(recorded)
+    if origin is None:
+        return module_of(recorded), None
+    used = _flow_agents(engine, run_id)
+    missing = missing_from(recorded, origin.names if used is None else used, ())
+    if missing is None:
+        return None, None
+    return (origin.module, None) if origin.module else (None, missing)
+
+
+def _flow_agents(engine: Any, run_id: str) -> list[str] | None:
+    """The agent names run ``run_id``'s flow uses; None when they cannot be told."""
+    from ..engine.flowneeds import agent_names
+
+    try:
+        return agent_names(*engine.spec_of(run_id))
+    except Exception:  # noqa: BLE001 - a hint must not hide the refusal it follows
+        return None
+
+
+def _python_resume(run_id: str, holder: Any, origin: Any, names: list[str], options: Options) -> str:
+    """The refusal's last line for a run that needs the agents ``names`` its drive was given in
+    Python (``origin``: the notebook variable that held them, when recorded): no ``lockgate``
+    command can name them, so a notebook's ``%flow resume`` with them, or Python's ``agents=``;
+    to take over a drive on another host, a module defining them."""
+    from ..engine.drivers import checkable_here
+
+    listed = ", ".join(names)
+    given = (f"`%flow resume {run_id} --agents {origin.variable}` in a notebook" if origin.variable else
+             f"`%flow resume {run_id} --agents VAR` in a notebook (VAR: a dict naming {listed}), or agents= in Python")
+    if holder is not None and checkable_here(holder) and (holder.stopping or holder.commands_only):
+        return f"  then resume it with its agents, given in Python ({listed}): {given}"
+    if holder is not None and checkable_here(holder):
+        return (f"  or stop process {holder.pid} (Ctrl-C in its terminal; a notebook kernel: restart it) and resume "
+                f"it with its agents, given in Python ({listed}): {given}")
+    functions = ", ".join(f"{name.replace('-', '_')}()" for name in names)
+    return (f"  if that process is gone for good, drive the run here anyway, with a module defining {functions} "
+            f"(its agents were given in Python):\n    {options.resume(run_id)} --take-over --agents "
+            f"{hints.AGENTS_PLACEHOLDER}")
+
+
 def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow: str | None,
          options: Options, no_prompt: bool, resume_id: str | None, take_over: bool = False) -> int:
+    from ..engine.agentorigin import record_of
     from ..engine.agents.config import ProjectConfig, find_config, load_config
     from ..engine.engine import Engine
     from ..engine.flowneeds import as_spec
     from ..engine.gatechannel import TerminalGates
     from ..engine.runner import make_runner
     from ..engine.store import open_store
-    from ..errors import DrivenElsewhere, ReadOnlyStore, RunNotFound, StoreError
+    from ..errors import (
+        DrivenElsewhere,
+        ReadOnlyStore,
+        RunDriven,
+        RunNotFound,
+        StoreError,
+    )
     from . import interrupt
     from .stores import ephemeral, open_existing
 
     loaded = as_spec(Path(spec)) if spec else None
     inputs = read_inputs(pairs, inputs_file, _declared_inputs(loaded, flow))
-    agents = load_agents(options.agents) if options.agents else {}
+    agents, registered = _module_agents(options.agents) if options.agents else ({}, [])
     here = find_config()  # the configuration a resume from this folder finds
     found = Path(options.config) if options.config else (
         (find_config(Path(spec).resolve().parent) if spec else None) or here)
@@ -198,7 +255,8 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
         ask=_ask, say=lambda text: click.echo(text, err=True), pause=display.paused, store=engine.store,
         watch_stdin=True, prompt=lambda text: click.echo(text, err=True, nl=False))
     runner = make_runner(engine=engine, config=config, config_chosen=options.config is not None, agents=agents,
-                         agents_module=agents_source(options.agents) if options.agents else None,
+                         agents_module=record_of(agents, agents_source(options.agents), registered)
+                         if options.agents else None,
                          gates=gates, on_event=display.update, judge=options.judge)
 
     async def main() -> Any:
@@ -215,6 +273,9 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     except KeyboardInterrupt:
         _report_interrupted(engine, runner.run_ids[-1] if runner.run_ids else resume_id, options)
         return EXIT_INTERRUPTED
+    except RunDriven as driven:  # reported here: the engine tells which of the run's agents a resume needs
+        _report_driven(driven, options, engine)
+        return EXIT_ELSEWHERE
     except DrivenElsewhere as elsewhere:
         click.echo(f"{elsewhere}: see `{hints.command('show', elsewhere.run_id, store=options.store)}`", err=True)
         return EXIT_ELSEWHERE
@@ -228,6 +289,17 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
         with contextlib.suppress(StoreError):  # a store that failed may fail to close too
             engine.close()
     return _conclude(result, options)
+
+
+def _module_agents(target: str) -> tuple[dict[str, Any], list[str]]:
+    """The agents of --agents module ``target`` (its top-level functions), and the names it
+    registered as it loaded (``register("writer", fn)``): the run takes those from it too,
+    and its claim records both (a resume without the module is refused for them)."""
+    from ..engine.agents.registry import DEFAULT_REGISTRY
+
+    before = set(DEFAULT_REGISTRY.names())
+    agents = load_agents(target)
+    return agents, sorted(set(DEFAULT_REGISTRY.names()) - before)
 
 
 def _report_store_failed(exc: Exception, run_id: str, options: Options) -> None:
@@ -254,7 +326,8 @@ def _report_store_failed(exc: Exception, run_id: str, options: Options) -> None:
 def _check_agents_given(engine: Any, run_id: str, options: Options, config: Path | None,
                         take_over: bool = False) -> None:
     """Refuse a resume given no --agents module of a run still going that was driven with one
-    (recorded with its claim) defining agents its flow uses, or whose agents come only from it:
+    (recorded with its claim) and took agents its flow uses from it (by the names the claim
+    records), or whose agents come only from it:
     name that module in the command to type, before any agent is looked up (the lookup would
     say "no agent named X", or quietly take a built-in of the same name). A run another live
     process drives is left to the resume, whose refusal says so first (not with --take-over)."""

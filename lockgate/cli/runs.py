@@ -111,7 +111,8 @@ def _resume_lines(engine: Any, run_id: str, store: str | None) -> list[str]:
     command, note = hints.resume_hint(run_id, store=store, config=config,
                                       agents_needed=hints.agents_needed(engine, run_id, config),
                                       recorded=hints.recorded_agents(engine, run_id),
-                                      python=hints.python_driven(engine, run_id))
+                                      python=hints.python_driven(engine, run_id),
+                                      names_known=hints.names_recorded(engine, run_id))
     return [command, *(f"({line})" for line in (note, config_note) if line)]
 
 

@@ -50,7 +50,7 @@ from typing import Any
 
 from ..errors import ConfigError, RunnerError
 from .admission import Admission
-from .agentorigin import missing_agents, record_of
+from .agentorigin import missing_agents, names_of, record_of
 from .agentorigin import refusal as agents_refusal
 from .agents import Agent, preflight
 from .agents.base import cancels_by_run
@@ -99,11 +99,11 @@ class Runner:
         ``config_chosen``: the caller chose ``config`` on purpose (default: when it is given), so
         a resume may use it although the run was driven with another configuration file.
         ``agents_module``: where ``agents`` came from (``lockgate run --agents``), recorded with
-        the runner's claims so that commands that print how to resume a run can name it, or
-        that they were given in Python (:class:`~.agentorigin.PythonAgents`: a notebook's, by
-        their names); not given, ``agents`` are recorded as given in Python, by their names
-        (``agents=`` of the library). A resume of the run given none of those its flow uses is
-        then refused (see :mod:`.agentorigin`)."""
+        the runner's claims with their names, so that commands that print how to resume a run
+        can name it; or a ready record (:class:`~.agentorigin.PythonAgents`: a notebook's, or a
+        module's with the names it also registered); not given, ``agents`` are recorded as given
+        in Python, by their names (``agents=`` of the library). A resume of the run given none
+        for a recorded name its flow uses is then refused (see :mod:`.agentorigin`)."""
         self.engine = engine
         self.config = config if config is not None else load_config(start=workspace)
         self.config_chosen = config is not None if config_chosen is None else config_chosen
@@ -112,6 +112,9 @@ class Runner:
         self.workspace = str(workspace) if workspace is not None else None
         self._explicit = dict(agents or {})
         self._agents_module = record_of(agents, agents_module)
+        #: the agent names this runner was given (a module's registered ones too): a resume
+        #: gives those again
+        self._given = set(self._explicit) | set(names_of(self._agents_module))
         self._registry = registry
         self._agents: dict[str, Agent] = {}
         self.on_event = on_event
@@ -221,9 +224,10 @@ class Runner:
 
     def _check_agents(self, run_id: str) -> None:
         """Refuse (ConfigError) to resume a run driven with agents given in Python (a notebook's
-        or a script's functions) or an ``--agents`` module's without them: its agent names would
-        quietly resolve to other adapters."""
-        missing = missing_agents(self.engine, run_id, self._explicit)
+        or a script's functions) or taken from an ``--agents`` module without them (those its
+        flow uses, by the names its claim recorded): they would quietly resolve to other
+        adapters."""
+        missing = missing_agents(self.engine, run_id, self._given)
         if missing is not None:
             raise agents_refusal(run_id, *missing)
 

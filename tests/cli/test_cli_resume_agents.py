@@ -8,10 +8,18 @@ so a resume that took it instead of the run's own function is seen.
   Codex CLI);
 - ``lockgate run --agents agents.py``: ``gate approve`` names the module and a resume without it
   is refused (both happened only when no built-in of the same name could run), as is
-  ``%flow resume RUN`` in a notebook;
-- a run a kernel drives right now is refused as driven first (it asked for the agents first);
-  once the kernel is gone, ``gate approve`` names the notebook variable and the ``%flow
-  resume`` line (it said the store records no --agents module);
+  ``%flow resume RUN`` in a notebook; for the agents the drive took from the module, as its
+  claim records them: a module's ``codex`` bound by a tuple assignment or ``register()`` too
+  (a guess from its source missed those: the resume quietly called the Codex CLI), but not a
+  class instance, a ``functools.partial`` or a function under an ``if`` that did not run,
+  which ``lockgate run`` never took from it (the guess counted them: the run could never be
+  resumed), nor a module that gave none of the flow's agents and is gone since; an older
+  Lockgate's record of the module alone refuses nothing and is still named;
+- a run a kernel drives right now is refused as driven first (it asked for the agents first),
+  offering the ``%flow resume`` line with its variable (it offered a ``lockgate run --resume``
+  that was then refused); once the kernel is gone, ``gate approve`` names the notebook
+  variable and the ``%flow resume`` line (it said the store records no --agents module); a
+  drive on another host offers a take-over with a module defining them;
 - ``show``, ``why`` and ``resume`` print a Python agent's traceback as ``lockgate run`` does:
   the message on its line, the frames below (they were flattened into one line).
 """
@@ -23,11 +31,16 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from cli_support import ROOT, lockgate_argv, lockgate_env
 from kernel_ext.kernel_session import KernelSession
+
+from lockgate.engine import Engine
+from lockgate.engine.drivers import Driver
+from lockgate.engine.store import open_store
 
 SPEC = """version: 1
 contracts:
@@ -178,6 +191,9 @@ def test_a_run_a_kernel_drives_is_refused_as_driven_then_named_by_its_variable(p
         refused = lockgate(project, "run", "--resume", rid)
         assert refused.returncode == 4, refused.stderr
         assert refused.stderr.startswith(f"error: run {rid} is being driven by process {kernel_pid} on this host")
+        assert refused.stderr.splitlines()[-1] == (
+            f"  or stop process {kernel_pid} (Ctrl-C in its terminal; a notebook kernel: restart it) and resume it "
+            f"with its agents, given in Python (codex): `%flow resume {rid} --agents my_agents` in a notebook")
 
         kernel.manager.restart_kernel(now=True)
         kernel.client.wait_for_ready(timeout=60)
@@ -188,6 +204,120 @@ def test_a_run_a_kernel_drives_is_refused_as_driven_then_named_by_its_variable(p
         f"continue with agents: lockgate run --resume {rid} --agents <your agents module>",
         (f"  (the run was driven with agents given in a notebook (codex, from the variable my_agents): resume "
          f"it there with `%flow resume {rid} --agents my_agents`, or here with a module defining codex())")]
+    assert not codex_cli_called(project)
+
+
+CLI_DONE = {"result": "cli", "quality_score": 1}
+NOT_TAKEN = {
+    "class instance": ("class Codex:\n    def __call__(self, task):\n        return {'result': 'instance'}\n"
+                       "codex = Codex()\n"),
+    "functools.partial": ("import functools\ndef _ask(task, role):\n    return {'result': role}\n"
+                          "codex = functools.partial(_ask, role='codex')\n"),
+    "defined under an if": ("import os\nif os.environ.get('FAKE_AGENTS'):\n    def codex(task):\n"
+                            "        return {'result': 'fake'}\n"),
+}
+HELPER = "\ndef helper(task):\n    return {'result': 'unused'}\n"
+
+
+@pytest.mark.parametrize("source", NOT_TAKEN.values(), ids=NOT_TAKEN.keys())
+def test_what_lockgate_run_did_not_take_from_the_module_is_not_asked_for(project: Path, source: str) -> None:
+    (project / "agents.py").write_text(source + HELPER)
+    started = lockgate(project, "run", "pub.yaml", "--input", "text=t", "--agents", "agents.py", "--no-prompt")
+    assert started.returncode == 3, started.stderr
+    rid = json.loads(started.stdout)["run_id"]
+    assert codex_cli_called(project)  # the Codex CLI did the step: the module gave no codex
+    revised = lockgate(project, "gate", "revise", rid, "review", "--note", "again")
+    assert revised.stdout.splitlines()[-1] == f"continue with agents: lockgate run --resume {rid}"
+
+    # what a refusal asked for (the module, again) was refused too: the run could never go on
+    again = lockgate(project, "run", "--resume", rid, "--agents", "agents.py", "--no-prompt")
+    assert again.returncode == 3, again.stderr
+    lockgate(project, "gate", "approve", rid, "review")
+    done = lockgate(project, "run", "--resume", rid)
+    assert (done.returncode, json.loads(done.stdout)) == (0, CLI_DONE), done.stderr
+
+
+MADE = """
+def _make(label):
+    def agent(task):
+        return {"result": "by my function: " + task.prompt, "quality_score": 0.9}
+    return agent
+"""
+TAKEN = {  # (--agents, its file, its source)
+    "tuple assignment": ("pkg.agents", "pkg/agents.py", MADE + "\ncodex, other = _make('codex'), _make('other')\n"),
+    "register()": ("agents.py", "agents.py", "from lockgate.engine.agents.registry import register\n" + MADE +
+                   "\nregister('codex', _make('codex'))\n" + HELPER),
+}
+
+
+@pytest.mark.parametrize(("module", "file", "source"), TAKEN.values(), ids=TAKEN.keys())
+def test_what_the_module_gave_however_it_bound_it_is_asked_for(project: Path, module: str, file: str,
+                                                                source: str) -> None:
+    path = project / file
+    if path.parent != project:  # a package
+        path.parent.mkdir()
+        (path.parent / "__init__.py").touch()
+    path.write_text(source)
+    started = lockgate(project, "run", "pub.yaml", "--input", "text=t", "--agents", module, "--no-prompt")
+    assert started.returncode == 3, started.stderr
+    rid = json.loads(started.stdout)["run_id"]
+    approved = lockgate(project, "gate", "approve", rid, "review")
+    assert approved.stdout.splitlines()[1:] == [f"continue with agents: lockgate run --resume {rid} --agents {module}"]
+
+    refused = lockgate(project, "run", "--resume", rid)
+    assert (refused.returncode, refused.stderr.strip()) == (2, (
+        f"error: run {rid} was driven with the agents of --agents {module}: give it again: "
+        f"lockgate run --resume {rid} --agents {module}"))
+    done = lockgate(project, "run", "--resume", rid, "--agents", module)
+    assert (done.returncode, json.loads(done.stdout)) == (0, DONE), done.stderr
+    assert not codex_cli_called(project)
+
+
+def test_a_module_that_gave_none_of_the_flows_agents_is_not_needed_once_gone(project: Path) -> None:
+    (project / "scratch.py").write_text(HELPER)
+    started = lockgate(project, "run", "pub.yaml", "--input", "text=t", "--agents", "scratch.py", "--no-prompt")
+    rid = json.loads(started.stdout)["run_id"]
+    lockgate(project, "gate", "approve", rid, "review")
+    (project / "scratch.py").unlink()
+    why = lockgate(project, "why", rid).stdout
+    assert f"    lockgate run --resume {rid}" in why.splitlines() and "<your agents module>" not in why
+    done = lockgate(project, "run", "--resume", rid)
+    assert (done.returncode, json.loads(done.stdout)) == (0, CLI_DONE), done.stderr
+
+
+def test_an_older_record_of_the_module_alone_is_named_but_refuses_nothing(project: Path) -> None:
+    started = lockgate(project, "run", "pub.yaml", "--input", "text=t", "--agents", "agents.py", "--no-prompt")
+    rid = json.loads(started.stdout)["run_id"]
+    engine = Engine(store=open_store(str(project / ".lockgate" / "lockgate.db")))
+    older = Driver.here("", str((project / "agents.py").resolve()))  # a Lockgate that recorded no names
+    engine.claim(rid, older)
+    engine.release(rid, older)
+    engine.close()
+
+    approved = lockgate(project, "gate", "approve", rid, "review")
+    assert approved.stdout.splitlines()[1:] == [f"continue with agents: lockgate run --resume {rid} --agents agents.py"]
+    # which agents the module gave is not known: not refused, as before such resumes were
+    done = lockgate(project, "run", "--resume", rid)
+    assert (done.returncode, json.loads(done.stdout)) == (0, CLI_DONE), done.stderr
+
+
+def test_a_drive_of_python_agents_on_another_host_is_offered_a_take_over_with_a_module(project: Path) -> None:
+    (project / "start.py").write_text(SCRIPT)
+    started = subprocess.run([sys.executable, "start.py"], cwd=project, env=lockgate_env(), capture_output=True,
+                             text=True, timeout=120, check=True)
+    rid = started.stdout.strip()
+    engine = Engine(store=open_store(str(project / ".lockgate" / "lockgate.db")))
+    elsewhere = Driver("a-drive-elsewhere", "another-host", 4242, None, time.time(), "",
+                       agents=engine.last_agents(rid))
+    engine.claim(rid, elsewhere)
+    engine.close()
+
+    refused = lockgate(project, "run", "--resume", rid)
+    assert refused.returncode == 4, refused.stderr
+    assert refused.stderr.splitlines()[-2:] == [
+        ("  if that process is gone for good, drive the run here anyway, with a module defining codex() (its agents "
+         "were given in Python):"),
+        f"    lockgate run --resume {rid} --take-over --agents <your agents module>"]
     assert not codex_cli_called(project)
 
 

@@ -4,10 +4,12 @@ those names to other adapters is refused, whoever drove the run:
 - ``agents=`` of the library: recorded by their names (they were not: a resume without them
   quietly took a registered agent or a built-in of the same name), also over a notebook's
   record by a library resume;
-- an ``--agents`` module (``lockgate run``): recorded by its name as before; the agents it
-  defines are read from its source (without running it) when a resume is checked, and a resume
-  given none for those its flow uses is refused (it called the built-in Codex CLI instead of
-  the module's ``codex``);
+- an ``--agents`` module (``lockgate run``): recorded with the names the drive took from it
+  (the mapping it was given, and what the module registered as it loaded), nothing guessed from
+  its source: a resume given none for those its flow uses is refused (it called the built-in
+  Codex CLI instead of the module's ``codex``), whether or not the module is still there; a
+  resume of a run whose module gave none of them is not (it asked for the module for good);
+  an older Lockgate's record of a module alone names no agents, and refuses nothing;
 - a run another live process drives is refused as such first: giving the agents would not
   help, so asking for them first sent the user round twice.
 
@@ -22,7 +24,13 @@ from pathlib import Path
 import pytest
 
 from lockgate.engine import Engine
-from lockgate.engine.agentorigin import AGENTS_NOT_GIVEN, PythonAgents, module_agents
+from lockgate.engine.agentorigin import (
+    AGENTS_NOT_GIVEN,
+    PythonAgents,
+    module_of,
+    names_recorded,
+    record_of,
+)
 from lockgate.engine.agents.registry import AgentRegistry
 from lockgate.engine.drivers import Driver
 from lockgate.engine.runner import make_runner, resume, run
@@ -113,21 +121,32 @@ async def test_a_library_resume_records_its_agents_over_a_notebooks_record(tmp_p
     assert refused.detail["agents"] == ["writer"]
 
 
-async def _module_run(tmp_path: Path, source: str, agents: dict, registry: AgentRegistry | None = None) -> str:
+async def _module_run(tmp_path: Path, agents: dict, registry: AgentRegistry | None = None,
+                      registered: tuple[str, ...] = ()) -> str:
     """A run driven as ``lockgate run --agents agents.py`` drives it (the module's functions,
-    recorded by its resolved path), approved at its gate: nobody drives it."""
-    module = tmp_path / "agents.py"
-    module.write_text(source)
-    first = make_runner(store=tmp_path / "runs.db", workspace=tmp_path, agents=agents,
-                        agents_module=str(module.resolve()), registry=registry)
+    and the names it ``registered``, recorded with its resolved path), approved at its gate:
+    nobody drives it."""
+    module = str((tmp_path / "agents.py").resolve())
+    first = make_runner(store=tmp_path / "runs.db", workspace=tmp_path, agents=agents, registry=registry,
+                        agents_module=record_of(agents, module, registered))
     waiting = await first.start(SPEC, {})
-    assert first.engine.last_agents(waiting.run_id) == str(module.resolve())  # recorded as before
     _approve(tmp_path / "runs.db", waiting.run_id)
     return waiting.run_id
 
 
+async def test_a_module_run_records_the_names_it_took_from_the_module(tmp_path: Path) -> None:
+    module = str((tmp_path / "agents.py").resolve())
+    first = make_runner(store=tmp_path / "runs.db", workspace=tmp_path, agents={"writer": writer, "a_b": writer},
+                        agents_module=module)  # a module's name, as callers of make_runner give it
+    waiting = await first.start(SPEC, {})
+    recorded = first.engine.last_agents(waiting.run_id)
+    assert recorded == 'python:{"names":["a_b","writer"],"module":"' + module + '"}'
+    assert PythonAgents.parse(recorded) == PythonAgents(("a_b", "writer"), module=module)
+    assert module_of(recorded) == module and names_recorded(recorded)
+
+
 async def test_a_run_driven_with_a_modules_agents_is_resumed_only_with_agents_of_those_names(tmp_path: Path) -> None:
-    run_id = await _module_run(tmp_path, "def writer(task):\n    return {'text': 'module'}\n", {"writer": writer})
+    run_id = await _module_run(tmp_path, {"writer": writer})
     store, module = tmp_path / "runs.db", str((tmp_path / "agents.py").resolve())
 
     refused = await _refused(run_id, store, tmp_path)
@@ -143,17 +162,47 @@ async def test_a_run_driven_with_a_modules_agents_is_resumed_only_with_agents_of
     assert done.output == {"text": "from the run's function"}
 
 
+async def test_a_name_the_module_registered_is_asked_for_and_given_by_a_module_registering_it(
+        tmp_path: Path) -> None:
+    # register("writer", fn) as the module loads: lockgate run records it with the module's functions
+    run_id = await _module_run(tmp_path, {"helper": stand_in}, registry=others(), registered=("writer",))
+    store, module = tmp_path / "runs.db", str((tmp_path / "agents.py").resolve())
+    assert (await _refused(run_id, store, tmp_path)).detail["agents"] == ["writer"]
+    # the module named again registers it again: its registry answers
+    done = await resume(run_id, store=store, workspace=tmp_path, registry=others(), agents={"helper": stand_in},
+                        agents_module=record_of({"helper": stand_in}, module, ("writer",)))
+    assert done.output == {"text": "from another adapter"}
+
+
 async def test_a_module_defining_none_of_the_flows_agents_is_not_asked_for(tmp_path: Path) -> None:
-    run_id = await _module_run(tmp_path, "def helper(task):\n    return {}\n", {"helper": stand_in}, others())
+    # what lockgate run does not take from a module (a class instance, a functools.partial, a
+    # function defined under an if that did not run) was resolved elsewhere, and is again
+    run_id = await _module_run(tmp_path, {"helper": stand_in}, others())
     done = await resume(run_id, store=tmp_path / "runs.db", workspace=tmp_path, registry=others())
     assert done.output == {"text": "from another adapter"}
 
 
-async def test_a_module_that_is_gone_cannot_tell_and_the_resume_goes_on(tmp_path: Path) -> None:
-    # as for a configuration file that is gone: nothing says which agents it defined
-    run_id = await _module_run(tmp_path, "def writer(task):\n    return {'text': 'module'}\n", {"writer": writer})
+async def test_the_record_not_the_modules_file_says_what_a_resume_needs(tmp_path: Path) -> None:
+    # the module's file is never read again: gone or not, the names the run took are asked for
+    (tmp_path / "agents.py").write_text("def writer(task):\n    return {'text': 'module'}\n")
+    run_id = await _module_run(tmp_path, {"writer": writer})
     (tmp_path / "agents.py").unlink()
-    done = await resume(run_id, store=tmp_path / "runs.db", workspace=tmp_path, registry=others())
+    assert (await _refused(run_id, tmp_path / "runs.db", tmp_path)).detail["agents"] == ["writer"]
+
+
+async def test_an_older_record_of_a_module_alone_refuses_nothing(tmp_path: Path) -> None:
+    store = tmp_path / "runs.db"
+    (tmp_path / "agents.py").write_text("def writer(task):\n    return {'text': 'module'}\n")
+    waiting = await run(SPEC, {}, agents={"writer": writer}, store=store, workspace=tmp_path, gates=None)
+    engine = _approve(store, waiting.run_id)
+    module = str((tmp_path / "agents.py").resolve())
+    older = Driver.here("", module)  # what a Lockgate before the names were recorded wrote
+    engine.claim(waiting.run_id, older)
+    engine.release(waiting.run_id, older)
+    assert engine.last_agents(waiting.run_id) == module and not names_recorded(module)
+    assert module_of(module) == module and PythonAgents.parse(module) is None
+    # which agents it gave is not known: the resume goes on, as before such resumes were refused
+    done = await resume(waiting.run_id, store=store, workspace=tmp_path, registry=others())
     assert done.output == {"text": "from another adapter"}
 
 
@@ -172,77 +221,3 @@ async def test_a_run_another_process_drives_is_refused_as_driven_before_its_agen
         bare.check_resumable(waiting.run_id)
     with pytest.raises(ConfigError, match="was driven with agents given in Python"):
         bare.check_resumable(waiting.run_id, take_over=True)  # taking it over: the agents are asked for
-
-
-MODULE = """
-import os
-
-open("ran", "w").close()
-
-
-def write_note(task):
-    return {}
-
-
-async def review(task):
-    return {}
-
-
-def _private(task):
-    return {}
-
-
-made = make_agent()
-LIMIT = 3
-name: str = "x"
-
-
-class Helper:
-    def inside(self):
-        return None
-
-
-if os.environ.get("SOMETHING"):
-    def maybe(task):
-        return {}
-try:
-    def tried(task):
-        return {}
-except ImportError:
-    def fallback(task):
-        return {}
-"""
-
-
-def test_a_modules_agents_are_read_from_its_source_without_running_it(tmp_path: Path) -> None:
-    path = tmp_path / "mine.py"
-    path.write_text(MODULE)
-    assert module_agents(str(path)) == ("fallback", "made", "maybe", "review", "tried", "write-note", "write_note")
-    assert not (tmp_path / "ran").exists()
-
-
-def test_the_names_read_cover_those_lockgate_run_loads(tmp_path: Path) -> None:
-    from lockgate.cli.runargs import load_agents
-
-    path = tmp_path / "plain.py"
-    path.write_text("import json\n\ndef a_b(task):\n    return {}\n\ndef c(task):\n    return json.loads('{}')\n\n"
-                    "def _d(task):\n    return {}\n")
-    assert set(module_agents(str(path))) == set(load_agents(str(path))) == {"a_b", "a-b", "c"}
-
-
-def test_a_dotted_module_is_found_from_the_current_folder_without_importing_its_package(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "team").mkdir()
-    (tmp_path / "team" / "__init__.py").write_text('open("package-ran", "w").close()\n')
-    (tmp_path / "team" / "agents.py").write_text("def codex(task):\n    return {}\n")
-    assert module_agents("team.agents") == ("codex",)
-    assert not (tmp_path / "package-ran").exists()
-
-
-def test_a_module_whose_source_cannot_be_read_tells_nothing(tmp_path: Path) -> None:
-    (tmp_path / "broken.py").write_text("def codex(task:\n")
-    (tmp_path / "latin.py").write_bytes(b"# \xe9\ndef codex(task):\n    return {}\n")
-    for module in (tmp_path / "gone.py", tmp_path / "broken.py", tmp_path / "latin.py"):
-        assert module_agents(str(module)) is None
-    assert module_agents("no_such_package.agents") is None
