@@ -570,7 +570,7 @@ async def test_a_run_keeps_the_agents_module_its_drives_took_agents_from(tmp_pat
     assert waiting.status == "await_gate"
     # the drive has returned and released its claim: the module is kept with the released record
     assert first.engine.driver_of(waiting.run_id) is None
-    assert first.engine.last_agents(waiting.run_id) == "/proj/agents.py"
+    assert first.engine.last_agents(waiting.run_id) == 'python:{"names":["writer"],"module":"/proj/agents.py"}'
     first.engine.resolve_waiting_gate(waiting.run_id, "ok", "approve")
     # a drive given agents in Python, with no module, records their names: a resume given none
     # for them would quietly take other adapters (lockgate.engine.agentorigin refuses it)
