@@ -62,7 +62,7 @@ from .dispatches import stage_data as _stage_data  # noqa: F401
 from .dispatches import usage_of as _usage  # noqa: F401
 from .drive import _WAKE, CONFLICT_RETRIES, TERMINAL, Drive, RunResult  # noqa: F401
 from .drive import retry_conflicts as _retry_conflicts  # noqa: F401
-from .drivers import Driver, ended, give_up, refusal
+from .drivers import Driver, await_stopped, ended, give_up, refusal
 from .engine import check_inputs
 from .evaluate import Evaluator, deferred
 from .flowneeds import agent_names, as_spec, uses_judged
@@ -178,6 +178,9 @@ class Runner:
         else:
             self.install_evaluator()
             self.install_judge()
+        if going and hasattr(self.engine, "claim_of"):  # off the loop: a notebook's stays responsive
+            left = self.engine.claim_of(run_id)
+            await asyncio.to_thread(await_stopped, left.to_dict() if left is not None else None)
         driver = self._claim(run_id, take_over=take_over) if going else None  # an ended run: nothing to drive
         try:
             response = await self.transition(lambda: self.engine.resume(run_id), run_id=run_id)

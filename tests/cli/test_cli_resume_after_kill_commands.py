@@ -35,7 +35,7 @@ def log(what):
         out.write(f"{os.getpid()} {what}\\n")
 
 def on_term(*_):
-    time.sleep(1.0)  # cleaning up: still at work in the workspace
+    time.sleep(1.8)  # cleaning up, within the guardian's 2 s grace: still at work in the workspace
     log("end")
     sys.exit(1)
 
@@ -127,3 +127,59 @@ def test_a_resume_waits_until_the_dead_runners_agent_command_has_stopped(tmp_pat
     first_pid = lines[0][0]
     assert [(pid == first_pid, what) for pid, what in lines] == [
         (True, "start"), (True, "end"), (False, "start"), (False, "end")], lines  # one at a time
+
+
+def test_a_resume_in_python_waits_off_the_event_loop(tmp_path: Path) -> None:
+    """A notebook resumes on the kernel's event loop: the wait for the dead runner's commands
+    must leave the loop free (a cell typed meanwhile runs at once)."""
+    import asyncio
+    import time
+
+    import lockgate
+    from lockgate.engine.store import open_store
+
+    (tmp_path / "flow.stratum.yaml").write_text(SPEC)
+    (tmp_path / "check.py").write_text(CHECK)
+    os.mkfifo(tmp_path / "started.fifo")
+    first = subprocess.Popen(lockgate_argv("run", "flow.stratum.yaml", "--store", "runs.db", "--no-prompt"),
+                             cwd=tmp_path, env=lockgate_env(), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert fifo_lines(tmp_path / "started.fifo", 1, [first]) == "go\n"
+        first.send_signal(signal.SIGKILL)
+        first.communicate()
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.communicate()
+    store = open_store(tmp_path / "runs.db")
+    (summary,) = store.list_runs()
+
+    async def resumed_while_ticking() -> tuple[str, float]:
+        gaps: list[float] = []
+
+        async def tick() -> None:
+            last = time.monotonic()
+            while True:
+                await asyncio.sleep(0.02)
+                now = time.monotonic()
+                gaps.append(now - last)
+                last = now
+
+        ticker = asyncio.ensure_future(tick())
+        await asyncio.sleep(0.05)  # ticking
+        old_cwd = os.getcwd()
+        os.chdir(tmp_path)  # the command runs in the workspace
+        try:
+            result = await lockgate.resume(summary.run_id, store=store, workspace=tmp_path)
+        finally:
+            os.chdir(old_cwd)
+            ticker.cancel()
+        return result.status, max(gaps)
+
+    status, longest = asyncio.run(resumed_while_ticking())
+    store.close()
+    assert status == "complete"
+    lines = [line.split()[1] for line in (tmp_path / "log").read_text().splitlines()]
+    assert lines == ["start", "end", "start", "end"]  # it did wait for the first copy
+    assert longest < 0.5, longest  # the loop was not held while it waited (about a second)
