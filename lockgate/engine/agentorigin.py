@@ -143,11 +143,15 @@ def missing_from(recorded: str | None, used: Iterable[str],
     return (origin, missing) if missing else None
 
 
-def refusal(run_id: str, origin: PythonAgents, missing: list[str]) -> ConfigError:
+def refusal(run_id: str, origin: PythonAgents, missing: list[str], given_module: str | None = None) -> ConfigError:
     """The error refusing a resume of run ``run_id`` given none of the agents ``missing`` that
     its last drive took from Python or a module (its ``detail`` holds the facts, for callers
-    with other words for the remedy)."""
-    words = _module_words if origin.module is not None else _python_words
+    with other words for the remedy); ``given_module``: the ``--agents`` module this resume was
+    given (when it is the run's own, it no longer defines them: giving it again is no remedy)."""
+    if origin.module is not None and given_module == origin.module:
+        words = _changed_module_words
+    else:
+        words = _module_words if origin.module is not None else _python_words
     error = ConfigError(words(run_id, origin, missing))
     error.detail = {"problem": AGENTS_NOT_GIVEN, "run_id": run_id, "agents": missing,
                     "variable": origin.variable, **({"module": origin.module} if origin.module else {})}
@@ -163,6 +167,13 @@ def _module_words(run_id: str, origin: PythonAgents, missing: list[str]) -> str:
             f"given none for {names}: {_INSTEAD}. Give them again: `lockgate run --resume {run_id} --agents "
             f"{shlex.quote(str(origin.module))}`, `%flow resume {run_id} --agents VAR` in a notebook (VAR: a dict "
             f"naming {names}), or agents= in Python")
+
+
+def _changed_module_words(run_id: str, origin: PythonAgents, missing: list[str]) -> str:
+    names = ", ".join(missing)
+    return (f"run {run_id} was driven with {names} from --agents {origin.module}, which no longer defines "
+            f"{'it' if len(missing) == 1 else 'them'}: {_INSTEAD}. Define {names} in it again, or resume with a "
+            "module (or agents= in Python) that does")
 
 
 def _python_words(run_id: str, origin: PythonAgents, missing: list[str]) -> str:

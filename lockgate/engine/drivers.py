@@ -139,7 +139,8 @@ def await_stopped(record: Any) -> None:
     it dies and SIGKILL :data:`GRACE_S` later, and one started again meanwhile would run beside
     one still cleaning up (two writers in one workspace)."""
     dead = Driver.from_dict(record)
-    if dead is None or dead.started is None or not checkable_here(dead) or dead.pid == os.getpid():
+    if (dead is None or dead.started is None or not checkable_here(dead) or dead.pid == os.getpid()
+            or process_alive(dead.pid, dead.started)):  # a live one (taken over) stops its own
         return
     # here, not at import: the agents package imports httpx
     from .agents.guardian import GRACE_S, guardian_of

@@ -50,7 +50,7 @@ from typing import Any
 
 from ..errors import ConfigError, RunnerError
 from .admission import Admission
-from .agentorigin import missing_agents, names_of, record_of
+from .agentorigin import missing_agents, module_of, names_of, record_of
 from .agentorigin import refusal as agents_refusal
 from .agents import Agent, preflight
 from .agents.base import cancels_by_run
@@ -232,7 +232,7 @@ class Runner:
         adapters."""
         missing = missing_agents(self.engine, run_id, self._given)
         if missing is not None:
-            raise agents_refusal(run_id, *missing)
+            raise agents_refusal(run_id, *missing, given_module=module_of(self._agents_module))
 
     def _config_resolves(self, run_id: str) -> bool:
         """Whether a configuration file can change the run's agents here: some agent of its flow

@@ -104,9 +104,17 @@ def apply_patch(workspace: Path, patch: str) -> str | None:
 
 def save_patches(workspace: Path, run_id: str, patches: dict[int, str]) -> Path:
     """Write each item's patch to ``.lockgate/unmerged/RUN/item-N.patch`` in the workspace (the
-    items a merge could not take); the folder."""
-    folder = Path(workspace) / ".lockgate" / "unmerged" / run_id
+    items a merge could not take), in place of those an earlier merge of the run left there; the
+    folder. ``.lockgate`` is kept out of git (its own ``.gitignore``): a ``git add -A`` while
+    resolving the conflict must not commit them."""
+    root = Path(workspace) / ".lockgate"
+    folder = root / "unmerged" / run_id
     folder.mkdir(parents=True, exist_ok=True)
+    ignore = root / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# Lockgate's own files (run stores, unmerged patches): not the project's\n*\n")
+    for old in folder.glob("item-*.patch"):
+        old.unlink()
     for index, patch in patches.items():
         (folder / f"item-{index}.patch").write_text(patch)
     return folder

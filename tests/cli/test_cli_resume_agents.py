@@ -350,3 +350,15 @@ def test_show_why_and_resume_print_a_python_agents_traceback_below_its_message(p
     assert why[:6] == [f"run {rid} failed (retries_exhausted): {message}", *frames]
     resumed = lockgate(project, "resume", rid).stdout.splitlines()
     assert resumed == [f"run {rid}: failed (retries_exhausted): {message}", *frames]
+
+
+def test_a_module_that_no_longer_defines_the_runs_agent_says_so(project: Path) -> None:
+    rid = _module_run_approved(project)
+    (project / "agents.py").write_text(AGENTS.replace("def codex(", "def my_codex("))  # renamed since
+    refused = lockgate(project, "run", "--resume", rid, "--agents", "agents.py")
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.strip() == (
+        f"error: run {rid} was driven with codex from --agents {project / 'agents.py'}, which no longer defines "
+        "it: another adapter (lockgate.toml, a registered agent or a built-in) would answer instead. Define codex "
+        "in it again, or resume with a module (or agents= in Python) that does")
+    assert not codex_cli_called(project)

@@ -283,6 +283,8 @@ def test_a_merge_stopped_by_a_conflict_saves_the_patches_it_did_not_take(repo: P
     assert not (repo / "c.txt").exists()  # item 2 was not merged: its patch is where the message says
     subprocess.run(["git", "apply", str(saved / "item-2.patch")], cwd=repo, check=True)
     assert (repo / "c.txt").read_text() == "changed by c\n"
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, check=True)
+    assert ".lockgate" not in status.stdout  # kept out of git: a `git add -A` while resolving leaves it out
 
 
 def test_unmet_require_leaves_the_workspace_untouched(repo: Path) -> None:
@@ -311,3 +313,12 @@ def test_worktree_isolation_outside_a_git_repository_fails_the_items_clearly(tmp
     assert done["status"] == "error" and "not met (0/1 succeeded)" in done["message"]
     item = {t["step_id"]: t for t in engine.audit(done["run_id"])["trace"]}["fan/0"]
     assert item["failure"]["kind"] == "worktree" and "git worktree add failed" in item["failure"]["reason"]
+
+
+def test_a_later_failed_merge_of_the_run_leaves_only_its_own_patches(tmp_path: Path) -> None:
+    from lockgate.engine import worktrees
+
+    worktrees.save_patches(tmp_path, "r1", {1: "first attempt's b\n", 2: "c\n"})
+    folder = worktrees.save_patches(tmp_path, "r1", {2: "second attempt's c\n"})
+    assert sorted(p.name for p in folder.iterdir()) == ["item-2.patch"]  # item 1 merged this time
+    assert (folder / "item-2.patch").read_text() == "second attempt's c\n"
