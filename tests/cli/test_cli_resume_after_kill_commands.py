@@ -53,33 +53,48 @@ print(json.dumps({"status": "closed", "children": [], "reason": "checked"}))
 """
 
 
-def test_a_resume_waits_until_the_dead_runners_command_has_stopped(tmp_path: Path) -> None:
-    (tmp_path / "flow.stratum.yaml").write_text(SPEC)
-    (tmp_path / "check.py").write_text(CHECK)
-    os.mkfifo(tmp_path / "started.fifo")
+def killed_while_running(cwd: Path) -> str:
+    """Run the flow of ``cwd`` with ``lockgate run`` until its command says it started, SIGKILL
+    that process (its guardian then stops the command: SIGTERM, SIGKILL 2 s later); the run id."""
+    os.mkfifo(cwd / "started.fifo")
     first = subprocess.Popen(lockgate_argv("run", "flow.stratum.yaml", "--store", "runs.db", "--no-prompt"),
-                             cwd=tmp_path, env=lockgate_env(), stdin=subprocess.DEVNULL,
+                             cwd=cwd, env=lockgate_env(), stdin=subprocess.DEVNULL,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        assert fifo_lines(tmp_path / "started.fifo", 1, [first]) == "go\n"
+        assert fifo_lines(cwd / "started.fifo", 1, [first]) == "go\n"
         first.send_signal(signal.SIGKILL)
         first.communicate()
     finally:
         if first.poll() is None:
             first.kill()
             first.communicate()
-    listed = subprocess.run(lockgate_argv("runs", "--store", "runs.db", "--format", "json"), cwd=tmp_path,
+    listed = subprocess.run(lockgate_argv("runs", "--store", "runs.db", "--format", "json"), cwd=cwd,
                             env=lockgate_env(), capture_output=True, text=True, timeout=60, check=True).stdout
     (summary,) = json.loads(listed)
-    resumed = subprocess.run(lockgate_argv("run", "--resume", summary["run_id"], "--store", "runs.db", "--no-prompt"),
-                             cwd=tmp_path, env=lockgate_env(), stdin=subprocess.DEVNULL, capture_output=True,
+    return summary["run_id"]
+
+
+def resumed_one_at_a_time(cwd: Path, run_id: str) -> None:
+    """Resume the run with ``lockgate run --resume``: it completes, and the log shows the
+    command's two copies one after the other."""
+    resumed = subprocess.run(lockgate_argv("run", "--resume", run_id, "--store", "runs.db", "--no-prompt"),
+                             cwd=cwd, env=lockgate_env(), stdin=subprocess.DEVNULL, capture_output=True,
                              text=True, timeout=120, check=False)
     assert resumed.returncode == 0, resumed.stderr
-    lines = [line.split() for line in (tmp_path / "log").read_text().splitlines()]
-    first_pid, second_pid = lines[0][0], lines[-1][0]
-    assert first_pid != second_pid
-    assert [(pid == first_pid, what) for pid, what in lines] == [
-        (True, "start"), (True, "end"), (False, "start"), (False, "end")], lines  # one at a time
+    assert logged(cwd) == ["start", "end", "start", "end"]
+
+
+def logged(cwd: Path) -> list[str]:
+    """What the command's copies logged, the first copy's lines told apart from the second's."""
+    lines = [line.split() for line in (cwd / "log").read_text().splitlines()]
+    assert len({pid for pid, _ in lines}) == 2 and lines[0][0] == lines[1][0], lines
+    return [what for _, what in lines]
+
+
+def test_a_resume_waits_until_the_dead_runners_command_has_stopped(tmp_path: Path) -> None:
+    (tmp_path / "flow.stratum.yaml").write_text(SPEC)
+    (tmp_path / "check.py").write_text(CHECK)
+    resumed_one_at_a_time(tmp_path, killed_while_running(tmp_path))
 
 
 AGENT_SPEC = """version: 1
@@ -104,30 +119,7 @@ def test_a_resume_waits_until_the_dead_runners_agent_command_has_stopped(tmp_pat
     (tmp_path / "lockgate.toml").write_text(CONFIG)
     (tmp_path / "writer.py").write_text(CHECK.replace('{"status": "closed", "children": [], "reason": "checked"}',
                                                       '{"text": "written"}'))
-    os.mkfifo(tmp_path / "started.fifo")
-    first = subprocess.Popen(lockgate_argv("run", "flow.stratum.yaml", "--store", "runs.db", "--no-prompt"),
-                             cwd=tmp_path, env=lockgate_env(), stdin=subprocess.DEVNULL,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        assert fifo_lines(tmp_path / "started.fifo", 1, [first]) == "go\n"
-        first.send_signal(signal.SIGKILL)
-        first.communicate()
-    finally:
-        if first.poll() is None:
-            first.kill()
-            first.communicate()
-    listed = subprocess.run(lockgate_argv("runs", "--store", "runs.db", "--format", "json"), cwd=tmp_path,
-                            env=lockgate_env(), capture_output=True, text=True, timeout=60, check=True).stdout
-    (summary,) = json.loads(listed)
-    resumed = subprocess.run(lockgate_argv("run", "--resume", summary["run_id"], "--store", "runs.db", "--no-prompt"),
-                             cwd=tmp_path, env=lockgate_env(), stdin=subprocess.DEVNULL, capture_output=True,
-                             text=True, timeout=120, check=False)
-    assert resumed.returncode == 0, resumed.stderr
-    lines = [line.split() for line in (tmp_path / "log").read_text().splitlines()]
-    first_pid = lines[0][0]
-    assert [(pid == first_pid, what) for pid, what in lines] == [
-        (True, "start"), (True, "end"), (False, "start"), (False, "end")], lines  # one at a time
-
+    resumed_one_at_a_time(tmp_path, killed_while_running(tmp_path))
 
 def test_a_resume_in_python_waits_off_the_event_loop(tmp_path: Path) -> None:
     """A notebook resumes on the kernel's event loop: the wait for the dead runner's commands
@@ -140,20 +132,8 @@ def test_a_resume_in_python_waits_off_the_event_loop(tmp_path: Path) -> None:
 
     (tmp_path / "flow.stratum.yaml").write_text(SPEC)
     (tmp_path / "check.py").write_text(CHECK)
-    os.mkfifo(tmp_path / "started.fifo")
-    first = subprocess.Popen(lockgate_argv("run", "flow.stratum.yaml", "--store", "runs.db", "--no-prompt"),
-                             cwd=tmp_path, env=lockgate_env(), stdin=subprocess.DEVNULL,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        assert fifo_lines(tmp_path / "started.fifo", 1, [first]) == "go\n"
-        first.send_signal(signal.SIGKILL)
-        first.communicate()
-    finally:
-        if first.poll() is None:
-            first.kill()
-            first.communicate()
+    run_id = killed_while_running(tmp_path)
     store = open_store(tmp_path / "runs.db")
-    (summary,) = store.list_runs()
 
     async def resumed_while_ticking() -> tuple[str, float]:
         gaps: list[float] = []
@@ -171,7 +151,7 @@ def test_a_resume_in_python_waits_off_the_event_loop(tmp_path: Path) -> None:
         old_cwd = os.getcwd()
         os.chdir(tmp_path)  # the command runs in the workspace
         try:
-            result = await lockgate.resume(summary.run_id, store=store, workspace=tmp_path)
+            result = await lockgate.resume(run_id, store=store, workspace=tmp_path)
         finally:
             os.chdir(old_cwd)
             ticker.cancel()
@@ -180,6 +160,5 @@ def test_a_resume_in_python_waits_off_the_event_loop(tmp_path: Path) -> None:
     status, longest = asyncio.run(resumed_while_ticking())
     store.close()
     assert status == "complete"
-    lines = [line.split()[1] for line in (tmp_path / "log").read_text().splitlines()]
-    assert lines == ["start", "end", "start", "end"]  # it did wait for the first copy
+    assert logged(tmp_path) == ["start", "end", "start", "end"]  # it did wait for the first copy
     assert longest < 0.5, longest  # the loop was not held while it waited (about a second)
