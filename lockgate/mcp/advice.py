@@ -139,6 +139,10 @@ def _round_done(done: dict[str, Any]) -> str:
             f"`{done.get('until')}` does not hold yet{f' ({why})' if why else ''}.")
 
 
+#: The ``store`` of a server whose runs live in its own memory: no person's command reaches them.
+IN_MEMORY = "memory"
+
+
 def _gate_command(run: Any, step: Any, store: str | None) -> str:
     """The command a person approves the gate with, reaching the server's ``store``."""
     act = action("gate approve", str(run), str(step))
@@ -206,9 +210,12 @@ def _protocol_step(result: dict[str, Any], store: str | None = None) -> str | No
                     "before the process applying it stopped (in its `decided`): call lockgate_gate_resolve with "
                     f"that decision and token {decided.get('token')}; no need to ask again.")
         offered = " / ".join(result.get("decisions") or ("approve", "revise", "kill"))
-        return (f"Gate {result.get('step_id')} waits for a decision: ask the user ({offered}) and "
-                f"call lockgate_gate_resolve with token {result.get('token')}, or let a person decide with "
-                f"`{_gate_command(run, result.get('step_id'), store)}` and call lockgate_status with wait_seconds.")
+        ask = (f"Gate {result.get('step_id')} waits for a decision: ask the user ({offered}) and "
+               f"call lockgate_gate_resolve with token {result.get('token')}")
+        if store == IN_MEMORY:
+            return f"{ask} (this server keeps its runs in memory: no terminal can reach them)."
+        return (f"{ask}, or let a person decide with `{_gate_command(run, result.get('step_id'), store)}` and call "
+                "lockgate_status with wait_seconds.")
     if status == "evaluating":
         steps = ", ".join(str(e.get("step_id")) for e in result.get("evaluating") or ()) or "(none listed)"
         if result.get(GONE):

@@ -28,7 +28,7 @@ from mcp.server import Server
 from .. import __version__
 from ..engine.engine import Engine
 from ..engine.judge import JudgeBridge, project_judge
-from .advice import next_steps, tool_error
+from .advice import IN_MEMORY, next_steps, tool_error
 from .handlers import HANDLERS, ToolContext, invalid
 from .instructions import SERVER_INSTRUCTIONS
 from .tools import BY_NAME, TOOLS, ToolSpec
@@ -235,7 +235,9 @@ def store_for_commands(store: str | None) -> str | None:
     if given is None:
         return None
     path = given.removeprefix("sqlite://")
-    if "://" in path or given in {"memory", "memory://", ":memory:"}:
+    if given in {"memory", "memory://", ":memory:"}:
+        return IN_MEMORY
+    if "://" in path:
         return shown_store(given)
     return str(Path(path).expanduser().absolute())
 

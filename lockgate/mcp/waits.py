@@ -16,6 +16,7 @@ from typing import Any
 
 from ..engine.drivers import Driver
 from ..engine.explain import IF_GONE, RESUMING_APPLIES, render, working_words
+from .advice import IN_MEMORY
 
 #: How long a suggested ``lockgate_status`` waits (seconds).
 WAIT_SECONDS = 60
@@ -66,6 +67,8 @@ def _wait(run: str, wait: dict[str, Any], elsewhere: bool, gone: bool, suffix: s
     else:  # finished: revert to a checkpoint, or read the audit
         tools = [tool("lockgate_revert", run_id=run, label=act["args"][1]) for act in wait.get("actions") or ()
                  if act.get("command") == ["revert"]] or [tool("lockgate_audit", run_id=run)]
-    if store is not None:
+    if store == IN_MEMORY:  # no terminal reaches the runs this server keeps in memory
+        person = []
+    elif store is not None:
         person = [{**act, "options": {**act["options"], "store": store}} for act in person]
     return {**wait, "actions": person, "commands": [render(act) for act in person], "tools": tools}

@@ -67,3 +67,14 @@ async def test_a_persons_gate_command_reaches_the_servers_store(tmp_path: Path) 
         assert person.returncode == 0, person.stderr
         assert (await s.ok("lockgate_status", {"run_id": run}))["status"] == "complete"
         assert not (elsewhere / ".lockgate").exists()
+
+
+async def test_a_server_keeping_its_runs_in_memory_offers_no_persons_command(tmp_path: Path) -> None:
+    async with connect(Path("memory"), tmp_path) as s:
+        run, _, _ = await at_gate(s)
+        said = (await s.raw("lockgate_status", {"run_id": run})).content[-1].text
+        assert "lockgate gate approve" not in said, said  # it could not reach this server's runs
+        assert "this server keeps its runs in memory: no terminal can reach them" in said, said
+        [wait] = (await s.ok("lockgate_why", {"run_id": run}))["waits"]
+        assert wait["commands"] == [] and wait["actions"] == []
+        assert [t["tool"] for t in wait["tools"]] == ["lockgate_gate_resolve"]
