@@ -229,17 +229,16 @@ def store_for_commands(store: str | None) -> str | None:
     without its password (see :func:`lockgate.cli.hints.shown_store`); None for the default store,
     which the CLI's hints leave out too."""
     from ..cli.hints import shown_store
+    from ..cli.stores import MEMORY, sqlite_path
     from ..engine.store import ENV_VAR
 
     given = store if store is not None else os.environ.get(ENV_VAR) or None
     if given is None:
         return None
-    path = given.removeprefix("sqlite://")
-    if given in {"memory", "memory://", ":memory:"}:
+    if given in MEMORY:
         return IN_MEMORY
-    if "://" in path:
-        return shown_store(given)
-    return str(Path(path).expanduser().absolute())
+    path = sqlite_path(given)
+    return shown_store(given) if path is None else str(path.absolute())
 
 
 async def serve_stdio(ctx: ToolContext) -> None:

@@ -363,27 +363,16 @@ class SQLiteStore:
         with self._read() as db:
             key = self._run_key(db, run_id)
             params = (run_id, key + min(since_seq, LOW_MASK), key | LOW_MASK, since_seq)
-            try:
-                rows = db.execute(_SELECT_EVENTS, params).fetchall()
-            except sqlite3.OperationalError as exc:
-                if not _undecodable(exc):
-                    raise
-                with _lenient_text(db):
-                    rows = db.execute(_SELECT_EVENTS, params).fetchall()
+            rows, lenient = _read_lenient(db, lambda: db.execute(_SELECT_EVENTS, params).fetchall())
+            if lenient:
                 refuse_undecodable(run_id, rows)
         return [stored_event(row) for row in rows]
 
     @_fresh
     def verify(self, run_id: str) -> VerifyReport:
         codec.check_run_id(run_id, existing=True)
-        with self._read() as db:
-            try:
-                row, links = self._chain(db, run_id)
-            except sqlite3.OperationalError as exc:  # text that is not UTF-8: verify_chain names it
-                if not _undecodable(exc):
-                    raise
-                with _lenient_text(db):
-                    row, links = self._chain(db, run_id)
+        with self._read() as db:  # text that is not UTF-8 is read leniently: verify_chain names it
+            (row, links), _ = _read_lenient(db, lambda: self._chain(db, run_id))
         return verify_chain(run_id, links, row[1], row[0])
 
     def _chain(self, db: sqlite3.Connection, run_id: str) -> tuple[tuple[Any, ...], list[Link]]:
@@ -613,6 +602,18 @@ def _undecodable(exc: sqlite3.OperationalError) -> bool:
     any bytes an edit of the file put there): an error of SQLite's own carries its result code.
     The read is then made again with :func:`_lenient_text`, which tells."""
     return getattr(exc, "sqlite_errorcode", None) is None
+
+
+def _read_lenient(db: sqlite3.Connection, read: Callable[[], _T]) -> tuple[_T, bool]:
+    """``read()``, made again with :func:`_lenient_text` when stored text is not UTF-8; and
+    whether it was (the caller then names what is damaged)."""
+    try:
+        return read(), False
+    except sqlite3.OperationalError as exc:
+        if not _undecodable(exc):
+            raise
+        with _lenient_text(db):
+            return read(), True
 
 
 @contextmanager
