@@ -54,7 +54,7 @@ from .results import late_spend, park, parked, parked_decision, unpark, unstorab
 from .results import step_done as _step_done
 from .specdata import spec_data
 from .store import codec
-from .textargs import decision_text, storable
+from .textargs import decision_text, mend_unstorable
 
 MAX_REPLAYS = 8
 #: A cancel reason longer than this is cut in the audit.
@@ -322,8 +322,10 @@ class Engine:
         return drivers.config_of(self._get(run_id, fresh=True).driver)
 
     def last_agents(self, run_id: str) -> str | None:
-        """The module the run's last drive took Python agents from (``lockgate run --agents``:
-        a file's resolved path or a dotted name), None when it took none or did not say."""
+        """Where the run's last drive took its agents from, as its claim records it: the agent
+        names given in Python or by an ``--agents`` module, and that module (``python:{...}``,
+        read by :mod:`lockgate.engine.agentorigin`), or an older Lockgate's module path alone;
+        None when it recorded none."""
         return drivers.agents_of(self._get(run_id, fresh=True).driver)
 
     def release(self, run_id: str, driver: Driver, *, write: bool = True) -> None:
@@ -734,7 +736,7 @@ def _step_id(step_id: Any) -> str:
 def _storable_text(text: str) -> str:
     """``text`` cut to :data:`MAX_CANCEL_REASON` characters, with what no store keeps (U+0000, a
     lone surrogate) replaced by U+FFFD: a reason must not stop a cancel."""
-    return storable(text[:MAX_CANCEL_REASON])
+    return mend_unstorable(text[:MAX_CANCEL_REASON])
 
 
 def check_inputs(spec: Spec | str | Path, inputs: Mapping[str, Any] | None, flow: str | None = None) -> dict[str, Any]:

@@ -62,7 +62,7 @@ def decision_text(rationale: object, resolved_by: object) -> tuple[str, str]:
 UNSTORABLE_CHARS = re.compile("[\x00\ud800-\udfff]")
 
 
-def storable(text: str) -> str:
+def mend_unstorable(text: str) -> str:
     """``text`` with what no store keeps (:data:`UNSTORABLE_CHARS`) replaced by U+FFFD: for text
     the engine must keep whatever it holds (a failure, a cancel's reason)."""
     return UNSTORABLE_CHARS.sub("\ufffd", text)
@@ -75,7 +75,7 @@ def reported_failure(failure: Any) -> Any:
     said, and such a message must fail the attempt, not the run's driver."""
     text = failure if type(failure) is str else str(failure)
     if UNSTORABLE_CHARS.search(text):
-        failure = text = storable(text)
+        failure = text = mend_unstorable(text)
     if len(text) * 4 <= MAX_FAILURE_BYTES:  # no character is longer than 4 bytes in UTF-8
         return failure
     size = len(text.encode("utf-8", "surrogatepass"))
