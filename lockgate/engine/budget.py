@@ -56,7 +56,7 @@ def reserve_dispatch(run: LiveRun, books: list[Ledger]) -> Ledger | None:
     """Debit one dispatch from every ledger, or nothing and return the first that refuses it
     (see :func:`refuses`)."""
     for book in books:
-        if book.limits and refuses(book):
+        if refuses(book):
             return book
     for book in books:
         book.spent["dispatches"] = book.spent.get("dispatches", 0) + 1
@@ -69,22 +69,27 @@ def refuses(book: Ledger) -> bool:
     """Whether ``book`` refuses one more dispatch: the check is ``spent + amount <= limit`` for
     every declared key, the amount being one dispatch, so a ledger already spent past its
     ``usd``, ``tokens`` or ``ms`` limit refuses it too."""
-    spent = book.spent
-    for key, limit in book.limits.items():
-        if over(spent.get(key, 0) + (key == "dispatches"), limit):
-            return True
-    return False
+    return _overflowing(book, dispatch=True) is not None
 
 
 def exhausted(book: Ledger, *, dispatch: bool = False) -> str:
     """Why ``book`` ran out, naming its level, the key and the limit ("flow budget exhausted:
     usd 1.2 spent of 1"); ``dispatch``: it refused one more dispatch, rather than overflowed
     when work settled."""
+    key = _overflowing(book, dispatch=dispatch)
+    if key is None:
+        return f"{book.level} budget exhausted"
+    return f"{book.level} budget exhausted: {key} {figure(book.spent.get(key, 0))} spent of {figure(book.limits[key])}"
+
+
+def _overflowing(book: Ledger, *, dispatch: bool) -> str | None:
+    """The first declared key of ``book`` past its limit (``dispatch``: with one more dispatch
+    counted), or None."""
+    spent = book.spent
     for key, limit in book.limits.items():
-        spent = book.spent.get(key, 0)
-        if over(spent + (dispatch and key == "dispatches"), limit):
-            return f"{book.level} budget exhausted: {key} {figure(spent)} spent of {figure(limit)}"
-    return f"{book.level} budget exhausted"
+        if over(spent.get(key, 0) + (dispatch and key == "dispatches"), limit):
+            return key
+    return None
 
 
 def over(spent: float, limit: float) -> bool:
@@ -118,11 +123,7 @@ def settle(run: LiveRun, books: list[Ledger], usage: Mapping[str, float]) -> Led
             book.spent[key] = book.spent.get(key, 0) + amount
         if book.owner is not None:
             run.touch(book.owner)
-    for book in books:
-        for key, limit in book.limits.items():
-            if over(book.spent.get(key, 0), limit):
-                return book
-    return None
+    return next((book for book in books if _overflowing(book, dispatch=False) is not None), None)
 
 
 def remaining(run: LiveRun, scope: Scope, key: str) -> float | None:
