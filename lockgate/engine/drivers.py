@@ -139,15 +139,23 @@ def await_stopped(record: Any) -> None:
     it dies and SIGKILL :data:`GRACE_S` later, and one started again meanwhile would run beside
     one still cleaning up (two writers in one workspace)."""
     dead = Driver.from_dict(record)
-    if (dead is None or dead.started is None or not checkable_here(dead) or dead.pid == os.getpid()
-            or process_alive(dead.pid, dead.started)):  # a live one (taken over) stops its own
+    if (dead is None or dead.started is None or (dead.pid, dead.started) in _STOPPED or not checkable_here(dead)
+            or dead.pid == os.getpid() or process_alive(dead.pid, dead.started)):  # a live one stops its own
         return
     # here, not at import: the agents package imports httpx
     from .agents.guardian import GRACE_S, guardian_of
 
     deadline = time.monotonic() + GRACE_S + 1.0
-    while guardian_of(dead.pid, dead.started) is not None and time.monotonic() < deadline:
+    while guardian_of(dead.pid, dead.started) is not None:
+        if time.monotonic() >= deadline:
+            return
         time.sleep(0.05)
+    _STOPPED.add((dead.pid, dead.started))  # its guardian is gone for good: no need to look again
+
+
+#: Dead processes (pid, start time) whose guardian this process saw gone (see await_stopped): a
+#: resume reaches await_stopped up to three times (the runner, the claim, Engine.resume).
+_STOPPED: set[tuple[int, str]] = set()
 
 
 def _reissue(run: LiveRun) -> list[str]:
