@@ -662,10 +662,7 @@ class Drive:
         token (a revise with no ``on_revise`` target or a carry value it cannot resolve): told to
         whoever decided (the channel's ``not_applied``, else the log), and the gate asked about
         again without that outcome, ``revise_unavailable`` saying why a revise is not offered."""
-        report = getattr(self.runner.gates, "not_applied", None)
-        if report is not None:
-            report(request, decision, refusal)
-        else:
+        if not self._tell_not_applied(request, decision, refusal):
             log.warning("run %s: the %s of gate %s was not applied: %s", self.run_id, decision.outcome,
                         request.step_id, refusal)
         self.refused[request.token] = {"step_id": request.step_id, "decision": decision.outcome,
@@ -681,13 +678,20 @@ class Drive:
         (never dropped in silence), and the drive goes on from the durable state; or the run
         ended meanwhile. Any other refusal is raised."""
         if isinstance(exc, StaleToken) or exc.error_type == "not_awaiting":
-            report = getattr(self.runner.gates, "not_applied", None)
-            if report is not None:
-                report(request, decision, exc)
+            self._tell_not_applied(request, decision, exc)
             self._still_driving()
         elif exc.error_type not in ENDED_ELSEWHERE:
             raise exc
         return await self._engine_call(self.engine.status, self.run_id)
+
+    def _tell_not_applied(self, request: GateRequest, decision: Decision, refusal: EngineError) -> bool:
+        """Tell whoever decided (the gate channel's ``not_applied``) that ``decision`` was not
+        applied; False when the channel has no one to tell."""
+        report = getattr(self.runner.gates, "not_applied", None)
+        if report is None:
+            return False
+        report(request, decision, refusal)
+        return True
 
     def _emit_resolved(self, request: GateRequest, decision: Decision) -> None:
         self.emit("gate_resolved", self.run_id, step_id=request.step_id,
