@@ -3,7 +3,9 @@
 editor's "agent is not configured" warnings (LG905) agree with the command line.
 
 Read on the analysis thread: the configuration file is looked for on every analysis (a few
-``stat`` calls up the folder tree) and parsed again only when it changed.
+``stat`` calls up the folder tree; a ``pyproject.toml`` on the way is parsed again only when it
+changed, see :func:`lockgate.engine.agents.config.find_config`) and parsed again only when it
+changed.
 """
 
 from __future__ import annotations

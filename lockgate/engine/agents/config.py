@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import datetime
 import difflib
+import functools
 import importlib
 import math
 import re
@@ -417,9 +418,19 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 
 def _may_configure(pyproject: Path) -> bool:
-    """Whether ``pyproject`` has a ``[tool.lockgate]`` key, or cannot be read to tell."""
+    """Whether ``pyproject`` has a ``[tool.lockgate]`` key, or cannot be read to tell: parsed
+    again only when the file changed (the language server asks on every analysis)."""
     try:
-        return "lockgate" in _tool_table(_read_toml(pyproject))
+        stat = pyproject.stat()
+    except OSError:
+        return True  # gone meanwhile: load_config says what is wrong
+    return _may_configure_at(str(pyproject), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _may_configure_at(pyproject: str, mtime_ns: int, size: int) -> bool:
+    try:
+        return "lockgate" in _tool_table(_read_toml(Path(pyproject)))
     except ConfigError:
         return True
 
