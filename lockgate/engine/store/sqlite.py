@@ -177,14 +177,22 @@ class SQLiteStore:
                 self._db = sqlite_open.connect(self.path, busy_timeout)
         except (sqlite3.Error, OSError) as exc:
             raise self._failure(exc, "cannot open SQLite store") from exc
-        try:
+        def set_up() -> None:
             _refuse_foreign(self._db, self.path)  # before anything is written to the file
             if self.read_only:
                 check_readable(self._db, self.path)
             else:
                 self._prepare(synchronous.upper(), busy_timeout)
+
+        self._set_up(self._db, set_up)
+
+    def _set_up(self, db: sqlite3.Connection, set_up: Callable[[], None]) -> None:
+        """``set_up()`` a connection just opened; on any failure it is closed, and SQLite's own
+        error reported as the store's."""
+        try:
+            set_up()
         except BaseException as exc:
-            self._db.close()
+            db.close()
             if isinstance(exc, sqlite3.Error):
                 raise self._failure(exc, "cannot open SQLite store") from exc
             raise
@@ -452,13 +460,7 @@ class SQLiteStore:
             db, view = sqlite_open.open_read_only(file, self._busy_timeout)
         except (sqlite3.Error, OSError) as exc:
             raise self._failure(exc, "cannot open SQLite store") from exc
-        try:
-            check_readable(db, self.path)
-        except BaseException as exc:
-            db.close()
-            if isinstance(exc, sqlite3.Error):
-                raise self._failure(exc, "cannot open SQLite store") from exc
-            raise
+        self._set_up(db, lambda: check_readable(db, self.path))
         self._db.close()
         self._db, self._view = db, view
 
