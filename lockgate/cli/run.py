@@ -21,7 +21,7 @@ import click
 
 from . import hints
 from .runargs import agents_source, load_agents, read_inputs
-from .text import one_line
+from .text import one_line, with_frames
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WAITING, EXIT_ELSEWHERE = 0, 1, 2, 3, 4
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command ended by Ctrl-C
@@ -394,13 +394,9 @@ def _conclude(result: Any, options: Options) -> int:
                                   *(f"  {line}" for line in decide),
                                   f"then continue it with: {options.resume(result.run_id)}"]), err=True)
     else:
-        from ..engine.agents.python import split_traceback
-
         reason = response.get("message") or response.get("reason") or response.get("error_type")
-        message, frames = split_traceback(str(reason or ""))
-        click.echo(f"run {result.run_id} {result.status}: {one_line(message)}".rstrip(": "), err=True)
-        if frames:  # a Python agent's exception: where in its code, as Python shows a traceback
-            click.echo(frames, err=True)
+        first, *frames = with_frames(str(reason or ""))  # a Python agent's frames below its message
+        click.echo("\n".join([f"run {result.run_id} {result.status}: {first}".rstrip(": "), *frames]), err=True)
     summary = {k: response[k] for k in ("run_id", "status", "error_type", "message", "step_id",
                                          "reason", "violations") if response.get(k) is not None}
     summary["status"] = result.status
@@ -649,9 +645,7 @@ def _note(event: Any) -> str:
             command = one_line(event.message or "")
             return "command " + (command if len(command) <= COMMAND_SHOWN else command[:COMMAND_SHOWN - 3] + "...")
         return f"command ran {event.data.get('duration_ms', 0):.0f} ms"
-    from ..engine.agents.python import split_traceback
-
-    return one_line(split_traceback(event.message or "")[0])
+    return with_frames(event.message or "")[0]
 
 
 #: Characters of an evaluate step's command a progress line shows.

@@ -21,7 +21,7 @@ from click.core import ParameterSource
 
 from . import hints
 from .stores import absent
-from .text import one_line
+from .text import one_line, with_frames
 
 STORE_HELP = "Run store: a SQLite path, sqlite://, postgresql://... or memory (default: $LOCKGATE_STORE or .lockgate/lockgate.db)."
 
@@ -216,20 +216,6 @@ def show_cmd(run_id: str, store: str | None, fmt: str) -> None:
             f"{t['duration_ms']:.0f} ms" if "duration_ms" in t else "",
             with_frames((t.get("failure") or {}).get("reason", ""))[0][:70]] for t in audit["trace"]],
           ["STEP", "KIND", "STATUS", "ATTEMPTS", "TIME", "LAST FAILURE"])
-
-
-def with_frames(text: str) -> list[str]:
-    """``text``, which may end with a Python agent's failure, as lines to print: the message on
-    one line (line breaks collapsed, as :func:`one_line`), then the agent's frames below it as
-    Python shows a traceback (``lockgate run`` prints them so: see
-    :func:`lockgate.engine.agents.python.split_traceback`), rather than flattened into it."""
-    text = str(text)
-    if "\n" not in text:  # no frames (and the agents package need not be imported for that)
-        return [one_line(text)]
-    from ..engine.agents.python import split_traceback
-
-    message, frames = split_traceback(text)
-    return [one_line(message), *frames.splitlines()]
 
 
 # A step a finished run left unfinished, as `show` (and `lockgate graph`'s legend) names it:
