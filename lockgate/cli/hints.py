@@ -134,7 +134,9 @@ def python_note(run_id: str, origin: Any, names: list[str]) -> str:
     that held them when recorded): no command can name those, so a module defining them, or
     the notebook's or the library's own resume."""
     listed = ", ".join(names)
-    functions = ", ".join(f"{name.replace('-', '_')}()" for name in names)
+    from ..engine.agentorigin import function_names
+
+    functions = function_names(names)
     if origin.variable:
         return (f"the run was driven with agents given in a notebook ({listed}, from the variable "
                 f"{origin.variable}): resume it there with `%flow resume {run_id} --agents {origin.variable}`, "

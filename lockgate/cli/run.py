@@ -208,7 +208,9 @@ def _python_resume(run_id: str, holder: Any, origin: Any, names: list[str], opti
     if holder is not None and checkable_here(holder):
         return (f"  or stop process {holder.pid} (Ctrl-C in its terminal; a notebook kernel: restart it) and resume "
                 f"it with its agents, given in Python ({listed}): {given}")
-    functions = ", ".join(f"{name.replace('-', '_')}()" for name in names)
+    from ..engine.agentorigin import function_names
+
+    functions = function_names(names)
     return (f"  if that process is gone for good, drive the run here anyway, with a module defining {functions} "
             f"(its agents were given in Python):\n    {options.resume(run_id)} --take-over --agents "
             f"{hints.AGENTS_PLACEHOLDER}")

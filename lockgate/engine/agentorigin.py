@@ -176,10 +176,16 @@ def _changed_module_words(run_id: str, origin: PythonAgents, missing: list[str])
             "module (or agents= in Python) that does")
 
 
+def function_names(names: Iterable[str]) -> str:
+    """The Python functions a module defines to give the agents ``names`` (``a-b`` as ``a_b()``),
+    listed for a message."""
+    return ", ".join(f"{name.replace('-', '_')}()" for name in names)
+
+
 def _python_words(run_id: str, origin: PythonAgents, missing: list[str]) -> str:
     names = ", ".join(missing)
     held = f", from the variable {origin.variable}" if origin.variable else ""
-    functions = ", ".join(f"{name.replace('-', '_')}()" for name in missing)
+    functions = function_names(missing)
     return (f"run {run_id} was driven with agents given in Python ({names}{held}), and this resume was given "
             f"none for {names}: {_INSTEAD}. Give them again: `%flow resume {run_id} --agents "
             f"{origin.variable or 'VAR'}` in a notebook{'' if origin.variable else f' (VAR: a dict naming {names})'}, "
