@@ -143,3 +143,61 @@ def test_a_failure_text_no_store_keeps_is_mended_not_lost(tmp_path) -> None:
     for agent, shown in ((nul, "ValueError: bad byte \ufffd here"), (reported, "lone \ufffd surrogate")):
         result = run_sync(SPEC, {}, agents={"a": agent}, store=open_store(tmp_path / f"{agent.__name__}.db"))
         assert result.response["message"].startswith(f"agent reported failure: {shown}"), result.response
+
+
+def load_title(doc: dict) -> str:
+    return doc["title"]
+
+
+def wraps_its_cause(task: Task) -> dict:
+    try:
+        load_title({})
+    except KeyError as exc:
+        raise ValueError("no title found") from exc
+    return {}
+
+
+def fails_while_handling(task: Task) -> dict:
+    try:
+        load_title({})
+    except KeyError:
+        return {"text": 1 + "x"}  # a bug in the handler itself
+    return {}
+
+
+def hides_its_cause(task: Task) -> dict:
+    try:
+        load_title({})
+    except KeyError:
+        raise ValueError("no title found") from None
+    return {}
+
+
+async def test_an_exception_raised_from_another_names_it_and_where_it_was_raised() -> None:
+    failure = (await PythonAgent("a", wraps_its_cause).execute(Task("r", "s", "p"))).failure
+    message, _, rest = failure.partition("\n")
+    assert message == "ValueError: no title found"  # the first line is still what a retry is told
+    outer, _, cause = rest.partition("\ncaused by KeyError: 'title'\n")
+    assert "in wraps_its_cause" in outer and "from exc" in outer
+    assert "in load_title" in cause and 'doc["title"]' in cause
+
+
+async def test_an_exception_raised_while_handling_another_names_the_one_handled() -> None:
+    failure = (await PythonAgent("a", fails_while_handling).execute(Task("r", "s", "p"))).failure
+    assert failure.startswith("TypeError: unsupported operand")
+    assert "\nraised while handling KeyError: 'title'\n" in failure and "in load_title" in failure
+
+
+async def test_raise_from_none_shows_no_cause() -> None:
+    failure = (await PythonAgent("a", hides_its_cause).execute(Task("r", "s", "p"))).failure
+    assert "KeyError" not in failure and "in load_title" not in failure
+
+
+async def test_a_cycle_of_causes_ends() -> None:
+    def cyclic(task: Task) -> dict:
+        first, second = ValueError("first"), KeyError("second")
+        first.__cause__, second.__cause__ = second, first
+        raise first
+
+    failure = (await PythonAgent("a", cyclic).execute(Task("r", "s", "p"))).failure
+    assert failure.count("caused by") == 1 and "caused by KeyError: 'second'" in failure

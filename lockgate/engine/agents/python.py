@@ -133,6 +133,8 @@ class PythonAgent:
 #: frames of an agent's traceback kept in its failure (the innermost), and the length of a line
 MAX_FRAMES = 6
 MAX_LINE = 240
+#: causes of an agent's exception shown after it (see :func:`where_raised`)
+MAX_CAUSES = 3
 #: the longest message a traceback is added to: a longer one is cut by the engine (see
 #: :func:`~lockgate.engine.textargs.reported_failure`), the traceback with it
 _ROOM = MAX_FAILURE_BYTES // 8
@@ -142,17 +144,53 @@ _OURS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 
 def where_raised(exc: BaseException) -> str:
     """The last frames of ``exc``'s traceback that are not Lockgate's own, as lines to put
-    after its message ("" when there are none): where in the agent's code it was raised."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(_OURS)]
+    after its message ("" when there are none): where in the agent's code it was raised. An
+    exception raised from another (``raise ... from``) or while handling one is followed by
+    that one and its frames, as Python prints them, up to :data:`MAX_CAUSES` deep: an agent
+    that wraps a library's error names its own, and the library's is often what to fix."""
+    frames = _own_frames(exc)
     if not frames:
         return ""
-    lines = [text for f in frames[-MAX_FRAMES:] for text in
-             (f'  File "{f.filename}", line {f.lineno}, in {f.name}', *([f"    {f.line}"] if f.line else []))]
-    # a file name that is not UTF-8 holds lone surrogates, which no store keeps: escape them
-    cut = [(line if len(line) <= MAX_LINE else line[:MAX_LINE] + " ...").encode("utf-8", "backslashreplace")
-           .decode("utf-8") for line in lines]
     more = f", the last {MAX_FRAMES} of {len(frames)}" if len(frames) > MAX_FRAMES else ""
-    return f"{TRACEBACK_MARK}{more}, most recent call last):\n" + "\n".join(cut)
+    lines = _frame_lines(frames)
+    for words, cause in _causes(exc):
+        lines += [_cut(f"{words} {describe_exception(cause)}"), *_frame_lines(_own_frames(cause))]
+    return f"{TRACEBACK_MARK}{more}, most recent call last):\n" + "\n".join(lines)
+
+
+def _own_frames(exc: BaseException) -> list[traceback.FrameSummary]:
+    return [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(_OURS)]
+
+
+def _frame_lines(frames: list[traceback.FrameSummary]) -> list[str]:
+    """The last :data:`MAX_FRAMES` ``frames`` as a traceback's lines, each cut to :data:`MAX_LINE`."""
+    return [_cut(text) for f in frames[-MAX_FRAMES:] for text in
+            (f'  File "{f.filename}", line {f.lineno}, in {f.name}', *([f"    {f.line}"] if f.line else []))]
+
+
+def _cut(line: str) -> str:
+    # a file name that is not UTF-8 holds lone surrogates, which no store keeps: escape them
+    return (line if len(line) <= MAX_LINE else line[:MAX_LINE] + " ...").encode("utf-8", "backslashreplace") \
+        .decode("utf-8")
+
+
+def _causes(exc: BaseException) -> list[tuple[str, BaseException]]:
+    """The exceptions behind ``exc``, outermost first, each with the words that link it: the
+    one it was raised from, or the one being handled when it was raised (unless ``from None``)."""
+    found: list[tuple[str, BaseException]] = []
+    seen = {id(exc)}
+    while len(found) < MAX_CAUSES:
+        if exc.__cause__ is not None:
+            words, exc = "caused by", exc.__cause__
+        elif exc.__context__ is not None and not exc.__suppress_context__:
+            words, exc = "raised while handling", exc.__context__
+        else:
+            break
+        if id(exc) in seen:
+            break
+        seen.add(id(exc))
+        found.append((words, exc))
+    return found
 
 
 #: where the frames :func:`where_raised` adds to a failure begin
