@@ -20,8 +20,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..dsl.contracts import MAX_VIOLATIONS
 from ..dsl.expr.equality import json_equal
 from ..dsl.refs import Ref, render_text, walk_path
+from ..dsl.refsyntax import format_path
 from ..dsl.values import UNDEFINED
 from ..errors import RefError
 from . import budget, carry
@@ -242,8 +244,7 @@ def check_result(run: LiveRun, scope: Scope, out: str | None, ensures: tuple, ou
     if out is not None:
         violations = contract_violations(run.cspec.contract(out), output)
         if violations:
-            summary = "; ".join(f"{v['path']}: {v['message']}" for v in violations[:5])
-            return {"kind": "schema", "reason": f"output does not match contract {out}: {summary}",
+            return {"kind": "schema", "reason": f"output does not match contract {out}: {summarise(violations)}",
                     "violations": violations}
     if ensures:
         violation = first_failed_ensure(ensures, {"result": output, **bindings},
@@ -273,12 +274,27 @@ def output_source_failure(run: LiveRun, scope: Scope, cstep: CStep, output: Any)
     value = walk_path(output, ref.path)
     if value is UNDEFINED:
         return {"kind": "output", "reason": f"flow output {ref.raw} is unavailable in this result",
-                "violations": [{"path": "result", "message": f"{ref.raw} does not resolve"}]}
-    violations = contract_violations(run.cspec.contract(scope.flow.output_contract), value)
+                "violations": [{"path": "result" + format_path(ref.path),
+                                "message": f"missing: the flow output {ref.raw} is taken from here"}]}
+    # paths from where the flow output is taken in this result (result.sub.v, not result.v)
+    violations = contract_violations(run.cspec.contract(scope.flow.output_contract), value,
+                                     "result" + format_path(ref.path))
     if violations:
-        return {"kind": "schema", "reason": f"flow output does not match contract {scope.flow.output_contract}",
+        return {"kind": "schema", "reason": f"flow output does not match contract {scope.flow.output_contract}: "
+                                            f"{summarise(violations)}",
                 "violations": violations}
     return None
+
+
+def summarise(violations: list[dict[str, str]], shown: int = 5) -> str:
+    """The first ``shown`` contract violations as one line, saying how many more there are
+    (a contract check stops at :data:`~lockgate.dsl.contracts.MAX_VIOLATIONS`)."""
+    summary = "; ".join(f"{v['path']}: {v['message']}" for v in violations[:shown])
+    more = len(violations) - shown
+    if more <= 0:
+        return summary
+    counted = f" (the check stops at {MAX_VIOLATIONS})" if len(violations) >= MAX_VIOLATIONS else ""
+    return f"{summary}; and {more} more{counted}"
 
 
 # -- outcomes ---------------------------------------------------------------------------------------
@@ -392,10 +408,12 @@ def complete_root(run: LiveRun) -> None:
         run.fail_run("output_unavailable", f"flow output {ref.raw if ref else '(none)'} is unavailable")
         return
     if flow.output_contract:
-        violations = contract_violations(run.cspec.contract(flow.output_contract), value)
+        # paths from the value the flow output takes (s.output.sub.v)
+        violations = contract_violations(run.cspec.contract(flow.output_contract), value,
+                                         f"{ref.name}.output{format_path(ref.path)}")
         if violations:
-            run.fail_run("output_invalid", f"flow output does not match contract {flow.output_contract}",
-                         violations=violations)
+            run.fail_run("output_invalid", f"flow output does not match contract {flow.output_contract}: "
+                         f"{summarise(violations)}", violations=violations)
             return
     run.header.status = RUN_COMPLETE
     run.header.output = value
