@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...dsl.contractcheck import json_violations
-from ..store.codec import json_encoder
+from ..store.codec import is_plain, json_encoder
 from ..textargs import MAX_FAILURE_BYTES
 from .base import AgentResult, Task, Telemetry, describe_exception
 from .threads import ExitCalled, run_in_thread
@@ -75,6 +75,8 @@ class PythonAgent:
         elapsed = (time.perf_counter() - started) * 1000
         if isinstance(value, AgentResult):
             return value.with_duration(elapsed)
+        if not is_plain(value):
+            value = json_types(value)
         problem = _json_problem(value)
         if problem:
             return AgentResult.failed(f"agent {self.name!r} returned {problem}")
@@ -202,6 +204,34 @@ def split_traceback(failure: str) -> tuple[str, str]:
     that show the message on one line (a progress line) and the frames, if at all, below it."""
     message, mark, frames = failure.partition(TRACEBACK_MARK)
     return message, (mark.lstrip("\n") + frames) if mark else ""
+
+
+def json_types(value: Any) -> Any:
+    """``value`` with the Python types that stand for JSON values made JSON's own: subclasses of
+    ``int``, ``float`` and ``str`` (an ``IntEnum``, a ``str`` enum, NumPy's ``float64``) as the
+    plain type, NumPy scalars and arrays as their ``tolist()``, tuples as lists. Python code
+    (a notebook's above all) returns these for numbers and strings, and a contract takes only
+    JSON's own types. Anything else is left as it is, for the JSON check to name."""
+    try:
+        return _json_types(value)
+    except RecursionError:  # a cycle: the JSON check names it
+        return value
+
+
+def _json_types(value: Any) -> Any:
+    kind = type(value)
+    if kind is dict:
+        return {key: _json_types(item) for key, item in value.items()}
+    if kind is list or kind is tuple:
+        return [_json_types(item) for item in value]
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    if kind.__module__ == "numpy" and hasattr(value, "tolist"):
+        return _json_types(value.tolist())
+    for plain in (bool, int, float, str):  # bool first: it is an int
+        if isinstance(value, plain):
+            return plain.__str__(value) if plain is str else plain(value)
+    return value
 
 
 def _json_problem(value: Any) -> str | None:

@@ -285,6 +285,15 @@ def _check_plain(value: Any) -> None:
             raise _NotPlain
 
 
+def is_plain(value: Any) -> bool:
+    """Whether ``value`` is a dict or list of plain JSON values only (see :func:`_check_plain`)."""
+    try:
+        _check_plain(value)
+    except (_NotPlain, RecursionError):
+        return False
+    return True
+
+
 def _is_unicode(text: str) -> bool:
     """Whether ``text`` holds no surrogate code point (what UTF-8, and so PostgreSQL, refuses)."""
     try:
