@@ -71,12 +71,14 @@ def sqlite_path(target: str | None) -> Path | None:
 
     if target is None:
         return Path.cwd() / DEFAULT_PATH
-    if not target.strip() or target in MEMORY or target.startswith(("postgresql://", "postgres://")):
+    from ..engine.store import mistyped_url, sqlite_file
+
+    if (not target.strip() or target in MEMORY or target.startswith(("postgresql://", "postgres://"))
+            or mistyped_url(target)):
         return None
     if target.startswith("sqlite://"):
         target = target.removeprefix("sqlite://")
     elif "://" in target:
         return None
-    from ..engine.store import sqlite_file
 
     return sqlite_file(target)

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,17 @@ from lockgate.errors import StoreError
 
 __all__ = [
     "PROBLEMS", "Event", "MemoryStore", "RunSummary", "SQLiteStore", "Store", "StoredRun",
-    "VerifyReport", "open_store", "sqlite_file",
+    "VerifyReport", "mistyped_url", "open_store", "sqlite_file",
 ]
 
 ENV_VAR = "LOCKGATE_STORE"
+
+#: A store scheme followed by a colon but not by ``//`` (``postgresql:/host/db``, ``sqlite:x.db``):
+#: a typo, which would otherwise name a SQLite file in a folder called ``postgresql:``
+_MISTYPED = re.compile(r"(postgresql|postgres|sqlite|memory):(?!//)", re.IGNORECASE)
+_FORMS = {"postgresql": "postgresql://USER:PASSWORD@HOST[:PORT]/DATABASE",
+          "postgres": "postgres://USER:PASSWORD@HOST[:PORT]/DATABASE",
+          "sqlite": "sqlite:///ABSOLUTE/PATH.db or sqlite://RELATIVE/PATH.db", "memory": "memory://"}
 
 
 def open_store(url_or_path: str | os.PathLike[str] | None = None, **options: Any) -> Store:
@@ -40,6 +48,10 @@ def open_store(url_or_path: str | os.PathLike[str] | None = None, **options: Any
         raise StoreError(f"a store is named by a URL or a path, not {target!r}")
     if target in {"memory", "memory://", ":memory:"}:
         return MemoryStore()
+    if mistyped_url(target):
+        scheme = target.split(":", 1)[0]
+        raise StoreError(f"the store {scheme}:... is not a valid URL: its scheme needs two slashes, as in "
+                         f"{_FORMS[scheme.lower()]}; nothing was opened")
     if target.startswith(("postgresql://", "postgres://")):
         from lockgate.engine.store.postgres import PostgresStore
 
@@ -49,6 +61,11 @@ def open_store(url_or_path: str | os.PathLike[str] | None = None, **options: Any
     elif "://" in target:
         raise StoreError(f"unknown store URL scheme in {target!r}; use sqlite://, postgresql:// or memory")
     return SQLiteStore(sqlite_file(target), **options)
+
+
+def mistyped_url(target: str) -> bool:
+    """Whether ``target`` starts like a store URL with its ``//`` missing or cut (a typo)."""
+    return _MISTYPED.match(target) is not None
 
 
 def sqlite_file(path: str) -> Path:
