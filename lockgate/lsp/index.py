@@ -25,7 +25,6 @@ from .documents import Analysis
 from .spans import SpanRanges, span_ranges
 
 SymbolKey = tuple[str, ...]
-_TYPE_NAME = re.compile(r"[A-Z][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,7 +236,7 @@ def _field_occurrences(field: F.Field, spans: SpanRanges) -> list[Occurrence]:
     if role == "flow":
         return [_whole(("flow", field.value), field, spans)]
     if role == "type":
-        return [_span(("contract", m.group()), field, spans, m.span()) for m in _TYPE_NAME.finditer(field.value)]
+        return [_span(("contract", name), field, spans, span) for name, span in type_names(field.value)]
     if role == "template":
         return _template(field, flow, spans)
     return _expression(field, flow, spans)
@@ -276,6 +275,23 @@ def _expression(field: F.Field, flow: str, spans: SpanRanges) -> list[Occurrence
             out.append(_span(("step", flow, name), field, spans, span))
     # `${...}` inside expressions is accepted syntactically and orders steps
     return out + _template(field, flow, spans)
+
+
+@lru_cache(maxsize=4096)
+def type_names(type_text: str) -> tuple[tuple[str, tuple[int, int]], ...]:
+    """The contract a field type names, with its span, as the type grammar reads it (none when
+    the type does not parse). Enum members are strings even when spelled like a contract:
+    ``Draft|Review`` names no contract."""
+    from lockgate.dsl.types import ArrayOf, Named, OptionalOf, parse_type
+    from lockgate.errors import ContractError
+
+    try:
+        node = parse_type(type_text)
+    except ContractError:
+        return ()
+    while isinstance(node, (OptionalOf, ArrayOf)):
+        node = node.inner if isinstance(node, OptionalOf) else node.element
+    return ((node.name, node.span),) if isinstance(node, Named) else ()
 
 
 @lru_cache(maxsize=4096)
