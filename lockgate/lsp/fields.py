@@ -31,9 +31,10 @@ class Field:
 
     @property
     def binds_step_outputs(self) -> bool:
-        """In ``when`` and ``set`` of a step, ``result`` is the map step id -> output."""
-        return self.role == "expression" and self.stage is None and (
-            self.path[-1] == "when" or (len(self.path) > 1 and self.path[-2] == "set")
+        """In ``when`` and ``set`` of a step, and in a fanout stage's ``when`` (§5.4), ``result``
+        is the map step id -> output of the flow's steps."""
+        return self.role == "expression" and (
+            self.path[-1] == "when" or (self.stage is None and len(self.path) > 1 and self.path[-2] == "set")
         )
 
 
