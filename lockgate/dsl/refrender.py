@@ -7,10 +7,12 @@ their JSON type). Resolved text is spliced by position and never re-scanned. Thi
 engine's side of references, run on every dispatch; scanning (:mod:`.refscan`) is shared with
 validation and the language server.
 
-A reference whose value is not there fails the render (RefError). When the resolve function
-has a ``fate(ref)`` method (as :class:`Resolver` has), the message says what happened to the
-source step ("reference ${sub.output.v} is unavailable: step sub failed: ..."), else it is
-:data:`UNAVAILABLE`.
+A reference whose value is not there fails the render (RefError) saying why. For a step
+reference, when the resolve function has a ``fate(ref)`` method (as :class:`Resolver` has), the
+message says what happened to the source step ("reference ${sub.output.v} is unavailable: step
+sub failed: ..."), else it is :data:`UNAVAILABLE`. Any other reference (input, carry, item,
+prev) says where its path stops ("reference ${input.o.k} is unavailable: the input's o has no
+k"), found by resolving its root.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import RefError
@@ -53,8 +55,45 @@ def source_fate(ref: Ref, status: str | None, reason: Any = None) -> str | None:
 
 def unavailable(ref: Ref, fate: str | None) -> str:
     """The message of ``ref`` being unavailable: what happened to its source when ``fate`` (see
-    :func:`source_fate`) says, else :data:`UNAVAILABLE`."""
+    :func:`source_fate` and :func:`missing_part`) says, else :data:`UNAVAILABLE`."""
     return f"reference {ref.raw} is unavailable: {fate}" if fate else UNAVAILABLE
+
+
+#: Why a reference of these kinds has no value at all: its root is not there.
+_NO_ROOT = {"prev": "the first stage has no previous stage"}
+
+
+def missing_part(ref: Ref, resolve: Resolve) -> str | None:
+    """Where the path of ``ref``, an input, carry, item or prev reference that ``resolve`` finds
+    no value for, stops, in words: "the input has no q", "carry c's o has no zz", "the input's
+    l has no [5]", "the input's o.z is null, which has no w", "the first stage has no previous
+    stage"; None for a step reference, or a root that is missing for no known reason."""
+    if ref.kind == "step":
+        return None
+    value = resolve(replace(ref, path=()))
+    if value is UNDEFINED:
+        return _NO_ROOT.get(ref.kind)
+    for at, part in enumerate(ref.path):
+        inner = walk_path(value, (part,))
+        if inner is UNDEFINED:
+            return f"{_where(ref, ref.path[:at])} {_lacks(value, part)}"
+        value = inner
+    return None
+
+
+def _where(ref: Ref, path: tuple[PathPart, ...]) -> str:
+    """The value ``path`` reaches from the root of ``ref`` (an input or carry reference: ``${item}``
+    and ``${prev}`` have no path), in words: "carry c's o.k"."""
+    root = f"carry {ref.name}" if ref.kind == "carry" else "the input"
+    return f"{root}'s {format_path(path).lstrip('.')}" if path else root
+
+
+def _lacks(value: Any, part: PathPart) -> str:
+    """What ``value`` lacks that ``part`` (one step of a path) asks for: "has no k", "has no [5]",
+    or, when ``value`` cannot have it at all, "is null, which has no k"."""
+    step = f"[{part}]" if isinstance(part, int) else part
+    fits = isinstance(value, list) if isinstance(part, int) else isinstance(value, Mapping)
+    return f"has no {step}" if fits else f"is {_kind_of(value)}, which has no {step}"
 
 
 def walk_path(value: Any, path: tuple[PathPart, ...]) -> Any:
@@ -154,7 +193,8 @@ def _resolved(ref: Ref, resolve: Resolve, values: dict[str, Any] | None = None) 
     value = resolve(ref)
     if value is UNDEFINED:
         fate = getattr(resolve, "fate", None)  # a resolve function may say what happened to the source
-        raise RefError(unavailable(ref, fate(ref) if callable(fate) else None), ref.span)
+        why = fate(ref) if callable(fate) else None
+        raise RefError(unavailable(ref, why or missing_part(ref, resolve)), ref.span)
     if values is not None:
         values[ref.raw or ref.text] = value
     return value
@@ -203,6 +243,8 @@ def _js_numbers(value: Any) -> Any:
 def _kind_of(value: Any) -> str:
     if value is None:
         return "null"
+    if isinstance(value, str):
+        return "a string"
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, (int, float)):
