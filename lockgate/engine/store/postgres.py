@@ -432,14 +432,23 @@ def _iso(value: datetime | str) -> str:
     return value.isoformat() if isinstance(value, datetime) else str(value)
 
 
-#: A password in a connection string: ``user:PASSWORD@`` or ``password=PASSWORD``.
-_PASSWORDS = re.compile(r"://[^:/@\s]*:([^@\s]+)@|password=([^&\s]+)", re.IGNORECASE)
+#: A password in a connection string: ``user:PASSWORD@`` (up to the last ``@`` before the host, so
+#: that an unescaped ``@`` in it is covered too) or ``password=PASSWORD``.
+_PASSWORDS = re.compile(r"://[^:/@\s]*:([^/?#\s]+)@|password=([^&\s]+)", re.IGNORECASE)
 
 
 def _hidden(message: str, dsn: str) -> str:
     """``message`` (libpq quotes the connection string it could not use) with the passwords of
-    ``dsn`` replaced by ``****``: errors end up in logs."""
+    ``dsn`` replaced by ``****``: errors end up in logs. libpq ends a URI's password at its first
+    ``@`` and takes the rest for the host, so the parts after an unescaped ``@`` are hidden where
+    they appear before one, and the message says to percent-encode it."""
     for match in _PASSWORDS.finditer(dsn):
         secret = match.group(1) or match.group(2)
         message = message.replace(secret, "****")
+        first, *rest = secret.split("@")
+        message = message.replace(first, "****") if first else message
+        for part in rest:
+            message = message.replace(f"{part}@", "****@")
+        if rest:
+            message += " (write an @ in a password as %40, e.g. postgresql://user:p%40ss@host/db)"
     return message
