@@ -111,7 +111,11 @@ class Driver:
         machine cannot look up with when it was last heard from (its claim lapses by age)."""
         if checkable_here(self):
             return f"process {self.pid} on this host"
-        where = "this host, in another pid namespace" if self.host == socket.gethostname() else f"host {self.host}"
+        where = f"host {self.host}"
+        if self.host == socket.gethostname():
+            boot = _boot_of(self.pidns)
+            where = ("this host, in another pid namespace" if boot is None or boot == _boot_of(pid_namespace())
+                     else f"host {self.host} (another machine of that name, or this one before a restart)")
         ago = max(0, round((time.time() if at is None else at) - self.renewed_at))
         return f"process {self.pid} on {where} (last heard from {ago} s ago)"
 
@@ -332,17 +336,55 @@ def holding(record: Any, at: float | None = None) -> Driver | None:
 
 
 def pid_namespace() -> str | None:
-    """This process's pid namespace (``pid:[4026531836]``), or None where the system has none."""
+    """This process's pid namespace on this machine since its last boot
+    (``pid:[4026531836]@<boot id>``), or None where the system tells neither. The namespace
+    alone does not tell machines apart (every host's first namespace has the same number), nor
+    does a host name (two machines may share one): the kernel's boot id does, and a pid and its
+    start time mean something only within one boot anyway."""
+    global _NAMESPACE
+    if _NAMESPACE is _UNKNOWN:
+        try:
+            namespace = os.readlink("/proc/self/ns/pid")
+        except OSError:
+            namespace = None
+        _NAMESPACE = None if namespace is None else f"{namespace}@{_boot_id()}"
+    return _NAMESPACE
+
+
+def _boot_id() -> str:
     try:
-        return os.readlink("/proc/self/ns/pid")
-    except OSError:
-        return None
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as file:
+            return file.read().strip()
+    except (OSError, ValueError):
+        return "unknown-boot"
+
+
+_UNKNOWN: Any = object()
+_NAMESPACE: Any = _UNKNOWN
+
+
+def _forget_namespace() -> None:
+    global _NAMESPACE
+    _NAMESPACE = _UNKNOWN
+
+
+if hasattr(os, "register_at_fork"):  # a child may be in a namespace of its own (unshare)
+    os.register_at_fork(after_in_child=_forget_namespace)
 
 
 def checkable_here(driver: Driver) -> bool:
-    """Whether this process can look ``driver``'s process up: the same host and pid namespace,
-    on a system where a pid can be probed (POSIX)."""
-    return driver.host == socket.gethostname() and os.name == "posix" and driver.pidns == pid_namespace()
+    """Whether this process can look ``driver``'s process up: the same host and pid namespace
+    (of the same boot of the same machine), on a system where a pid can be probed (POSIX)."""
+    if driver.host != socket.gethostname() or os.name != "posix":
+        return False
+    here = pid_namespace()
+    if driver.pidns is not None and here is not None and "@" not in driver.pidns:
+        return driver.pidns == here.partition("@")[0]  # a claim recorded before boot ids were
+    return driver.pidns == here
+
+
+def _boot_of(namespace: str | None) -> str | None:
+    return None if namespace is None else namespace.partition("@")[2] or None
 
 
 def process_start(pid: int) -> str | None:

@@ -383,6 +383,25 @@ def test_a_claim_from_another_pid_namespace_of_this_host_holds_while_renewed():
     assert holding(replace(other, renewed_at=time.time() - STALE_S - 1).to_dict()) is None
 
 
+def test_a_claim_from_another_machine_of_the_same_name_holds_while_renewed():
+    """Every Linux host's first pid namespace has the same number: a machine sharing this one's
+    host name is told apart by its boot id, so its live claim is not judged by a local pid."""
+    driver = Driver.here()
+    namespace = driver.pidns.partition("@")[0]
+    other = replace(driver, pidns=f"{namespace}@another-machines-boot", pid=exited_pid())
+    assert holding(other.to_dict()) is not None
+    assert "another machine of that name" in other.describe()
+    assert holding(replace(other, renewed_at=time.time() - STALE_S - 1).to_dict()) is None
+
+
+def test_a_claim_recorded_before_boot_ids_is_judged_by_its_pid_on_this_host():
+    driver = Driver.here()
+    older = replace(driver, pidns=driver.pidns.partition("@")[0], pid=exited_pid())
+    assert holding(older.to_dict()) is None  # its process is gone: free at once, not after a lapse
+    mine = replace(older, owner="a-drive-that-ended", pid=os.getpid(), started=driver.started)
+    assert holding(mine.to_dict()) is None  # this process, which has no such drive
+
+
 def test_a_consumer_reading_a_run_another_process_drives_is_told_who(two_engines):
     first, second = two_engines
     run_id = first.plan(SPEC, {}, driver=Driver.here())["run_id"]
