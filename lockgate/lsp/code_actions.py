@@ -2,8 +2,9 @@
 
 Each action is a minimal text edit computed from the analysis: the diagnostic's own ``fix``
 (did-you-mean), a ``max_rounds`` for a flow whose gate can revise (LG506), a stub for an
-unknown contract (LG302), the missing ``after`` of a ``when`` that reads a step it does not
-depend on (LG904), and a subflow call's missing or unknown ``with`` inputs (LG703).
+unknown contract (LG302), the missing ``after`` of a step whose ``when``, ``set`` value or
+stage ``when`` reads a step it does not depend on (LG904), and a subflow call's missing or
+unknown ``with`` inputs (LG703).
 """
 
 from __future__ import annotations
@@ -87,51 +88,54 @@ def _contract_stub(analysis: Analysis, diag: Diagnostic) -> Action | None:
 
 
 def _add_after(analysis: Analysis, diag: Diagnostic) -> Action | None:
+    """LG904: the step whose ``when``, ``set`` value or fanout stage ``when`` reads
+    ``result.<target>`` runs after ``target``: added to the step's own ``after`` (a key inside
+    ``set`` or a stage is not a step's), in the style the step is written in."""
     read = _WHEN_READ.search(_covered(analysis, diag.range))
-    step_path = diag.path[:4]
-    if read is None or len(step_path) < 4:
+    found = step_at(analysis.ir, diag.path) if analysis.ir is not None else None
+    if read is None or found is None:
         return None
-    target = read.group(1)
-    outline = analysis.outline
-    after_line = outline.line_of.get((*step_path, "after"))
-    if after_line is not None:
-        edit = _extend_after(analysis, after_line, target)
-        if edit is None:
-            return None
+    target, step_path = read.group(1), diag.path[:4]
+    source = analysis.source_map
+    if source.exists((*step_path, "after")):
+        edit = _extend_after(analysis, source.value_range((*step_path, "after")), target)
     else:
-        when_line = outline.line_of.get(diag.path)
-        info = outline.lines[when_line] if when_line is not None else None
-        if info is None:
-            return None
-        if info.dash is not None:  # `- when:` opens the item: put `after` on the next line
-            edit = TextEdit(Range(Position(when_line + 1, 0), Position(when_line + 1, 0)), f"{' ' * info.key_col}after: [{target}]\n")
-        else:
-            edit = TextEdit(Range(Position(when_line, 0), Position(when_line, 0)), f"{' ' * info.key_col}after: [{target}]\n")
-    return Action(f"Run after '{target}'", (edit,), diag)
+        edit = _new_after(analysis, step_path, diag.path[:5], target)
+    return Action(f"Run after '{target}'", (edit,), diag) if edit is not None else None
 
 
-def _extend_after(analysis: Analysis, line: int, target: str) -> TextEdit | None:
-    """``target`` appended to the ``after`` list on ``line``: inside ``[...]``, or as a new
+def _new_after(analysis: Analysis, step_path: tuple[Any, ...], key_path: tuple[Any, ...], target: str) -> TextEdit | None:
+    """``after: [target]`` added to a step that has no ``after``: first in a flow mapping
+    (``{after: [target], id: ...}``); in a block mapping, on a line of its own before the key
+    that reads ``target``, or, when that key opens the item (``- when: ...``), before it on the
+    dash line."""
+    start = analysis.source_map.value_range(step_path).start
+    opening = _covered(analysis, Range(start, Position(start.line, start.character + 1)))
+    if opening == "{":
+        at = Position(start.line, start.character + 1)
+        return TextEdit(Range(at, at), f"after: [{target}], ")
+    if opening in ("", "*", "&", "!", "["):
+        return None  # an alias, anchor, tag or no mapping: no place to write a key
+    line = analysis.outline.line_of.get(key_path)
+    info = analysis.outline.lines[line] if line is not None else None
+    if info is not None and info.dash is None and info.key is not None:
+        at = Position(line, 0)
+        return TextEdit(Range(at, at), f"{' ' * info.key_col}after: [{target}]\n")
+    return TextEdit(Range(start, start), f"after: [{target}]\n{' ' * start.character}")
+
+
+def _extend_after(analysis: Analysis, rng: Range, target: str) -> TextEdit | None:
+    """``target`` appended to the ``after`` list at ``rng``: inside ``[...]``, or as a new
     ``- target`` item below a block-style list."""
-    outline = analysis.outline
-    raw = outline.raw[line]
-    info = outline.lines[line]
-    if info is None or info.colon is None:
-        return None
-    value = _inline_value(raw, info.colon)
-    if not value.strip():  # a block list: after its last item, at its items' indentation
-        end = outline.ends[line]
-        if end == line:
-            return None
-        indent = _child_indent(analysis, line, info.key_col)
-        # at the end of the last item's line, so a document without a final newline gets one
-        eol = Position(end, len(analysis.lines.line(end)))
-        return TextEdit(Range(eol, eol), f"\n{' ' * indent}- {target}")
-    close = raw.rfind("]", 0, info.colon + 1 + len(value))  # not a bracket in a comment
-    if close < 0:
-        return None
-    sep = "" if raw[raw.find("[") + 1 : close].strip() == "" else ", "
-    return TextEdit(Range(Position(line, close), Position(line, close)), f"{sep}{target}")
+    written = _covered(analysis, rng)
+    if written.startswith("[") and written.endswith("]"):
+        close = Position(rng.end.line, rng.end.character - 1)
+        sep = "" if written[1:-1].strip() == "" else ", "
+        return TextEdit(Range(close, close), f"{sep}{target}")
+    if written.startswith("-"):  # a block list: after its last item's line, at its items' column
+        eol = Position(rng.end.line, len(analysis.lines.line(rng.end.line)))
+        return TextEdit(Range(eol, eol), f"\n{' ' * rng.start.character}- {target}")
+    return None
 
 
 def _inline(analysis: Analysis, line: int) -> tuple[int, str] | None:
