@@ -23,7 +23,8 @@ OTHER_PICTURES = ("jpg", "jpeg", "gif", "webp", "bmp", "tif", "tiff", "pdf", "ep
                    ".mmd/.mermaid), else mermaid.")
 @click.option("--flow", "flow_name", metavar="NAME", help="Which flow of the spec (default: the entry flow).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), help="Write to this file.")
-@click.option("--store", metavar="URL", help="Store to read a run from (default: .lockgate/lockgate.db).")
+@click.option("--store", metavar="URL", help="Store to read a run from: a SQLite path, sqlite://, postgresql://... or memory (default: "
+              "$LOCKGATE_STORE or .lockgate/lockgate.db).")
 def graph(target: str, fmt: str | None, flow_name: str | None, output: str | None, store: str | None) -> None:
     """Draw the flow graph of a spec file, or of a run coloured by step status.
 
