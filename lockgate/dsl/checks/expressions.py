@@ -192,14 +192,45 @@ def _template_in_expression(ctx: Context, flow: Flow, step: Step, field: Scanned
             better = None  # result is this step's own output here; no mechanical rewrite
     elif ref is not None and ref.kind in ("input", "item", "prev"):
         better = ref.text[2:-1]
+    hint = None
+    literal = _literal_around(field.text, span) if span is not None else None
+    if literal is not None and better is not None:
+        if literal == (span[0] - 1, span[1] + 1):
+            span = literal  # '${a.output.t}' is a constant string: the fix replaces the quotes too
+        else:
+            # text around the template in the same literal would need a '+' join that keeps
+            # that text, which one replacement of the template cannot write: no fix
+            hint = f"the template is part of a string literal: join the literal's text and {better} with '+'"
+            better = None
     yield Finding(
         "LG601",
         "${...} templates are not expressions and never evaluate; read values through the "
         f"bindings ({', '.join(sorted(BINDINGS[field.context]))}){suffix(better)}",
         field.path,
         span=span,
+        hint=hint,
         replacement=better,
     )
+
+
+def _literal_around(text: str, span: tuple[int, int]) -> tuple[int, int] | None:
+    """The span (quotes included) of the string literal of ``text`` that holds ``span``, or
+    None when ``span`` is outside every literal. Escapes are skipped as the lexer does (§5.1);
+    an unterminated literal runs to the end of the text."""
+    at = 0
+    while at < len(text):
+        quote = text[at]
+        if quote not in "'\"":
+            at += 1
+            continue
+        end = at + 1
+        while end < len(text) and text[end] != quote:
+            end += 2 if text[end] == "\\" else 1
+        end = min(end + 1, len(text))
+        if at < span[0] and span[1] <= end:
+            return at, end
+        at = end
+    return None
 
 
 def _from_error(exc: ExprError, field: ScannedField) -> Finding:
