@@ -49,11 +49,11 @@ def rename(analysis: Analysis, pos: Position, new_name: str) -> list[TextEdit]:
     assert occ is not None
     if new_name == occ.name:
         return []
-    _check(index, occ, new_name)
+    _check(analysis, index, occ, new_name)
     return [TextEdit(o.range, new_name) for o in index.references(occ.key)]
 
 
-def _check(index: SymbolIndex, occ: Occurrence, new: str) -> None:
+def _check(analysis: Analysis, index: SymbolIndex, occ: Occurrence, new: str) -> None:
     kind = occ.kind
     what = _KIND_NAMES[kind]
     pattern = {"step": _STEP, "carry": _STEP, "contract": _CONTRACT, "flow": _FLOW, "input": _FIELD}[kind]
@@ -75,12 +75,27 @@ def _check(index: SymbolIndex, occ: Occurrence, new: str) -> None:
     new_key = (*occ.key[:-1], new)
     if index.definition(new_key) is not None:
         raise RenameError(f"a {what} named '{new}' already exists")
-    if kind == "step" and index.definition(("carry", new)) is not None:
+    if kind == "step" and occ.key[1] in _carry_flows(index, ("carry", new)) and _checked_for_carry(analysis, occ.key[1]):
         raise RenameError(f"'{new}' is a carry variable's name; step ids and carry names must differ")
-    if kind == "carry" and any(k[0] == "step" and k[-1] == new and index.definition(k) for k in index.by_key):
+    if kind == "carry" and any(_checked_for_carry(analysis, flow) and index.definition(("step", flow, new))
+                               for flow in _carry_flows(index, occ.key)):
         raise RenameError(f"'{new}' is a step id; step ids and carry names must differ")
     if kind in ("step", "input") and not _IDENT.fullmatch(new) and _used_in_expression(index, occ):
         raise RenameError(f"'{new}' cannot be written in an expression (result.{new}); use letters, digits and _")
+
+
+def _carry_flows(index: SymbolIndex, key: tuple[str, ...]) -> set[str]:
+    """The flows declaring the carry variable ``key`` (``("flows", flow, "carry", name)``)."""
+    return {str(o.path[1]) for o in index.references(key) if o.definition}
+
+
+def _checked_for_carry(analysis: Analysis, flow: str) -> bool:
+    """Whether the validator checks ``flow``'s carry names against its step ids (LG712): a carry
+    clashes only with a step of its own flow (§1.9), and a flow known not to be the entry gets
+    LG711 for declaring carry at all instead."""
+    spec = analysis.ir
+    entry = spec.entry_flow if spec is not None else None
+    return entry is None or entry.name == flow
 
 
 def _shown(name: str) -> str:
