@@ -330,13 +330,28 @@ class PostgresStore:
                         self._db.execute(
                             f"INSERT INTO {s}.meta (key, value) VALUES ('schema_version', %s)", (str(SCHEMA_VERSION),)
                         )
-                    elif int(row[0]) > SCHEMA_VERSION:
-                        raise StoreError(
-                            f"schema {s} has version {row[0]}, newer than this Lockgate understands "
-                            f"({SCHEMA_VERSION}); upgrade Lockgate"
-                        )
+                    else:
+                        self._check_version(row[0])
             except psycopg.Error as exc:
                 raise _failure(exc, f"cannot create the Lockgate schema {s}") from exc
+
+    def _check_version(self, value: str) -> int:
+        """``meta.schema_version`` as a number this Lockgate understands, else StoreError."""
+        s = self.schema
+        if not value.strip().isdigit():
+            raise StoreError(
+                f"the store's schema version is unreadable: {s}.meta holds schema_version {value!r}, not a number; "
+                f"it was edited outside Lockgate: set it back to {SCHEMA_VERSION} "
+                f"(UPDATE {s}.meta SET value = '{SCHEMA_VERSION}' WHERE key = 'schema_version') if the tables are "
+                f"Lockgate's, else use another schema"
+            )
+        if int(value) > SCHEMA_VERSION:
+            raise StoreError(
+                f"schema {s} has version {value}, newer than this Lockgate understands "
+                f"({SCHEMA_VERSION}); upgrade Lockgate"
+            )
+        return int(value)
+
 
     @contextmanager
     def _cursor(self) -> Iterator[psycopg.Cursor[Any]]:
