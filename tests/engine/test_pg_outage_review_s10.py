@@ -41,6 +41,15 @@ def schema(pg_dsn: str) -> Iterator[str]:
     _admin(pg_dsn, f"DROP SCHEMA IF EXISTS {name} CASCADE")
 
 
+@pytest.fixture
+def role(pg_dsn: str) -> Iterator[str]:
+    """A login role with no rights beyond PUBLIC's, dropped afterwards (the server trusts it)."""
+    name = f"r_{uuid.uuid4().hex[:12]}"
+    _admin(pg_dsn, f"CREATE ROLE {name} LOGIN")
+    yield name
+    _admin(pg_dsn, f"DROP OWNED BY {name}", f"DROP ROLE {name}")
+
+
 def _with_user(dsn: str, userinfo: str, database: str | None = None) -> str:
     """``dsn`` with its user part replaced by ``userinfo`` (and its database by ``database``)."""
     parts = urlsplit(dsn)
@@ -56,6 +65,43 @@ def test_a_password_with_an_unescaped_at_is_hidden_and_the_fix_is_named(pg_dsn: 
     message = str(caught.value)
     assert "Secr3t" not in message and "word@" not in message, message
     assert "****@" in message and "%40" in message, message
+
+
+def test_a_role_that_may_only_use_the_tables_lists_runs_and_drives_them(pg_dsn: str, schema: str, role: str) -> None:
+    owner = PostgresStore(pg_dsn, schema=schema)
+    owner.create_run("r", HEADER, {"x": {"n": 1}}, [event(1)])
+    _admin(pg_dsn, f"GRANT USAGE ON SCHEMA {schema} TO {role}",
+           f"GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA {schema} TO {role}")
+    member = PostgresStore(_with_user(pg_dsn, role), schema=schema)
+    try:
+        assert [run.run_id for run in member.list_runs()] == ["r"]
+        assert member.save_run("r", expected_version=1, header=HEADER, steps={"x": {"n": 2}}, events=[event(2)]) == 2
+        member.create_run("s", HEADER, {}, [event(1)])
+        owner.save_run("r", expected_version=2, header=HEADER, steps={}, events=[event(3)])
+        assert member.wait_for_change("r", 2, 5.0) == 3
+        assert member.verify("r").ok and member.load_run("r").steps == {"x": {"n": 2}}
+    finally:
+        member.close()
+        owner.close()
+
+
+def test_a_role_that_may_not_set_the_schema_up_is_told_what_to_ask_for(pg_dsn: str, schema: str, role: str) -> None:
+    with pytest.raises(StoreError) as caught:
+        PostgresStore(_with_user(pg_dsn, role), schema=schema)
+    message = str(caught.value)
+    assert message.startswith(f"cannot set up the Lockgate schema {schema}: permission denied for database"), message
+    assert "CREATE on the database" in message and "ask the database owner to run lockgate once" in message
+    assert f"USAGE on schema {schema} and SELECT, INSERT, UPDATE on its tables" in message
+
+
+def test_a_role_without_usage_on_the_schema_is_told_which_grants_to_ask_for(pg_dsn: str, schema: str,
+                                                                            role: str) -> None:
+    PostgresStore(pg_dsn, schema=schema).close()
+    with pytest.raises(StoreError) as caught:
+        PostgresStore(_with_user(pg_dsn, role), schema=schema)
+    message = str(caught.value)
+    assert message.startswith(f"cannot read the Lockgate schema {schema}: permission denied for schema"), message
+    assert f"ask the database owner to grant this role USAGE on schema {schema}" in message
 
 
 def test_a_schema_version_that_is_not_a_number_is_a_store_error_saying_what_to_do(pg_dsn: str, schema: str) -> None:

@@ -15,6 +15,13 @@ version cached from the last load or save, a transition is one round trip.
 
 A trigger notifies ``<schema>_runs`` on every run change, so :meth:`PostgresStore.wait_for_change`
 sleeps on LISTEN instead of polling.
+
+Rights. The first store opened on a database sets the schema up (``CREATE SCHEMA``, tables, the
+trigger and its function), so that role needs CREATE on the database (or to own the schema). A
+store opened on a schema already at :data:`SCHEMA_VERSION` runs no DDL: a team member's role
+needs only CONNECT on the database, USAGE on the schema and SELECT, INSERT, UPDATE on its tables
+(``meta``, ``runs``, ``steps``, ``events``): ``GRANT USAGE ON SCHEMA lockgate TO alice; GRANT
+SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA lockgate TO alice``. Nothing is ever deleted.
 """
 
 from __future__ import annotations
@@ -319,6 +326,10 @@ class PostgresStore:
             return listener
 
     def _create_schema(self) -> None:
+        """Set the schema up unless it is there at this version already: a team member's role
+        that may only use the tables (see the module docstring) opens the store without DDL."""
+        if self._schema_version() == SCHEMA_VERSION:
+            return
         s = self.schema
         with self._lock:
             try:
@@ -332,8 +343,26 @@ class PostgresStore:
                         )
                     else:
                         self._check_version(row[0])
+            except psycopg.errors.InsufficientPrivilege as exc:
+                raise _setup_refused(exc, s) from exc
             except psycopg.Error as exc:
                 raise _failure(exc, f"cannot create the Lockgate schema {s}") from exc
+
+    def _schema_version(self) -> int | None:
+        """The version ``meta`` records, or None when the schema or its tables are missing (set-up
+        needed); a role that may not read it is told which rights to ask for."""
+        s = self.schema
+        try:
+            with self._lock:
+                row = self._db.execute(f"SELECT value FROM {s}.meta WHERE key = 'schema_version'").fetchone()
+        except (psycopg.errors.UndefinedTable, psycopg.errors.InvalidSchemaName):
+            return None
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise StoreError(f"cannot read the Lockgate schema {s}: {exc}; ask the database owner to grant this role "
+                             f"{_RIGHTS.format(s=s)}") from exc
+        except psycopg.Error as exc:
+            raise _failure(exc, f"cannot read the Lockgate schema {s}") from exc
+        return None if row is None else self._check_version(row[0])
 
     def _check_version(self, value: str) -> int:
         """``meta.schema_version`` as a number this Lockgate understands, else StoreError."""
@@ -351,7 +380,6 @@ class PostgresStore:
                 f"({SCHEMA_VERSION}); upgrade Lockgate"
             )
         return int(value)
-
 
     @contextmanager
     def _cursor(self) -> Iterator[psycopg.Cursor[Any]]:
@@ -390,6 +418,21 @@ class PostgresStore:
         cur.execute(f"SELECT 1 FROM {self.schema}.runs WHERE run_id = %s", (run_id,))
         if cur.fetchone() is None:
             raise codec.not_found(run_id)
+
+
+#: What a team member's role needs on a schema set up by another (the module docstring says why).
+_RIGHTS = "USAGE on schema {s} and SELECT, INSERT, UPDATE on its tables (GRANT USAGE ON SCHEMA {s} TO <role>; " \
+          "GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA {s} TO <role>)"
+
+
+def _setup_refused(exc: psycopg.Error, schema: str) -> StoreError:
+    """The StoreError for set-up DDL the server refused: the server's message names the right
+    missing (CREATE on the database, on the schema, or owning its objects); say what to ask for."""
+    return StoreError(
+        f"cannot set up the Lockgate schema {schema}: {exc}; setting it up needs a role that may create schema "
+        f"{schema} (CREATE on the database) or owns it: ask the database owner to run lockgate once with such a "
+        f"role (that sets the schema up), then to grant this role {_RIGHTS.format(s=schema)}"
+    )
 
 
 #: The SQLSTATEs (or their two-character classes) of a server that cannot serve the store right
