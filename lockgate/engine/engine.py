@@ -181,9 +181,24 @@ class Engine:
                 raise EngineError(f"run {run_id} {ended}; its gates take no more decisions",
                                   error_type="not_awaiting")
             waiting = ", ".join(gates) or "none"
+            last = self._last_decision(run_id, _step_id(step_id))
+            if last is not None:  # decided meanwhile, say by another person at another terminal
+                raise EngineError(f"gate {step_id} of run {run_id} is not waiting for a decision (its last: {last}); "
+                                  f"your {outcome} was not applied and nothing changed (waiting gates: {waiting})",
+                                  error_type="not_awaiting")
             raise EngineError(f"step {step_id} of run {run_id} is not a waiting gate (waiting gates: {waiting})",
                               error_type="not_awaiting")
         return self.gate_resolve(run_id, step_id, outcome, rationale, resolved_by, gates[step_id]["token"], via=via)
+
+    def _last_decision(self, run_id: str, step_id: str) -> str | None:
+        """The last decision taken at gate ``step_id``, for a person ("approve by carol: ship it"),
+        or None when it has none."""
+        st = self._get(run_id, fresh=True).steps.get(step_id)
+        if st is None or not st.decisions:
+            return None
+        last = st.decisions[-1]
+        why = last.get("rationale")
+        return f"{last.get('decision')} by {last.get('resolved_by') or 'someone'}{f': {why}' if why else ''}"
 
     def cancel(self, run_id: str, reason: str | None = None) -> dict[str, Any]:
         """Cancel a running run, burning every outstanding token; other statuses are reported.
@@ -327,6 +342,11 @@ class Engine:
         read by :mod:`lockgate.engine.agentorigin`), or an older Lockgate's module path alone;
         None when it recorded none."""
         return drivers.agents_of(self._get(run_id, fresh=True).driver)
+
+    def last_judge(self, run_id: str) -> str | None:
+        """The agent name of the judge the run's last drive was given (``--judge``, ``judge=``
+        by name), as its claim records it; None when it was given none by name."""
+        return drivers.judge_of(self._get(run_id, fresh=True).driver)
 
     def release(self, run_id: str, driver: Driver, *, write: bool = True) -> None:
         """Give up ``driver``'s claim on the run, so another process may drive it at once;

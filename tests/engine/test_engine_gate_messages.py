@@ -88,6 +88,21 @@ def test_a_running_run_still_names_the_gates_that_wait() -> None:
                                                        "(waiting gates: review)")
 
 
+def test_a_decision_that_lost_to_another_persons_says_which_won() -> None:
+    """Two people decide the same gate from two terminals: the second is told what the first
+    decided, and that their own decision (with its note) was not applied."""
+    engine = Engine()
+    run_id = at_gate(engine)
+    again = engine.resolve_waiting_gate(run_id, "review", "revise", "tighten the intro", "carol")
+    with pytest.raises(EngineError) as refused:
+        engine.resolve_waiting_gate(run_id, "review", "revise", "shorter", "bob")
+    assert refused.value.error_type == "not_awaiting"
+    assert refused.value.message == (f"gate review of run {run_id} is not waiting for a decision (its last: revise "
+                                     "by carol: tighten the intro); your revise was not applied and nothing "
+                                     "changed (waiting gates: none)")
+    assert again["step_id"] == "work"
+
+
 def test_a_missing_spec_file_is_no_such_file(tmp_path: Path) -> None:
     missing = tmp_path / "missing.yaml"
     with pytest.raises(SpecError) as refused:
