@@ -128,12 +128,16 @@ def _keys(spec: Spec | None, ctx: CursorContext) -> list[Candidate]:
     for name, sub in S.properties(path).items():
         if name in ctx.present_keys or (allowed is not None and name not in allowed):
             continue
+        if name == "carry" and not _may_declare_carry(spec, path):
+            continue
         snippet = None if ctx.inline else _KEY_SNIPPETS.get(name)  # block-style bodies
         body = snippet or _key_body(name, sub, ctx.inline)
         doc = S.description(sub) or ""
         out.append(Candidate(name, "property", body, replace, _short(doc), doc, snippet=True, sort="1"))
     if spec is not None and path[-1:] == ("with",) and _is_step_path(path[:-1]):
         out.extend(_with_keys(spec, ctx, replace))
+    if spec is not None and _is_carry_path(path[:-1]) and path[-1] == "on_revise":
+        out.extend(_revising_gates(spec, ctx, replace))
     if ctx.inline:  # the snippets below are block-style: they do not fit in a flow mapping
         return out
     if _is_step_path(path) and not (ctx.present_keys & set(STEP_KINDS)):
@@ -163,6 +167,29 @@ def _with_keys(spec: Spec, ctx: CursorContext, replace: Range) -> list[Candidate
         out.append(Candidate(name, "property", f"{name}: {value}", replace, f"input of flow '{step.run}': {type_text}",
                              snippet=True, sort="1"))
     return out
+
+
+def _may_declare_carry(spec: Spec | None, path: YamlPath) -> bool:
+    """Whether the flow at ``path`` may declare ``carry``: only the entry flow (LG711)."""
+    entry = spec.entry_flow if spec is not None else None
+    return not (len(path) == 2 and path[0] == "flows") or entry is None or entry.name == path[1]
+
+
+def _is_carry_path(path: YamlPath) -> bool:
+    """Whether ``path`` is a carry variable (``flows.<flow>.carry.<name>``)."""
+    return len(path) == 4 and path[0] == "flows" and path[2] == "carry"
+
+
+def _revising_gates(spec: Spec, ctx: CursorContext, replace: Range) -> list[Candidate]:
+    """Under a carry's ``on_revise``: the flow's gates not listed yet that can revise (a gate
+    with a null ``on_revise`` never does, LG717), each valued with a reference to fill in."""
+    flow = _flow(spec, ctx)
+    if flow is None:
+        return []
+    gates = [s for s in flow.steps if s.kind == "gate" and s.id and s.gate is not None and s.gate.on_revise is not None
+             and s.id not in ctx.present_keys]
+    return [Candidate(s.id, "reference", f'{s.id}: "\\${{$1\\}}"', replace, "gate step: the carry's value when it revises",
+                      snippet=True, sort="1") for s in gates]
 
 
 def _is_step_path(path: YamlPath) -> bool:
@@ -225,10 +252,31 @@ def _values(spec: Spec | None, ctx: CursorContext, agents: tuple[str, ...]) -> l
         names = [n for n in spec.flows if field == "entry" or n != ctx.flow]
         return [Candidate(n, "module", n, replace, "flow", sort="1") for n in names]
     if _is_type_position(path):
-        names = [*TYPE_WORDS, *(n for n in (spec.contracts if spec else ()) if n[:1].isupper())]
+        within = str(path[1]) if path[0] == "contracts" else None
+        names = [*TYPE_WORDS, *(n for n in (spec.contracts if spec else ()) if n[:1].isupper()
+                                and not (within and _reaches_contract(spec, n, within)))]
         return [Candidate(n, "type_parameter" if n in TYPE_WORDS else "class", n, replace, "type", sort="1") for n in names]
     values = S.enum_values(path)
     return [Candidate(_scalar(v), "enum", _scalar(v), replace, "value", sort="1") for v in values]
+
+
+def _reaches_contract(spec: Spec, start: str, target: str) -> bool:
+    """Whether contract ``start`` is ``target`` or names it through its field types: as a type
+    inside ``target`` it would make a recursive contract (LG303)."""
+    from .index import type_names
+
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        name = todo.pop()
+        if name == target:
+            return True
+        decl = spec.contracts.get(name)
+        if name in seen or decl is None:
+            continue
+        seen.add(name)
+        todo.extend(n for t in decl.fields.values() if isinstance(t, str) for n, _ in type_names(t))
+    return False
 
 
 def _is_type_position(path: tuple) -> bool:
@@ -349,8 +397,10 @@ def _ref_roots(spec: Spec, flow: Flow, ctx: CursorContext, replace: Range) -> li
         if step.id and _referable(spec, flow, own, step):
             insert = step.id if continued else f"{step.id}.output"
             out.append(Candidate(step.id, "reference", insert, replace, _step_detail(step), sort="1"))
-    # a flow's own carry variables: a subflow sees none (LG407)
-    out.extend(Candidate(name, "variable", name, replace, "carry variable", sort="2") for name in flow.carry)
+    # a flow's own carry variables: a subflow sees none (LG407), nor does a carry's own value
+    # (it is one step-output or input reference, LG713)
+    if not _is_carry_path(ctx.path[:4]):
+        out.extend(Candidate(name, "variable", name, replace, "carry variable", sort="2") for name in flow.carry)
     if ctx.stage_index is not None:
         out.append(Candidate("item", "variable", "item", replace, "the fanout element", sort="0"))
         if ctx.stage_index > 0:
@@ -435,9 +485,9 @@ def _members(spec: Spec, flow: Flow, ctx: CursorContext, parts: list, replace: R
             return _field_candidates(spec, shapes.input_fields(spec, flow), replace)
         base = shapes.input_type_at(spec, flow, tuple(rest))
     elif root == "result" and _result_is_step_map(ctx):
-        if not rest:
+        if not rest:  # not this step: it has no output before it runs (LG606)
             return [Candidate(s.id, "reference", s.id, replace, _step_detail(s), sort="1")
-                    for s in flow.steps if s.id and shapes.step_output(spec, flow, s) is not None]
+                    for s in flow.steps if s.id and s is not step and shapes.step_output(spec, flow, s) is not None]
         base = shapes.type_at(spec, shapes.step_output(spec, flow, flow.step(str(rest[0]))), rest[1:])
     elif root == "result":
         out_type = shapes.stage_output(step, ctx.stage_index) if ctx.stage_index is not None and step else shapes.step_output(spec, flow, step)
