@@ -254,7 +254,7 @@ def _from_error(exc: ExprError, field: ScannedField) -> Finding:
 def _member_paths(ctx: Context, flow: Flow, step: Step, field: ScannedField, paths) -> Iterator[Finding]:
     for member in paths:
         if member.root == "result" and field.context in _STEP_MAP_CONTEXTS:
-            yield from _step_map_path(ctx, flow, field, member)
+            yield from _step_map_path(ctx, flow, step, field, member)
             continue
         root = _binding_root(ctx, flow, step, field, member.root)
         if root is None:
@@ -307,8 +307,9 @@ def over_type(ctx: Context, flow: Flow, step: Step) -> TypeExpr | None:
         return None
 
 
-def _step_map_path(ctx: Context, flow: Flow, field: ScannedField, member) -> Iterator[Finding]:
-    """``result.<step>.<path>`` in when/set: the step exists, has an output and the field."""
+def _step_map_path(ctx: Context, flow: Flow, step: Step, field: ScannedField, member) -> Iterator[Finding]:
+    """``result.<step>.<path>`` in when/set: the step exists, is not this one, has an output
+    and the field."""
     if not member.path:
         return
     name = member.path[0]
@@ -323,6 +324,9 @@ def _step_map_path(ctx: Context, flow: Flow, field: ScannedField, member) -> Ite
         yield Finding("LG606", f"result.{name}: '{name}' is not a step of flow '{flow.name}'{suffix(guess)}",
                       field.path, span=spans[0], replacement=f".{guess}" if guess else None)
         return
+    if name == step.id:
+        yield _self_read(field, name, (member.span[0], spans[0][1]))
+        return
     found = output_type(ctx, flow, source)
     if isinstance(found, Finding):
         if source.kind == "gate":
@@ -333,6 +337,23 @@ def _step_map_path(ctx: Context, flow: Flow, field: ScannedField, member) -> Ite
         return
     root = ArrayOf(Named(found.root)) if found.indexed else found.root
     yield from _typed_path(ctx, root, tuple(member.path[1:]), field, member, f"result.{name}", offset=1)
+
+
+_SELF_READ = {
+    "when": ("its 'when' is evaluated", "the step is always skipped"),
+    "set": ("its 'set' values are computed", "the value is always false"),
+    "stage_when": ("its stages run", "the stage is always skipped"),
+}
+
+
+def _self_read(field: ScannedField, name: str, span: tuple[int, int]) -> Finding:
+    """``result.<this step>``: a step has no output until it has run, and the map holds only
+    outputs, so the read is a type error every time (semantics §8.3), never just a race."""
+    during, outcome = _SELF_READ[field.context]
+    return Finding("LG606", f"result.{name}: '{name}' is this step, which has no output while {during}, "
+                   f"so the read always fails and {outcome}", field.path, span=span,
+                   hint="a step cannot read its own output before it runs; to check what it "
+                   "returns, use an 'ensure' (there result is the step's own output)")
 
 
 def _typed_path(ctx: Context, root: Any, path: Sequence[str | int], field: ScannedField, member, shown: str,
