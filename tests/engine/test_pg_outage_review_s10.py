@@ -6,12 +6,16 @@ test stops or restarts it)."""
 
 from __future__ import annotations
 
+import signal
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import pytest
 
+from lockgate.engine.store.pgserver import TempPostgres, _server_user, find_bindir
 from lockgate.engine.store.postgres import PostgresStore
 from lockgate.errors import StoreError, StoreUnavailable
 
@@ -111,3 +115,87 @@ def test_a_schema_version_that_is_not_a_number_is_a_store_error_saying_what_to_d
         PostgresStore(pg_dsn, schema=schema)
     assert "'one', not a number" in str(caught.value) and "set it back to 1" in str(caught.value)
     assert not isinstance(caught.value, StoreUnavailable)
+
+
+class RestartablePostgres(TempPostgres):
+    """A throwaway server these tests may restart (on the same port and data) or freeze."""
+
+    def restart(self) -> None:
+        """A fast shutdown (the server closes every connection) and a start, as ``pg_ctl restart``."""
+        assert self._process is not None and self._dir is not None and self.dsn is not None
+        self._process.send_signal(signal.SIGINT)
+        self._process.wait(timeout=30)
+        bindir = find_bindir()
+        assert bindir is not None
+        self._process = self._spawn(_server_user(), bindir, self._dir / "data", urlsplit(self.dsn).port or 0)
+        self._wait_ready()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RestartablePostgres]:
+    own = RestartablePostgres()
+    try:
+        own.start()
+    except (StoreError, OSError) as exc:
+        pytest.skip(f"no PostgreSQL server could be started: {exc}")
+    try:
+        yield own
+    finally:
+        own.stop()
+
+
+def _until(condition, seconds: float = 30.0) -> None:
+    """Wait until ``condition()`` holds, failing the test after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)
+
+
+def test_a_long_lived_store_carries_on_after_a_server_restart(server: RestartablePostgres) -> None:
+    store = PostgresStore(server.dsn, schema=f"t_{uuid.uuid4().hex[:12]}")
+    try:
+        store.create_run("r", HEADER, {"x": {"n": 1}}, [event(1)])
+        server.restart()
+        assert [run.run_id for run in store.list_runs()] == ["r"]
+        server.restart()  # a write first: it goes through once
+        assert store.save_run("r", expected_version=1, header=HEADER, steps={"x": {"n": 2}}, events=[event(2)]) == 2
+        server.restart()
+        assert [e.seq for e in store.events("r")] == [1, 2] and store.verify("r").ok
+        assert store.load_run("r").version == 2
+    finally:
+        store.close()
+
+
+def test_a_wait_for_change_carries_on_through_a_server_restart(server: RestartablePostgres) -> None:
+    import psycopg
+
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    waiter, writer = PostgresStore(server.dsn, schema=schema), PostgresStore(server.dsn, schema=schema)
+    outcome: list[object] = []
+
+    def wait() -> None:
+        try:
+            outcome.append(waiter.wait_for_change("r", 1, 60.0))
+        except StoreError as exc:
+            outcome.append(exc)
+
+    def listening() -> bool:
+        with psycopg.connect(server.dsn, autocommit=True) as db:
+            return db.execute("SELECT count(*) FROM pg_stat_activity WHERE query = %s",
+                              (f"LISTEN {schema}_runs",)).fetchone()[0] > 0
+
+    try:
+        writer.create_run("r", HEADER, {}, [event(1)])
+        thread = threading.Thread(target=wait)
+        thread.start()
+        _until(listening)
+        server.restart()
+        _until(listening)  # listening again on the restarted server
+        assert not outcome, outcome
+        writer.save_run("r", expected_version=1, header=HEADER, steps={}, events=[event(2)])
+        thread.join(30)
+        assert outcome == [2]
+    finally:
+        waiter.close()
+        writer.close()

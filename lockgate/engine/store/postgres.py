@@ -29,11 +29,10 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import datetime
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
-from typing import Any
+from typing import Any, TypeVar
 
 from lockgate.engine.store import codec
 from lockgate.engine.store.base import Event, RunSummary, StoredRun, VerifyReport
@@ -54,6 +53,14 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
                      "(from a clone: pip install -e '.[postgres]')") from exc
 
 SCHEMA_VERSION = 1
+
+#: How long a store keeps trying to reconnect after the server closed its connection: a
+#: restart (``pg_ctl restart``, a failover) refuses connections for a second or two, and a
+#: runner waiting at a gate should carry on through it, not die; a server down for longer is
+#: StoreUnavailable (the runner then says how to resume).
+REOPEN_WINDOW = 10.0
+
+_T = TypeVar("_T")
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
 
 _DDL = """
@@ -159,7 +166,7 @@ class PostgresStore:
         params = _params(run_id, header, steps)
         links = chain_events(run_id, events, GENESIS_HASH, 1, params["now"])
         params.update(_link_params(links, 0, GENESIS_HASH))
-        if self._run_statement(self._sql_create, params) != 1:
+        if self._run_statement(self._sql_create, params) != 1 and not self._is_own_write(run_id, 1, params):
             raise StoreError(f"run {run_id!r} already exists")
         self._heads[run_id] = (1, params["count"], params["head"])
         return 1
@@ -185,10 +192,8 @@ class PostgresStore:
             if _taken_seq(exc):
                 raise codec.events_behind(run_id, count) from exc
             raise
-        if written != 1:
-            actual = self._head_row(run_id)
-            self._heads[run_id] = actual
-            raise codec.conflict(run_id, expected_version, actual[0])
+        if written != 1 and not self._is_own_write(run_id, expected_version + 1, params):
+            raise codec.conflict(run_id, expected_version, self._heads[run_id][0])
         self._heads[run_id] = (expected_version + 1, params["count"], params["head"])
         return expected_version + 1
 
@@ -209,11 +214,26 @@ class PostgresStore:
             raise codec.not_found(run_id)
         return row
 
+    def _is_own_write(self, run_id: str, version: int, params: dict[str, Any]) -> bool:
+        """Whether a write that changed no row finds the run as it meant to leave it: at
+        ``version`` with its chain head (which hashes its own events). That is the write itself,
+        committed on a connection the server closed before answering and then repeated by
+        :meth:`_call`; else another writer got there first."""
+        actual = self._head_row(run_id)
+        self._heads[run_id] = actual
+        return actual == (version, params["count"], params["head"])
+
     def _run_statement(self, sql: str, params: dict[str, Any]) -> int:
-        with self._cursor() as cur:
+        """Run a write (create or update) and return the rows it changed (0 or 1). Safe to
+        repeat: it applies only to a run at the version and head it expects (a create, only to
+        a run that does not exist), so a repeat of a write that did commit changes nothing and
+        the caller recognises its own write (:meth:`_is_own_write`) instead of a conflict."""
+        def write(cur: psycopg.Cursor[Any]) -> int:
             cur.execute(sql, params)
             row = cur.fetchone()
-        return row[0] if row else 0
+            return row[0] if row else 0
+
+        return self._call(write)
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -243,33 +263,30 @@ class PostgresStore:
     def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunSummary]:
         codec.check_listing(status, limit)
         where = "" if status is None else "WHERE status = %(status)s"
-        with self._cursor() as cur:
-            cur.execute(
-                f"""SELECT run_id, flow, status, created_at, updated_at, version FROM {self.schema}.runs
-                    {where} ORDER BY id DESC LIMIT %(limit)s""",
-                {"status": status, "limit": limit},
-            )
-            rows = cur.fetchall()
+        sql = f"""SELECT run_id, flow, status, created_at, updated_at, version FROM {self.schema}.runs
+                  {where} ORDER BY id DESC LIMIT %(limit)s"""
+        rows = self._call(lambda cur: cur.execute(sql, {"status": status, "limit": limit}).fetchall())
         return [RunSummary(r, f, st, _iso(c), _iso(u), v) for r, f, st, c, u, v in rows]
 
     def events(self, run_id: str, since_seq: int = 0) -> list[Event]:
         codec.check_run_id(run_id, existing=True)
         codec.check_seq(since_seq)
-        with self._snapshot() as cur:
+        def read(cur: psycopg.Cursor[Any]) -> list[Any]:
             self._require_run(cur, run_id)
-            cur.execute(self._select_events(), (run_id, since_seq))
-            rows = cur.fetchall()
-        return [stored_event(row) for row in rows]
+            return cur.execute(self._select_events(), (run_id, since_seq)).fetchall()
+
+        return [stored_event(row) for row in self._call(read, snapshot=True)]
 
     def verify(self, run_id: str) -> VerifyReport:
         codec.check_run_id(run_id, existing=True)
-        with self._snapshot() as cur:
-            cur.execute(f"SELECT event_count, head_hash FROM {self.schema}.runs WHERE run_id = %s", (run_id,))
-            row = cur.fetchone()
+        def read(cur: psycopg.Cursor[Any]) -> tuple[Any, list[Link]]:
+            row = cur.execute(f"SELECT event_count, head_hash FROM {self.schema}.runs WHERE run_id = %s",
+                              (run_id,)).fetchone()
             if row is None:
                 raise codec.not_found(run_id)
-            cur.execute(self._select_events(), (run_id, 0))
-            links = [Link(*link) for link in cur.fetchall()]
+            return row, [Link(*link) for link in cur.execute(self._select_events(), (run_id, 0)).fetchall()]
+
+        row, links = self._call(read, snapshot=True)
         return verify_chain(run_id, links, row[1], row[0])
 
     def wait_for_change(self, run_id: str, version: int, timeout: float) -> int:
@@ -279,6 +296,7 @@ class PostgresStore:
         deadline = time.monotonic() + codec.check_wait(version, timeout)
         listener = self._listening()
         current = self.current_version(run_id)
+        reopened = False
         while current == version:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -286,8 +304,13 @@ class PostgresStore:
             try:
                 for note in listener.notifies(timeout=remaining, stop_after=1):
                     del note
+                reopened = False
             except psycopg.Error as exc:
-                raise _failure(exc, "lost the PostgreSQL notification connection") from exc
+                # the server closed it (a restart): listen again, once; the version read next
+                # covers a change notified while no one listened
+                if reopened or not listener.broken:
+                    raise _failure(exc, "lost the PostgreSQL notification connection") from exc
+                listener, reopened = self._listening(), True
             current = self.current_version(run_id)
         return current
 
@@ -310,6 +333,20 @@ class PostgresStore:
         except psycopg.Error as exc:
             raise _failure(exc, "cannot connect to PostgreSQL", self.dsn) from exc
 
+    def _reopen(self, timeout: float) -> psycopg.Connection[Any]:
+        """A connection in place of one the server closed: a server restarting refuses
+        connections for a second or two, so a refusal is tried again until
+        :data:`REOPEN_WINDOW` has passed; then it is StoreUnavailable."""
+        deadline, delay = time.monotonic() + REOPEN_WINDOW, 0.05
+        while True:
+            try:
+                return self._connect(timeout)
+            except StoreUnavailable:
+                if time.monotonic() + delay > deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(2 * delay, 1.0)
+
     def _listening(self) -> psycopg.Connection[Any]:
         """This thread's LISTEN connection (opened on its first wait, reopened when broken)."""
         thread = threading.get_ident()
@@ -318,7 +355,9 @@ class PostgresStore:
                 raise StoreError("the store is closed")
             listener = self._listeners.get(thread)
             if listener is None or listener.closed or listener.broken:
-                listener = self._listeners[thread] = self._connect(10)
+                if listener is not None:
+                    listener.close()
+                listener = self._listeners[thread] = self._connect(10) if listener is None else self._reopen(10)
                 try:
                     listener.execute(f"LISTEN {self.schema}_runs")
                 except psycopg.Error as exc:
@@ -381,32 +420,43 @@ class PostgresStore:
             )
         return int(value)
 
-    @contextmanager
-    def _cursor(self) -> Iterator[psycopg.Cursor[Any]]:
-        """A cursor on the store's connection, reconnecting first if the last one broke (a
-        server restart); psycopg errors become StoreError."""
+    def _call(self, work: Callable[[psycopg.Cursor[Any]], _T], *, snapshot: bool = False) -> _T:
+        """``work(cursor)`` on the store's connection, under the store's lock; ``snapshot``: in one
+        REPEATABLE READ transaction (several reads, one snapshot). psycopg errors become
+        StoreError.
+
+        When the server closed the connection (a restart, a terminated backend), it is opened
+        again (:meth:`_reopen`) and ``work`` run once more, which every caller's work allows:
+        reads, and writes that apply only at the version they expect (:meth:`_run_statement`),
+        so a write that did commit before the connection was lost is not applied twice, and one
+        that did not goes through. A server still unreachable is StoreUnavailable."""
         with self._lock:
             if self._closed:
                 raise StoreError("the store is closed")
             if self._db.broken or self._db.closed:
                 self._db = self._connect(self._connect_timeout)
             try:
-                with self._db.cursor() as cur:
-                    yield cur
+                return self._attempt(work, snapshot)
+            except psycopg.Error as exc:
+                if not self._db.broken:
+                    raise _failure(exc, "PostgreSQL error") from exc
+                self._db.close()
+            self._db = self._reopen(self._connect_timeout)
+            try:
+                return self._attempt(work, snapshot)
             except psycopg.Error as exc:
                 raise _failure(exc, "PostgreSQL error") from exc
 
-    @contextmanager
-    def _snapshot(self) -> Iterator[psycopg.Cursor[Any]]:
-        """A cursor inside a REPEATABLE READ transaction: several reads, one snapshot."""
-        with self._cursor() as cur, self._db.transaction():
-            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            yield cur
+    def _attempt(self, work: Callable[[psycopg.Cursor[Any]], _T], snapshot: bool) -> _T:
+        with self._db.cursor() as cur:
+            if not snapshot:
+                return work(cur)
+            with self._db.transaction():
+                cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                return work(cur)
 
     def _one(self, sql: str, params: tuple[Any, ...]) -> Any:
-        with self._cursor() as cur:
-            cur.execute(sql, params)
-            return cur.fetchone()
+        return self._call(lambda cur: cur.execute(sql, params).fetchone())
 
     def _select_events(self) -> str:
         return (
