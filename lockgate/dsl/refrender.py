@@ -211,9 +211,90 @@ def _interpolate(template: Template, resolve: Resolve, values: dict[str, Any] | 
     return "".join(parts)
 
 
-#: ``json.dumps`` with these options builds a new encoder on every call; one built once encodes the
-#: same (``encode`` keeps no state between calls, so it is safe to share between threads)
-_compact_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+#: The separators (between items, between a key and its value) of compact JSON, as a rendered
+#: reference is written (JSON.stringify's), and of JSON spaced for reading in a message.
+COMPACT, SPACED = (",", ":"), (", ", ": ")
+
+
+def json_writer(separators: tuple[str, str] = COMPACT) -> Callable[[Any], str]:
+    """A function writing a JSON value as text with ``separators``, non-ASCII kept and numbers as
+    JavaScript writes them (:func:`lockgate.dsl.expr.jsonvalues.js_number`, as the expression
+    builtin ``str()`` does: 2.0 -> 2, 1e-07 -> 1e-7, 1e-06 -> 0.000001). Like ``json.dumps`` it
+    raises TypeError for what is not JSON and ValueError for a number that is not finite.
+
+    The json module's C encoder writes the value, its whole floats below 2**53 made ints first: it
+    writes most other floats as js_number does (shortest round-trip digits, the same exponent
+    form at 1e21 and beyond), but not those below 1e-4 in size (1e-05 where JavaScript writes
+    0.00001, 1e-07 for 1e-7) nor from 2**53 to 1e21 (2.4580338977940387e+17 for
+    245803389779403870). A value holding one of those is walked instead, each float written by
+    js_number and each other leaf by the encoder."""
+    # one encoder built once: json.dumps with options builds one per call (encode keeps no state)
+    encode = json.JSONEncoder(separators=separators, ensure_ascii=False, allow_nan=False).encode
+    comma, colon = separators
+
+    def write(value: Any) -> str:
+        try:
+            return encode(_whole_floats_as_ints(value))
+        except _OddFloat:
+            pass
+        # imported here: importing the expression package costs ~20 ms and few values need it
+        from .expr.jsonvalues import js_number
+
+        out: list[str] = []
+
+        def walk(value: Any) -> None:
+            if isinstance(value, float):
+                out.append(js_number(value) if math.isfinite(value) else encode(value))  # encode refuses it
+            elif isinstance(value, Mapping):
+                for at, (key, item) in enumerate(value.items()):
+                    key_text = encode(key if isinstance(key, str) else encode(key))  # a non-string key as json
+                    out.append(f"{comma if at else '{'}{key_text}{colon}")
+                    walk(item)
+                out.append("}" if value else "{}")
+            elif isinstance(value, (list, tuple)):
+                for at, item in enumerate(value):
+                    out.append(comma if at else "[")
+                    walk(item)
+                out.append("]" if value else "[]")
+            else:
+                out.append(encode(value))
+
+        walk(value)
+        return "".join(out)
+
+    return write
+
+
+class _OddFloat(Exception):
+    """A value holds a float that the json module writes otherwise than JavaScript (see
+    :func:`json_writer`)."""
+
+
+#: Floats from 2**53 (all whole) up to 1e21, which JavaScript writes with zeros after its
+#: shortest digits, and below 1e-4 in size, which Python writes 1e-05 (JavaScript 0.00001).
+_EXACT_INTS, _JS_EXPONENTS, _PY_EXPONENTS = float(2**53), 1e21, 1e-4
+
+
+def _whole_floats_as_ints(value: Any) -> Any:
+    """``value`` with its whole floats below 2**53 in size as ints (2.0 -> 2, as JavaScript writes
+    them); raises _OddFloat at a float that is not zero and is below 1e-4 in size or from 2**53
+    to 1e21."""
+    if isinstance(value, float):
+        size = abs(value)
+        if size < _EXACT_INTS and value.is_integer():
+            return int(value)
+        if 0 < size < _PY_EXPONENTS or _EXACT_INTS <= size < _JS_EXPONENTS:
+            raise _OddFloat
+        return value
+    if isinstance(value, Mapping):
+        return {k: _whole_floats_as_ints(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_whole_floats_as_ints(v) for v in value]
+    return value
+
+
+#: A reference's value as its text in a rendered template: compact JSON, JavaScript's numbers.
+json_text = json_writer()
 
 
 def _as_text(value: Any, ref: Ref) -> str:
@@ -224,20 +305,9 @@ def _as_text(value: Any, ref: Ref) -> str:
     try:
         if type(value) is int:
             return int.__repr__(value)  # what the encoder writes for an int, without building it
-        return _compact_json(_js_numbers(value))
+        return json_text(value)
     except (TypeError, ValueError) as exc:
         raise RefError(f"{ref.raw} is not a JSON value ({exc})", ref.span) from exc
-
-
-def _js_numbers(value: Any) -> Any:
-    """Whole floats print as integers, as JavaScript's JSON.stringify does (2.0 -> 2)."""
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer() and abs(value) < 1e21:
-        return int(value)
-    if isinstance(value, Mapping):
-        return {k: _js_numbers(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_js_numbers(v) for v in value]
-    return value
 
 
 def _kind_of(value: Any) -> str:

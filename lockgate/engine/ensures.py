@@ -9,7 +9,6 @@ configured judge, an agent callable ``judge(statement, stakes, result, input) ->
 from __future__ import annotations
 
 import inspect
-import json
 import re
 import threading
 from collections.abc import Callable, Mapping
@@ -19,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from ..dsl.expr import Bindings
-from ..dsl.expr import reason as expr_reason
 from ..dsl.expr import compile as compile_expr
+from ..dsl.expr import reason as expr_reason
+from ..dsl.refrender import SPACED, json_writer
 from ..errors import ExprError, LockgateError
 from .budget import finite_number
 from .compiled import CEnsure, CExpr
@@ -127,10 +127,14 @@ _VALUE_ROOTS = frozenset({"result", "item", "prev"})
 _RAW_CONTROLS = re.compile("[\x7f-\x9f]")
 
 
+#: A value as JSON text spaced for reading, its numbers as JavaScript writes them (2, not 2.0).
+_spaced_json = json_writer(SPACED)
+
+
 def _short_json(value: Any) -> str:
     try:
-        text = json.dumps(value, ensure_ascii=False, default=repr)
-    except (ValueError, RecursionError):  # not JSON all the way down; the store refuses it anyway
+        text = _spaced_json(value)
+    except (TypeError, ValueError, RecursionError):  # not JSON all the way down; bindings refuse it anyway
         return "…"
     text = _RAW_CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text if len(text) <= MAX_VALUE_TEXT else text[:MAX_VALUE_TEXT - 1] + "…"
