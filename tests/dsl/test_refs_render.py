@@ -77,13 +77,20 @@ def test_full_value_do_must_render_to_a_string() -> None:
 @pytest.mark.parametrize("template", [
     "${skipped.output}",
     "x ${skipped.output.a} y",
-    "x ${input.missing} y",
     "x ${research.output.items[3]} y",
 ])
 def test_undefined_values_make_rendering_fail(template: str) -> None:
     with pytest.raises(RefError) as info:
         render_text(template, SCOPE)
     assert info.value.message == UNAVAILABLE
+    assert info.value.span == scan(template).refs[0].span
+
+
+def test_a_missing_input_says_which_key_the_input_lacks() -> None:
+    template = "x ${input.missing} y"
+    with pytest.raises(RefError) as info:
+        render_text(template, SCOPE)
+    assert info.value.message == "reference ${input.missing} is unavailable: the input has no missing"
     assert info.value.span == scan(template).refs[0].span
 
 
