@@ -1,6 +1,7 @@
 """What the CLI tells the user to do next, spelled so that it works when typed.
 
-A resume command needs the options the run was driven with: its store and, when its agents
+A resume command needs the options the run was driven with: its store, the ``--judge`` it was
+given (recorded with its claim; one from lockgate.toml needs no flag) and, when its agents
 are Python functions, the ``--agents`` module. ``lockgate run`` knows them (it was given them);
 the other commands know the store, and the module from the run's claim record with the names
 of the agents the run took from it (a run driven by an older Lockgate has no module, or no
@@ -105,7 +106,8 @@ def engine_command(action: Mapping[str, Any], *, store: str | None) -> str:
 
 def resume_hint(run_id: str, *, store: str | None, agents_needed: bool,
                 config: str | None = None, recorded: str | None = None,
-                python: tuple[Any, list[str]] | None = None, names_known: bool = True) -> tuple[str, str | None]:
+                python: tuple[Any, list[str]] | None = None, names_known: bool = True,
+                judge: str | None = None) -> tuple[str, str | None]:
     """(the resume command, a note about it or None) for a command that was not given the
     ``--agents`` module: ``agents_needed`` when some agent of the run can come only from one
     (see :func:`agents_needed`); ``config``: the configuration file to name (the run's, when a
@@ -114,9 +116,10 @@ def resume_hint(run_id: str, *, store: str | None, agents_needed: bool,
     Python code it was driven with instead, those its flow uses: :func:`python_driven`);
     ``names_known``: the run's record says which agents it took from ``recorded`` (an older
     Lockgate's does not: see :func:`names_recorded`), else the module is named whenever it is
-    there, as the run may need it."""
+    there, as the run may need it; ``judge``: the judge the run was driven with
+    (:func:`recorded_judge`), named with ``--judge``."""
     shown = shown_module(recorded) if recorded and (agents_needed or not names_known) else None
-    resume = resume_command(run_id, agents=shown, store=store, config=config)
+    resume = resume_command(run_id, agents=shown, store=store, judge=judge, config=config)
     if not agents_needed or shown:
         return resume, None
     if recorded:
@@ -208,6 +211,15 @@ def recorded_agents(engine: Any, run_id: str) -> str | None:
         return None
 
 
+def recorded_judge(engine: Any, run_id: str) -> str | None:
+    """The agent name run ``run_id``'s last drive was given as its judge (``--judge``), which
+    a resume command names; None when none is recorded (one from lockgate.toml needs no flag)."""
+    try:
+        return engine.last_judge(run_id)
+    except Exception:  # noqa: BLE001 - a hint must not fail the command that prints it
+        return None
+
+
 def names_recorded(engine: Any, run_id: str) -> bool:
     """Whether run ``run_id``'s claim record says which agents its last drive took from the
     ``--agents`` module it names (an older Lockgate recorded the module alone); True when that
@@ -220,20 +232,21 @@ def names_recorded(engine: Any, run_id: str) -> bool:
         return True
 
 
-def python_driven(engine: Any, run_id: str) -> tuple[Any, list[str]] | None:
+def python_driven(engine: Any, run_id: str, judge: str | None = None) -> tuple[Any, list[str]] | None:
     """(the agents given in Python code run ``run_id`` was last driven with, those of them its
-    flow uses), for :func:`resume_hint`'s note; None when it was driven with none (or with an
-    ``--agents`` module, which the command names), or that cannot be told."""
+    flow uses, its judge ``judge`` included), for :func:`resume_hint`'s note; None when it was
+    driven with none (or with an ``--agents`` module, which the command names), or that cannot
+    be told."""
     from ..engine.agentorigin import missing_agents
 
     try:
-        missing = missing_agents(engine, run_id, ())
+        missing = missing_agents(engine, run_id, (), judge)
     except Exception:  # noqa: BLE001 - a hint must not fail the command that prints it
         return None
     return missing if missing is not None and missing[0].module is None else None
 
 
-def agents_needed(engine: Any, run_id: str, config: str | None = None) -> bool:
+def agents_needed(engine: Any, run_id: str, config: str | None = None, judge: str | None = None) -> bool:
     """Whether some agent of run ``run_id``'s flow can come only from an ``--agents`` module:
     none of lockgate.toml (``config``, else the nearest from here), the registry and the
     built-ins knows it, or
@@ -241,7 +254,8 @@ def agents_needed(engine: Any, run_id: str, config: str | None = None) -> bool:
     Codex, whose binary is missing), or the run took agents its flow uses from Python code or
     the module it was driven with, as its claim records them by name (a resume without them
     is refused, as it would swap them for another adapter: see
-    :mod:`lockgate.engine.agentorigin`). True when that cannot be told (the spec cannot be
+    :mod:`lockgate.engine.agentorigin`); ``judge``, the judge a resume judges with, counts as
+    one of them when the flow has judged ensures. True when that cannot be told (the spec cannot be
     read back, the configuration is broken): the placeholder then asks for the module rather
     than promising a command that may fail or call other agents."""
     from pathlib import Path
@@ -249,15 +263,15 @@ def agents_needed(engine: Any, run_id: str, config: str | None = None) -> bool:
     from ..engine.agentorigin import missing_agents
     from ..engine.agents.config import load_config
     from ..engine.agents.registry import known_agents, resolve_agent
-    from ..engine.flowneeds import agent_names
+    from ..engine.flowneeds import agent_names, uses_judged
     from ..engine.graphs import stored_spec
 
     try:
-        if missing_agents(engine, run_id, ()) is not None:
+        if missing_agents(engine, run_id, (), judge) is not None:
             return True
-        spec = stored_spec(engine.store, run_id)
+        spec, flow = stored_spec(engine.store, run_id), engine.status(run_id).get("flow")
         config = load_config(config) if config else load_config(start=Path.cwd())
-        names = set(agent_names(spec, engine.status(run_id).get("flow")))
+        names = set(agent_names(spec, flow)) | ({judge} if judge and uses_judged(spec, flow) else set())
         if not names <= set(known_agents(config=config)):
             return True
         return not all(_runs_here(resolve_agent(name, config=config)) for name in names)

@@ -248,6 +248,8 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     store = open_existing(options.store) if resume_id else open_store(options.store)
     options = options._replace(in_memory=ephemeral(store))
     engine = Engine(store=store, workspace=Path.cwd())
+    kept_judge = _recorded_judge(engine, resume_id) if resume_id and options.judge is None else None
+    options = options._replace(judge=kept_judge or options.judge)  # the commands printed name it
     if resume_id and not options.agents:
         _check_agents_given(engine, resume_id, options, found, take_over)
     display = Progress()
@@ -259,7 +261,11 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     runner = make_runner(engine=engine, config=config, config_chosen=options.config is not None, agents=agents,
                          agents_module=record_of(agents, agents_source(options.agents), registered)
                          if options.agents else None,
-                         gates=gates, on_event=display.update, judge=options.judge)
+                         gates=gates, on_event=display.update,
+                         judge=options.judge if kept_judge is None else None)  # kept: by the runner itself
+    if kept_judge is not None and _to_drive(engine, resume_id, take_over):
+        _check_judge_here(runner, resume_id, options)
+        click.echo(f"judging with --judge {kept_judge}, the judge run {resume_id} was driven with", err=True)
 
     async def main() -> Any:
         with display:
@@ -332,21 +338,54 @@ def _check_agents_given(engine: Any, run_id: str, options: Options, config: Path
     records), or whose agents come only from it:
     name that module in the command to type, before any agent is looked up (the lookup would
     say "no agent named X", or quietly take a built-in of the same name). A run another live
-    process drives is left to the resume, whose refusal says so first (not with --take-over)."""
-    from ..engine.drive import TERMINAL
-
+    process drives is left to the resume, whose refusal says so first (not with --take-over).
+    The judge the resume judges with (``options.judge``) counts as one of the flow's agents."""
     recorded = hints.recorded_agents(engine, run_id)
-    if not recorded or not hints.agents_needed(engine, run_id, str(config) if config else None):
+    if not recorded or not hints.agents_needed(engine, run_id, str(config) if config else None, options.judge):
         return
-    if engine.status(run_id).get("status") in TERMINAL:  # nothing left to dispatch
-        return
-    if not take_over and engine.driver_of(run_id) is not None:
+    if not _to_drive(engine, run_id, take_over):
         return
     shown = hints.shown_module(recorded)
     if shown is None:
         raise click.BadParameter(hints.GONE.format(recorded))
     raise click.BadParameter(f"run {run_id} was driven with the agents of --agents {shown}: give it again: "
                              f"{options._replace(agents=shown).resume(run_id)}")
+
+
+def _recorded_judge(engine: Any, run_id: str) -> str | None:
+    """The agent name run ``run_id``'s last drive was given as its judge (``--judge``), which a
+    resume given none keeps (its judged ensures would fail closed, or take lockgate.toml's
+    judge); None when none is recorded (a judge from lockgate.toml needs no flag) or the run
+    cannot be read (the resume then says what is wrong)."""
+    from ..errors import LockgateError
+
+    try:
+        return engine.last_judge(run_id)
+    except LockgateError:
+        return None
+
+
+def _check_judge_here(runner: Any, run_id: str, options: Options) -> None:
+    """Refuse a resume that kept the run's recorded judge when no agent here has its name
+    (its --agents module not given, or gone): the command names the judge and the module."""
+    known = runner.known_agents()
+    if options.judge in known:
+        return
+    command = options.resume(run_id) + ("" if options.agents else f" --agents {hints.AGENTS_PLACEHOLDER}")
+    raise click.BadParameter(
+        f"run {run_id} was driven with --judge {options.judge}, and no agent named {options.judge!r} is here "
+        f"(the agents are: {', '.join(known)}): without it its judged ensures fail closed. Give the agents that "
+        f"define it: {command}, or choose another judge with --judge")
+
+
+def _to_drive(engine: Any, run_id: str, take_over: bool) -> bool:
+    """Whether this resume is to drive run ``run_id``: it is still going, and no other live
+    process drives it (or ``take_over``); else the resume only reports it, or is refused."""
+    from ..engine.drive import TERMINAL
+
+    if engine.status(run_id).get("status") in TERMINAL:  # nothing left to dispatch
+        return False
+    return take_over or engine.driver_of(run_id) is None
 
 
 @contextmanager

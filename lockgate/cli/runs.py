@@ -108,10 +108,11 @@ def _resume_lines(engine: Any, run_id: str, store: str | None) -> list[str]:
     """The command that continues ``run_id`` with agents, and when it needs an --agents module
     this command cannot tell, the line that says so."""
     config, config_note = hints.config_to_name(engine, run_id)
-    command, note = hints.resume_hint(run_id, store=store, config=config,
-                                      agents_needed=hints.agents_needed(engine, run_id, config),
+    judge = hints.recorded_judge(engine, run_id)
+    command, note = hints.resume_hint(run_id, store=store, config=config, judge=judge,
+                                      agents_needed=hints.agents_needed(engine, run_id, config, judge),
                                       recorded=hints.recorded_agents(engine, run_id),
-                                      python=hints.python_driven(engine, run_id),
+                                      python=hints.python_driven(engine, run_id, judge),
                                       names_known=hints.names_recorded(engine, run_id))
     return [command, *(f"({line})" for line in (note, config_note) if line)]
 

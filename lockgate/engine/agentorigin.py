@@ -118,18 +118,25 @@ def python_agents(engine: Any, run_id: str) -> PythonAgents | None:
     return origin if origin is not None and origin.module is None else None
 
 
-def missing_agents(engine: Any, run_id: str, given: Collection[str]) -> tuple[PythonAgents, list[str]] | None:
+def missing_agents(engine: Any, run_id: str, given: Collection[str],
+                   judge: str | None = None) -> tuple[PythonAgents, list[str]] | None:
     """(the agents run ``run_id``'s last drive was given in Python or by a module, those of
     them its flow uses that ``given`` lacks), or None when it lacks none: a resume given only
-    ``given`` would take those from another adapter."""
-    from .flowneeds import agent_names
+    ``given`` would take those from another adapter. ``judge``: the agent name the resume
+    judges with, used too when the flow has judged ensures (a module's ``judge`` function
+    would otherwise become lockgate.toml's or a built-in agent of that name)."""
+    from .flowneeds import agent_names, uses_judged
 
     if not hasattr(engine, "last_agents"):
         return None
     recorded = engine.last_agents(run_id)
     if PythonAgents.parse(recorded) is None:  # nothing recorded, or not which agents
         return None
-    return missing_from(recorded, agent_names(*engine.spec_of(run_id)), given)
+    spec, flow = engine.spec_of(run_id)
+    used = agent_names(spec, flow)
+    if judge is not None and judge not in used and uses_judged(spec, flow):
+        used.append(judge)
+    return missing_from(recorded, used, given)
 
 
 def missing_from(recorded: str | None, used: Iterable[str],

@@ -56,7 +56,10 @@ class Driver:
     another one); ``pidns``: the process's pid namespace, when the system tells it (containers
     sharing a host name, and a store, number their processes apart); ``agents``: the module its
     Python agents came from (``lockgate run --agents``: a file's resolved path or a dotted name),
-    kept too, so that the commands printing how to resume the run can name it."""
+    kept too, so that the commands printing how to resume the run can name it; ``judge``: the
+    agent name of the judge it was given (``--judge``, ``judge=`` by name; None when it took the
+    judge from lockgate.toml or was given none), kept too, so that a resume given no judge
+    keeps it and the commands printing how to resume the run name it."""
 
     owner: str
     host: str
@@ -74,15 +77,18 @@ class Driver:
     #: :mod:`lockgate.engine.commands`), not its agents: the dispatched steps are nobody's while
     #: it holds the run, and left for a resume once it is given up (a record without it: a drive)
     commands_only: bool = False
+    judge: str | None = None
 
     @classmethod
-    def here(cls, config: str | None = None, agents: str | None = None, *, commands_only: bool = False) -> Driver:
+    def here(cls, config: str | None = None, agents: str | None = None, *, commands_only: bool = False,
+             judge: str | None = None) -> Driver:
         """A new drive by this process, resolving agents with the configuration file ``config``
-        and the module ``agents`` (or, with ``commands_only``, a claim for running commands only);
-        it counts as driving until :func:`ended` says it stopped."""
+        and the module ``agents``, judging with the agent named ``judge`` (or, with
+        ``commands_only``, a claim for running commands only); it counts as driving until
+        :func:`ended` says it stopped."""
         pid = os.getpid()
         driver = cls(uuid.uuid4().hex, socket.gethostname(), pid, process_start(pid), time.time(), config,
-                     pid_namespace(), agents, commands_only=commands_only)
+                     pid_namespace(), agents, commands_only=commands_only, judge=judge)
         _DRIVING.add(driver.owner)
         return driver
 
@@ -101,7 +107,7 @@ class Driver:
             driver = cls(record["owner"], str(record["host"]), int(record["pid"]),
                          record.get("started"), float(record["renewed_at"]), config_of(record),
                          _text(record, "pidns"), agents_of(record), record.get("stopping") is True,
-                         record.get("commands_only") is True)
+                         record.get("commands_only") is True, judge_of(record))
         except (KeyError, TypeError, ValueError, OverflowError):
             return None
         return driver if driver.pid > 0 else None
@@ -262,7 +268,7 @@ def release(run: LiveRun, driver: Driver) -> None:
 def vacate(run: LiveRun) -> None:
     """Leave the run claimed by nobody (what its agents were resolved with is kept): a drive
     gave it up, or a revert brought an ended run back, whose last drive has returned."""
-    kept = {name: value for name in ("config", "agents") if (value := _text(run.driver, name)) is not None}
+    kept = {name: value for name in ("config", "agents", "judge") if (value := _text(run.driver, name)) is not None}
     _write(run, {"key": DRIVER_KEY, "owner": None, **kept})
 
 
@@ -276,6 +282,12 @@ def agents_of(record: Any) -> str | None:
     """The ``--agents`` module the run's last driver took Python agents from: None when it took
     none, or that is not recorded (no drive yet, or one by an older Lockgate)."""
     return _text(record, "agents") or None
+
+
+def judge_of(record: Any) -> str | None:
+    """The agent name of the judge the run's last driver was given: None when it was given
+    none by name (lockgate.toml's judge, a Python callable, none), or that is not recorded."""
+    return _text(record, "judge") or None
 
 
 def _text(record: Any, name: str) -> str | None:

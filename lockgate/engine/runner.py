@@ -20,8 +20,9 @@ with status ``cancelled``. An agent call or command whose issuance another proce
 whether it runs, waits for a slot (it never starts) or waits for the judge's verdict on its answer.
 
 ``judged`` ensures are answered by the judge: ``judge=`` (an agent name, an agent or a callable
-``judge(statement, stakes, result, input)``), else the engine's own ``judge``, else ``judge`` in
-lockgate.toml. A judge is asked on the runner's loop while other agents keep running (see
+``judge(statement, stakes, result, input)``), else the engine's own ``judge``, else (a resume)
+the agent the run's last drive was given by name as its judge (recorded with its claim), else
+``judge`` in lockgate.toml. A judge is asked on the runner's loop while other agents keep running (see
 :func:`lockgate.engine.judge.settle`); it counts as a running agent call.
 
 ``evaluate`` steps run their command through ``evaluator=`` (default: the engine's own, by
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 from collections import Counter
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
@@ -127,6 +129,8 @@ class Runner:
         #: the runs this runner has planned or resumed, in that order
         self.run_ids: list[str] = []
         self.detached = False
+        #: the judge a resume took from the run's record, given none (see check_resumable)
+        self.recorded_judge: str | None = None
 
     def detach(self) -> None:
         """From now on, a run whose driving is cancelled (Ctrl-C) is left as it is, resumable,
@@ -194,7 +198,8 @@ class Runner:
         """Refuse now, changing nothing, what :meth:`resume` would refuse: a run another live
         process drives (RunDriven; not with ``take_over``) or one whose agents this runner would
         resolve from another configuration file, or from anywhere but the Python functions (or
-        the ``--agents`` module's) the run was driven with (ConfigError). Another process
+        the ``--agents`` module's) the run was driven with, or, given no judge, one whose judge
+        recorded by name (``--judge``) names no agent here (ConfigError; else it is taken). Another process
         driving the run is refused first: other agents or configuration would not change that.
         For callers that start the resume later (a notebook cell's task) and must say so in the
         cell."""
@@ -202,8 +207,34 @@ class Runner:
         if holder is not None:
             running = (self.engine.status(run_id).get("evaluating") or ()) if holder.commands_only else ()
             raise refusal(run_id, holder, [str(call["step_id"]) for call in running])
-        self._check_config(run_id)
-        self._check_agents(run_id)
+        taken = self._take_recorded_judge(run_id)
+        try:
+            self._check_config(run_id)
+            self._check_agents(run_id)
+            if taken is not None and taken not in self.known_agents():
+                raise judge_refusal(run_id, taken, self.known_agents())
+        except BaseException:
+            if taken is not None:  # refused: the runner is left as it was
+                self._judge_choice = self.recorded_judge = None
+            raise
+
+    def _take_recorded_judge(self, run_id: str) -> str | None:
+        """Given no judge (none to this runner, none of its engine's), take the one the run's
+        last drive was given by name (``--judge``, ``judge=``), as its claim records it, and
+        return its name: the run's judged ensures would otherwise fail closed, or be answered
+        by lockgate.toml's judge. The runner then judges with it, as if given ``judge=`` that
+        name (:attr:`recorded_judge` says so); None when it takes none."""
+        if (self._judge_choice is not None or getattr(self.engine, "judge", None) is not None
+                or not hasattr(self.engine, "last_judge")):
+            return None
+        name = self.engine.last_judge(run_id)
+        if name is not None:
+            self._judge_choice, self._judge_ready, self.recorded_judge = name, False, name
+        return name
+
+    def known_agents(self) -> list[str]:
+        """The agent names this runner resolves (given, registered, configured, built in)."""
+        return known_agents(explicit=self._explicit, registry=self._registry, config=self.config)
 
     def _check_config(self, run_id: str) -> None:
         """Refuse (ConfigError) to resume with agents resolved from another configuration file
@@ -230,7 +261,8 @@ class Runner:
         or a script's functions) or taken from an ``--agents`` module without them (those its
         flow uses, by the names its claim recorded): they would quietly resolve to other
         adapters."""
-        missing = missing_agents(self.engine, run_id, self._given)
+        judge = self._judge_choice if isinstance(self._judge_choice, str) else None
+        missing = missing_agents(self.engine, run_id, self._given, judge)
         if missing is not None:
             raise agents_refusal(run_id, *missing, given_module=module_of(self._agents_module))
 
@@ -264,7 +296,8 @@ class Runner:
         """A new drive by this process, for an engine that keeps claims (None for another)."""
         if not hasattr(self.engine, "claim"):
             return None
-        return Driver.here(self._config_file(), self._agents_module)
+        judge = self._judge_choice if isinstance(self._judge_choice, str) else None
+        return Driver.here(self._config_file(), self._agents_module, judge=judge)
 
     async def _ready_for(self, spec: Any, flow: str | None) -> None:
         """Install the evaluator and the judge, and preflight every agent the flow may dispatch
@@ -288,7 +321,8 @@ class Runner:
     def install_judge(self) -> JudgeBridge | None:
         """Resolve the judge once and install it on the engine behind a :class:`JudgeBridge`.
 
-        Precedence: ``judge=`` given to this runner, then the engine's own ``judge``, then
+        Precedence: ``judge=`` given to this runner (or, on a resume given none, the name the
+        run's claim recorded: see :meth:`check_resumable`), then the engine's own ``judge``, then
         ``judge`` in the project configuration. None when there is none (judged ensures then
         fail closed). An unknown agent name is a ConfigError listing the agents there are.
         """
@@ -316,7 +350,7 @@ class Runner:
         self._evaluator_ready = True
 
     def _judge_agent(self, name: str, where: str) -> Agent:
-        names = known_agents(explicit=self._explicit, registry=self._registry, config=self.config)
+        names = self.known_agents()
         if name not in names:
             raise ConfigError(
                 f"{where}no agent named {name!r} to be the judge; the agents are: "
@@ -459,6 +493,23 @@ def _engine(store: Any, workspace: Any) -> Any:
     if store is None or isinstance(store, (str, os.PathLike)):
         store = open_store(store)
     return Engine(store=store, workspace=workspace if workspace is not None else Path.cwd())
+
+
+def judge_refusal(run_id: str, name: str, known: list[str]) -> ConfigError:
+    """The error refusing a resume of run ``run_id``, given no judge, whose last drive judged
+    with the agent ``name`` that resolves to none of ``known`` here (its ``detail`` holds the
+    facts, for callers with other words for the remedy)."""
+    error = ConfigError(
+        f"run {run_id} was driven with the judge {name!r}, and this resume was given none; no agent named "
+        f"{name!r} is here to be it (the agents are: {', '.join(known)}), and without it the run's judged "
+        f"ensures fail closed. Give the agents that define it again (`lockgate run --resume {run_id} --judge "
+        f"{shlex.quote(name)} --agents FILE.py`, agents= in Python), or choose another judge (--judge, judge=)")
+    error.detail = {"problem": JUDGE_NOT_FOUND, "run_id": run_id, "judge": name}
+    return error
+
+
+#: ``detail["problem"]`` of the ConfigError refusing a resume whose recorded judge is not here
+JUDGE_NOT_FOUND = "recorded_judge_not_found"
 
 
 def _deferring(call: Callable[[], Any]) -> Any:

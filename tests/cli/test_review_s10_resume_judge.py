@@ -1,0 +1,118 @@
+"""A run started with ``--judge NAME`` keeps its judge when resumed (real ``lockgate`` processes;
+review s10 F7 #1). The drive records the judge's name with its claim, as it records the
+``--agents`` module and the configuration file, so that:
+
+- the resume commands ``gate revise``, ``resume`` and ``why`` print name it (``--judge NAME``;
+  they left it out, and that resume ran every judged ensure with no judge: it failed closed, the
+  run ended error/retries_exhausted for good, its agent calls spent);
+- a resume given no ``--judge`` judges with the recorded one, and says so on stderr;
+- a resume whose recorded judge names no agent here is refused before any agent is called, with
+  the command that gives it (its configuration file is gone);
+- a run whose judge came from lockgate.toml records none, and its commands name none.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from cli_support import lockgate_argv, lockgate_env
+
+SPEC = """version: 1
+contracts:
+  Answer: {answer: string}
+flows:
+  entry: research
+  research:
+    input: {question: string}
+    output: {from: "${answer.output}", contract: Answer}
+    max_rounds: 2
+    steps:
+      - id: answer
+        do: "Answer ${input.question}"
+        agent: writer
+        out: Answer
+        ensure:
+          - judged: {statement: "The answer is supported", stakes: default}
+      - id: review
+        after: [answer]
+        gate: {on_approve: null, on_revise: answer, on_kill: null}
+"""
+
+AGENTS = """from pathlib import Path
+
+def writer(task):
+    return {"answer": "a"}
+
+def judge(task):
+    with open(Path(__file__).with_name("judged.log"), "a") as log:
+        log.write("judged\\n")
+    return {"holds": True, "reason": "ok"}
+"""
+
+
+def _lockgate(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(lockgate_argv(*args), cwd=cwd, env=lockgate_env(), capture_output=True,
+                          text=True, timeout=120)
+
+
+def _started(tmp_path: Path, *options: str) -> str:
+    """A run of SPEC in ``tmp_path`` waiting at its gate (driven with ``options``), revised:
+    its answer step is to run again, with its judged ensure."""
+    (tmp_path / "flow.stratum.yaml").write_text(SPEC)
+    (tmp_path / "agents.py").write_text(AGENTS)
+    started = _lockgate(tmp_path, "run", "flow.stratum.yaml", "--input", "question=q", "--agents", "agents.py",
+                        *options, "--no-prompt")
+    assert started.returncode == 3, started.stderr
+    run_id = json.loads(started.stdout)["run_id"]
+    assert (tmp_path / "judged.log").read_text().count("judged") == 1
+    return run_id
+
+
+def test_printed_resume_commands_name_the_judge_and_a_bare_resume_keeps_it(tmp_path: Path) -> None:
+    run_id = _started(tmp_path, "--judge", "judge")
+    expected = f"lockgate run --resume {run_id} --agents agents.py --judge judge"
+    revised = _lockgate(tmp_path, "gate", "revise", run_id, "review", "--note", "again")
+    assert revised.returncode == 0, revised.stderr
+    assert expected in revised.stdout + revised.stderr
+    for command in (("why", run_id), ("resume", run_id)):
+        shown = _lockgate(tmp_path, *command)
+        assert expected in shown.stdout + shown.stderr, (command, shown.stdout, shown.stderr)
+
+    resumed = _lockgate(tmp_path, "run", "--resume", run_id, "--agents", "agents.py", "--no-prompt")
+    assert resumed.returncode == 3, resumed.stderr  # at the gate again: the judge held the answer
+    assert f"judging with --judge judge, the judge run {run_id} was driven with" in resumed.stderr
+    assert (tmp_path / "judged.log").read_text().count("judged") == 2
+    assert f"then continue it with: {expected}" in resumed.stderr  # recorded again by this drive
+
+
+def test_a_recorded_judge_that_names_no_agent_here_is_refused_with_the_command(tmp_path: Path) -> None:
+    config = tmp_path / "cfg" / "lockgate.toml"
+    config.parent.mkdir()
+    config.write_text('[agents.verifier]\ntype = "python"\ncallable = "agents:judge"\n')
+    run_id = _started(tmp_path, "--config", "cfg/lockgate.toml", "--judge", "verifier")
+    assert _lockgate(tmp_path, "gate", "revise", run_id, "review", "--note", "again").returncode == 0
+    config.unlink()  # the agent named verifier is gone with it
+
+    resumed = _lockgate(tmp_path, "run", "--resume", run_id, "--agents", "agents.py", "--no-prompt")
+    assert resumed.returncode == 2, resumed.stderr
+    assert (f"run {run_id} was driven with --judge verifier, and no agent named 'verifier' is here"
+            in resumed.stderr)
+    assert f"lockgate run --resume {run_id} --agents agents.py --judge verifier" in resumed.stderr
+    assert (tmp_path / "judged.log").read_text().count("judged") == 1  # nothing was called
+    listed = json.loads(_lockgate(tmp_path, "runs", "--format", "json").stdout)
+    assert [run["status"] for run in listed] == ["running"]  # left to resume once the judge is given
+
+
+def test_a_judge_from_lockgate_toml_is_not_named(tmp_path: Path) -> None:
+    (tmp_path / "lockgate.toml").write_text('judge = "judge"\n')
+    run_id = _started(tmp_path)
+    revised = _lockgate(tmp_path, "gate", "revise", run_id, "review", "--note", "again")
+    assert revised.returncode == 0, revised.stderr
+    assert f"lockgate run --resume {run_id} --agents agents.py\n" in revised.stdout + revised.stderr
+    assert "--judge" not in revised.stdout + revised.stderr
+    resumed = _lockgate(tmp_path, "run", "--resume", run_id, "--agents", "agents.py", "--no-prompt")
+    assert resumed.returncode == 3, resumed.stderr
+    assert "judging with" not in resumed.stderr
+    assert (tmp_path / "judged.log").read_text().count("judged") == 2
