@@ -18,7 +18,7 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 AGENTS_PLACEHOLDER = "<your agents module>"
 NOT_RECORDED = "the store does not record the --agents module a run was started with: give the same one"
@@ -46,11 +46,17 @@ def shown_store(store: str) -> str:
         password = parts.password
     except ValueError:  # not a URL urllib can read (libpq may still): hide all after the scheme
         return store.split("://", 1)[0] + "://****"
+    query = _QUERY_PASSWORD.sub(r"\1****", parts.query)
+    if password is None and query == parts.query:
+        return store  # nothing to hide: as given
+    netloc = parts.netloc
     if password is not None:
         user = f"{parts.username}:" if parts.username else ":"
-        parts = parts._replace(netloc=f"{user}****@{parts.netloc.rsplit('@', 1)[1]}")
-    query = _QUERY_PASSWORD.sub(r"\1****", parts.query)
-    return urlunsplit(parts._replace(query=query))
+        netloc = f"{user}****@{netloc.rsplit('@', 1)[1]}"
+    # not urlunsplit: it drops an empty host's // (postgresql:///db, a local socket, would
+    # become postgresql:/db; sqlite:///abs.db a relative path)
+    return (f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
+            + (f"#{parts.fragment}" if parts.fragment else ""))
 
 
 _QUERY_PASSWORD = re.compile(r"((?:^|&)password=)[^&]*", re.IGNORECASE)
