@@ -52,6 +52,7 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
     ("LG301", "CONTRACT_INVALID_TYPE", "an unparsable contract type"),
     ("LG302", "CONTRACT_UNKNOWN_REF", "a contract name that is not declared"),
     ("LG303", "CONTRACT_RECURSIVE_REF", "a contract that refers to itself"),
+    ("LG304", "SET_OUT_MISMATCH", "a set step's keys are not its out contract's fields"),
     # references
     ("LG401", "REF_INVALID", "a malformed ${...} reference"),
     ("LG402", "REF_INVALID_SCOPE", "${item} and ${prev} only inside a fanout stage"),

@@ -8,6 +8,7 @@ are skipped, so one real problem gives one finding.
 One module per area, each with ``check(ctx) -> Iterator[Finding]``:
 
 - :mod:`.contracts` types and contract names (LG301-303)
+- :mod:`.outshape` set keys against their ``out`` contract (LG304)
 - :mod:`.subflows` entry, run, with, recursion, nesting (LG701-705)
 - :mod:`.steps` duplicate ids (LG501)
 - :mod:`.routing` unknown and self targets, cycles (LG502-504)
@@ -26,12 +27,13 @@ from collections.abc import Collection
 
 from ..diagnostics import Finding
 from ..ir import Spec
-from . import carry, contracts, expressions, fanout, gates, lint as lint_rules, output, references, routing, steps, subflows
+from . import carry, contracts, expressions, fanout, gates, output, outshape, references, routing, steps, subflows
+from . import lint as lint_rules
 from .context import BUILTIN_AGENTS, Context
 
 __all__ = ["BUILTIN_AGENTS", "run_checks"]
 
-_RULES = (contracts, subflows, steps, routing, references, expressions, fanout, carry, gates, output)
+_RULES = (contracts, outshape, subflows, steps, routing, references, expressions, fanout, carry, gates, output)
 
 
 def run_checks(spec: Spec, *, agents: Collection[str] | None = None, lint: bool = True) -> list[Finding]:

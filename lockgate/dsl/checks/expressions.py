@@ -133,7 +133,7 @@ def _value_errors(ctx: Context, step: Step, field: ScannedField, tree: Any, kind
     try:
         declared = ctx.contracts.type_at(step.out, (key,))
     except ContractError:
-        return  # a key the contract lacks is reported by the contract check of the output
+        return  # a key the contract lacks is LG304 (checks.outshape)
     accepted = {kind_of_type(strip_optional(declared))} | ({"null"} if declared.optional else set())
     if None not in accepted and kind not in accepted:
         yield wrong_kind(tree, field.text, kind, f"out contract {step.out} declares {key}: {declared}")
