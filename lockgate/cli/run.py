@@ -223,7 +223,7 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     from ..engine.engine import Engine
     from ..engine.flowneeds import as_spec
     from ..engine.gatechannel import TerminalGates
-    from ..engine.runner import make_runner
+    from ..engine.runner import config_file_for, make_runner
     from ..engine.store import open_store
     from ..errors import (
         DrivenElsewhere,
@@ -239,8 +239,7 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     inputs = read_inputs(pairs, inputs_file, _declared_inputs(loaded, flow))
     agents, registered = _module_agents(options.agents) if options.agents else ({}, [])
     here = find_config()  # the configuration a resume from this folder finds
-    found = Path(options.config) if options.config else (
-        (find_config(Path(spec).resolve().parent) if spec else None) or here)
+    found = Path(options.config) if options.config else config_file_for(Path(spec) if spec else None, here)
     config = load_config(found) if found else ProjectConfig()
     if found is not None and found != here:  # a resume from here would not find it
         options = options._replace(config=os.path.relpath(found))

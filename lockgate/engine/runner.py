@@ -444,11 +444,34 @@ async def run(spec: Any, inputs: Mapping[str, Any] | None = None, *, flow: str |
     :mod:`lockgate.engine.evaluate`, or None for none (evaluate steps then fail); default: the
     engine's (``/bin/sh -c`` in the workspace for an engine made here).
     """
+    found = config_file_for(spec) if config is None and workspace is None else None
     runner = make_runner(engine=engine, store=store, workspace=workspace, agents=agents,
-                         registry=registry, config=config, gates=gates, on_event=on_event,
-                         max_running=max_running, max_outstanding=max_outstanding, judge=judge,
-                         evaluator=evaluator)
+                         registry=registry, config=load_config(found) if found else config, gates=gates,
+                         on_event=on_event, max_running=max_running, max_outstanding=max_outstanding, judge=judge,
+                         evaluator=evaluator, config_chosen=False if found else None)
     return await runner.start(spec, inputs, flow=flow)
+
+
+def config_file_for(spec: Any, here: Path | None = None) -> Path | None:
+    """The project configuration file a run of ``spec`` resolves agents with when none is chosen:
+    for a spec given as a file path, the nearest above its folder (a project's lockgate.toml
+    beside its specs, found wherever the run starts from); else, or when there is none, ``here``
+    (the one found from the current folder: searched when not given). ``lockgate run`` and
+    :func:`run` alike."""
+    from .agents.config import find_config
+
+    path = _spec_path(spec)
+    found = find_config(path.resolve().parent) if path is not None else None
+    return found or (here if here is not None else find_config())
+
+
+def _spec_path(spec: Any) -> Path | None:
+    """``spec`` as a file path when it is one (as :func:`as_spec` reads it), else None."""
+    if isinstance(spec, os.PathLike):
+        return Path(spec)
+    if isinstance(spec, str) and "\n" not in spec and spec.endswith((".yaml", ".yml")):
+        return Path(spec)
+    return None
 
 
 def run_sync(spec: Any, inputs: Mapping[str, Any] | None = None, **options: Any) -> RunResult:
