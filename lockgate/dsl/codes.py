@@ -53,6 +53,7 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
     ("LG302", "CONTRACT_UNKNOWN_REF", "a contract name that is not declared"),
     ("LG303", "CONTRACT_RECURSIVE_REF", "a contract that refers to itself"),
     ("LG304", "SET_OUT_MISMATCH", "a set step's keys are not its out contract's fields"),
+    ("LG305", "EVALUATE_OUT_MISMATCH", "an evaluate step's out contract cannot hold the evaluator's result"),
     # references
     ("LG401", "REF_INVALID", "a malformed ${...} reference"),
     ("LG402", "REF_INVALID_SCOPE", "${item} and ${prev} only inside a fanout stage"),

@@ -8,7 +8,7 @@ are skipped, so one real problem gives one finding.
 One module per area, each with ``check(ctx) -> Iterator[Finding]``:
 
 - :mod:`.contracts` types and contract names (LG301-303)
-- :mod:`.outshape` set keys against their ``out`` contract (LG304)
+- :mod:`.outshape` set keys and evaluate results against their ``out`` contract (LG304-305)
 - :mod:`.subflows` entry, run, with, recursion, nesting (LG701-705)
 - :mod:`.steps` duplicate ids (LG501)
 - :mod:`.routing` unknown and self targets, cycles (LG502-504)

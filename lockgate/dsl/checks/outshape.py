@@ -1,10 +1,11 @@
 """Steps whose output the engine assembles itself, checked against their ``out`` contract: a
-``set`` step's keys (``LG304``).
+``set`` step's keys (``LG304``) and an ``evaluate`` step's fixed result shape (``LG305``).
 
 Declared contracts are strict (semantics §2): a key the contract lacks is an unknown field and a
-required field left out is missing. A set step's keys are known before the run, so a mismatch
-fails every time, and a set step never retries: it fails its scope. Optional fields (type ending
-in ``?``) may be left out. Value types are checked elsewhere (``LG604`` for set values).
+required field left out is missing. For these two kinds the keys are known before the run, so a
+mismatch fails every time, and neither kind retries: a set step fails its scope, an evaluate
+failure is forced exhausted (§6.11). Optional fields (type ending in ``?``) may be left out.
+Set value types are checked elsewhere (``LG604``); an evaluate result's are checked here.
 """
 
 from __future__ import annotations
@@ -12,10 +13,22 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from ..diagnostics import Finding
+from ..expr.typecheck import kind_of_type
 from ..ir import Step
-from ..types import TypeExpr
+from ..types import Enum, TypeExpr, strip_optional
 from .context import Context
 from .suggest import did_you_mean, suffix
+
+#: The evaluator-result shape (§1.7; the engine's ``evaluate._RESULT_FIELDS``): field -> (the
+#: kind of its value, whether every result has it). ``status`` is one of closed|open|failed.
+EVALUATOR_RESULT: Mapping[str, tuple[str, bool]] = {
+    "status": ("string", True),
+    "children": ("array", True),
+    "reason": ("string", True),
+    "score": ("number", False),
+    "route": ("string", False),
+}
+_STATUSES = ("closed", "open", "failed")
 
 
 def check(ctx: Context) -> Iterator[Finding]:
@@ -26,6 +39,8 @@ def check(ctx: Context) -> Iterator[Finding]:
                 continue
             if step.kind == "set" and isinstance(step.set, Mapping):
                 yield from _set_keys(step, fields)
+            elif step.kind == "evaluate":
+                yield from _evaluate_out(step, fields)
 
 
 def _out_fields(ctx: Context, step: Step) -> dict[str, TypeExpr] | None:
@@ -77,3 +92,45 @@ def _set_keys(step: Step, fields: dict[str, TypeExpr]) -> Iterator[Finding]:
             hint=f"give {'each' if len(missing) > 1 else 'it'} a value in 'set', or make "
             f"{'them' if len(missing) > 1 else 'it'} optional in the contract (a type ending in '?')",
         )
+
+
+def _evaluate_out(step: Step, fields: dict[str, TypeExpr]) -> Iterator[Finding]:
+    """The ``out`` of an evaluate step is checked on the evaluator's result, whose keys are
+    fixed: every problem below refuses every result."""
+    lacks = [name for name, (_, always) in EVALUATOR_RESULT.items() if always and name not in fields]
+    foreign = [name for name in _required(fields) if name not in EVALUATOR_RESULT]
+    clashes = [f"{name}: {fields[name]}" for name in EVALUATOR_RESULT if _clashes(name, fields.get(name))]
+    problems = []
+    if lacks:
+        problems.append(f"lacks {_names(lacks)}, which every evaluator result has (an unknown field)")
+    if foreign:
+        problems.append(f"requires {_names(foreign)}, which no evaluator result has")
+    if clashes:
+        problems.append(f"declares {', '.join(clashes)}, which no evaluator result's value fits")
+    if not problems:
+        return
+    yield Finding(
+        "LG305",
+        f"out contract {step.out} of evaluate step '{step.id}' {'; it '.join(problems)}: every "
+        f"result fails it, and evaluate steps never retry",
+        (*step.at, "out"),
+        hint="an evaluator returns {status: closed|open|failed, children: any[], reason: string, "
+        "score?: number, route?: claude|codex}; its out contract must accept that shape",
+    )
+
+
+def _clashes(name: str, declared: TypeExpr | None) -> bool:
+    """Whether a field every result has can never hold its value: a different kind, or a status
+    enum with none of the statuses."""
+    kind, always = EVALUATOR_RESULT[name]
+    if declared is None or not always:
+        return False
+    inner = strip_optional(declared)
+    found = kind_of_type(inner)
+    if found is not None and found != kind:
+        return True
+    return name == "status" and isinstance(inner, Enum) and not set(inner.members) & set(_STATUSES)
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(f"'{name}'" for name in names)
