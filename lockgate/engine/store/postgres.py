@@ -166,7 +166,8 @@ class PostgresStore:
         params = _params(run_id, header, steps)
         links = chain_events(run_id, events, GENESIS_HASH, 1, params["now"])
         params.update(_link_params(links, 0, GENESIS_HASH))
-        if self._run_statement(self._sql_create, params) != 1 and not self._is_own_write(run_id, 1, params):
+        written, repeated = self._run_statement(self._sql_create, params)
+        if written != 1 and not (repeated and self._is_own_write(run_id, 1, params)):
             raise StoreError(f"run {run_id!r} already exists")
         self._heads[run_id] = (1, params["count"], params["head"])
         return 1
@@ -187,13 +188,15 @@ class PostgresStore:
         links = chain_events(run_id, events, head, count + 1, params["now"])
         params.update(_link_params(links, count, head), expected=expected_version, prev_head=head)
         try:
-            written = self._run_statement(self._sql_update, params)
+            written, repeated = self._run_statement(self._sql_update, params)
         except StoreError as exc:
             if _taken_seq(exc):
                 raise codec.events_behind(run_id, count) from exc
             raise
-        if written != 1 and not self._is_own_write(run_id, expected_version + 1, params):
-            raise codec.conflict(run_id, expected_version, self._heads[run_id][0])
+        if written != 1:
+            own = self._is_own_write(run_id, expected_version + 1, params)  # reads the head either way
+            if not (repeated and own):
+                raise codec.conflict(run_id, expected_version, self._heads[run_id][0])
         self._heads[run_id] = (expected_version + 1, params["count"], params["head"])
         return expected_version + 1
 
@@ -215,25 +218,31 @@ class PostgresStore:
         return row
 
     def _is_own_write(self, run_id: str, version: int, params: dict[str, Any]) -> bool:
-        """Whether a write that changed no row finds the run as it meant to leave it: at
+        """Whether a repeated write that changed no row finds the run as it meant to leave it: at
         ``version`` with its chain head (which hashes its own events). That is the write itself,
-        committed on a connection the server closed before answering and then repeated by
-        :meth:`_call`; else another writer got there first."""
+        committed on a connection the server closed before answering; else another writer got
+        there first. (Caches the run's head, which the conflict reports.)"""
         actual = self._head_row(run_id)
         self._heads[run_id] = actual
         return actual == (version, params["count"], params["head"])
 
-    def _run_statement(self, sql: str, params: dict[str, Any]) -> int:
-        """Run a write (create or update) and return the rows it changed (0 or 1). Safe to
-        repeat: it applies only to a run at the version and head it expects (a create, only to
-        a run that does not exist), so a repeat of a write that did commit changes nothing and
-        the caller recognises its own write (:meth:`_is_own_write`) instead of a conflict."""
+    def _run_statement(self, sql: str, params: dict[str, Any]) -> tuple[int, bool]:
+        """Run a write (create or update): the rows it changed (0 or 1) and whether it was
+        repeated on a reopened connection. Safe to repeat: it applies only to a run at the
+        version and head it expects (a create, only to a run that does not exist), so a repeat
+        of a write that did commit changes nothing, and the caller recognises its own write
+        (:meth:`_is_own_write`) instead of reporting a conflict."""
+        attempts = 0
+
         def write(cur: psycopg.Cursor[Any]) -> int:
+            nonlocal attempts
+            attempts += 1
             cur.execute(sql, params)
             row = cur.fetchone()
             return row[0] if row else 0
 
-        return self._call(write)
+        written = self._call(write)
+        return written, attempts > 1
 
     # -- reads ----------------------------------------------------------------------------------
 
