@@ -6,6 +6,8 @@ test stops or restarts it)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import threading
 import time
@@ -199,3 +201,52 @@ def test_a_wait_for_change_carries_on_through_a_server_restart(server: Restartab
     finally:
         waiter.close()
         writer.close()
+
+
+def _server_pids(server: RestartablePostgres) -> list[int]:
+    """The postmaster and its children (the backends)."""
+    assert server._process is not None
+    root, pids = server._process.pid, []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError), open(f"/proc/{entry}/stat") as stat:
+                if int(stat.read().rsplit(")", 1)[1].split()[1]) == root:
+                    pids.append(int(entry))
+    return [root, *pids]
+
+
+@contextlib.contextmanager
+def _frozen(server: RestartablePostgres) -> Iterator[None]:
+    """The server stopped with SIGSTOP (its host still acknowledges packets), as an outage looks."""
+    pids = _server_pids(server)
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+
+
+def test_a_server_that_stops_answering_is_unavailable_within_the_call_timeout(
+        server: RestartablePostgres, monkeypatch: pytest.MonkeyPatch) -> None:
+    import lockgate.engine.store.postgres as postgres
+
+    monkeypatch.setattr(postgres, "CALL_TIMEOUT", 2.0)
+    store = PostgresStore(server.dsn, schema=f"t_{uuid.uuid4().hex[:12]}", connect_timeout=2)
+    try:
+        store.create_run("r", HEADER, {}, [event(1)])
+        with _frozen(server):
+            started = time.monotonic()
+            with pytest.raises(StoreUnavailable, match="PostgreSQL did not answer within 2 s"):
+                store.list_runs()
+            assert time.monotonic() - started < 10
+            for call in (lambda: store.save_run("r", expected_version=1, header=HEADER, steps={}, events=[event(2)]),
+                         lambda: PostgresStore(server.dsn, connect_timeout=2)):
+                started = time.monotonic()
+                with pytest.raises(StoreUnavailable):  # connecting again: the connect timeout
+                    call()
+                assert time.monotonic() - started < 10
+        assert store.current_version("r") in (1, 2)  # thawed: the store reconnects
+    finally:
+        store.close()

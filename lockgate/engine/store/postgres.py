@@ -26,10 +26,14 @@ SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA lockgate TO alice``. Nothing is e
 
 from __future__ import annotations
 
+import math
+import os
 import re
+import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any, TypeVar
@@ -59,6 +63,19 @@ SCHEMA_VERSION = 1
 #: runner waiting at a gate should carry on through it, not die; a server down for longer is
 #: StoreUnavailable (the runner then says how to resume).
 REOPEN_WINDOW = 10.0
+
+#: How long one call waits for the server's answer before the store gives the connection up
+#: (StoreUnavailable). A healthy server answers every statement the store sends far sooner (each
+#: is one round trip: milliseconds; a long run's whole chain, well under a second), even behind
+#: another writer's row lock (held for one statement); a server that does not answer in half a
+#: minute is gone (a network outage, a stopped or hung host), and a runner should say so and how
+#: to resume rather than hang. Also the TCP user timeout: unacknowledged data for that long.
+CALL_TIMEOUT = 30.0
+
+#: TCP keepalives, so that an idle connection (a LISTEN waiting at a gate) to a host that
+#: vanished is found dead in about 25 s (10 s idle, then 3 probes 5 s apart). A connection
+#: string's own values win.
+_KEEPALIVES = {"keepalives": "1", "keepalives_idle": "10", "keepalives_interval": "5", "keepalives_count": "3"}
 
 _T = TypeVar("_T")
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
@@ -151,6 +168,7 @@ class PostgresStore:
         self._connect_timeout = connect_timeout
         self._sql_create = (_WRITE.format(s=schema, run_statement=_CREATE.format(s=schema)))
         self._sql_update = (_WRITE.format(s=schema, run_statement=_UPDATE.format(s=schema)))
+        self._watchdog = _Watchdog()
         self._db = self._connect(connect_timeout)
         self._create_schema()
 
@@ -331,13 +349,18 @@ class PostgresStore:
             for listener in self._listeners.values():
                 listener.close()
             self._listeners.clear()
+        self._watchdog.stop()
 
     # -- plumbing -------------------------------------------------------------------------------
 
     def _connect(self, timeout: float) -> psycopg.Connection[Any]:
         try:
-            db = psycopg.connect(self.dsn, autocommit=True, connect_timeout=max(1, int(timeout)))
-            db.execute("SET TIME ZONE 'UTC'")
+            given = psycopg.conninfo.conninfo_to_dict(self.dsn)
+            tcp = {**_KEEPALIVES, "tcp_user_timeout": str(int(CALL_TIMEOUT * 1000))}
+            db = psycopg.connect(self.dsn, autocommit=True, connect_timeout=max(1, int(timeout)),
+                                 **{key: value for key, value in tcp.items() if key not in given})
+            with self._bounded(db):
+                db.execute("SET TIME ZONE 'UTC'")
             return db
         except psycopg.Error as exc:
             raise _failure(exc, "cannot connect to PostgreSQL", self.dsn) from exc
@@ -368,7 +391,8 @@ class PostgresStore:
                     listener.close()
                 listener = self._listeners[thread] = self._connect(10) if listener is None else self._reopen(10)
                 try:
-                    listener.execute(f"LISTEN {self.schema}_runs")
+                    with self._bounded(listener):
+                        listener.execute(f"LISTEN {self.schema}_runs")
                 except psycopg.Error as exc:
                     raise _failure(exc, "cannot listen for run changes") from exc
             return listener
@@ -381,7 +405,7 @@ class PostgresStore:
         s = self.schema
         with self._lock:
             try:
-                with self._db.transaction():
+                with self._bounded(self._db), self._db.transaction():
                     self._db.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"lockgate-schema:{s}",))
                     self._db.execute(_DDL.format(s=s))
                     row = self._db.execute(f"SELECT value FROM {s}.meta WHERE key = 'schema_version'").fetchone()
@@ -401,7 +425,7 @@ class PostgresStore:
         needed); a role that may not read it is told which rights to ask for."""
         s = self.schema
         try:
-            with self._lock:
+            with self._lock, self._bounded(self._db):
                 row = self._db.execute(f"SELECT value FROM {s}.meta WHERE key = 'schema_version'").fetchone()
         except (psycopg.errors.UndefinedTable, psycopg.errors.InvalidSchemaName):
             return None
@@ -457,12 +481,32 @@ class PostgresStore:
                 raise _failure(exc, "PostgreSQL error") from exc
 
     def _attempt(self, work: Callable[[psycopg.Cursor[Any]], _T], snapshot: bool) -> _T:
-        with self._db.cursor() as cur:
+        with self._bounded(self._db), self._db.cursor() as cur:
             if not snapshot:
                 return work(cur)
             with self._db.transaction():
                 cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 return work(cur)
+
+    @contextmanager
+    def _bounded(self, db: psycopg.Connection[Any]) -> Iterator[None]:
+        """Statements on ``db`` that must be answered within :data:`CALL_TIMEOUT`: else the
+        watchdog shuts the connection and the call is StoreUnavailable (not repeated: the
+        server did not close it, it is unreachable)."""
+        call = self._watchdog.arm(db.fileno(), CALL_TIMEOUT)
+        try:
+            yield
+        except psycopg.Error as exc:
+            self._watchdog.disarm(call)
+            if not call.fired:
+                raise
+            db.close()
+            raise StoreUnavailable(
+                f"PostgreSQL did not answer within {CALL_TIMEOUT:g} s (a network outage, or a server stopped or "
+                f"hung): gave the connection up"
+            ) from exc
+        finally:
+            self._watchdog.disarm(call)
 
     def _one(self, sql: str, params: tuple[Any, ...]) -> Any:
         return self._call(lambda cur: cur.execute(sql, params).fetchone())
@@ -477,6 +521,77 @@ class PostgresStore:
         cur.execute(f"SELECT 1 FROM {self.schema}.runs WHERE run_id = %s", (run_id,))
         if cur.fetchone() is None:
             raise codec.not_found(run_id)
+
+
+class _Call:
+    """One statement the watchdog bounds: its deadline, its connection's socket, whether it fired."""
+
+    __slots__ = ("deadline", "fd", "fired")
+
+    def __init__(self, deadline: float, fd: int) -> None:
+        self.deadline, self.fd, self.fired = deadline, fd, False
+
+
+class _Watchdog:
+    """Shuts down the socket of a call the server has not answered by its deadline, so that the
+    call fails at once (libpq: the server closed the connection) instead of waiting forever.
+    psycopg sets no deadline on a statement, and TCP keepalives and the TCP user timeout cannot
+    tell a server whose host still acknowledges packets (a stopped or hung process) from a busy
+    one. One daemon thread per store, started on the first call, asleep until the nearest
+    deadline (woken only when a call's deadline comes before that)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._calls: set[_Call] = set()
+        self._wake_at = math.inf
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+
+    def arm(self, fd: int, seconds: float) -> _Call:
+        call = _Call(time.monotonic() + seconds, fd)
+        with self._cond:
+            self._calls.add(call)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="lockgate-pg-watchdog", daemon=True)
+                self._thread.start()
+            elif call.deadline < self._wake_at:
+                self._cond.notify()
+        return call
+
+    def disarm(self, call: _Call) -> None:
+        with self._cond:
+            self._calls.discard(call)
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify()
+
+    def _run(self) -> None:
+        with self._cond:
+            while not self._stopped:
+                now = time.monotonic()
+                for call in [call for call in self._calls if call.deadline <= now]:
+                    self._calls.discard(call)
+                    call.fired = True
+                    _shut(call.fd)
+                self._wake_at = min((call.deadline for call in self._calls), default=math.inf)
+                self._cond.wait(None if self._wake_at == math.inf else self._wake_at - now)
+
+
+def _shut(fd: int) -> None:
+    """Shut the socket ``fd`` down for both directions (the connection's own descriptor stays
+    open: its owner closes it), waking whoever waits on it."""
+    try:
+        sock = socket.socket(fileno=os.dup(fd))
+    except OSError:
+        return
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    finally:
+        sock.close()
 
 
 #: What a team member's role needs on a schema set up by another (the module docstring says why).
