@@ -19,6 +19,10 @@ contracts:
     passed: boolean
   Verdict:
     score: number
+  Scored:
+    status: string
+    children: array
+    reason: string
 flows:
   entry: main
   main:
@@ -52,7 +56,7 @@ flows:
           command: "./score.sh"
           in: "${plan.output.tasks}"
           timeout_ms: 60000
-        out: Verdict
+        out: Scored
       - id: review
         after: [score]
         gate:

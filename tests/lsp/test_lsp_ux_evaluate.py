@@ -23,6 +23,11 @@ contracts:
   Verdict:
     score: number
     notes: string
+  Scored:
+    status: string
+    children: array
+    reason: string
+    score: number?
 flows:
   entry: main
   main:
@@ -40,7 +45,7 @@ flows:
           command: "./score.sh"
           in: "${plan.output.tasks}"
           timeout_ms: 60000
-        out: Verdict
+        out: Scored
       - id: report
         do: "Report ${score.output}"
         out: Verdict
@@ -91,10 +96,10 @@ async def test_evaluate_output_has_its_out_type(client):
     await open_doc(client, URI, SPEC)
     hover = await client.text_document_hover_async(lsp.HoverParams(
         text_document=DOC, position=pos(client, "${score.output}", 3)))
-    assert "Verdict" in hover.contents.value
+    assert "Scored" in hover.contents.value
     text = SPEC.replace("${score.output}", "${score.output.")
     found = await completion_at(client, URI.replace("ux-", "ux-member-"), text, "${score.output.")
-    assert {i.label for i in found} == {"score", "notes"}
+    assert {i.label for i in found} == {"status", "children", "reason", "score"}
 
 
 async def test_an_evaluate_step_snippet_is_offered(vscode):
