@@ -200,10 +200,15 @@ def show_cmd(run_id: str, store: str | None, fmt: str) -> None:
     """Show a run: its status, what it waits on, and every step."""
     engine = _engine(store)
     audit = _call(lambda: engine.audit(run_id))
-    status = _call(lambda: engine.status(run_id))
     if fmt == "json":
-        _json({"status": status, "trace": audit["trace"]})
+        _json({"status": _call(lambda: engine.status(run_id)), "trace": audit["trace"]})
         return
+    print_show(run_id, audit)
+
+
+def print_show(run_id: str, audit: dict[str, Any]) -> None:
+    """What ``lockgate show`` (and ``%flow show`` of a run another process started) prints of a
+    run, from its ``audit`` record: status, spend, failure, output, and a row per step."""
     click.echo(f"run {run_id}  flow {audit['flow']}  status {audit['status']}"
                + (f" ({audit['error_type']})" if audit.get("error_type") else ""))
     click.echo(f"steps {audit['steps_completed']}/{audit['total_steps']} done  spent {_spent(audit['spent'])}"

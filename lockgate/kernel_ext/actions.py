@@ -95,8 +95,22 @@ def _runs(shell, args):
 
 
 def _show(shell, args):
+    """A run of this kernel: its live view. Another's (a run id from the store): what `lockgate
+    show` prints of it, and its graph coloured by step status."""
     run, run_id = run_target(shell, args.run, "show")
-    return run if run is not None else _engine().status(run_id)
+    if run is not None:
+        return run
+    from IPython.display import SVG, display
+
+    from ..cli.runs import print_show
+    from ..engine.graphs import run_graph
+    from .dag import draw
+
+    engine = _engine()
+    print_show(run_id, engine.audit(run_id))
+    graph, statuses, title = run_graph(engine.store, run_id)
+    display(SVG(draw(graph, statuses, title=title).svg()))
+    return None
 
 
 def _audit(shell, args):

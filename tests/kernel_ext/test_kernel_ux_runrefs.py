@@ -96,7 +96,9 @@ def test_a_run_id_no_run_here_has_is_looked_up_in_the_store(kernel):
     run_id = _waiting_run(kernel)
     kernel.run("held = [r]\ndel r, runs")  # no variable holds the run object itself now
     out = _ok(kernel.run("%flow show rid"))
-    assert "'status': 'await_gate'" in out.shown and run_id in out.shown  # the engine's status
+    assert out.stdout.startswith(f"run {run_id}  flow ")  # what `lockgate show` prints of it
+    assert "review" in out.stdout and "waiting_gate" in out.stdout
+    assert any("image/svg+xml" in d for d in out.data)  # and its graph by step status
     kernel.run('held[0].approve("review")')
     assert kernel.value("await held[0]") == DONE
 
