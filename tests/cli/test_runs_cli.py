@@ -75,7 +75,7 @@ def test_gate_commands_resolve_with_the_current_token(db: Path) -> None:
     code, out = cli(db, "gate", "revise", run, "review", "--note", "again")
     assert code == 0 and "1 step(s) to execute: work" in out
     code, out = cli(db, "gate", "approve", run, "review")
-    assert code == 1 and "not a waiting gate" in out
+    assert code == 1 and "is not waiting for a decision (its last: revise by human: again)" in out
     engine = Engine(store=open_store(db))
     status = engine.status(run)
     engine.step_done(run, "work", {"result": "better"}, status["token"])
