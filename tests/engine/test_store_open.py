@@ -128,9 +128,7 @@ def test_postgres_store_recovers_after_its_connection_is_killed(pg_backend) -> N
     store = pg_backend.open()
     store.create_run("r1", HEADER, {}, [])
     pg_backend.raw("SELECT pg_terminate_backend(?)", (store._db.info.backend_pid,))
-    with pytest.raises(StoreError, match="PostgreSQL error"):
-        store.load_run("r1")
-    assert store.load_run("r1").version == 1
+    assert store.load_run("r1").version == 1  # the closed connection is reopened and the read repeated
     assert store.save_run("r1", expected_version=1, header=HEADER, steps={}, events=[]) == 2
 
 
