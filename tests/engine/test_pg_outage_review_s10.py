@@ -73,6 +73,14 @@ def test_a_password_with_an_unescaped_at_is_hidden_and_the_fix_is_named(pg_dsn: 
     assert "****@" in message and "%40" in message, message
 
 
+def test_a_password_pasted_as_printed_placeholder_is_named(pg_dsn: str) -> None:
+    """A command Lockgate printed hides the password as ****; pasted as it is, it cannot connect,
+    and the error says why instead of leaving a person to guess at a wrong password."""
+    with pytest.raises(StoreError) as caught:
+        PostgresStore(_with_user(pg_dsn, "nobody-here:****"), schema=f"t_{uuid.uuid4().hex[:12]}")
+    assert "the password **** is what Lockgate prints in commands in place of the real one" in str(caught.value)
+
+
 def test_a_role_that_may_only_use_the_tables_lists_runs_and_drives_them(pg_dsn: str, schema: str, role: str) -> None:
     owner = PostgresStore(pg_dsn, schema=schema)
     owner.create_run("r", HEADER, {"x": {"n": 1}}, [event(1)])

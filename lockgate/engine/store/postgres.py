@@ -676,6 +676,10 @@ def _hidden(message: str, dsn: str) -> str:
     they appear before one, and the message says to percent-encode it."""
     for match in _PASSWORDS.finditer(dsn):
         secret = match.group(1) or match.group(2)
+        if secret == "****":  # pasted from a printed command, which hides the password
+            message += (" (the password **** is what Lockgate prints in commands in place of the real one: "
+                        "give the real password, or set LOCKGATE_STORE to the whole URL and leave --store out)")
+            continue
         message = message.replace(secret, "****")
         first, *rest = secret.split("@")
         message = message.replace(first, "****") if first else message
