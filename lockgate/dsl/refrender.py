@@ -60,14 +60,15 @@ def unavailable(ref: Ref, fate: str | None) -> str:
 
 
 #: Why a reference of these kinds has no value at all: its root is not there.
-_NO_ROOT = {"prev": "the first stage has no previous stage"}
+_NO_ROOT = {"prev": "no earlier stage gave an output (this is the first stage, or the ones before it were "
+                    "skipped)"}
 
 
 def missing_part(ref: Ref, resolve: Resolve) -> str | None:
     """Where the path of ``ref``, an input, carry, item or prev reference that ``resolve`` finds
     no value for, stops, in words: "the input has no q", "carry c's o has no zz", "the input's
-    l has no [5]", "the input's o.z is null, which has no w", "the first stage has no previous
-    stage"; None for a step reference, or a root that is missing for no known reason."""
+    l has no [5]", "the input's o.z is null, which has no w", "no earlier stage gave an
+    output (...)"; None for a step reference, or a root that is missing for no known reason."""
     if ref.kind == "step":
         return None
     value = resolve(replace(ref, path=()))

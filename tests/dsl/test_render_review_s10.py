@@ -57,7 +57,8 @@ def message(template: str, resolve: Any = SCOPE) -> str:
     ("${input.l.k}", "the input's l is an array, which has no k"),
     ("c=${c.o.zz}", "carry c's o has no zz"),
     ("c=${c.zz}", "carry c has no zz"),
-    ("zero ${prev}", "the first stage has no previous stage"),
+    ("zero ${prev}", "no earlier stage gave an output (this is the first stage, or the ones before it were "
+                     "skipped)"),
 ])
 @pytest.mark.parametrize("resolve", [SCOPE, engine_like(SCOPE)], ids=["Resolver", "engine-like"])
 def test_an_unavailable_reference_says_where_its_path_stops(template: str, why: str, resolve: Any) -> None:
