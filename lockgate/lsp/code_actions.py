@@ -125,17 +125,25 @@ def _new_after(analysis: Analysis, step_path: tuple[Any, ...], key_path: tuple[A
 
 
 def _extend_after(analysis: Analysis, rng: Range, target: str) -> TextEdit | None:
-    """``target`` appended to the ``after`` list at ``rng``: inside ``[...]``, or as a new
-    ``- target`` item below a block-style list."""
+    """``target`` appended to the ``after`` list at ``rng``: inside ``[...]`` after its last
+    item (or the comma that ends it), or as a new ``- target`` item below a block-style list."""
     written = _covered(analysis, rng)
     if written.startswith("[") and written.endswith("]"):
         close = Position(rng.end.line, rng.end.character - 1)
-        sep = "" if written[1:-1].strip() == "" else ", "
-        return TextEdit(Range(close, close), f"{sep}{target}")
+        inner = _COMMENT.sub(lambda m: " " * len(m.group()), written[1:-1]).rstrip()
+        if not inner.strip():
+            return TextEdit(Range(close, close), target)
+        at = analysis.lines.position(analysis.lines.offset(rng.start) + 1 + len(inner))
+        end = close if at.line == close.line else at  # spaces before a `]` on the same line go
+        return TextEdit(Range(at, end), f" {target}" if inner.endswith(",") else f", {target}")
     if written.startswith("-"):  # a block list: after its last item's line, at its items' column
         eol = Position(rng.end.line, len(analysis.lines.line(rng.end.line)))
         return TextEdit(Range(eol, eol), f"\n{' ' * rng.start.character}- {target}")
     return None
+
+
+#: A comment inside a flow list of step ids (which hold no ``#``).
+_COMMENT = re.compile(r"(?:^|(?<=\s))#[^\r\n]*", re.MULTILINE)
 
 
 def _inline(analysis: Analysis, line: int) -> tuple[int, str] | None:

@@ -63,6 +63,22 @@ WHEN_OPENS_ITEM = """\
         do: "t"
         out: Score
 """
+WHEN_AFTER_TRAILING_COMMA = """\
+      - id: total
+        after: [other, ]
+        when: "result.measure.value > 0"
+        do: "t"
+        out: Score
+"""
+WHEN_AFTER_MULTILINE_COMMA = """\
+      - id: total
+        after: [
+          other,  # first
+        ]
+        when: "result.measure.value > 0"
+        do: "t"
+        out: Score
+"""
 STAGE_BLOCK_AFTER = STAGE_WHEN.replace("        fanout:\n", "        after:\n          - other\n        fanout:\n")
 CASES = {
     "set in a block step": (SET_BLOCK, "      - id: total\n        after: [measure]\n        set:\n"),
@@ -71,20 +87,28 @@ CASES = {
     "flow step with after": (WHEN_FLOW_AFTER, "after: [other, measure], when:"),
     "when opening the item": (WHEN_OPENS_ITEM, "      - after: [measure]\n        when: >-\n"),
     "stage with a block after": (STAGE_BLOCK_AFTER, "        after:\n          - other\n          - measure\n        fanout:\n"),
+    # review s10 F8 #1: a comma already written ends the list, it is not doubled
+    "flow after ending in a comma": (WHEN_AFTER_TRAILING_COMMA, "        after: [other, measure]\n"),
+    "multi-line flow after ending in a comma": (
+        WHEN_AFTER_MULTILINE_COMMA, "        after: [\n          other, measure  # first\n        ]\n"),
 }
 
 
-@pytest.mark.parametrize("case", CASES)
-async def test_run_after_goes_on_the_step(client, case):
-    steps, expected = CASES[case]
-    text = HEAD + steps
+async def run_after(client, text: str) -> str:
+    """``text`` with the "Run after 'measure'" fix of its one LG904 applied."""
     found = [d for d in await open_doc(client, URI, text) if d.code == "LG904"]
     assert len(found) == 1
     answer = await client.text_document_code_action_async(lsp.CodeActionParams(
         text_document=lsp.TextDocumentIdentifier(uri=URI), range=found[0].range,
         context=lsp.CodeActionContext(diagnostics=found)))
     [action] = [a for a in answer if a.title == "Run after 'measure'"]
-    fixed = apply_edits(client, text, action.edit.document_changes[0].edits)
+    return apply_edits(client, text, action.edit.document_changes[0].edits)
+
+
+@pytest.mark.parametrize("case", CASES)
+async def test_run_after_goes_on_the_step(client, case):
+    steps, expected = CASES[case]
+    fixed = await run_after(client, HEAD + steps)
     assert expected in fixed
     assert load(fixed).ok, [(d.code, d.message) for d in load(fixed).diagnostics]
     assert not [d for d in load(fixed).diagnostics if d.code == "LG904"]
