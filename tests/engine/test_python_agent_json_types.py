@@ -71,3 +71,19 @@ def test_plain_values_are_returned_as_they_are() -> None:
     cyclic: list = []
     cyclic.append(cyclic)
     assert json_types(cyclic) is cyclic  # left for the JSON check to name
+
+
+@pytest.mark.parametrize("value", [np.datetime64("2024-01-02T03:04:05", "ns"), np.timedelta64(5, "s"),
+                                   np.array(["2024-01-01"], dtype="datetime64[ns]"), np.bytes_(b"ab")])
+async def test_numpy_dates_durations_and_bytes_are_refused_not_read_as_counts(value) -> None:
+    """Their tolist() gives nanoseconds since 1970 or bytes, which would pass for numbers."""
+    failure = (await PythonAgent("a", lambda task: {"x": value}).execute(Task("r", "s", "p"))).failure
+    assert failure.startswith("agent 'a' returned a value that is not JSON (result.x: expected a JSON value, found ")
+
+
+async def test_dict_subclasses_are_taken_as_objects() -> None:
+    import collections
+
+    for value in (collections.OrderedDict(x=1), collections.defaultdict(int, x=1)):
+        result = await PythonAgent("a", lambda task, value=value: value).execute(Task("r", "s", "p"))
+        assert result.ok and result.output == {"x": 1} and type(result.output) is dict

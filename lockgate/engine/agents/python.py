@@ -218,15 +218,23 @@ def json_types(value: Any) -> Any:
         return value
 
 
+#: NumPy dtype kinds with no JSON counterpart: datetime64, timedelta64, void (raw records), bytes
+_NOT_JSON_KINDS = frozenset("MmVS")
+
+
 def _json_types(value: Any) -> Any:
     kind = type(value)
-    if kind is dict:
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    if isinstance(value, dict):  # an OrderedDict, a defaultdict, ...
         return {key: _json_types(item) for key, item in value.items()}
     if kind is list or kind is tuple:
         return [_json_types(item) for item in value]
-    if kind is str or kind is int or kind is float or kind is bool or value is None:
-        return value
     if kind.__module__ == "numpy" and hasattr(value, "tolist"):
+        # not dates, durations or raw records: their tolist() gives bare counts (nanoseconds since
+        # 1970) or bytes, which would pass for numbers or text; left for the JSON check to name
+        if getattr(getattr(value, "dtype", None), "kind", "") in _NOT_JSON_KINDS:
+            return value
         return _json_types(value.tolist())
     for plain in (bool, int, float, str):  # bool first: it is an int
         if isinstance(value, plain):
