@@ -108,20 +108,37 @@ def _new_after(analysis: Analysis, step_path: tuple[Any, ...], key_path: tuple[A
     """``after: [target]`` added to a step that has no ``after``: first in a flow mapping
     (``{after: [target], id: ...}``); in a block mapping, on a line of its own before the key
     that reads ``target``, or, when that key opens the item (``- when: ...``), before it on the
-    dash line."""
+    dash line. An anchor or tag (``- &s``, ``- !!map``) before the mapping stays where it is."""
     start = analysis.source_map.value_range(step_path).start
+    start, props = _past_properties(analysis, start)
     opening = _covered(analysis, Range(start, Position(start.line, start.character + 1)))
     if opening == "{":
         at = Position(start.line, start.character + 1)
         return TextEdit(Range(at, at), f"after: [{target}], ")
-    if opening in ("", "*", "&", "!", "["):
-        return None  # an alias, anchor, tag or no mapping: no place to write a key
+    if opening in ("*", "[") or (opening == "" and not props):
+        return None  # an alias or no mapping: no place to write a key
+    newline = _newline(analysis)
     line = analysis.outline.line_of.get(key_path)
     info = analysis.outline.lines[line] if line is not None else None
     if info is not None and info.dash is None and info.key is not None:
         at = Position(line, 0)
-        return TextEdit(Range(at, at), f"{' ' * info.key_col}after: [{target}]\n")
-    return TextEdit(Range(start, start), f"after: [{target}]\n{' ' * start.character}")
+        return TextEdit(Range(at, at), f"{' ' * info.key_col}after: [{target}]{newline}")
+    if props:
+        return None  # the key opens the item after an anchor or tag: `after` would take them
+    return TextEdit(Range(start, start), f"after: [{target}]{newline}{' ' * start.character}")
+
+
+_PROPERTY = re.compile(r"[&!]\S*\s*")
+
+
+def _past_properties(analysis: Analysis, start: Position) -> tuple[Position, bool]:
+    """Where the node at ``start`` begins past its anchor and tag (``&s !!map``), and whether it
+    had any."""
+    text = analysis.lines.line(start.line)
+    column = start.character
+    while (found := _PROPERTY.match(text, column)) is not None:
+        column = found.end()
+    return Position(start.line, column), column != start.character
 
 
 def _extend_after(analysis: Analysis, rng: Range, target: str) -> TextEdit | None:
@@ -138,12 +155,19 @@ def _extend_after(analysis: Analysis, rng: Range, target: str) -> TextEdit | Non
         return TextEdit(Range(at, end), f" {target}" if inner.endswith(",") else f", {target}")
     if written.startswith("-"):  # a block list: after its last item's line, at its items' column
         eol = Position(rng.end.line, len(analysis.lines.line(rng.end.line)))
-        return TextEdit(Range(eol, eol), f"\n{' ' * rng.start.character}- {target}")
+        return TextEdit(Range(eol, eol), f"{_newline(analysis)}{' ' * rng.start.character}- {target}")
     return None
 
 
 #: A comment inside a flow list of step ids (which hold no ``#``).
 _COMMENT = re.compile(r"(?:^|(?<=\s))#[^\r\n]*", re.MULTILINE)
+
+
+def _newline(analysis: Analysis) -> str:
+    """The document's line ending (its first line's), for the lines a fix inserts."""
+    text = analysis.text
+    end = text.find("\n")
+    return "\r\n" if end > 0 and text[end - 1] == "\r" else "\n"
 
 
 def _inline(analysis: Analysis, line: int) -> tuple[int, str] | None:

@@ -79,6 +79,9 @@ WHEN_AFTER_MULTILINE_COMMA = """\
         do: "t"
         out: Score
 """
+SET_ANCHORED = SET_BLOCK.replace("      - id: total\n", "      - &total\n        id: total\n")
+SET_TAGGED = SET_BLOCK.replace("      - id: total\n", "      - !!map  # tagged\n        id: total\n")
+SET_ANCHORED_FLOW = SET_FLOW.replace("- {", "- &total !!map {")
 STAGE_BLOCK_AFTER = STAGE_WHEN.replace("        fanout:\n", "        after:\n          - other\n        fanout:\n")
 CASES = {
     "set in a block step": (SET_BLOCK, "      - id: total\n        after: [measure]\n        set:\n"),
@@ -91,6 +94,10 @@ CASES = {
     "flow after ending in a comma": (WHEN_AFTER_TRAILING_COMMA, "        after: [other, measure]\n"),
     "multi-line flow after ending in a comma": (
         WHEN_AFTER_MULTILINE_COMMA, "        after: [\n          other, measure  # first\n        ]\n"),
+    # review s10 F8 #2: an anchor or a tag before a block mapping leaves a place for the key
+    "anchored block step": (SET_ANCHORED, "      - &total\n        id: total\n        after: [measure]\n        set:\n"),
+    "tagged block step": (SET_TAGGED, "      - !!map  # tagged\n        id: total\n        after: [measure]\n        set:\n"),
+    "anchored, tagged flow step": (SET_ANCHORED_FLOW, "      - &total !!map {after: [measure], id: total, set:"),
 }
 
 
@@ -112,3 +119,13 @@ async def test_run_after_goes_on_the_step(client, case):
     assert expected in fixed
     assert load(fixed).ok, [(d.code, d.message) for d in load(fixed).diagnostics]
     assert not [d for d in load(fixed).diagnostics if d.code == "LG904"]
+
+
+@pytest.mark.parametrize("steps", [SET_BLOCK, STAGE_BLOCK_AFTER, WHEN_OPENS_ITEM], ids=["new", "block list", "dash line"])
+async def test_run_after_keeps_crlf_line_endings(client, steps):
+    """review s10 F8 #2: a CRLF document gets CRLF lines, not a bare newline."""
+    text = (HEAD + steps).replace("\n", "\r\n")
+    fixed = await run_after(client, text)
+    assert fixed.count("measure") == text.count("measure") + 1
+    assert "\n" not in fixed.replace("\r\n", "")
+    assert load(fixed).ok and not [d for d in load(fixed).diagnostics if d.code == "LG904"]
