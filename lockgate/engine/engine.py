@@ -177,11 +177,12 @@ class Engine:
         gates = {g["step_id"]: g for g in status.get("gates", [])}
         if _step_id(step_id) not in gates:
             ended = _how_it_ended(status)
+            last = self._last_decision(run_id, _step_id(step_id))
             if ended is not None:
-                raise EngineError(f"run {run_id} {ended}; its gates take no more decisions",
+                lost = f" (gate {step_id}'s last decision: {last}); your {outcome} was not applied" if last else ""
+                raise EngineError(f"run {run_id} {ended}; its gates take no more decisions{lost}",
                                   error_type="not_awaiting")
             waiting = ", ".join(gates) or "none"
-            last = self._last_decision(run_id, _step_id(step_id))
             if last is not None:  # decided meanwhile, say by another person at another terminal
                 raise EngineError(f"gate {step_id} of run {run_id} is not waiting for a decision (its last: {last}); "
                                   f"your {outcome} was not applied and nothing changed (waiting gates: {waiting})",

@@ -69,7 +69,7 @@ def test_a_decision_on_a_run_that_ended_says_how_it_ended(end: Callable[[Engine,
     refused = refusal(engine, run_id)
     assert refused.error_type == "not_awaiting"
     assert refused.message.startswith(f"run {run_id} {said}")
-    assert refused.message.endswith("; its gates take no more decisions")
+    assert "; its gates take no more decisions" in refused.message
 
 
 def test_a_failed_run_names_its_error_type() -> None:
@@ -78,7 +78,25 @@ def test_a_failed_run_names_its_error_type() -> None:
     revise_past_the_limit(engine, run_id)
     error_type = engine.status(run_id)["error_type"]
     assert refusal(engine, run_id).message == (f"run {run_id} failed ({error_type}); "
-                                               "its gates take no more decisions")
+                                               "its gates take no more decisions (gate review's last decision: "
+                                               "revise by human: once more); your approve was not applied")
+
+
+def test_a_decision_that_lost_to_one_that_ended_the_run_says_which_won() -> None:
+    engine = Engine()
+    run_id = at_gate(engine)
+    engine.resolve_waiting_gate(run_id, "review", "approve", "ship it", "carol")
+    with pytest.raises(EngineError) as refused:
+        engine.resolve_waiting_gate(run_id, "review", "revise", "shorter", "bob")
+    assert refused.value.message == (f"run {run_id} is complete; its gates take no more decisions (gate review's "
+                                     "last decision: approve by carol: ship it); your revise was not applied")
+
+
+def test_a_run_cancelled_before_its_gate_was_decided_names_no_decision() -> None:
+    engine = Engine()
+    run_id = at_gate(engine)
+    engine.cancel(run_id)
+    assert refusal(engine, run_id).message.endswith("; its gates take no more decisions")
 
 
 def test_a_running_run_still_names_the_gates_that_wait() -> None:
