@@ -51,3 +51,10 @@ def test_paths_that_merely_hold_a_colon_are_still_sqlite_files(tmp_path: Path) -
         assert (tmp_path / name).exists()
     with pytest.raises(StoreError, match="memory://"):
         open_store("memory:/x")
+
+
+@pytest.mark.parametrize("url", ["Postgresql://alice:s3cret@dbhost/team", "postgresql+psycopg://alice:s3cret@db/t"])
+def test_an_unknown_scheme_is_named_without_the_rest_of_the_url(url: str) -> None:
+    with pytest.raises(StoreError) as refused:
+        open_store(url)
+    assert "unknown store URL scheme" in str(refused.value) and "s3cret" not in str(refused.value)

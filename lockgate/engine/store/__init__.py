@@ -59,7 +59,9 @@ def open_store(url_or_path: str | os.PathLike[str] | None = None, **options: Any
     if target.startswith("sqlite://"):
         target = target.removeprefix("sqlite://")
     elif "://" in target:
-        raise StoreError(f"unknown store URL scheme in {target!r}; use sqlite://, postgresql:// or memory")
+        scheme = target.split("://", 1)[0]  # not the rest: it may hold a password
+        raise StoreError(f"unknown store URL scheme {scheme!r}:// (schemes are lowercase: sqlite://, postgresql://, "
+                         "postgres:// or memory)")
     return SQLiteStore(sqlite_file(target), **options)
 
 
