@@ -66,3 +66,32 @@ def test_keys_matching_the_contract_are_clean():
 def test_an_undeclared_out_contract_is_left_to_lg302():
     text = spec("{title: string}", "          title: \"'report'\"\n").replace("out: Summary", "out: Sumary")
     assert [d.code for d in load(text).diagnostics if d.is_error] == ["LG302"]
+
+
+def test_a_misspelt_optional_field_is_guessed_with_its_required_neighbour_given():
+    """review s10 F8 #3: every field the set does not give is a candidate, optional ones too."""
+    (diag,) = lg304("{title: string, count: 'number?'}", "          title: \"'report'\"\n          cuont: \"3\"\n")
+    assert "did you mean 'count'?" in diag.message
+    assert diag.fix.edits[0].new_text == "count"
+
+
+def test_a_misspelt_optional_field_is_not_renamed_to_an_unrelated_missing_one():
+    """review s10 F8 #3: ``cuont`` for the optional ``count`` is not taken for the missing
+    ``title`` (the fix wrote title: 3, an LG604), and ``title`` is still reported missing."""
+    found = lg304("{title: string, count: 'number?'}", "          cuont: \"3\"\n")
+    assert [d.message for d in found] == [
+        "'set' gives no value for required field 'title' of out contract Summary: the set output "
+        "always fails the contract, and set steps never retry",
+        "'cuont' is not a field of out contract Summary; did you mean 'count'?: the set output "
+        "always fails the contract, and set steps never retry",
+    ]
+    fixed = spec("{title: string, count: 'number?'}", "          cuont: \"3\"\n          title: \"'x'\"\n")
+    assert load(fixed.replace("cuont", found[1].fix.edits[0].new_text)).ok
+
+
+def test_an_unrelated_key_in_place_of_a_missing_field_has_no_guess():
+    """review s10 F8 #3: one extra key and one missing field are no rename unless the names are
+    alike."""
+    found = lg304("{title: string}", "          colour: \"'red'\"\n")
+    assert [d.fix for d in found] == [None, None]
+    assert "'title'" in found[0].message and "did you mean" not in found[1].message

@@ -62,17 +62,19 @@ def _field_list(fields: Mapping[str, TypeExpr]) -> str:
 
 def _set_keys(step: Step, fields: dict[str, TypeExpr]) -> Iterator[Finding]:
     """One finding per key the contract lacks (at the key), one for the required fields no key
-    gives (at ``set``). A key that misspells a missing field is one problem, with a fix."""
+    gives (at ``set``). A key that misspells a field the set does not give (optional or not) is
+    one problem, with a fix; a key unlike every such field gets no guess."""
     keys = [k for k in step.set if isinstance(k, str)]
     missing = [name for name in _required(fields) if name not in step.set]
+    ungiven = [name for name in fields if name not in step.set]
     extra = [k for k in keys if k not in fields]
     never_retried = "the set output always fails the contract, and set steps never retry"
     for key in extra:
-        guess = did_you_mean(key, missing)
-        if guess is None and len(extra) == 1 and len(missing) == 1:
-            guess = missing[0]  # one key in place of another: a rename
+        guess = did_you_mean(key, ungiven)
         if guess:
-            missing.remove(guess)
+            ungiven.remove(guess)
+            if guess in missing:
+                missing.remove(guess)
         yield Finding(
             "LG304",
             f"'{key}' is not a field of out contract {step.out}{suffix(guess)}: {never_retried}",
