@@ -73,3 +73,13 @@ def test_an_out_that_some_result_fits_is_clean(fields):
 def test_an_evaluate_step_without_out_is_not_checked():
     text = spec("{reason: string}").replace("        out: Verdict\n", "")
     assert [d for d in load(text).diagnostics if d.code == "LG305"] == []
+
+
+def test_the_hint_writes_the_result_shape_as_a_contract_that_validates():
+    """review s10 F8 #4: the hint's shape is contract syntax (it said ``children: any[]``, an
+    LG301 if copied, and ``score?: number``): pasted as the out contract, it is clean."""
+    (diag,) = lg305("{reason: string}")
+    shape = diag.hint.split("an evaluator returns ", 1)[1].split("; ", 1)[0]
+    assert shape == ("{status: closed|open|failed, children: array, reason: string, score: number?, "
+                     "route: claude|codex?}")
+    assert load(spec(shape)).ok, [(d.code, d.message) for d in load(spec(shape)).diagnostics]

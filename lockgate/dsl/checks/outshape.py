@@ -29,6 +29,10 @@ EVALUATOR_RESULT: Mapping[str, tuple[str, bool]] = {
     "route": ("string", False),
 }
 _STATUSES = ("closed", "open", "failed")
+#: That shape as the contract language writes it (the engine's ``evaluate._RESULT_FIELDS``), so a
+#: hint showing it can be pasted as a contract.
+_RESULT_SHAPE = ("{status: closed|open|failed, children: array, reason: string, score: number?, "
+                "route: claude|codex?}")
 
 
 def check(ctx: Context) -> Iterator[Finding]:
@@ -116,8 +120,7 @@ def _evaluate_out(step: Step, fields: dict[str, TypeExpr]) -> Iterator[Finding]:
         f"out contract {step.out} of evaluate step '{step.id}' {'; it '.join(problems)}: every "
         f"result fails it, and evaluate steps never retry",
         (*step.at, "out"),
-        hint="an evaluator returns {status: closed|open|failed, children: any[], reason: string, "
-        "score?: number, route?: claude|codex}; its out contract must accept that shape",
+        hint=f"an evaluator returns {_RESULT_SHAPE}; its out contract must accept that shape",
     )
 
 
