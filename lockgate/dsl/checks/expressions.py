@@ -340,18 +340,21 @@ def _step_map_path(ctx: Context, flow: Flow, step: Step, field: ScannedField, me
 
 
 _SELF_READ = {
-    "when": ("its 'when' is evaluated", "the step is always skipped"),
-    "set": ("its 'set' values are computed", "the value is always false"),
-    "stage_when": ("its stages run", "the stage is always skipped"),
+    "when": ("its 'when' is evaluated", "the step is skipped"),
+    "set": ("its 'set' values are computed", "the value is false"),
+    "stage_when": ("its stages run", "the stage is skipped"),
 }
 
 
 def _self_read(field: ScannedField, name: str, span: tuple[int, int]) -> Finding:
     """``result.<this step>``: a step has no output until it has run, and the map holds only
-    outputs, so the read is a type error every time (semantics §8.3), never just a race."""
+    outputs, so the read is a type error whenever it is evaluated (semantics §8.3), never just a
+    race. A short-circuited branch (``input.go || result.c.t == 'x'``) is not always evaluated,
+    so the message claims no "always"."""
     during, outcome = _SELF_READ[field.context]
-    return Finding("LG606", f"result.{name}: '{name}' is this step, which has no output while {during}, "
-                   f"so the read always fails and {outcome}", field.path, span=span,
+    return Finding("LG606", f"result.{name}: '{name}' is this step, which has no output while {during}: "
+                   f"reading result.{name} fails (and {outcome}) whenever this part is evaluated",
+                   field.path, span=span,
                    hint="a step cannot read its own output before it runs; to check what it "
                    "returns, use an 'ensure' (there result is the step's own output)")
 
