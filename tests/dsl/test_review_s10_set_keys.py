@@ -80,10 +80,10 @@ def test_a_misspelt_optional_field_is_not_renamed_to_an_unrelated_missing_one():
     ``title`` (the fix wrote title: 3, an LG604), and ``title`` is still reported missing."""
     found = lg304("{title: string, count: 'number?'}", "          cuont: \"3\"\n")
     assert [d.message for d in found] == [
-        "'set' gives no value for required field 'title' of out contract Summary: the set output "
-        "always fails the contract, and set steps never retry",
-        "'cuont' is not a field of out contract Summary; did you mean 'count'?: the set output "
-        "always fails the contract, and set steps never retry",
+        ("'set' gives no value for required field 'title' of out contract Summary: the set output "
+         "always fails the contract, and set steps never retry"),
+        ("'cuont' is not a field of out contract Summary; did you mean 'count'?: the set output "
+         "always fails the contract, and set steps never retry"),
     ]
     fixed = spec("{title: string, count: 'number?'}", "          cuont: \"3\"\n          title: \"'x'\"\n")
     assert load(fixed.replace("cuont", found[1].fix.edits[0].new_text)).ok
