@@ -269,12 +269,17 @@ class Runner:
     def _config_resolves(self, run_id: str) -> bool:
         """Whether a configuration file can change the run's agents here: some agent of its flow
         is not given in ``agents=`` nor registered, or its judged ensures take the judge from
-        the configuration (none given to this runner or its engine)."""
+        the configuration (none given to this runner or its engine), or from an agent name
+        (given, or the one the run recorded) that the configuration may define."""
         spec, flow = self.engine.spec_of(run_id)
-        registered = set((self._registry or DEFAULT_REGISTRY).names())
-        if not set(agent_names(spec, flow)) <= set(self._explicit) | registered:
+        given = set(self._explicit) | set((self._registry or DEFAULT_REGISTRY).names())
+        if not set(agent_names(spec, flow)) <= given:
             return True
-        return self._judge_choice is None and getattr(self.engine, "judge", None) is None and uses_judged(spec, flow)
+        if not uses_judged(spec, flow):
+            return False
+        if isinstance(self._judge_choice, str):
+            return self._judge_choice not in given
+        return self._judge_choice is None and getattr(self.engine, "judge", None) is None
 
     def _config_file(self) -> str:
         """The configuration file this runner resolves agents with, resolved; ``""`` for none."""

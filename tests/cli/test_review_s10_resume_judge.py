@@ -116,3 +116,30 @@ def test_a_judge_from_lockgate_toml_is_not_named(tmp_path: Path) -> None:
     assert resumed.returncode == 3, resumed.stderr
     assert "judging with" not in resumed.stderr
     assert (tmp_path / "judged.log").read_text().count("judged") == 2
+
+
+def test_a_recorded_judge_from_another_folders_config_is_refused(tmp_path: Path) -> None:
+    """The recorded judge is a name lockgate.toml resolves: a bare resume from a folder whose
+    lockgate.toml defines that name otherwise is refused, as for the flow's own agents (review s10
+    F9 #1: it judged with the other folder's adapter)."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    (a / "lockgate.toml").write_text('[agents.verifier]\ntype = "python"\ncallable = "agents:judge"\n')
+    (b / "lockgate.toml").write_text('[agents.verifier]\ntype = "python"\ncallable = "bjudge:judge"\n')
+    (b / "bjudge.py").write_text(AGENTS.replace("judged.log", "judged-b.log"))
+    run_id = _started(a, "--judge", "verifier")
+    assert _lockgate(a, "gate", "revise", run_id, "review", "--note", "again").returncode == 0
+    store = ("--store", str(a / ".lockgate" / "lockgate.db"))
+
+    refused = _lockgate(b, "run", "--resume", run_id, "--agents", "../a/agents.py", *store, "--no-prompt")
+    assert refused.returncode != 0
+    assert (f"run {run_id} was driven with the configuration {(a / 'lockgate.toml').resolve()}, but this "
+            f"resume found {(b / 'lockgate.toml').resolve()}") in refused.stderr
+    assert not (b / "judged-b.log").exists()
+    assert (a / "judged.log").read_text().count("judged") == 1
+
+    chosen = _lockgate(b, "run", "--resume", run_id, "--agents", "../a/agents.py", *store, "--config",
+                       "../a/lockgate.toml", "--no-prompt")
+    assert chosen.returncode == 3, chosen.stderr  # at the gate again, judged by a's verifier
+    assert (a / "judged.log").read_text().count("judged") == 2
+    assert not (b / "judged-b.log").exists()
