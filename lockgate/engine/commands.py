@@ -165,7 +165,9 @@ class Commands:
         deadline = time.monotonic() + STOPPING_WAIT_S
         while True:
             version = engine.store.current_version(run_id)
-            driver = Driver.here(engine.last_config(run_id), engine.last_agents(run_id), commands_only=True)
+            # what the run's last drive recorded is kept: a resume after these commands needs it
+            driver = Driver.here(engine.last_config(run_id), engine.last_agents(run_id), commands_only=True,
+                                 judge=engine.last_judge(run_id))
             try:
                 engine.claim(run_id, driver)
             except RunDriven as refused:

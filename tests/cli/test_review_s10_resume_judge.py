@@ -58,9 +58,14 @@ def _lockgate(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _started(tmp_path: Path, *options: str) -> str:
-    """A run of SPEC in ``tmp_path`` waiting at its gate (driven with ``options``), revised:
-    its answer step is to run again, with its judged ensure."""
-    (tmp_path / "flow.stratum.yaml").write_text(SPEC)
+    """A run of SPEC in ``tmp_path`` waiting at its gate (driven with ``options``)."""
+    return _started_with(tmp_path, SPEC, *options)
+
+
+def _started_with(tmp_path: Path, spec: str, *options: str) -> str:
+    """A run of ``spec`` in ``tmp_path`` waiting at its gate (driven with ``options``), its
+    answer step judged once."""
+    (tmp_path / "flow.stratum.yaml").write_text(spec)
     (tmp_path / "agents.py").write_text(AGENTS)
     started = _lockgate(tmp_path, "run", "flow.stratum.yaml", "--input", "question=q", "--agents", "agents.py",
                         *options, "--no-prompt")
@@ -143,3 +148,36 @@ def test_a_recorded_judge_from_another_folders_config_is_refused(tmp_path: Path)
     assert chosen.returncode == 3, chosen.stderr  # at the gate again, judged by a's verifier
     assert (a / "judged.log").read_text().count("judged") == 2
     assert not (b / "judged-b.log").exists()
+
+
+CHECKED_SPEC = SPEC.replace("gate: {on_approve: null, on_revise: answer, on_kill: null}", """gate: {on_approve: check, on_revise: answer, on_kill: null}
+      - id: check
+        evaluate: {command: "cat > /dev/null; cat verdict.json", timeout_ms: 60000}
+        out: Verdict
+      - id: final
+        after: [check]
+        do: "Final"
+        agent: writer
+        out: Answer
+        ensure:
+          - judged: {statement: "The final is supported", stakes: default}""").replace(
+    "  Answer: {answer: string}\n", "  Answer: {answer: string}\n  Verdict: {status: string, children: array, reason: string}\n")
+
+
+def test_gate_approve_running_a_command_keeps_the_judge(tmp_path: Path) -> None:
+    """``gate approve`` runs the evaluate command it released under a claim of its own: that
+    claim keeps the recorded judge, so the resume it prints names it and a bare resume judges
+    with it (review s10 F9 #2: both had lost it, and the run ended error/retries_exhausted)."""
+    (tmp_path / "verdict.json").write_text('{"status": "closed", "children": [], "reason": "ok"}')
+    run_id = _started_with(tmp_path, CHECKED_SPEC, "--judge", "judge")
+    approved = _lockgate(tmp_path, "gate", "approve", run_id, "review")
+    assert approved.returncode == 0, approved.stderr
+    assert "running the command of evaluate step check" in approved.stdout + approved.stderr
+    expected = f"lockgate run --resume {run_id} --agents agents.py --judge judge"
+    assert expected in approved.stdout + approved.stderr
+    assert expected in _lockgate(tmp_path, "resume", run_id).stdout
+
+    resumed = _lockgate(tmp_path, "run", "--resume", run_id, "--agents", "agents.py", "--no-prompt")
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout) == {"answer": "a"}
+    assert (tmp_path / "judged.log").read_text().count("judged") == 2

@@ -1,0 +1,78 @@
+"""A claim that replaces a run's claim keeps the judge its last drive was given by name (review
+s10 F9 #2). A gate decision whose evaluate command the deciding engine runs itself (``lockgate
+gate approve``, the MCP server) claims the run for its commands; that claim carried the
+configuration file and the agents of the run's last drive but not its judge, and releasing it
+left the run's record with none: the next resume command printed no ``--judge`` and a resume
+given none answered every judged ensure with no judge (failing closed)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from specs import note_flow
+
+from lockgate.engine import Engine
+from lockgate.engine.runner import resume, run_sync
+from lockgate.engine.store import open_store
+
+VERDICT = '{"status": "closed", "children": [], "reason": "ok"}'
+FLOW = note_flow("""      - id: write
+        agent: writer
+        do: "Write"
+        out: Note
+        ensure:
+          - judged: {statement: "The note is supported", stakes: default}
+      - id: review
+        after: [write]
+        gate: {on_approve: check, on_revise: null, on_kill: null}
+      - id: check
+        evaluate: {command: "cat > /dev/null; cat verdict.json", timeout_ms: 60000}
+        out: Verdict
+      - id: final
+        after: [check]
+        agent: writer
+        do: "Final"
+        out: Note
+        ensure:
+          - judged: {statement: "The final note is supported", stakes: default}
+""", output="final")
+
+
+class Agents:
+    """A writer, and a judge named ``verifier`` that counts the questions it answers."""
+
+    def __init__(self) -> None:
+        self.judged = 0
+
+    def writer(self, task: Any) -> dict[str, str]:
+        return {"text": "a note"}
+
+    def verifier(self, task: Any) -> dict[str, Any]:
+        self.judged += 1
+        return {"holds": True, "reason": "supported"}
+
+    def given(self) -> dict[str, Any]:
+        return {"writer": self.writer, "verifier": self.verifier}
+
+
+def test_a_decision_running_commands_keeps_the_recorded_judge(tmp_path: Path) -> None:
+    store = str(tmp_path / "runs.db")
+    (tmp_path / "verdict.json").write_text(VERDICT)
+    agents = Agents()
+    started = run_sync(FLOW, {}, agents=agents.given(), judge="verifier", store=store, workspace=tmp_path)
+    assert started.status == "await_gate" and agents.judged == 1
+    run_id = started.run_id
+
+    deciding = Engine(store=open_store(store), workspace=tmp_path)  # `lockgate gate approve`
+    assert deciding.last_judge(run_id) == "verifier"
+    token = deciding.status(run_id)["gates"][0]["token"]
+    decided = deciding.gate_resolve(run_id, "review", "approve", "looks right", "human", token)
+    assert decided["status"] == "execute_step" and decided["step_id"] == "final"  # the command ran here
+    assert deciding.last_judge(run_id) == "verifier"
+    deciding.close()
+
+    resumed = asyncio.run(resume(run_id, agents=agents.given(), store=store, workspace=tmp_path))  # no judge
+    assert resumed.status == "complete", resumed
+    assert agents.judged == 2
