@@ -219,9 +219,12 @@ def recorded_agents(engine: Any, run_id: str) -> str | None:
 
 def recorded_judge(engine: Any, run_id: str) -> str | None:
     """The agent name run ``run_id``'s last drive was given as its judge (``--judge``), which
-    a resume command names; None when none is recorded (one from lockgate.toml needs no flag)."""
+    a resume command names; None when none is recorded (one from lockgate.toml needs no flag)
+    or the run's flow has no judged ensures (it needs none)."""
+    from ..engine.runner import recorded_judge as recorded
+
     try:
-        return engine.last_judge(run_id)
+        return recorded(engine, run_id)
     except Exception:  # noqa: BLE001 - a hint must not fail the command that prints it
         return None
 

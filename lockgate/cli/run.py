@@ -354,12 +354,14 @@ def _check_agents_given(engine: Any, run_id: str, options: Options, config: Path
 def _recorded_judge(engine: Any, run_id: str) -> str | None:
     """The agent name run ``run_id``'s last drive was given as its judge (``--judge``), which a
     resume given none keeps (its judged ensures would fail closed, or take lockgate.toml's
-    judge); None when none is recorded (a judge from lockgate.toml needs no flag) or the run
-    cannot be read (the resume then says what is wrong)."""
+    judge); None when none is recorded (a judge from lockgate.toml needs no flag), the flow has
+    no judged ensures (it needs none), or the run cannot be read (the resume then says what is
+    wrong)."""
+    from ..engine.runner import recorded_judge
     from ..errors import LockgateError
 
     try:
-        return engine.last_judge(run_id)
+        return recorded_judge(engine, run_id)
     except LockgateError:
         return None
 

@@ -220,14 +220,13 @@ class Runner:
 
     def _take_recorded_judge(self, run_id: str) -> str | None:
         """Given no judge (none to this runner, none of its engine's), take the one the run's
-        last drive was given by name (``--judge``, ``judge=``), as its claim records it, and
-        return its name: the run's judged ensures would otherwise fail closed, or be answered
-        by lockgate.toml's judge. The runner then judges with it, as if given ``judge=`` that
+        last drive was given by name (``--judge``, ``judge=``), as its claim records it, when
+        its flow has judged ensures, and return its name: they would otherwise fail closed, or
+        be answered by lockgate.toml's judge. The runner then judges with it, as if given ``judge=`` that
         name (:attr:`recorded_judge` says so); None when it takes none."""
-        if (self._judge_choice is not None or getattr(self.engine, "judge", None) is not None
-                or not hasattr(self.engine, "last_judge")):
+        if self._judge_choice is not None or getattr(self.engine, "judge", None) is not None:
             return None
-        name = self.engine.last_judge(run_id)
+        name = recorded_judge(self.engine, run_id)
         if name is not None:
             self._judge_choice, self._judge_ready, self.recorded_judge = name, False, name
         return name
@@ -521,6 +520,18 @@ def _engine(store: Any, workspace: Any) -> Any:
     if store is None or isinstance(store, (str, os.PathLike)):
         store = open_store(store)
     return Engine(store=store, workspace=workspace if workspace is not None else Path.cwd())
+
+
+def recorded_judge(engine: Any, run_id: str) -> str | None:
+    """The agent name run ``run_id``'s last drive was given as its judge (``--judge``,
+    ``judge=`` by name), as its claim records it, when its flow has judged ensures: a resume
+    given no judge takes it, and the commands that print how to resume the run name it. None
+    when none is recorded, or the flow judges nothing (a judge it never asks is no reason to
+    refuse a resume, nor to name one)."""
+    if not hasattr(engine, "last_judge"):
+        return None
+    name = engine.last_judge(run_id)
+    return name if name is not None and uses_judged(*engine.spec_of(run_id)) else None
 
 
 def judge_refusal(run_id: str, name: str, known: list[str]) -> ConfigError:

@@ -181,3 +181,27 @@ def test_gate_approve_running_a_command_keeps_the_judge(tmp_path: Path) -> None:
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout) == {"answer": "a"}
     assert (tmp_path / "judged.log").read_text().count("judged") == 2
+
+
+def test_a_recorded_judge_the_flow_never_asks_is_not_required(tmp_path: Path) -> None:
+    """A flow with no judged ensure needs no judge: a resume whose recorded judge names no agent
+    here goes on, and the printed commands name none (review s10 F9 #3: it was refused)."""
+    config = tmp_path / "cfg" / "lockgate.toml"
+    config.parent.mkdir()
+    config.write_text('[agents.verifier]\ntype = "python"\ncallable = "agents:judge"\n')
+    unjudged = SPEC.replace('        ensure:\n          - judged: {statement: "The answer is supported", stakes: default}\n', "")
+    (tmp_path / "flow.stratum.yaml").write_text(unjudged)
+    (tmp_path / "agents.py").write_text(AGENTS)
+    started = _lockgate(tmp_path, "run", "flow.stratum.yaml", "--input", "question=q", "--agents", "agents.py",
+                        "--config", "cfg/lockgate.toml", "--judge", "verifier", "--no-prompt")
+    assert started.returncode == 3, started.stderr
+    run_id = json.loads(started.stdout)["run_id"]
+    revised = _lockgate(tmp_path, "gate", "revise", run_id, "review", "--note", "again")
+    assert revised.returncode == 0, revised.stderr
+    assert "--judge" not in revised.stdout + revised.stderr
+    config.unlink()  # no agent named verifier here any more
+
+    resumed = _lockgate(tmp_path, "run", "--resume", run_id, "--agents", "agents.py", "--no-prompt")
+    assert resumed.returncode == 3, resumed.stderr  # answered again, at the gate for round 2
+    assert "verifier" not in resumed.stderr
+    assert not (tmp_path / "judged.log").exists()

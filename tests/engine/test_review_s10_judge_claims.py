@@ -76,3 +76,25 @@ def test_a_decision_running_commands_keeps_the_recorded_judge(tmp_path: Path) ->
     resumed = asyncio.run(resume(run_id, agents=agents.given(), store=store, workspace=tmp_path))  # no judge
     assert resumed.status == "complete", resumed
     assert agents.judged == 2
+
+
+def test_a_resume_of_a_flow_that_judges_nothing_needs_no_recorded_judge(tmp_path: Path) -> None:
+    """A run whose flow has no judged ensure was driven with judge="verifier": a resume given
+    only its writer goes on (review s10 F9 #3: it was refused, no agent being named verifier)."""
+    store = str(tmp_path / "runs.db")
+    flow = note_flow("""      - {id: write, agent: writer, do: "Write", out: Note}
+      - id: review
+        after: [write]
+        gate: {on_approve: null, on_revise: write, on_kill: null}
+""", output="write", max_rounds=2)
+    agents = Agents()
+    started = run_sync(flow, {}, agents=agents.given(), judge="verifier", store=store, workspace=tmp_path)
+    assert started.status == "await_gate"
+    deciding = Engine(store=open_store(store), workspace=tmp_path)
+    token = deciding.status(started.run_id)["gates"][0]["token"]
+    deciding.gate_resolve(started.run_id, "review", "revise", "again", "human", token)
+    deciding.close()
+
+    resumed = asyncio.run(resume(started.run_id, agents={"writer": agents.writer}, store=store, workspace=tmp_path))
+    assert resumed.status == "await_gate", resumed  # written again, at the gate for round 2
+    assert agents.judged == 0
