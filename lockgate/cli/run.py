@@ -368,10 +368,14 @@ def _recorded_judge(engine: Any, run_id: str) -> str | None:
 
 def _check_judge_here(runner: Any, run_id: str, options: Options) -> None:
     """Refuse a resume that kept the run's recorded judge when no agent here has its name
-    (its --agents module not given, or gone): the command names the judge and the module."""
+    (its --agents module not given, or gone): the command names the judge, the module and, from
+    a folder that does not find the run's lockgate.toml (which may define the judge), that one."""
     known = runner.known_agents()
     if options.judge in known:
         return
+    config, note = (None, None) if options.config else hints.config_to_name(runner.engine, run_id)
+    if config is not None and note is None:  # the run's own (not this folder's, chosen anew)
+        options = options._replace(config=config)
     command = options.resume(run_id) + ("" if options.agents else f" --agents {hints.AGENTS_PLACEHOLDER}")
     raise click.BadParameter(
         f"run {run_id} was driven with --judge {options.judge}, and no agent named {options.judge!r} is here "

@@ -543,7 +543,7 @@ def judge_refusal(run_id: str, name: str, known: list[str]) -> ConfigError:
         f"{name!r} is here to be it (the agents are: {', '.join(known)}), and without it the run's judged "
         f"ensures fail closed. Give the agents that define it again (`lockgate run --resume {run_id} --judge "
         f"{shlex.quote(name)} --agents FILE.py`, agents= in Python), or choose another judge (--judge, judge=)")
-    error.detail = {"problem": JUDGE_NOT_FOUND, "run_id": run_id, "judge": name}
+    error.detail = {"problem": JUDGE_NOT_FOUND, "run_id": run_id, "judge": name, "agents": list(known)}
     return error
 
 

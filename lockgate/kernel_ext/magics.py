@@ -132,7 +132,7 @@ class FlowMagics(Magics):
         try:
             return actions.dispatch(self.shell, args)
         except LockgateError as exc:  # a refusal or a missing run: the message is the whole story
-            raise UsageError(f"%flow {args.command}: {_message(exc)}") from None
+            raise UsageError(f"%flow {args.command}: {_message(exc, getattr(args, 'agents', None))}") from None
 
 
 _HELP_WORDS = ("help", "-h", "--help")
@@ -175,10 +175,13 @@ def _words(line: str) -> list[str]:
     return [re.sub("\0(\\d+)\0", lambda m: kept[int(m.group(1))], word) for word in words]
 
 
-def _message(exc: Exception) -> str:
+def _message(exc: Exception, variable: str | None = None) -> str:
     """What a refused ``%flow`` line says: the error's message, in the magic's own terms for an
-    agent nothing provides (the engine's words are for Python callers: ``agents=``)."""
+    agent nothing provides and for a resume whose recorded judge is not here (the engine's words
+    are for Python callers and the CLI: ``agents=``, ``--judge``); ``variable``: the line's
+    ``--agents VAR``."""
     from ..engine.agents.registry import UNKNOWN_AGENT
+    from ..engine.runner import JUDGE_NOT_FOUND
 
     detail = getattr(exc, "detail", None)
     if isinstance(detail, dict) and detail.get("problem") == UNKNOWN_AGENT:
@@ -186,7 +189,23 @@ def _message(exc: Exception) -> str:
         return (f"no agent named {name!r}: pass --agents VAR (a dict mapping {name!r} to a function), "
                 f"register one with lockgate.engine.agents.register({name!r}, fn), or configure it in "
                 f"{where} ([agents.{name}])")
+    if isinstance(detail, dict) and detail.get("problem") == JUDGE_NOT_FOUND:
+        return _judge_words(detail, variable)
     return str(getattr(exc, "message", None) or exc) or type(exc).__name__
+
+
+def _judge_words(detail: dict, variable: str | None) -> str:
+    """A resume refused because no agent here has the name of the judge the run was driven with
+    (``lockgate run --judge NAME``): a notebook gives that agent with the others (``%flow
+    resume`` has no judge option; the recorded name is the run's judge)."""
+    run_id, name = detail["run_id"], detail["judge"]
+    known = ", ".join(detail.get("agents") or ())
+    given = (f"add {name!r} to {variable} (a dict: agent name -> function) and run `%flow resume {run_id} "
+             f"--agents {variable}` again" if variable else
+             f"`%flow resume {run_id} --agents VAR` (VAR: a dict mapping {name!r} and the flow's agents to functions)")
+    return (f"run {run_id} was driven with the judge {name!r}, and no agent named {name!r} is here to be it (the "
+            f"agents are: {known}): without it the run's judged ensures fail closed. Give it: {given}, register one "
+            f"with lockgate.engine.agents.register({name!r}, fn), or configure it in lockgate.toml ([agents.{name}])")
 
 
 def _printable(text: str) -> str:

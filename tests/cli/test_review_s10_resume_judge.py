@@ -9,11 +9,18 @@ review s10 F7 #1). The drive records the judge's name with its claim, as it reco
 - a resume whose recorded judge names no agent here is refused before any agent is called, with
   the command that gives it (its configuration file is gone);
 - a run whose judge came from lockgate.toml records none, and its commands name none.
+
+Review s10 F9: the recorded judge is a name lockgate.toml may define, so a resume from a folder
+finding another configuration file is refused; a ``gate approve`` that runs an evaluate command
+keeps it; a flow with no judged ensure needs none; the refusal's command names the run's
+lockgate.toml from another folder, and a notebook's refusal says how a notebook gives the judge.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -205,3 +212,59 @@ def test_a_recorded_judge_the_flow_never_asks_is_not_required(tmp_path: Path) ->
     assert resumed.returncode == 3, resumed.stderr  # answered again, at the gate for round 2
     assert "verifier" not in resumed.stderr
     assert not (tmp_path / "judged.log").exists()
+
+
+def _given_command(refusal: str) -> list[str]:
+    """The resume command a judge refusal gives, as argv for this Python."""
+    command = re.search(r"Give the agents that define it: lockgate (.*?), or choose", refusal)
+    assert command is not None, refusal
+    return shlex.split(command.group(1))
+
+
+def test_the_judge_refusal_from_another_folder_gives_a_command_that_works(tmp_path: Path) -> None:
+    """From a folder without the run's lockgate.toml (which defines its recorded judge), the
+    refusal's command names that file too; typed as given, it resumes the run with that judge
+    (review s10 F9 #4: the command left --config out, and was refused in turn)."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    (a / "lockgate.toml").write_text('[agents.verifier]\ntype = "python"\ncallable = "agents:judge"\n')
+    run_id = _started(a, "--judge", "verifier")
+    assert _lockgate(a, "gate", "revise", run_id, "review", "--note", "again").returncode == 0
+    store = str(a / ".lockgate" / "lockgate.db")
+
+    refused = _lockgate(b, "run", "--resume", run_id, "--agents", "../a/agents.py", "--store", store, "--no-prompt")
+    assert refused.returncode == 2, refused.stderr
+    command = _given_command(refused.stderr)
+    assert command[command.index("--config") + 1] == "../a/lockgate.toml"
+    resumed = _lockgate(b, *command, "--no-prompt")
+    assert resumed.returncode == 3, resumed.stderr  # answered again and judged, at the gate for round 2
+    assert (a / "judged.log").read_text().count("judged") == 2
+
+
+def test_a_notebook_resume_refused_for_its_judge_says_what_works_there(tmp_path: Path, monkeypatch) -> None:
+    """``%flow resume RUN --agents VAR`` of a run driven with ``--judge verifier``, no agent of
+    that name being here: the refusal says how a notebook gives it (review s10 F9 #4: it gave the
+    CLI's ``--judge`` words, which ``%flow resume`` has no option for)."""
+    from kernel_ext.kernel_session import KernelSession
+
+    config = tmp_path / "cfg" / "lockgate.toml"
+    config.parent.mkdir()
+    config.write_text('[agents.verifier]\ntype = "python"\ncallable = "agents:judge"\n')
+    run_id = _started(tmp_path, "--config", "cfg/lockgate.toml", "--judge", "verifier")
+    assert _lockgate(tmp_path, "gate", "revise", run_id, "review", "--note", "again").returncode == 0
+    config.unlink()  # the agent named verifier is gone with it
+    monkeypatch.delenv("LOCKGATE_STORE", raising=False)
+
+    kernel = KernelSession(tmp_path)
+    try:
+        kernel.run("def writer(task):\n    return {'answer': 'a'}\nmy_agents = {'writer': writer}")
+        out = kernel.run(f"%flow resume {run_id} --agents my_agents")
+    finally:
+        kernel.close()
+    assert out.error is not None, out.shown
+    said = out.error["evalue"]
+    assert f"run {run_id} was driven with the judge 'verifier', and no agent named 'verifier' is here" in said
+    assert f"add 'verifier' to my_agents (a dict: agent name -> function) and run `%flow resume {run_id} " \
+           "--agents my_agents` again" in said
+    assert "--judge" not in said and "lockgate run" not in said
+    assert (tmp_path / "judged.log").read_text().count("judged") == 1
