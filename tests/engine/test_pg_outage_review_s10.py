@@ -258,3 +258,12 @@ def test_a_server_that_stops_answering_is_unavailable_within_the_call_timeout(
         assert store.current_version("r") in (1, 2)  # thawed: the store reconnects
     finally:
         store.close()
+
+
+def test_a_store_that_fails_to_open_leaves_no_watchdog_thread(pg_dsn: str, schema: str, role: str) -> None:
+    PostgresStore(pg_dsn, schema=schema).close()
+    before = threading.active_count()
+    for _ in range(5):
+        with pytest.raises(StoreError, match="cannot read the Lockgate schema"):
+            PostgresStore(_with_user(pg_dsn, role), schema=schema)
+    assert threading.active_count() == before

@@ -169,8 +169,14 @@ class PostgresStore:
         self._sql_create = (_WRITE.format(s=schema, run_statement=_CREATE.format(s=schema)))
         self._sql_update = (_WRITE.format(s=schema, run_statement=_UPDATE.format(s=schema)))
         self._watchdog = _Watchdog()
-        self._db = self._connect(connect_timeout)
-        self._create_schema()
+        try:
+            self._db = self._connect(connect_timeout)
+            self._create_schema()
+        except BaseException:
+            if hasattr(self, "_db"):
+                self._db.close()
+            self._watchdog.stop()
+            raise
 
     def __repr__(self) -> str:
         return f"PostgresStore(schema={self.schema!r})"
@@ -563,9 +569,13 @@ class _Watchdog:
             self._calls.discard(call)
 
     def stop(self) -> None:
+        """Stop the thread and wait for it to end (it wakes at once)."""
         with self._cond:
             self._stopped = True
             self._cond.notify()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
 
     def _run(self) -> None:
         with self._cond:
