@@ -241,12 +241,14 @@ def test_a_server_that_stops_answering_is_unavailable_within_the_call_timeout(
     import lockgate.engine.store.postgres as postgres
 
     monkeypatch.setattr(postgres, "CALL_TIMEOUT", 2.0)
+    monkeypatch.setattr(postgres, "WATCHDOG_GRACE", 1.0)
     store = PostgresStore(server.dsn, schema=f"t_{uuid.uuid4().hex[:12]}", connect_timeout=2)
     try:
         store.create_run("r", HEADER, {}, [event(1)])
         with _frozen(server):
             started = time.monotonic()
-            with pytest.raises(StoreUnavailable, match="PostgreSQL did not answer within 2 s"):
+            with pytest.raises(StoreUnavailable, match="PostgreSQL did not answer within 3 s .* whether the "
+                                                       "statement took effect is unknown"):
                 store.list_runs()
             assert time.monotonic() - started < 10
             for call in (lambda: store.save_run("r", expected_version=1, header=HEADER, steps={}, events=[event(2)]),
@@ -256,6 +258,46 @@ def test_a_server_that_stops_answering_is_unavailable_within_the_call_timeout(
                     call()
                 assert time.monotonic() - started < 10
         assert store.current_version("r") in (1, 2)  # thawed: the store reconnects
+    finally:
+        store.close()
+
+
+def _statements_on(dsn: str, schema: str) -> int:
+    """How many statements other sessions are running on ``schema``'s tables."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as db:
+        return db.execute("SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid()"
+                          " AND query LIKE %s", (f"%{schema}.runs%",)).fetchone()[0]
+
+
+@pytest.mark.parametrize(("options", "seconds"), [
+    ("", "1"),  # the store's own bounds: CALL_TIMEOUT
+    ("?options=-c%20statement_timeout%3D0%20-c%20lock_timeout%3D1500", "1.5"),  # the connection string's
+])
+def test_a_write_waiting_on_a_lock_is_cancelled_by_the_server_and_writes_nothing(
+        pg_dsn: str, schema: str, options: str, seconds: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An admin's LOCK TABLE (as VACUUM FULL or ALTER TABLE take) held past the call timeout: the
+    server cancels the waiting write itself and rolls it back, so the caller's 'nothing was
+    written' is true and a retry goes through. Before, the watchdog cut the connection off with
+    'did not answer' while the backend kept waiting, and the write committed after the lock."""
+    import psycopg
+
+    import lockgate.engine.store.postgres as postgres
+
+    monkeypatch.setattr(postgres, "CALL_TIMEOUT", 1.0)
+    store = PostgresStore(pg_dsn + options, schema=schema)
+    try:
+        store.create_run("r", HEADER, {}, [event(1)])
+        with psycopg.connect(pg_dsn) as admin:  # commits, releasing the lock, on leaving
+            admin.execute(f"LOCK TABLE {schema}.runs IN ACCESS EXCLUSIVE MODE")
+            with pytest.raises(StoreUnavailable) as caught:
+                store.save_run("r", expected_version=1, header=HEADER, steps={}, events=[event(2)])
+        assert str(caught.value) == (f"PostgreSQL did not finish within {seconds} s — the server is busy (a lock "
+                                     "held by another session, maintenance); nothing was written")
+        _until(lambda: _statements_on(pg_dsn, schema) == 0)
+        assert store.load_run("r").version == 1 and [e.seq for e in store.events("r")] == [1]
+        assert store.save_run("r", expected_version=1, header=HEADER, steps={}, events=[event(2)]) == 2
     finally:
         store.close()
 

@@ -64,13 +64,20 @@ SCHEMA_VERSION = 1
 #: StoreUnavailable (the runner then says how to resume).
 REOPEN_WINDOW = 10.0
 
-#: How long one call waits for the server's answer before the store gives the connection up
-#: (StoreUnavailable). A healthy server answers every statement the store sends far sooner (each
-#: is one round trip: milliseconds; a long run's whole chain, well under a second), even behind
-#: another writer's row lock (held for one statement); a server that does not answer in half a
-#: minute is gone (a network outage, a stopped or hung host), and a runner should say so and how
-#: to resume rather than hang. Also the TCP user timeout: unacknowledged data for that long.
+#: How long one statement may take. A healthy server answers every statement the store sends far
+#: sooner (each is one round trip: milliseconds; a long run's whole chain, well under a second),
+#: even behind another writer's row lock (held for one statement). The server bounds its own
+#: work by it (``statement_timeout`` and ``lock_timeout`` on each session, unless the connection
+#: string sets them): a statement waiting on a lock another session holds (LOCK TABLE, VACUUM
+#: FULL, ALTER TABLE) is cancelled and rolled back by the server, so nothing was written.
+#: Also the TCP user timeout: unacknowledged data for that long.
 CALL_TIMEOUT = 30.0
+
+#: How much longer than the server's statement timeout the store waits for an answer before it
+#: gives the connection up (StoreUnavailable): only a server that cannot answer at all (a network
+#: outage, a stopped or hung host) is still silent then, and a runner should say so and how to
+#: resume rather than hang. A busy server has cancelled its own statement by then.
+WATCHDOG_GRACE = 5.0
 
 #: TCP keepalives, so that an idle connection (a LISTEN waiting at a gate) to a host that
 #: vanished is found dead in about 25 s (10 s idle, then 3 probes 5 s apart). A connection
@@ -169,6 +176,8 @@ class PostgresStore:
         self._sql_create = (_WRITE.format(s=schema, run_statement=_CREATE.format(s=schema)))
         self._sql_update = (_WRITE.format(s=schema, run_statement=_UPDATE.format(s=schema)))
         self._watchdog = _Watchdog()
+        # the server's own bounds (seconds; 0: none) by SQLSTATE, read from each new session
+        self._server_timeouts = {"57014": CALL_TIMEOUT, "55P03": CALL_TIMEOUT}
         try:
             self._db = self._connect(connect_timeout)
             self._create_schema()
@@ -360,16 +369,39 @@ class PostgresStore:
     # -- plumbing -------------------------------------------------------------------------------
 
     def _connect(self, timeout: float) -> psycopg.Connection[Any]:
+        """A new session, set up (:meth:`_set_up_session`)."""
         try:
             given = psycopg.conninfo.conninfo_to_dict(self.dsn)
             tcp = {**_KEEPALIVES, "tcp_user_timeout": str(int(CALL_TIMEOUT * 1000))}
             db = psycopg.connect(self.dsn, autocommit=True, connect_timeout=max(1, int(timeout)),
                                  **{key: value for key, value in tcp.items() if key not in given})
-            with self._bounded(db):
-                db.execute("SET TIME ZONE 'UTC'")
-            return db
         except psycopg.Error as exc:
             raise _failure(exc, "cannot connect to PostgreSQL", self.dsn) from exc
+        try:
+            self._set_up_session(db, given)
+        except psycopg.Error as exc:
+            db.close()
+            raise _failure(exc, "cannot connect to PostgreSQL", self.dsn) from exc
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _set_up_session(self, db: psycopg.Connection[Any], given: dict[str, Any]) -> None:
+        """UTC times, and the server's own bounds on a statement and a lock wait
+        (:data:`CALL_TIMEOUT`) unless the connection string's options (or ``PGOPTIONS``) set
+        them; the bounds in force are read back: the watchdog waits longer than they do, and a
+        statement they cancel is reported with them."""
+        options = str(given.get("options", os.environ.get("PGOPTIONS", "")))
+        bound = int(CALL_TIMEOUT * 1000)
+        settings = ["SET TIME ZONE 'UTC'"] + [
+            f"SET {name} = {bound}" for name in ("statement_timeout", "lock_timeout") if name not in options]
+        with self._bounded(db):
+            db.execute("; ".join(settings))
+            rows = db.execute("SELECT name, setting FROM pg_settings"
+                              " WHERE name IN ('statement_timeout', 'lock_timeout')").fetchall()
+        in_force = {name: int(setting) / 1000 for name, setting in rows}
+        self._server_timeouts = {"57014": in_force["statement_timeout"], "55P03": in_force["lock_timeout"]}
 
     def _reopen(self, timeout: float) -> psycopg.Connection[Any]:
         """A connection in place of one the server closed: a server restarting refuses
@@ -496,21 +528,31 @@ class PostgresStore:
 
     @contextmanager
     def _bounded(self, db: psycopg.Connection[Any]) -> Iterator[None]:
-        """Statements on ``db`` that must be answered within :data:`CALL_TIMEOUT`: else the
-        watchdog shuts the connection and the call is StoreUnavailable (not repeated: the
-        server did not close it, it is unreachable)."""
-        call = self._watchdog.arm(db.fileno(), CALL_TIMEOUT)
+        """Statements on ``db`` that the server must answer within its own statement timeout
+        and :data:`WATCHDOG_GRACE`: else the watchdog shuts the connection and the call is
+        StoreUnavailable (not repeated: the server did not close it, it is unreachable). A
+        statement the server cancelled at its own timeout is StoreUnavailable too: it is busy."""
+        started = time.monotonic()
+        waited = (self._server_timeouts["57014"] or CALL_TIMEOUT) + WATCHDOG_GRACE
+        call = self._watchdog.arm(db.fileno(), waited)
         try:
             yield
         except psycopg.Error as exc:
             self._watchdog.disarm(call)
-            if not call.fired:
-                raise
-            db.close()
-            raise StoreUnavailable(
-                f"PostgreSQL did not answer within {CALL_TIMEOUT:g} s (a network outage, or a server stopped or "
-                f"hung): gave the connection up"
-            ) from exc
+            if call.fired:
+                db.close()
+                raise StoreUnavailable(
+                    f"PostgreSQL did not answer within {waited:g} s (a network outage, or a server stopped or hung): "
+                    f"gave the connection up; whether the statement took effect is unknown (a resume reads what "
+                    f"was stored)"
+                ) from exc
+            timeout = self._server_timeouts.get(exc.sqlstate or "")
+            if timeout and time.monotonic() - started >= timeout:
+                raise StoreUnavailable(
+                    f"PostgreSQL did not finish within {timeout:g} s — the server is busy (a lock held by another "
+                    f"session, maintenance); nothing was written"
+                ) from exc
+            raise
         finally:
             self._watchdog.disarm(call)
 
