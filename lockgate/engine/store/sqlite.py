@@ -39,6 +39,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar
 
+from lockgate.engine import lockdir
 from lockgate.engine.store import codec, sqlite_open
 from lockgate.engine.store.base import Event, RunSummary, StoredRun, VerifyReport
 from lockgate.engine.store.chain import (
@@ -174,6 +175,8 @@ class SQLiteStore:
                 self._db, self._view = sqlite_open.open_read_only(file, busy_timeout)
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
+                if self.path.parent.name == lockdir.NAME:
+                    lockdir.keep_out_of_git(self.path.parent)
                 self._db = sqlite_open.connect(self.path, busy_timeout)
         except (sqlite3.Error, OSError) as exc:
             raise self._failure(exc, "cannot open SQLite store") from exc
