@@ -14,7 +14,9 @@ import difflib
 import json
 import os
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from functools import partial
 from itertools import islice
 from pathlib import Path
@@ -27,7 +29,7 @@ from mcp.server import Server
 
 from .. import __version__
 from ..engine.engine import Engine
-from ..engine.judge import JudgeBridge, project_judge
+from ..engine.judge import JudgeBridge, as_judge, project_judge
 from .advice import IN_MEMORY, next_steps, tool_error
 from .handlers import HANDLERS, ToolContext, invalid
 from .instructions import SERVER_INSTRUCTIONS
@@ -99,7 +101,8 @@ def call_tool(ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None) 
     try:
         if tool is None:
             raise invalid(f"unknown tool {name!r}; the tools are: {', '.join(BY_NAME)}")
-        result = HANDLERS[name](ctx, check_arguments(tool, arguments))
+        with _judging(ctx, arguments):
+            result = HANDLERS[name](ctx, check_arguments(tool, arguments))
     except Exception as exc:  # every failure becomes a tool error the model can read, never a crash
         message, data = tool_error(exc)
         return types.CallToolResult(content=[types.TextContent(type="text", text=message)],
@@ -109,6 +112,13 @@ def call_tool(ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None) 
         guidance = [next_steps(result, store=ctx.store_shown), *_revisions(result)]
         content.extend(types.TextContent(type="text", text=line) for line in guidance if line)
     return types.CallToolResult(content=content, structured_content=result, is_error=False)
+
+
+def _judging(ctx: ToolContext, arguments: Mapping[str, Any] | None) -> AbstractContextManager[Any]:
+    """The block of a tool call judged as its run says (see :class:`RunJudges`); a context made
+    otherwise (a test's own engine) keeps its engine's judge."""
+    judges = getattr(ctx.engine, "judges", None)
+    return judges.calling(ctx, arguments) if isinstance(judges, RunJudges) else nullcontext()
 
 
 def result_text(result: dict[str, Any]) -> str:
@@ -211,15 +221,115 @@ def _may_wait(name: str, arguments: Mapping[str, Any] | None) -> bool:
 def make_context(store: str | None = None, workspace: str | Path | None = None) -> ToolContext:
     """An engine over ``store`` (default: the project's SQLite store) jailed to ``workspace``
     (default: the current directory, where hosts start their MCP servers), with the judge the
-    workspace's lockgate.toml names for ``judged`` ensures."""
+    workspace's lockgate.toml names for ``judged`` ensures, or in a call about a run driven with
+    a judge by name, that judge (see :class:`RunJudges`)."""
     from ..engine.store import open_store
 
     root = Path(workspace).expanduser().resolve() if workspace is not None else Path.cwd()
     judge, problem = project_judge(root)
     if problem:  # stderr is the host's log of the server
         print(f"lockgate mcp: no judge for judged ensures (they fail closed): {problem}", file=sys.stderr)
-    engine = Engine(store=open_store(store), workspace=root, judge=JudgeBridge(judge) if judge else None)
+    judges = RunJudges(root, JudgeBridge(judge) if judge else None)
+    engine = JudgingEngine(judges, store=open_store(store), workspace=root)
     return ToolContext(engine, root, store_shown=store_for_commands(store))
+
+
+class RunJudges:
+    """The judge of each tool call: the one the call's run was driven with by name (``lockgate run
+    --judge NAME``, recorded with its claim) when its flow has judged ensures and that name
+    resolves in the workspace (its lockgate.toml, a registered agent, a built-in), not to one of
+    the Python functions that drive was given; else ``project``, the judge the workspace's
+    lockgate.toml names (None: judged ensures fail closed). A run resumed here would otherwise
+    be judged by lockgate.toml's judge, or by none, whatever judge it was driven with."""
+
+    def __init__(self, root: Path, project: JudgeBridge | None) -> None:
+        self.root, self.project = root, project
+        self._named: dict[str, JudgeBridge | None] = {}  # by agent name, resolved once
+        self._call = threading.local()  # a tool call runs in a worker thread of its own
+
+    @contextmanager
+    def calling(self, ctx: ToolContext, arguments: Mapping[str, Any] | None) -> Iterator[None]:
+        """The block of one tool call: its judge is its run's (``run_id`` in ``arguments``)."""
+        run_id = arguments.get("run_id") if isinstance(arguments, Mapping) else None
+        self._call.judge = self._of_run(ctx, run_id) if isinstance(run_id, str) else self.project
+        try:
+            yield
+        finally:
+            del self._call.judge
+
+    def current(self) -> JudgeBridge | None:
+        """The judge of the tool call running in this thread (``project`` outside one)."""
+        return getattr(self._call, "judge", self.project)
+
+    def _of_run(self, ctx: ToolContext, run_id: str) -> JudgeBridge | None:
+        from ..engine.agentorigin import names_of
+        from ..engine.runner import recorded_judge
+        from ..errors import LockgateError
+
+        try:
+            with ctx.lock:  # the engine is one caller's at a time
+                name = recorded_judge(ctx.engine, run_id)
+                given = names_of(ctx.engine.last_agents(run_id)) if name is not None else ()
+        except LockgateError:  # no such run (the tool says so), or one that cannot be read
+            return self.project
+        if name is None or name in given:  # none, or a Python function this process cannot have
+            return self.project
+        if name not in self._named:
+            self._named[name] = self._resolve(name)
+        return self._named[name] or self.project
+
+    def _resolve(self, name: str) -> JudgeBridge | None:
+        """The judge agent ``name`` in the workspace; None (said on stderr) when none is named so."""
+        from ..engine.agents.config import load_config
+        from ..engine.agents.registry import resolve_agent
+        from ..errors import LockgateError
+
+        try:
+            config = load_config(start=self.root)
+            return JudgeBridge(as_judge(name, lambda agent: resolve_agent(agent, config=config)))
+        except LockgateError as exc:
+            print(f"lockgate mcp: runs driven with the judge {name!r} are judged as lockgate.toml says: no agent "
+                  f"of that name resolves here ({exc})", file=sys.stderr)
+            return None
+
+
+class JudgingEngine(Engine):
+    """The server's engine, whose judge is the tool call's (:class:`RunJudges`), for the engine
+    and for its runs alike: a run loaded in one call is judged in the next as that call's run
+    says. Setting ``judge`` sets the judge of calls about no run (or a run recorded with none)."""
+
+    def __init__(self, judges: RunJudges, **options: Any) -> None:
+        self.judges = judges
+        super().__init__(judge=judges.project, **options)
+
+    @property  # type: ignore[override]
+    def judge(self) -> JudgeBridge | None:
+        return self.judges.current()
+
+    @judge.setter
+    def judge(self, value: Any) -> None:
+        self.judges.project = value
+
+    def _env(self) -> Any:
+        return _CallEnv(self)
+
+
+class _CallEnv:
+    """What a run of a :class:`JudgingEngine` needs from it, read when needed: the judge (and
+    evaluator) of the tool call transitioning it, not of the call that loaded it."""
+
+    __slots__ = ("engine",)
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @property
+    def judge(self) -> Any:
+        return self.engine.judge
+
+    @property
+    def evaluator(self) -> Any:
+        return self.engine.evaluator
 
 
 def store_for_commands(store: str | None) -> str | None:

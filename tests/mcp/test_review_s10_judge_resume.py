@@ -1,0 +1,115 @@
+"""The MCP server judges a run with the judge it was driven with by name (real ``lockgate``
+processes and a real MCP client over stdio; review s10 F9).
+
+- #5: a run started with ``lockgate run --judge verifier`` (``verifier`` defined in the
+  workspace's lockgate.toml, which names no ``judge``) and resumed through ``lockgate_resume``
+  has its judged ensures answered by ``verifier``; the server used lockgate.toml's judge only,
+  here none, and every judged ensure failed closed ("no judge is configured");
+- #2: a gate decision through MCP that runs an evaluate command keeps the recorded judge, so
+  ``lockgate resume`` still prints ``--judge NAME`` and a bare resume judges with it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+from mcp_support import connect
+
+SPEC = """version: 1
+contracts:
+  Answer: {answer: string}
+  Verdict: {status: string, children: array, reason: string}
+flows:
+  entry: research
+  research:
+    input: {question: string}
+    output: {from: "${final.output}", contract: Answer}
+    max_rounds: 2
+    steps:
+      - id: answer
+        do: "Answer ${input.question}"
+        agent: writer
+        out: Answer
+        ensure:
+          - judged: {statement: "The answer is supported", stakes: default}
+      - id: review
+        after: [answer]
+        gate: {on_approve: check, on_revise: answer, on_kill: null}
+      - id: check
+        evaluate: {command: "cat > /dev/null; cat verdict.json", timeout_ms: 60000}
+        out: Verdict
+      - id: final
+        after: [check]
+        do: "Final"
+        agent: writer
+        out: Answer
+"""
+AGENTS = """from pathlib import Path
+
+def writer(task):
+    return {"answer": "a"}
+
+def judge(task):
+    with open(Path(__file__).with_name("judged.log"), "a") as log:
+        log.write("judged\\n")
+    return {"holds": True, "reason": "ok"}
+"""
+
+
+def _lockgate(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "lockgate", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def _started(tmp_path: Path) -> str:
+    """A run driven with ``--judge verifier`` (lockgate.toml's agent), waiting at its gate."""
+    (tmp_path / "flow.stratum.yaml").write_text(SPEC)
+    (tmp_path / "agents.py").write_text(AGENTS)
+    (tmp_path / "verdict.json").write_text('{"status": "closed", "children": [], "reason": "ok"}')
+    (tmp_path / "lockgate.toml").write_text('[agents.verifier]\ntype = "python"\ncallable = "agents:judge"\n')
+    started = _lockgate(tmp_path, "run", "flow.stratum.yaml", "--input", "question=q", "--agents", "agents.py",
+                        "--judge", "verifier", "--store", "runs.db", "--no-prompt")
+    assert started.returncode == 3, started.stderr
+    assert _judged(tmp_path) == 1
+    return json.loads(started.stdout)["run_id"]
+
+
+def _judged(tmp_path: Path) -> int:
+    return (tmp_path / "judged.log").read_text().count("judged")
+
+
+def test_an_mcp_resume_judges_with_the_recorded_judge(tmp_path: Path) -> None:
+    run_id = _started(tmp_path)
+    assert _lockgate(tmp_path, "gate", "revise", run_id, "review", "--note", "again", "--store",
+                     "runs.db").returncode == 0
+
+    async def main() -> dict:
+        async with connect(tmp_path / "runs.db", tmp_path) as session:
+            resumed = await session.ok("lockgate_resume", {"run_id": run_id})
+            assert (resumed["status"], resumed["step_id"]) == ("execute_step", "answer")
+            return await session.ok("lockgate_step_done", {"run_id": run_id, "step_id": "answer",
+                                                           "token": resumed["token"], "result": {"answer": "a"}})
+
+    done = anyio.run(main)
+    assert done["status"] == "await_gate", done  # judged, held by verifier: at the gate for round 2
+    assert _judged(tmp_path) == 2
+
+
+def test_an_mcp_decision_running_a_command_keeps_the_recorded_judge(tmp_path: Path) -> None:
+    run_id = _started(tmp_path)
+
+    async def main() -> dict:
+        async with connect(tmp_path / "runs.db", tmp_path) as session:
+            gate = (await session.ok("lockgate_status", {"run_id": run_id}))["gates"][0]
+            return await session.ok("lockgate_gate_resolve", {
+                "run_id": run_id, "step_id": "review", "outcome": "approve", "rationale": "fine",
+                "resolved_by": "agent", "token": gate["token"]})
+
+    decided = anyio.run(main)
+    assert (decided["status"], decided["step_id"]) == ("execute_step", "final"), decided  # check ran here
+    shown = _lockgate(tmp_path, "resume", run_id, "--store", "runs.db")
+    assert f"lockgate run --resume {run_id} --agents agents.py --store runs.db --judge verifier" in shown.stdout
