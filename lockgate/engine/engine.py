@@ -556,9 +556,12 @@ class Engine:
         transaction of its own (:func:`~lockgate.engine.results.park`): the one that checks it
         may wait long for a verdict (under a runner it is even abandoned while the judge is
         asked), and a crash meanwhile must not lose the agent's work. Once per report: a replay
-        of the call finds it parked."""
+        of the call finds it parked. So is the report of an item of an engine-dispatch
+        ``isolation: worktree`` fanout: its transaction may merge (pre_merge commands may run
+        long), and the agent's work, left in a worktree it may not redo, must survive a crash."""
         run = self._get(run_id)
-        if not run.cspec.judges or self.judge is None:  # no judge: a judged ensure fails at once
+        judged = bool(run.cspec.judges) and self.judge is not None  # no judge: a judged ensure fails at once
+        if not judged and not _worktree_item(run, step_id):
             return
         record = parked(token, result, failure, usage)
         st = run.steps.get(step_id)
@@ -798,6 +801,16 @@ def _engine_item(run: LiveRun, key: str) -> bool:
     loc = run.locate(key)
     fan = loc.cstep.step.fanout
     return loc.index is not None and fan is not None and fan.dispatch != "consumer"
+
+
+def _worktree_item(run: LiveRun, key: str) -> bool:
+    """Whether ``key`` names an item of an engine-dispatch ``isolation: worktree`` fanout."""
+    try:
+        loc = run.locate(key)
+    except (KeyError, ValueError):
+        return False  # not a step of the run: its own transaction refuses the report
+    fan = loc.cstep.step.fanout
+    return loc.index is not None and fan is not None and fan.dispatch != "consumer" and fan.isolation == "worktree"
 
 
 def _reported_or_run(dispatcher: Any, run_id: str, entries: list[dict[str, Any]]) -> list[tuple[Any, Any, Any]]:

@@ -241,9 +241,8 @@ def _finish_item(run: LiveRun, loc: Located, fan_st: StepState, item: StepState,
     counters.done += 1
     if item.status == SUCCEEDED:
         counters.ok += 1
-    if item.worktree:
-        run.irreversible = True
-        worktrees.remove(run.workspace(), item.worktree)
+    if item.worktree:  # removed once this transition, which records its patch, is committed
+        run.release_worktrees([item.worktree])
     if counters.done == counters.count:
         settle_fanout(run, loc, fan_st)
     elif fan_st.key not in run.to_promote:

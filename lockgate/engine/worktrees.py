@@ -63,7 +63,7 @@ def _base(worktree: str) -> str:
 
 
 def remove(workspace: Path | None, worktree: str) -> None:
-    """Remove a finished item's worktree (its patch taken) and prune git's record of it."""
+    """Remove one worktree and prune git's record of it."""
     _unlink(workspace, worktree)
     if workspace is not None:
         _git(workspace, "worktree", "prune")
