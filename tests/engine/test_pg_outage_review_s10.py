@@ -242,6 +242,7 @@ def test_a_server_that_stops_answering_is_unavailable_within_the_call_timeout(
 
     monkeypatch.setattr(postgres, "CALL_TIMEOUT", 2.0)
     monkeypatch.setattr(postgres, "WATCHDOG_GRACE", 1.0)
+    monkeypatch.setattr(postgres, "UNREACHABLE_RETRY", 0.5)
     store = PostgresStore(server.dsn, schema=f"t_{uuid.uuid4().hex[:12]}", connect_timeout=2)
     try:
         store.create_run("r", HEADER, {}, [event(1)])
@@ -257,9 +258,19 @@ def test_a_server_that_stops_answering_is_unavailable_within_the_call_timeout(
                 with pytest.raises(StoreUnavailable):  # connecting again: the connect timeout
                     call()
                 assert time.monotonic() - started < 10
-        assert store.current_version("r") in (1, 2)  # thawed: the store reconnects
+        _until(lambda: _answers(store))  # thawed: the store reconnects
+        assert store.current_version("r") in (1, 2)
     finally:
         store.close()
+
+
+def _answers(store: PostgresStore) -> bool:
+    """Whether a call on ``store`` is answered (False: StoreUnavailable)."""
+    try:
+        store.list_runs()
+    except StoreUnavailable:
+        return False
+    return True
 
 
 def _statements_on(dsn: str, schema: str) -> int:
@@ -298,6 +309,36 @@ def test_a_write_waiting_on_a_lock_is_cancelled_by_the_server_and_writes_nothing
         _until(lambda: _statements_on(pg_dsn, schema) == 0)
         assert store.load_run("r").version == 1 and [e.seq for e in store.events("r")] == [1]
         assert store.save_run("r", expected_version=1, header=HEADER, steps={}, events=[event(2)]) == 2
+    finally:
+        store.close()
+
+
+def test_after_a_server_stopped_answering_the_next_calls_fail_at_once(
+        server: RestartablePostgres, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A runner giving up on a frozen server makes several cleanup calls: each failed only after
+    the connect timeout (lockgate run took ~83 s to exit). Now, once a call found the server
+    unreachable, the next ones are StoreUnavailable at once until a reconnect, tried every
+    UNREACHABLE_RETRY seconds, reaches it again."""
+    import lockgate.engine.store.postgres as postgres
+
+    monkeypatch.setattr(postgres, "CALL_TIMEOUT", 1.0)
+    monkeypatch.setattr(postgres, "WATCHDOG_GRACE", 1.0, raising=False)
+    store = PostgresStore(server.dsn, schema=f"t_{uuid.uuid4().hex[:12]}", connect_timeout=2)
+    try:
+        store.create_run("r", HEADER, {}, [event(1)])
+        with _frozen(server):
+            with pytest.raises(StoreUnavailable, match="did not answer"):
+                store.current_version("r")
+            started = time.monotonic()
+            for call in (store.list_runs, lambda: store.load_run("r"), lambda: store.verify("r"),
+                         lambda: store.save_run("r", expected_version=1, header=HEADER, steps={}, events=[event(2)]),
+                         lambda: store.wait_for_change("r", 1, 5.0)):
+                with pytest.raises(StoreUnavailable, match="PostgreSQL is unreachable: it did not answer a "
+                                                           "statement within 2 s"):
+                    call()
+            assert time.monotonic() - started < 1.5  # before: the 2 s connect timeout each
+        _until(lambda: _answers(store))
+        assert store.load_run("r").version == 1
     finally:
         store.close()
 

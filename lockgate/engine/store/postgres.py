@@ -79,6 +79,12 @@ CALL_TIMEOUT = 30.0
 #: resume rather than hang. A busy server has cancelled its own statement by then.
 WATCHDOG_GRACE = 5.0
 
+#: After a call found the server unreachable (no answer, or connecting timed out), the store's
+#: calls fail at once (StoreUnavailable) until this long has passed; then one call tries to
+#: connect again. Each attempt costs the connect timeout, and a runner cleaning up after an
+#: outage makes several calls in a row: they should not each wait for a server already known gone.
+UNREACHABLE_RETRY = 3.0
+
 #: TCP keepalives, so that an idle connection (a LISTEN waiting at a gate) to a host that
 #: vanished is found dead in about 25 s (10 s idle, then 3 probes 5 s apart). A connection
 #: string's own values win.
@@ -176,6 +182,7 @@ class PostgresStore:
         self._sql_create = (_WRITE.format(s=schema, run_statement=_CREATE.format(s=schema)))
         self._sql_update = (_WRITE.format(s=schema, run_statement=_UPDATE.format(s=schema)))
         self._watchdog = _Watchdog()
+        self._reach = _Reachability()
         # the server's own bounds (seconds; 0: none) by SQLSTATE, read from each new session
         self._server_timeouts = {"57014": CALL_TIMEOUT, "55P03": CALL_TIMEOUT}
         try:
@@ -369,14 +376,22 @@ class PostgresStore:
     # -- plumbing -------------------------------------------------------------------------------
 
     def _connect(self, timeout: float) -> psycopg.Connection[Any]:
-        """A new session, set up (:meth:`_set_up_session`)."""
+        """A new session, set up (:meth:`_set_up_session`); at once StoreUnavailable while the
+        server is known unreachable (:class:`_Reachability`), and a connect that times out
+        makes it so."""
+        self._reach.check()
         try:
             given = psycopg.conninfo.conninfo_to_dict(self.dsn)
             tcp = {**_KEEPALIVES, "tcp_user_timeout": str(int(CALL_TIMEOUT * 1000))}
             db = psycopg.connect(self.dsn, autocommit=True, connect_timeout=max(1, int(timeout)),
                                  **{key: value for key, value in tcp.items() if key not in given})
         except psycopg.Error as exc:
-            raise _failure(exc, "cannot connect to PostgreSQL", self.dsn) from exc
+            failure = _failure(exc, "cannot connect to PostgreSQL", self.dsn)
+            if isinstance(exc, psycopg.errors.ConnectionTimeout) or "timeout expired" in str(exc):
+                self._reach.lost(f"connecting timed out after {max(1, int(timeout))} s")
+            else:  # refused or turned away: the host answers (a restart, a wrong password)
+                self._reach.reached()
+            raise failure from exc
         try:
             self._set_up_session(db, given)
         except psycopg.Error as exc:
@@ -385,6 +400,7 @@ class PostgresStore:
         except BaseException:
             db.close()
             raise
+        self._reach.reached()
         return db
 
     def _set_up_session(self, db: psycopg.Connection[Any], given: dict[str, Any]) -> None:
@@ -406,13 +422,14 @@ class PostgresStore:
     def _reopen(self, timeout: float) -> psycopg.Connection[Any]:
         """A connection in place of one the server closed: a server restarting refuses
         connections for a second or two, so a refusal is tried again until
-        :data:`REOPEN_WINDOW` has passed; then it is StoreUnavailable."""
+        :data:`REOPEN_WINDOW` has passed; then it is StoreUnavailable (at once when the server
+        proved unreachable: a connect timed out)."""
         deadline, delay = time.monotonic() + REOPEN_WINDOW, 0.05
         while True:
             try:
                 return self._connect(timeout)
             except StoreUnavailable:
-                if time.monotonic() + delay > deadline:
+                if self._reach.is_lost() or time.monotonic() + delay > deadline:
                     raise
             time.sleep(delay)
             delay = min(2 * delay, 1.0)
@@ -530,8 +547,9 @@ class PostgresStore:
     def _bounded(self, db: psycopg.Connection[Any]) -> Iterator[None]:
         """Statements on ``db`` that the server must answer within its own statement timeout
         and :data:`WATCHDOG_GRACE`: else the watchdog shuts the connection and the call is
-        StoreUnavailable (not repeated: the server did not close it, it is unreachable). A
-        statement the server cancelled at its own timeout is StoreUnavailable too: it is busy."""
+        StoreUnavailable (not repeated: the server did not close it, it is unreachable; the
+        store's next calls fail at once for a while, :class:`_Reachability`). A statement the
+        server cancelled at its own timeout is StoreUnavailable too: it is busy."""
         started = time.monotonic()
         waited = (self._server_timeouts["57014"] or CALL_TIMEOUT) + WATCHDOG_GRACE
         call = self._watchdog.arm(db.fileno(), waited)
@@ -541,6 +559,7 @@ class PostgresStore:
             self._watchdog.disarm(call)
             if call.fired:
                 db.close()
+                self._reach.lost(f"it did not answer a statement within {waited:g} s")
                 raise StoreUnavailable(
                     f"PostgreSQL did not answer within {waited:g} s (a network outage, or a server stopped or hung): "
                     f"gave the connection up; whether the statement took effect is unknown (a resume reads what "
@@ -552,6 +571,12 @@ class PostgresStore:
                     f"PostgreSQL did not finish within {timeout:g} s — the server is busy (a lock held by another "
                     f"session, maintenance); nothing was written"
                 ) from exc
+            raise
+        except BaseException:
+            # interrupted (Ctrl-C): psycopg asked the server to cancel the statement and closed
+            # the connection when it did not answer that either
+            if db.closed:
+                self._reach.lost("it did not answer a cancel request")
             raise
         finally:
             self._watchdog.disarm(call)
@@ -629,6 +654,39 @@ class _Watchdog:
                     _shut(call.fd)
                 self._wake_at = min((call.deadline for call in self._calls), default=math.inf)
                 self._cond.wait(None if self._wake_at == math.inf else self._wake_at - now)
+
+
+class _Reachability:
+    """Whether the server proved unreachable lately (a statement unanswered, a connect timed
+    out): then connecting fails at once with StoreUnavailable until :data:`UNREACHABLE_RETRY`
+    has passed, and the next attempt either reaches the server (all is well again, even when it
+    refuses the connection: a restart) or proves it unreachable once more. So a caller making
+    several calls after an outage (a runner cleaning up, a Ctrl-C) is answered at once instead of
+    waiting out a connect timeout on each."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._why = ""
+        self._retry_at = 0.0
+
+    def check(self) -> None:
+        with self._lock:
+            wait = self._retry_at - time.monotonic()
+            if self._why and wait > 0:
+                raise StoreUnavailable(f"PostgreSQL is unreachable: {self._why} (a network outage, or a server "
+                                       f"stopped or hung); the store tries again in {math.ceil(wait)} s")
+
+    def lost(self, why: str) -> None:
+        with self._lock:
+            self._why, self._retry_at = why, time.monotonic() + UNREACHABLE_RETRY
+
+    def reached(self) -> None:
+        with self._lock:
+            self._why, self._retry_at = "", 0.0
+
+    def is_lost(self) -> bool:
+        with self._lock:
+            return bool(self._why)
 
 
 def _shut(fd: int) -> None:
