@@ -343,6 +343,46 @@ def test_after_a_server_stopped_answering_the_next_calls_fail_at_once(
         store.close()
 
 
+def test_a_write_whose_answer_was_lost_is_recognised_when_another_writer_moved_the_run_on(
+        pg_dsn: str, schema: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The connection breaks after a write committed but before its answer came back, and another
+    writer saves while the store reopens it. The repeated write changes nothing; the store finds
+    its own first event (seq and hash) and returns the version it made, instead of a conflict
+    (the engine then replayed its own decision and said 'nothing changed'), or 'already exists'
+    for a create. The caller's next save conflicts and replays on what is stored."""
+    from lockgate.engine.store.postgres import _shut
+    from lockgate.errors import ConcurrencyConflict
+
+    other = PostgresStore(pg_dsn, schema=schema)
+    store = PostgresStore(pg_dsn, schema=schema)
+    original, lose = PostgresStore._attempt, []
+
+    def answer_lost(self: PostgresStore, work, snapshot):  # noqa: ANN001 - PostgresStore._attempt's
+        result = original(self, work, snapshot)
+        if self is store and lose:
+            lose.pop()()  # the other writer gets in
+            _shut(self._db.fileno())
+            self._db.execute("SELECT 1")  # raises: the connection is broken, the answer lost
+        return result
+
+    monkeypatch.setattr(PostgresStore, "_attempt", answer_lost)
+    try:
+        lose.append(lambda: other.save_run("r", expected_version=1, header=HEADER, steps={}, events=[]))
+        assert store.create_run("r", HEADER, {}, [event(1)]) == 1
+        lose.append(lambda: other.save_run("r", expected_version=3, header=HEADER, steps={}, events=[event(3)]))
+        assert store.save_run("r", expected_version=2, header=HEADER, steps={"x": {"n": 1}}, events=[event(2)]) == 3
+        assert [e.detail for e in store.events("r")] == [{"i": 1}, {"i": 2}, {"i": 3}] and store.verify("r").ok
+        with pytest.raises(ConcurrencyConflict, match="is at version 4, not 3"):
+            store.save_run("r", expected_version=3, header=HEADER, steps={}, events=[event(4)])
+        # a save with no events leaves no trace to find once the run moved on: a conflict
+        lose.append(lambda: other.save_run("r", expected_version=5, header=HEADER, steps={}, events=[event(5)]))
+        with pytest.raises(ConcurrencyConflict, match="is at version 6, not 4"):
+            store.save_run("r", expected_version=4, header=HEADER, steps={}, events=[])
+    finally:
+        store.close()
+        other.close()
+
+
 def test_a_store_that_fails_to_open_leaves_no_watchdog_thread(pg_dsn: str, schema: str, role: str) -> None:
     PostgresStore(pg_dsn, schema=schema).close()
     before = threading.active_count()

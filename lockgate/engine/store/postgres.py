@@ -207,9 +207,10 @@ class PostgresStore:
         links = chain_events(run_id, events, GENESIS_HASH, 1, params["now"])
         params.update(_link_params(links, 0, GENESIS_HASH))
         written, repeated = self._run_statement(self._sql_create, params)
-        if written != 1 and not (repeated and self._is_own_write(run_id, 1, params)):
+        if written == 1:
+            self._heads[run_id] = (1, params["count"], params["head"])
+        elif not (repeated and self._is_own_write(run_id, 1, params, links)):
             raise StoreError(f"run {run_id!r} already exists")
-        self._heads[run_id] = (1, params["count"], params["head"])
         return 1
 
     def save_run(
@@ -233,11 +234,12 @@ class PostgresStore:
             if _taken_seq(exc):
                 raise codec.events_behind(run_id, count) from exc
             raise
-        if written != 1:
-            own = self._is_own_write(run_id, expected_version + 1, params)  # reads the head either way
+        if written == 1:
+            self._heads[run_id] = (expected_version + 1, params["count"], params["head"])
+        else:
+            own = self._is_own_write(run_id, expected_version + 1, params, links)  # reads the head either way
             if not (repeated and own):
                 raise codec.conflict(run_id, expected_version, self._heads[run_id][0])
-        self._heads[run_id] = (expected_version + 1, params["count"], params["head"])
         return expected_version + 1
 
     def _head_at(self, run_id: str, version: int) -> tuple[int, str]:
@@ -257,14 +259,25 @@ class PostgresStore:
             raise codec.not_found(run_id)
         return row
 
-    def _is_own_write(self, run_id: str, version: int, params: dict[str, Any]) -> bool:
-        """Whether a repeated write that changed no row finds the run as it meant to leave it: at
-        ``version`` with its chain head (which hashes its own events). That is the write itself,
-        committed on a connection the server closed before answering; else another writer got
-        there first. (Caches the run's head, which the conflict reports.)"""
+    def _is_own_write(self, run_id: str, version: int, params: dict[str, Any], links: list[Link]) -> bool:
+        """Whether a repeated write that changed no row is the write itself, committed on a
+        connection the server closed before answering (else another writer got there first):
+        the run is as it meant to leave it (at ``version`` with its chain head, which hashes its
+        own events), or, when another writer moved the run on during the reopen, its first event
+        is stored (the chain is deterministic: that seq with that hash is this write's alone).
+        A write with no events leaves no such trace: once the run moved on it is taken for a
+        conflict, and the caller replays on what is stored, as for any conflict. (Caches the
+        run's current head, which a conflict reports and against which the caller's next save,
+        expecting ``version``, conflicts when the run moved on.)"""
         actual = self._head_row(run_id)
         self._heads[run_id] = actual
-        return actual == (version, params["count"], params["head"])
+        if actual == (version, params["count"], params["head"]):
+            return True
+        return bool(links) and actual[0] > version and self._has_event(run_id, links[0])
+
+    def _has_event(self, run_id: str, link: Link) -> bool:
+        sql = f"SELECT 1 FROM {self.schema}.events WHERE run_id = %s AND seq = %s AND hash = %s"
+        return self._one(sql, (run_id, link.seq, link.hash)) is not None
 
     def _run_statement(self, sql: str, params: dict[str, Any]) -> tuple[int, bool]:
         """Run a write (create or update): the rows it changed (0 or 1) and whether it was
