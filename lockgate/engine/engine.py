@@ -29,7 +29,7 @@ from ..errors import (
     StoreError,
     UnstorableValue,
 )
-from . import checkpoints, drivers, evaluate, live, worktrees
+from . import checkpoints, drivers, evaluate, fanout, live, worktrees
 from .advance import advance
 from .budget import finite_number
 from .carry import materialise
@@ -499,16 +499,21 @@ class Engine:
 
     def _transact(self, run_id: str, apply: Callable[[LiveRun], Any], everything: bool = False) -> dict[str, Any]:
         """``apply`` to the run and save it as one transaction, replayed on the stored state when
-        another writer got there first."""
+        another writer got there first. A fanout merge in ``apply`` goes on only while no other
+        writer saved (see :class:`~lockgate.engine.fanout.MergeWatch`); what a try merged that
+        no saved transition records (the run ended meanwhile) is recorded on its own."""
+        watch = fanout.MergeWatch()
         for _ in range(MAX_REPLAYS):
             run = self._get(run_id)
             run.begin()
             try:
-                apply(run)
+                with watch.over(partial(self._unchanged, run_id, run.version)):
+                    apply(run)
             except EngineError:
                 self._live.pop(run_id, None)
                 if self.store.current_version(run_id) != run.version:
                     continue  # refused on stale state: replay on what is stored now
+                self._record_merges(run_id, watch)
                 raise
             except BaseException:
                 self._live.pop(run_id, None)
@@ -528,6 +533,15 @@ class Engine:
             return response(run, everything=everything)
         raise ConcurrencyConflict(f"run {run_id} kept changing; gave up after {MAX_REPLAYS} replays",
                                   run_id=run_id)
+
+    def _unchanged(self, run_id: str, version: Any) -> bool:
+        return self.store.current_version(run_id) == version
+
+    def _record_merges(self, run_id: str, watch: fanout.MergeWatch) -> None:
+        """Record in the audit the patches ``watch`` saw merged by tries of a transition that
+        ended refused (the run was cancelled or ended while it merged): they are in the index."""
+        if watch.applied:
+            self._transact(run_id, watch.record)
 
     def _report(self, run_id: str, step_id: str, result: Any, token: Any, failure: Any,
                 usage: Any) -> dict[str, Any]:

@@ -15,12 +15,16 @@ Events (the source document's vocabulary): ``fanout_started``, ``fanout_item_rea
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
 from ..dsl.refs import scan
 from ..dsl.values import UNDEFINED
-from ..errors import RefError
+from ..errors import EngineError, RefError
 from . import budget, worktrees
 from .advance import (
     check_result,
@@ -262,19 +266,9 @@ def settle_fanout(run: LiveRun, loc: Located, fan_st: StepState) -> None:
         return
     items = [run.steps[f"{fan_st.key}/{i}"] for i in range(counters.count)]
     output = [it.output if it.status == SUCCEEDED else None for it in items]
-    if _engine_worktree(loc):
-        workspace = run.workspace()
-        assert workspace is not None
-        run.irreversible = True
-        problem = worktrees.run_pre_merge(workspace, fan.pre_merge)
-        if problem is not None:
-            fail_attempt(run, loc, fan_st, {"kind": "pre_merge", "reason": problem, "violations": []}, forced=True)
-            return
-        failed = _merge(run, workspace, [it for it in items if it.status == SUCCEEDED and it.patch])
-        if failed is not None:
-            run.fail_run("merge_failed", *failed)
-            return
-        run.event("fanout_merge", fan_st.key, items=[it.index for it in items if it.patch])
+    if _engine_worktree(loc) and not _merged(run, loc, fan_st, [it for it in items if it.status == SUCCEEDED
+                                                                  and it.patch]):
+        return
     verdict = output_source_failure(run, loc.scope, loc.cstep, output)
     if verdict is not None:
         fail_attempt(run, loc, fan_st, verdict, output=output, forced=True)
@@ -284,12 +278,97 @@ def settle_fanout(run: LiveRun, loc: Located, fan_st: StepState) -> None:
     succeed(run, loc, fan_st, output)
 
 
-def _merge(run: LiveRun, workspace: Path, patched: list[StepState]) -> tuple[str, str] | None:
-    """Apply the items' patches in index order; when one does not apply, (why, its key): the
-    items merged before it, and where the patches of it and the items after it are saved (the
-    run keeps them only in its records) to apply by hand."""
+class MergeWatch:
+    """What the merges of one engine call did, and how they tell whether the run as stored is
+    still the one the transition started from (``unchanged``: no other writer saved since).
+
+    The engine makes one per transaction it may replay (:meth:`Engine._transact`) and sets
+    ``unchanged`` for each try. A merge is a side effect the store cannot undo, so it starts
+    (and goes on, patch after patch) only while the run is unchanged as stored; otherwise the
+    transition is given up (EngineError ``run_changed``) and replayed on what is stored, where
+    the run may have been cancelled. ``applied`` lists, per fanout, the items whose patches the
+    call's tries found in or put in the index: when the call ends refused (the run ended
+    meanwhile), the engine records them all the same (:meth:`record`)."""
+
+    def __init__(self) -> None:
+        self.unchanged: Callable[[], bool] | None = None
+        self.applied: dict[str, list[int]] = {}
+
+    def over(self, unchanged: Callable[[], bool]) -> AbstractContextManager[None]:
+        """Watch the merges of one try of the transition."""
+        self.unchanged = unchanged
+        return _watching(self)
+
+    def check(self, run: LiveRun, key: str) -> None:
+        if self.unchanged is not None and not self.unchanged():
+            raise EngineError(f"run {run.header.id} changed while fanout {key} was merging; the merge goes on "
+                              "from what is stored", error_type="run_changed")
+
+    def record(self, run: LiveRun) -> None:
+        """The audit of what the call merged although the transition that merged was not saved."""
+        for key, applied in self.applied.items():
+            run.event("fanout_merge", key, items=sorted(applied), run_status=run.header.status,
+                      note="applied before the run ended; the transition that merged was not saved")
+
+
+_WATCH: ContextVar[MergeWatch | None] = ContextVar("lockgate_merge_watch", default=None)
+
+
+@contextmanager
+def _watching(watch: MergeWatch) -> Iterator[None]:
+    token = _WATCH.set(watch)
+    try:
+        yield
+    finally:
+        _WATCH.reset(token)
+
+
+def _merged(run: LiveRun, loc: Located, fan_st: StepState, patched: list[StepState]) -> bool:
+    """Run the fanout's ``pre_merge`` commands, then merge the items' patches; False when that
+    failed (the fanout or the run is settled then).
+
+    Safe to replay and to resume, by this invariant: the workspace's :class:`MergeJournal`
+    records ``pre_merge`` passed for this merge (its items' tokens and patches) only after its
+    commands passed, and an item's patch as applied only right after it went in, in index order.
+    So a try that finds them recorded skips them; at most one item, the first not recorded, may
+    be in the index unrecorded (a kill between its ``git apply`` and the record), and no patch
+    went in after it, so it is in exactly when it applies in reverse. No item is applied twice
+    nor reported as not merged while staged."""
+    fan = loc.cstep.step.fanout
+    assert fan is not None
+    workspace = run.workspace()
+    assert workspace is not None
+    run.irreversible = True
+    journal = worktrees.MergeJournal(workspace, run.header.id, fan_st.key)
+    acts = [f"{it.accepted} {_digest(it.patch or '')}" for it in patched]
+    merge = f"pre_merge {_digest(chr(10).join(acts))}"
+    if not journal.has(merge):
+        problem = worktrees.run_pre_merge(workspace, fan.pre_merge)
+        if problem is not None:
+            fail_attempt(run, loc, fan_st, {"kind": "pre_merge", "reason": problem, "violations": []}, forced=True)
+            return False
+        journal.note(merge)
+    failed = _merge(run, workspace, fan_st.key, patched, [f"applied {act}" for act in acts], journal)
+    if failed is not None:
+        run.fail_run("merge_failed", *failed)
+        return False
+    run.event("fanout_merge", fan_st.key, items=[it.index for it in patched])
+    return True
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def _merge(run: LiveRun, workspace: Path, key: str, patched: list[StepState], acts: list[str],
+           journal: worktrees.MergeJournal) -> tuple[str, str] | None:
+    """Apply the items' patches in index order (skipping those the journal or the index holds
+    already: see :func:`_merged`); when one does not apply, (why, its key): the items merged
+    before it, and where the patches of it and the items after it are saved (the run keeps them
+    only in its records) to apply by hand."""
+    watch = _WATCH.get()
     for n, it in enumerate(patched):
-        problem = worktrees.apply_patch(workspace, it.patch)
+        problem = _apply_once(run, workspace, key, it, acts[n], journal, watch)
         if problem is None:
             continue
         saved = worktrees.save_patches(workspace, run.header.id, {later.index: later.patch for later in patched[n:]})
@@ -300,6 +379,24 @@ def _merge(run: LiveRun, workspace: Path, patched: list[StepState]) -> tuple[str
         why = (f"fanout merge failed at item {it.index}, applied in part: {problem}. {before}{after}. The patches "
                f"of items {[it.index, *rest]} are saved in {saved} (git apply --3way them by hand)")
         return why, it.key
+    return None
+
+
+def _apply_once(run: LiveRun, workspace: Path, key: str, it: StepState, act: str, journal: worktrees.MergeJournal,
+                watch: MergeWatch | None) -> str | None:
+    """Put one item's patch in the index unless the journal says it is there, or the index
+    holds it already (see :func:`_merged`); the problem in words when it does not apply."""
+    if not journal.has(act):
+        if watch is not None:
+            watch.check(run, key)
+        patch = it.patch or ""
+        if not worktrees.holds(workspace, patch):
+            problem = worktrees.apply_patch(workspace, patch)
+            if problem is not None:
+                return problem
+        journal.note(act)
+    if watch is not None and it.index not in watch.applied.setdefault(key, []):
+        watch.applied[key].append(it.index)
     return None
 
 

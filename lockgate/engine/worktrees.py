@@ -9,6 +9,7 @@ patches are applied in index order with ``git apply --index --3way``.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -102,17 +103,51 @@ def apply_patch(workspace: Path, patch: str) -> str | None:
             "with `git checkout --ours -- <file>` and `git add <file>`); its other changes are staged")
 
 
-def save_patches(workspace: Path, run_id: str, patches: dict[int, str]) -> Path:
-    """Write each item's patch to ``.lockgate/unmerged/RUN/item-N.patch`` in the workspace (the
-    items a merge could not take), in place of those an earlier merge of the run left there; the
-    folder. ``.lockgate`` is kept out of git (its own ``.gitignore``): a ``git add -A`` while
-    resolving the conflict must not commit them."""
+def holds(workspace: Path, patch: str) -> bool:
+    """Whether the workspace's index and files hold ``patch`` already (it applies in reverse)."""
+    return _git(workspace, "apply", "--check", "--reverse", "--index", "-", stdin=patch).returncode == 0
+
+
+def _own_folder(workspace: Path, *parts: str) -> Path:
+    """``.lockgate/PARTS`` in the workspace, made if need be. ``.lockgate`` is kept out of git
+    (its own ``.gitignore``): a ``git add -A`` while resolving a conflict must not commit it."""
     root = Path(workspace) / ".lockgate"
-    folder = root / "unmerged" / run_id
+    folder = root.joinpath(*parts)
     folder.mkdir(parents=True, exist_ok=True)
     ignore = root / ".gitignore"
     if not ignore.exists():
         ignore.write_text("# Lockgate's own files (run stores, unmerged patches): not the project's\n*\n")
+    return folder
+
+
+class MergeJournal:
+    """What the merges of a run's fanout did to the workspace, one line an act, in
+    ``.lockgate/merged/RUN/STEP.log``: ``pre_merge <merge>`` once its commands passed for that
+    merge, ``applied <token> <digest>`` once an item's patch is in the index. Written (and
+    synced) right after the act, outside the run's store: the transaction that merges may be
+    replayed or die before it is saved, and the workspace keeps what it did either way."""
+
+    def __init__(self, workspace: Path, run_id: str, fan_key: str) -> None:
+        name = "".join(c if c.isalnum() or c in "-_." else "_" for c in fan_key)
+        self.path = _own_folder(workspace, "merged", run_id) / f"{name}.log"
+        self.lines = set(self.path.read_text().splitlines()) if self.path.exists() else set()
+
+    def has(self, line: str) -> bool:
+        return line in self.lines
+
+    def note(self, line: str) -> None:
+        with open(self.path, "a") as out:
+            out.write(line + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        self.lines.add(line)
+
+
+def save_patches(workspace: Path, run_id: str, patches: dict[int, str]) -> Path:
+    """Write each item's patch to ``.lockgate/unmerged/RUN/item-N.patch`` in the workspace (the
+    items a merge could not take), in place of those an earlier merge of the run left there; the
+    folder."""
+    folder = _own_folder(workspace, "unmerged", run_id)
     for old in folder.glob("item-*.patch"):
         old.unlink()
     for index, patch in patches.items():

@@ -38,8 +38,8 @@ flows:
               attempts: 1
 """
 # While HOLD exists, the pre_merge command says it started (its pid, on a FIFO the test reads)
-# and works until stopped; otherwise it passes at once.
-PRE_MERGE = """if [ -e "{hold}" ]; then echo $$ > "{fifo}"; exec sleep 300; fi
+# and waits until the test lets it go on (a line on another FIFO); it logs each run that passes.
+PRE_MERGE = """if [ -e "{hold}" ]; then echo $$ > "{fifo}"; read line < "{go}"; fi
 echo ran >> "{log}"
 """
 # Each item writes ITEM.txt in its worktree and commits it: called again in the same worktree it
@@ -82,11 +82,13 @@ class Project:
         (self.repo / "base.txt").write_text("base\n")
         git(self.repo, "add", ".")
         git(self.repo, "commit", "-qm", "base")
-        self.hold, self.fifo = self.side / "hold", self.side / "started.fifo"
+        self.hold, self.fifo, self.go = self.side / "hold", self.side / "started.fifo", self.side / "go.fifo"
         os.mkfifo(self.fifo)
+        os.mkfifo(self.go)
         pre = self.side / "pre.sh"
-        pre.write_text(PRE_MERGE.format(hold=self.hold, fifo=self.fifo, log=self.side / "pre.log"))
-        (self.side / "flow.stratum.yaml").write_text(SPEC.replace("sh PRE", f"sh {pre}"))
+        pre.write_text(PRE_MERGE.format(hold=self.hold, fifo=self.fifo, go=self.go, log=self.side / "pre.log"))
+        self.spec = SPEC.replace("sh PRE", f"sh {pre}")
+        (self.side / "flow.stratum.yaml").write_text(self.spec)
         (self.side / "agents.py").write_text(AGENTS.format(log=str(self.side / "agents.log")))
 
     def argv(self, *args: str) -> list[str]:
@@ -104,6 +106,17 @@ class Project:
     def in_pre_merge(self, proc: subprocess.Popen) -> int:
         """Wait until the run's ``pre_merge`` command holds; its pid."""
         return int(fifo_lines(self.fifo, 1, [proc]).strip())
+
+    def go_on(self) -> None:
+        """Let the held ``pre_merge`` command go on."""
+        self.hold.unlink()
+        with open(self.go, "w") as fifo:
+            fifo.write("go\n")
+
+    def pre_merges(self) -> int:
+        """How many times a ``pre_merge`` command passed."""
+        log = self.side / "pre.log"
+        return len(log.read_text().splitlines()) if log.exists() else 0
 
     def lockgate(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(self.argv(*args), cwd=self.repo, env=lockgate_env(), stdin=subprocess.DEVNULL,
@@ -159,4 +172,44 @@ def test_a_runner_killed_in_pre_merge_loses_no_items_work(project: Project) -> N
     assert resumed.returncode == 0, resumed.stderr
     assert sorted(project.called()) == ["a", "b"]  # the last item's work was kept, not asked again
     assert project.staged() == ["a.txt", "b.txt"]
+    assert project.linked() == []
+
+
+GATED = """      - id: g
+        gate: {on_approve: null, on_revise: null, on_kill: null}
+"""
+
+
+def test_a_decision_saved_while_pre_merge_runs_merges_once(project: Project) -> None:
+    (project.side / "flow.stratum.yaml").write_text(project.spec.replace("    steps:\n", "    steps:\n" + GATED, 1))
+    proc = project.start(["a", "b"])
+    project.in_pre_merge(proc)
+    run_id = project.run_id()
+    approved = project.lockgate("gate", "approve", run_id, "g", "--note", "ok")
+    assert approved.returncode == 0, approved.stderr
+
+    project.go_on()
+    out, err = proc.communicate(timeout=120)
+
+    assert proc.returncode == 0, err
+    assert project.pre_merges() == 1  # the transition was replayed on the decision, not its merge
+    assert project.staged() == ["a.txt", "b.txt"]
+    merges = [e for e in project.events(run_id) if e["type"] == "fanout_merge"]
+    assert [m["detail"]["items"] for m in merges] == [[0, 1]]
+    assert project.linked() == []
+
+
+def test_a_cancel_from_another_terminal_during_pre_merge_merges_nothing(project: Project) -> None:
+    proc = project.start(["a", "b"])
+    project.in_pre_merge(proc)
+    run_id = project.run_id()
+    cancelled = project.lockgate("cancel", run_id)
+    assert cancelled.returncode == 0, cancelled.stderr
+
+    project.go_on()
+    proc.communicate(timeout=120)
+
+    assert project.staged() == []
+    assert [e for e in project.events(run_id) if e["type"] == "fanout_merge"] == []
+    assert json.loads(project.lockgate("runs", "--format", "json").stdout)[0]["status"] == "cancelled"
     assert project.linked() == []

@@ -1,0 +1,169 @@
+"""The merge of an engine-dispatch ``isolation: worktree`` fanout is safe to replay and to resume
+in a real git repository: a transition that dies between two patches (or between a ``git apply``
+and its record) and is resumed applies each patch once and reports none as not merged; one
+replayed because another writer saved first runs ``pre_merge`` once; one that finds the run
+cancelled merges nothing more and what it merged is in the audit."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from engine_support import drive
+
+from lockgate.engine import Engine, worktrees
+from lockgate.engine.store import MemoryStore
+from lockgate.errors import EngineError
+
+SPEC = """
+version: 1
+contracts:
+  Note: {text: string}
+flows:
+  entry: main
+  main:
+    input: {xs: "string[]"}
+    output: {from: "${fan.output[0]}", contract: Note}
+    steps:
+      - id: fan
+        fanout:
+          over: "${input.xs}"
+          concurrency: 3
+          isolation: worktree
+          require: all
+          merge: sequential
+          pre_merge: ["echo ran >> PRE_LOG"]
+          steps:
+            - do: "work ${item}"
+              out: Note
+"""
+
+
+def git(cwd: Path | str, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    git(root, "config", "user.email", "t@example.com")
+    git(root, "config", "user.name", "t")
+    (root / "base.txt").write_text("one\ntwo\nthree\n")
+    (root / "gone.txt").write_text("item a deletes this\n")
+    git(root, "add", ".")
+    git(root, "commit", "-qm", "base")
+    return root
+
+
+def spec(repo: Path) -> str:
+    return SPEC.replace("PRE_LOG", str(repo.parent / "pre.log"))
+
+
+def work(entry: Mapping[str, Any]) -> dict[str, str]:
+    """Each item writes ITEM.txt in its worktree (item a also deletes gone.txt: a patch that does
+    not apply twice); a result held by a dead process is reported again."""
+    if "reported" in entry:
+        return entry["reported"]["result"]
+    cwd = Path(entry["cwd"])
+    (cwd / f"{entry['item']}.txt").write_text(f"made by {entry['item']}\n")
+    if entry["item"] == "a":
+        (cwd / "gone.txt").unlink()
+    return {"text": entry["item"]}
+
+
+def staged(repo: Path) -> list[str]:
+    return sorted(git(repo, "diff", "--cached", "--name-only").split())
+
+
+def events(engine: Engine, run: str, kind: str) -> list[dict[str, Any]]:
+    return [e["detail"] for e in engine.audit(run)["events"] if e["type"] == kind]
+
+
+def killed_at_second_patch(monkeypatch: pytest.MonkeyPatch, *, after_apply: bool) -> None:
+    """The process dies at the second ``git apply`` of a merge: before it, or right after it
+    (before the merge records it)."""
+    real, calls = worktrees.apply_patch, []
+
+    def apply(workspace: Path, patch: str) -> str | None:
+        calls.append(patch)
+        if len(calls) == 2:
+            if after_apply:
+                real(workspace, patch)
+            raise KeyboardInterrupt
+        return real(workspace, patch)
+
+    monkeypatch.setattr(worktrees, "apply_patch", apply)
+
+
+@pytest.mark.parametrize("after_apply", [False, True])
+def test_a_merge_killed_between_patches_is_resumed_without_applying_any_twice(
+        repo: Path, monkeypatch: pytest.MonkeyPatch, after_apply: bool) -> None:
+    store = MemoryStore()
+    engine = Engine(store=store, workspace=repo)
+    run = engine.plan(spec(repo), {"xs": ["a", "b", "c"]})["run_id"]
+    killed_at_second_patch(monkeypatch, after_apply=after_apply)
+    with pytest.raises(KeyboardInterrupt):
+        drive(engine, run, work)
+    monkeypatch.undo()
+    assert staged(repo) == (["a.txt", "b.txt", "gone.txt"] if after_apply else ["a.txt", "gone.txt"])
+
+    fresh = Engine(store=store, workspace=repo)
+    fresh.resume(run)
+    done = drive(fresh, run, work)
+
+    assert done["status"] == "complete", done
+    assert staged(repo) == ["a.txt", "b.txt", "c.txt", "gone.txt"] and not (repo / "gone.txt").exists()
+    assert (repo / "b.txt").read_text() == "made by b\n"
+    assert events(fresh, run, "fanout_merge") == [{"items": [0, 1, 2]}]
+    assert (repo.parent / "pre.log").read_text() == "ran\n"  # it passed before the kill
+    assert git(repo, "worktree", "list").count("\n") == 1
+
+
+def test_a_cancel_saved_while_pre_merge_runs_stops_the_merge(repo: Path) -> None:
+    store = MemoryStore()
+    engine = Engine(store=store, workspace=repo)
+    run = engine.plan(spec(repo), {"xs": ["a", "b"]})["run_id"]
+    real = worktrees.run_pre_merge
+
+    def cancelled_meanwhile(workspace: Path, commands: tuple[str, ...]) -> str | None:
+        Engine(store=store, workspace=repo).cancel(run, "stop")  # another process, as `lockgate cancel`
+        return real(workspace, commands)
+
+    worktrees.run_pre_merge = cancelled_meanwhile  # type: ignore[assignment]
+    try:
+        with pytest.raises(EngineError) as refused:
+            drive(engine, run, work)
+    finally:
+        worktrees.run_pre_merge = real  # type: ignore[assignment]
+    assert refused.value.error_type == "run_cancelled"
+    assert staged(repo) == []
+    assert events(engine, run, "fanout_merge") == []
+    assert engine.status(run)["status"] == "cancelled"
+
+
+def test_what_a_merge_applied_before_a_cancel_stopped_it_is_in_the_audit(repo: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    store = MemoryStore()
+    engine = Engine(store=store, workspace=repo)
+    run = engine.plan(spec(repo), {"xs": ["a", "b"]})["run_id"]
+    real, calls = worktrees.apply_patch, []
+
+    def cancelled_after_the_first(workspace: Path, patch: str) -> str | None:
+        problem = real(workspace, patch)
+        calls.append(patch)
+        if len(calls) == 1:
+            Engine(store=store, workspace=repo).cancel(run, "stop")  # another process, between two patches
+        return problem
+
+    monkeypatch.setattr(worktrees, "apply_patch", cancelled_after_the_first)
+    with pytest.raises(EngineError) as refused:
+        drive(engine, run, work)
+    assert refused.value.error_type == "run_cancelled"
+    assert staged(repo) == ["a.txt", "gone.txt"]  # item 1's patch was not applied
+    (merged,) = events(engine, run, "fanout_merge")
+    assert merged["items"] == [0] and merged["run_status"] == "cancelled"
