@@ -345,7 +345,8 @@ def _merged(run: LiveRun, loc: Located, fan_st: StepState, patched: list[StepSta
     if not journal.has(merge):
         problem = worktrees.run_pre_merge(workspace, fan.pre_merge)
         if problem is not None:
-            fail_attempt(run, loc, fan_st, {"kind": "pre_merge", "reason": problem, "violations": []}, forced=True)
+            fail_attempt(run, loc, fan_st, {"kind": "pre_merge", "reason": _unmerged(run, workspace, problem, patched),
+                                            "violations": []}, forced=True)
             return False
         journal.note(merge)
     failed = _merge(run, workspace, fan_st.key, patched, [f"applied {act}" for act in acts], journal)
@@ -354,6 +355,16 @@ def _merged(run: LiveRun, loc: Located, fan_st: StepState, patched: list[StepSta
         return False
     run.event("fanout_merge", fan_st.key, items=[it.index for it in patched])
     return True
+
+
+def _unmerged(run: LiveRun, workspace: Path, problem: str, patched: list[StepState]) -> str:
+    """``problem`` (a failed ``pre_merge``), saying where the items' patches, merged nowhere,
+    are saved: the run keeps them only in its records, which a retry of the fanout drops."""
+    if not patched:
+        return problem
+    saved = worktrees.save_patches(workspace, run.header.id, {it.index: it.patch or "" for it in patched})
+    return (f"{problem}. Nothing was merged: the patches of items {[it.index for it in patched]} are saved in "
+            f"{saved} (git apply --3way them by hand)")
 
 
 def _digest(text: str) -> str:

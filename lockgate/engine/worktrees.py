@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 PRE_MERGE_TIMEOUT = 600
@@ -159,14 +163,55 @@ def run_pre_merge(workspace: Path, commands: tuple[str, ...]) -> str | None:
     """Run the ``pre_merge`` commands in the workspace; the first failure in words, or None."""
     for command in commands:
         try:
-            done = subprocess.run(["sh", "-lc", command], cwd=workspace, capture_output=True, text=True,
-                                  timeout=PRE_MERGE_TIMEOUT)
+            code, out, err = _in_own_session(["sh", "-lc", command], workspace, PRE_MERGE_TIMEOUT)
         except subprocess.TimeoutExpired:
             return f"pre_merge command {command!r} timed out"
-        if done.returncode != 0:
-            tail = (done.stderr or done.stdout).strip()[-500:]
-            return f"pre_merge command {command!r} exited {done.returncode}: {tail}"
+        if code != 0:
+            tail = (err or out).strip()[-500:]
+            return f"pre_merge command {command!r} exited {code}: {tail}"
     return None
+
+
+def _in_own_session(argv: list[str], cwd: Path, timeout: float) -> tuple[int, str, str]:
+    """Run ``argv`` in a session of its own, as agent commands are: a Ctrl-C at the terminal
+    interrupts Lockgate (which then stops it), not the command, which would fail the run for
+    good. Its whole process group is killed when it times out or Lockgate is interrupted."""
+    proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        with _interruptible():
+            out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        _kill_group(proc)
+        raise
+    return proc.returncode, out, err
+
+
+@contextmanager
+def _interruptible() -> Iterator[None]:
+    """A Ctrl-C raises KeyboardInterrupt here and now, in the main thread: an event loop's own
+    handler (``asyncio.run``'s) would only cancel its task once this blocking call returned,
+    minutes of tests later. Elsewhere, or where SIGINT is ignored, nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.getsignal(signal.SIGINT)
+    if before in (None, signal.SIG_IGN, signal.default_int_handler):
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.communicate()
 
 
 def path(worktree: str | None) -> Path | None:

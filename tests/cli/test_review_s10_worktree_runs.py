@@ -95,13 +95,14 @@ class Project:
         return lockgate_argv(*args, "--store", str(self.side / "runs.db"))
 
     def start(self, items: list[str]) -> subprocess.Popen:
-        """``lockgate run`` of the flow over ``items``, holding in ``pre_merge``."""
+        """``lockgate run`` of the flow over ``items``, holding in ``pre_merge``, in a process
+        group of its own (as a terminal's foreground job: a Ctrl-C there reaches the group)."""
         self.hold.touch()
         return subprocess.Popen(self.argv("run", str(self.side / "flow.stratum.yaml"), "--agents",
                                           str(self.side / "agents.py"), "--input", f"items={json.dumps(items)}",
                                           "--no-prompt"),
                                 cwd=self.repo, env=lockgate_env(), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
 
     def in_pre_merge(self, proc: subprocess.Popen) -> int:
         """Wait until the run's ``pre_merge`` command holds; its pid."""
@@ -152,6 +153,14 @@ def stop(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie nobody reaped yet."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 @pytest.fixture
@@ -212,4 +221,21 @@ def test_a_cancel_from_another_terminal_during_pre_merge_merges_nothing(project:
     assert project.staged() == []
     assert [e for e in project.events(run_id) if e["type"] == "fanout_merge"] == []
     assert json.loads(project.lockgate("runs", "--format", "json").stdout)[0]["status"] == "cancelled"
+    assert project.linked() == []
+
+
+def test_ctrl_c_during_pre_merge_leaves_the_run_resumable(project: Project) -> None:
+    proc = project.start(["a", "b"])
+    pre = project.in_pre_merge(proc)
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C at the terminal: the whole foreground group
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert not running(pre)  # Lockgate stopped its pre_merge command
+    run_id = project.run_id()
+
+    resumed = project.resume(run_id)
+
+    assert resumed.returncode == 0, resumed.stderr
+    assert project.pre_merges() == 1 and sorted(project.called()) == ["a", "b"]
+    assert project.staged() == ["a.txt", "b.txt"]
     assert project.linked() == []

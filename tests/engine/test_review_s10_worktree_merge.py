@@ -167,3 +167,18 @@ def test_what_a_merge_applied_before_a_cancel_stopped_it_is_in_the_audit(repo: P
     assert staged(repo) == ["a.txt", "gone.txt"]  # item 1's patch was not applied
     (merged,) = events(engine, run, "fanout_merge")
     assert merged["items"] == [0] and merged["run_status"] == "cancelled"
+
+
+def test_a_failed_pre_merge_saves_the_items_patches_and_says_where(repo: Path) -> None:
+    engine = Engine(workspace=repo)
+    run = engine.plan(SPEC.replace("echo ran >> PRE_LOG", "echo broken >&2; exit 3"), {"xs": ["a", "b"]})["run_id"]
+
+    done = drive(engine, run, work)
+
+    assert done["status"] == "error" and "pre_merge command 'echo broken >&2; exit 3' exited 3: broken" in done["message"]
+    folder = repo / ".lockgate" / "unmerged" / run
+    assert f"Nothing was merged: the patches of items [0, 1] are saved in {folder}" in done["message"]
+    assert "+made by b" in (folder / "item-1.patch").read_text()
+    assert staged(repo) == []
+    git(repo, "apply", "--index", str(folder / "item-0.patch"))  # they apply by hand
+    assert staged(repo) == ["a.txt", "gone.txt"]
