@@ -382,21 +382,36 @@ def _merge(run: LiveRun, workspace: Path, key: str, patched: list[StepState], ac
         problem = _apply_once(run, workspace, key, it, acts[n], journal, watch)
         if problem is None:
             continue
-        saved = worktrees.save_patches(workspace, run.header.id, {later.index: later.patch for later in patched[n:]})
-        merged = [before.index for before in patched[:n]]
-        rest = [later.index for later in patched[n + 1:]]
-        before = f"Merged before it: items {merged}" if merged else "No item was merged before it"
-        after = f"; not merged: items {rest}" if rest else ""
-        why = (f"fanout merge failed at item {it.index}, applied in part: {problem}. {before}{after}. The patches "
-               f"of items {[it.index, *rest]} are saved in {saved} (git apply --3way them by hand)")
-        return why, it.key
+        saved = worktrees.save_patches(workspace, run.header.id,
+                                       {later.index: later.patch or "" for later in patched[n:]})
+        merged, rest = [b.index for b in patched[:n]], [a.index for a in patched[n + 1:]]
+        return _merge_failure(it, problem, merged, rest, saved), it.key
     return None
 
 
+def _merge_failure(it: StepState, problem: worktrees.Refused, merged: list[int], rest: list[int], saved: Path) -> str:
+    """Why the merge stopped at item ``it`` and what to do by hand: resolve its conflicts (the
+    rest of its patch is staged: applying it again would recreate them), or, when nothing of it
+    went in, apply its patch; then the patches of the items after it."""
+    before = f"Merged before it: items {merged}" if merged else "No item was merged before it"
+    after = f"; not merged: items {rest}" if rest else ""
+    if not problem.conflicted:
+        return (f"fanout merge failed at item {it.index} (nothing of it was applied): {problem.said}. {before}{after}. "
+                f"The patches of items {[it.index, *rest]} are saved in {saved} (git apply --3way them by hand)")
+    files = ", ".join(f"'{name}'" for name in problem.conflicted)
+    then = (f"; then git apply --3way the patches of items {rest} by hand (item {it.index}'s is saved for reference: "
+            "applying it again recreates the conflicts)" if rest else
+            f" (item {it.index}'s patch is saved for reference: applying it again recreates the conflicts)")
+    return (f"fanout merge failed at item {it.index}, applied in part: its changes conflict with those merged before "
+            f"it in {files}; its other changes are staged. {before}{after}. The patches of items {[it.index, *rest]} "
+            f"are saved in {saved}. Resolve the conflicts in {files} (git's markers are there; or keep what was "
+            f"merged before it with `git checkout --ours -- <file>`), then `git add` them{then}")
+
+
 def _apply_once(run: LiveRun, workspace: Path, key: str, it: StepState, act: str, journal: worktrees.MergeJournal,
-                watch: MergeWatch | None) -> str | None:
+                watch: MergeWatch | None) -> worktrees.Refused | None:
     """Put one item's patch in the index unless the journal says it is there, or the index
-    holds it already (see :func:`_merged`); the problem in words when it does not apply."""
+    holds it already (see :func:`_merged`); why, when it does not apply."""
     if not journal.has(act):
         if watch is not None:
             watch.check(run, key)

@@ -17,6 +17,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 PRE_MERGE_TIMEOUT = 600
@@ -91,20 +92,24 @@ def _unlink(workspace: Path | None, worktree: str) -> None:
     shutil.rmtree(worktree, ignore_errors=True)
 
 
-def apply_patch(workspace: Path, patch: str) -> str | None:
-    """Apply one item's patch; the problem in words when it does not apply cleanly: the files
-    left in conflict (with git's markers in them) when the three-way merge found some, else
-    what git said."""
+@dataclass(frozen=True)
+class Refused:
+    """Why an item's patch did not apply: what git said, and the files left in conflict (with
+    git's markers in them) when the three-way merge found some; then the rest of the patch is
+    staged, else nothing of it was applied (``git apply`` applies all or nothing)."""
+
+    said: str
+    conflicted: tuple[str, ...] = ()
+
+
+def apply_patch(workspace: Path, patch: str) -> Refused | None:
+    """Apply one item's patch (``git apply --index --3way``); None when it applied cleanly."""
     done = _git(workspace, "apply", "--index", "--3way", "-", stdin=patch)
     if done.returncode == 0:
         return None
     said = (done.stderr or done.stdout).strip() or "git apply failed"
-    conflicted = _git(workspace, "diff", "--name-only", "--diff-filter=U").stdout.split()
-    if not conflicted:
-        return said
-    return (f"its changes conflict with those merged before it in {', '.join(conflicted)} (git's conflict "
-            "markers are left there: resolve them and `git add` the files, or keep what was merged before it "
-            "with `git checkout --ours -- <file>` and `git add <file>`); its other changes are staged")
+    listed = _git(workspace, "diff", "--name-only", "-z", "--diff-filter=U").stdout
+    return Refused(said, tuple(name for name in listed.split("\0") if name))
 
 
 def holds(workspace: Path, patch: str) -> bool:

@@ -175,10 +175,53 @@ def test_a_failed_pre_merge_saves_the_items_patches_and_says_where(repo: Path) -
 
     done = drive(engine, run, work)
 
-    assert done["status"] == "error" and "pre_merge command 'echo broken >&2; exit 3' exited 3: broken" in done["message"]
+    assert done["status"] == "error"
+    assert "pre_merge command 'echo broken >&2; exit 3' exited 3: broken" in done["message"]
     folder = repo / ".lockgate" / "unmerged" / run
     assert f"Nothing was merged: the patches of items [0, 1] are saved in {folder}" in done["message"]
     assert "+made by b" in (folder / "item-1.patch").read_text()
     assert staged(repo) == []
     git(repo, "apply", "--index", str(folder / "item-0.patch"))  # they apply by hand
     assert staged(repo) == ["a.txt", "gone.txt"]
+
+
+NAME = "my docs/read me, é.txt"
+
+
+def conflicting(entry: Mapping[str, Any]) -> dict[str, str]:
+    """Items a and b change the same line of NAME; item c writes c.txt."""
+    path = Path(entry["cwd"]) / (NAME if entry["item"] in "ab" else "c.txt")
+    path.write_text(f"changed by {entry['item']}\n")
+    return {"text": entry["item"]}
+
+
+def test_a_conflict_names_its_files_and_leaves_only_the_later_patches_to_apply(repo: Path) -> None:
+    (repo / "my docs").mkdir()
+    (repo / NAME).write_text("original\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "a file with a hard name")
+    engine = Engine(workspace=repo)
+    run = engine.plan(spec(repo), {"xs": ["a", "b", "c"]})["run_id"]
+
+    done = drive(engine, run, conflicting)
+
+    message = done["message"]
+    assert done["error_type"] == "merge_failed"
+    assert message.startswith(f"fanout merge failed at item 1, applied in part: its changes conflict with those "
+                              f"merged before it in '{NAME}'; its other changes are staged.")
+    assert f"Resolve the conflicts in '{NAME}'" in message and "then `git add` them" in message
+    assert "then git apply --3way the patches of items [2] by hand (item 1's is saved for reference" in message
+    assert "<<<<<<<" in (repo / NAME).read_text()
+
+
+def test_a_patch_that_does_not_apply_at_all_is_not_said_applied_in_part(repo: Path) -> None:
+    engine = Engine(workspace=repo)
+    run = engine.plan(spec(repo), {"xs": ["a"]})["run_id"]
+    (repo / "gone.txt").write_text("edited meanwhile, not staged\n")  # the index no longer matches it
+
+    done = drive(engine, run, work)
+
+    assert done["error_type"] == "merge_failed"
+    assert done["message"].startswith("fanout merge failed at item 0 (nothing of it was applied): ")
+    assert "applied in part" not in done["message"] and "(git apply --3way them by hand)" in done["message"]
+    assert staged(repo) == []
