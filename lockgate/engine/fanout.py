@@ -55,10 +55,14 @@ def start_fanout(run: LiveRun, loc: Located, st: StepState) -> None:
         fail_attempt(run, loc, st, {"kind": "fanout", "reason": f"fanout over {fan.over} must resolve to an "
                                     f"array, got {got}", "violations": []}, forced=True)
         return
-    if _engine_worktree(loc) and run.workspace() is None:
-        fail_attempt(run, loc, st, {"kind": "fanout", "reason": "isolation: worktree needs a workspace (a git "
-                                    "repository) for the run", "violations": []}, forced=True)
-        return
+    if _engine_worktree(loc):
+        workspace = run.workspace()
+        why = worktrees.unusable(workspace) if workspace is not None else None
+        if workspace is None or why is not None:
+            reason = (f"isolation: worktree needs a git repository with a commit: {why}" if why else
+                      "isolation: worktree needs a workspace (a git repository) for the run")
+            fail_attempt(run, loc, st, {"kind": "fanout", "reason": reason, "violations": []}, forced=True)
+            return
     run.drop_records(st.key + "/")
     st.fan = {"count": len(value), "epoch": st.epoch, "dispatch": fan.dispatch}
     st.started_at = st.started_at or now()

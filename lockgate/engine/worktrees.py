@@ -35,6 +35,17 @@ def _git(cwd: Path | str, *args: str, stdin: str | None = None) -> subprocess.Co
     return subprocess.run(["git", "-C", str(cwd), *args], input=stdin, capture_output=True, text=True)
 
 
+def unusable(workspace: Path) -> str | None:
+    """Why item worktrees cannot be made from ``workspace`` (not a git repository, no commit
+    yet), or None: said once, before any item is dispatched."""
+    inside = _git(workspace, "rev-parse", "--is-inside-work-tree")
+    if inside.returncode != 0 or inside.stdout.strip() != "true":
+        return f"the workspace {workspace} is not a git repository (git init and commit first)"
+    if _git(workspace, "rev-parse", "--verify", "--quiet", "HEAD^{commit}").returncode != 0:
+        return f"the git repository {workspace} has no commit yet (the item worktrees start from HEAD: commit first)"
+    return None
+
+
 def ensure(workspace: Path, existing: str | None) -> str:
     """The item's worktree: ``existing`` if it is still there, else a new detached checkout."""
     if existing and Path(existing).is_dir():
