@@ -198,7 +198,7 @@ def test_a_decision_saved_while_pre_merge_runs_merges_once(project: Project) -> 
     assert approved.returncode == 0, approved.stderr
 
     project.go_on()
-    out, err = proc.communicate(timeout=120)
+    _, err = proc.communicate(timeout=120)
 
     assert proc.returncode == 0, err
     assert project.pre_merges() == 1  # the transition was replayed on the decision, not its merge
