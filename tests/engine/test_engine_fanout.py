@@ -6,6 +6,7 @@ import asyncio
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from engine_support import Fail, Script, drive
@@ -260,10 +261,10 @@ def test_conflicting_patches_fail_the_run_at_merge(repo: Path) -> None:
     run_id = done["run_id"]
     assert done["message"] == (
         "fanout merge failed at item 1, applied in part: its changes conflict with those merged before it in "
-        "shared.txt (git's conflict markers are left there: resolve them and `git add` the files, or keep what was "
-        "merged before it with `git checkout --ours -- <file>` and `git add <file>`); its other changes are staged. "
-        f"Merged before it: items [0]. The patches of items [1] are saved in {repo}/.lockgate/unmerged/{run_id} "
-        "(git apply --3way them by hand)")
+        "'shared.txt'; its other changes are staged. Merged before it: items [0]. The patches of items [1] are "
+        f"saved in {repo}/.lockgate/unmerged/{run_id}. Resolve the conflicts in 'shared.txt' (git's markers are "
+        "there; or keep what was merged before it with `git checkout --ours -- <file>`), then `git add` them "
+        "(item 1's patch is saved for reference: applying it again recreates the conflicts)")
     saved = (repo / ".lockgate" / "unmerged" / run_id / "item-1.patch").read_text()
     assert "+changed by b" in saved
 
@@ -307,12 +308,13 @@ def test_a_failing_pre_merge_command_fails_the_fanout(repo: Path) -> None:
     assert not (repo / "a.txt").exists()
 
 
-def test_worktree_isolation_outside_a_git_repository_fails_the_items_clearly(tmp_path: Path) -> None:
-    engine = Engine(workspace=tmp_path, dispatcher=write_in_worktree)
+def test_worktree_isolation_outside_a_git_repository_fails_the_fanout_at_once(tmp_path: Path) -> None:
+    calls: list[Any] = []
+    engine = Engine(workspace=tmp_path, dispatcher=lambda entry: calls.append(entry) or write_in_worktree(entry))
     done = engine.plan(fan_spec(dispatch="engine", isolation="worktree"), {"words": ["a"]})
-    assert done["status"] == "error" and "not met (0/1 succeeded)" in done["message"]
-    item = {t["step_id"]: t for t in engine.audit(done["run_id"])["trace"]}["fan/0"]
-    assert item["failure"]["kind"] == "worktree" and "git worktree add failed" in item["failure"]["reason"]
+    assert done["status"] == "error" and calls == []  # no agent called, no attempt wasted
+    assert done["message"] == (f"isolation: worktree needs a git repository with a commit: the workspace {tmp_path} "
+                               "is not a git repository (git init and commit first)")
 
 
 def test_a_later_failed_merge_of_the_run_leaves_only_its_own_patches(tmp_path: Path) -> None:
