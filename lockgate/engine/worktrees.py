@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import lockdir
+
 PRE_MERGE_TIMEOUT = 600
 #: The commit an item's worktree was created from. A ``refs/worktree/`` ref belongs to one
 #: worktree (git keeps it apart from the workspace's refs) and goes when the worktree is removed,
@@ -131,12 +133,10 @@ def holds(workspace: Path, patch: str) -> bool:
 def _own_folder(workspace: Path, *parts: str) -> Path:
     """``.lockgate/PARTS`` in the workspace, made if need be. ``.lockgate`` is kept out of git
     (its own ``.gitignore``): a ``git add -A`` while resolving a conflict must not commit it."""
-    root = Path(workspace) / ".lockgate"
+    root = Path(workspace) / lockdir.NAME
     folder = root.joinpath(*parts)
     folder.mkdir(parents=True, exist_ok=True)
-    ignore = root / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("# Lockgate's own files (run stores, unmerged patches): not the project's\n*\n")
+    lockdir.keep_out_of_git(root)
     return folder
 
 
