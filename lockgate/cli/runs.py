@@ -46,19 +46,47 @@ def format_option(fn: Callable[..., Any]) -> Callable[..., Any]:
                         show_default=True, help="text for people, json for tools.")(fn)
 
 
-def _engine(store: str | None, *, judging: bool = False) -> Any:
-    """An engine on the existing store (these commands never create one); ``judging``: with the
-    project's judge (``judge`` in lockgate.toml), for the commands that move a run on, whose
-    transition may reach a ``judged`` ensure (a set step after a gate)."""
+def _engine(store: str | None, *, judge: Any = None, opened: Any = None) -> Any:
+    """An engine on the existing store (these commands never create one), or on the store
+    ``opened`` already, with ``judge`` (the commands that move a run on: :func:`_judging`)."""
     from pathlib import Path
 
     from ..engine import Engine
     from .stores import open_existing
 
-    judge = _project_judge() if judging else None
-    engine = _call(lambda: Engine(store=open_existing(store), workspace=Path.cwd(), judge=judge))
+    engine = _call(lambda: Engine(store=opened if opened is not None else open_existing(store), workspace=Path.cwd(),
+                                  judge=judge))
     engine.around_commands = _announced
     return engine
+
+
+def _judging(store: str | None, run_id: str, decision: tuple[str, str] | None = None, *,
+             rehydrate: bool = False) -> Any:
+    """An engine (see :func:`_engine`) judging run ``run_id`` as it is judged from here, for the
+    commands that move a run on, whose transition may reach a ``judged`` ensure (a set step after
+    a gate): with the judge the run was driven with (``--judge NAME``, resolved through its own
+    lockgate.toml), else lockgate.toml's ``judge`` (see :mod:`lockgate.engine.runjudge`).
+    When no judge of the run can be had here, refuse (exit 1) before anything is decided, with
+    the command that moves the run on where its judge is (``decision``: a gate's (step,
+    outcome), which needs none when it cannot reach a judged ensure here; ``rehydrate``: ``lockgate resume``,
+    which needs one only for the evaluate commands it runs again)."""
+    from pathlib import Path
+
+    from ..engine.runjudge import run_judge
+
+    reader = _engine(store)  # a run it loads keeps the judge it had: the engine that decides is made after
+    answer = run_judge(reader, run_id, Path.cwd(), decision=decision, rehydrate=rehydrate)
+    if answer.refusal is not None:
+        command, *notes = _resume_lines(reader, run_id, _named_store(store))
+        how = (f"decide it where its judge is: resume the run with {command} and answer the gate's prompt there"
+               if decision is not None else f"continue the run where its judge is: {command}")
+        click.echo(f"error: {answer.refusal}. Nothing was changed; {how}", err=True)
+        for line in notes:
+            click.echo(f"  {line}", err=True)
+        sys.exit(1)
+    if answer.problem:
+        click.echo(f"warning: no judge for judged ensures: {answer.problem}", err=True)
+    return _engine(store, judge=answer.judge, opened=reader.store)
 
 
 @contextmanager
@@ -70,19 +98,6 @@ def _announced(call: Any) -> Iterator[None]:
     click.echo(f"running the command of evaluate step {call.get('step_id')} (up to {seconds:g} s): "
                f"{one_line(str(call.get('command')))}", err=True)
     yield
-
-
-def _project_judge() -> Any:
-    """The judge lockgate.toml names (nearest from here), or None; a configuration that cannot
-    give one is said on stderr (a judged ensure then fails closed, as with no judge)."""
-    from pathlib import Path
-
-    from ..engine.judge import project_judge
-
-    judge, problem = project_judge(Path.cwd())
-    if problem:
-        click.echo(f"warning: no judge for judged ensures: {problem}", err=True)
-    return judge
 
 
 def _call(action: Callable[[], Any]) -> Any:
@@ -351,7 +366,7 @@ def _gate_command(decision: str, summary: str) -> click.Command:
             raise click.UsageError("a revision needs a note saying what to change (--note TEXT): it is the "
                                    "feedback the revised steps' agents get")
         with _steering(run_id, store):
-            engine = _engine(store, judging=True)
+            engine = _judging(store, run_id, (step_id, decision))
             gate = _open_gate(engine, run_id, step_id)
             result = _call(lambda: engine.resolve_waiting_gate(run_id, step_id, decision, note, resolved_by,
                                                                via="cli"))
@@ -404,7 +419,7 @@ def commit_cmd(run_id: str, label: str, store: str | None, fmt: str) -> None:
 def revert_cmd(run_id: str, label: str, store: str | None, fmt: str) -> None:
     """Restore a checkpoint (spend is not rolled back) and continue from there."""
     with _steering(run_id, store):
-        engine = _engine(store, judging=True)
+        engine = _judging(store, run_id)
         result = _call(lambda: engine.revert(run_id, label))
     _print_response(result, fmt, engine, store)
 
@@ -429,7 +444,7 @@ def resume_cmd(run_id: str, store: str | None, fmt: str) -> None:
     An evaluate command found running (the process running it stopped) is run again here first.
     """
     with _steering(run_id, store):
-        engine = _engine(store, judging=True)
+        engine = _judging(store, run_id, rehydrate=True)
         result = _call(lambda: engine.resume(run_id))
     _print_response(result, fmt, engine, store)
 

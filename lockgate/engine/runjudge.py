@@ -1,0 +1,207 @@
+"""Which judge judges a run, asked from here: one answer for every surface that moves a run on
+without agents of its own (``lockgate gate``, ``lockgate resume``, ``lockgate revert``, a
+notebook's ``%flow approve|revise|kill`` of a run no kernel drives, the MCP server's tools).
+
+A run driven with ``--judge NAME`` (``judge=`` by name) records NAME with its claim
+(``Engine.last_judge``). When its flow has judged ensures, that name is its judge wherever the
+run is moved on: resolved through lockgate.toml when the configuration found here is the one
+the run recorded (as ``lockgate run --resume`` resolves it, see ``Runner._check_config``), and
+refused otherwise, before anything is decided:
+
+- the name was one of the Python functions that drive was given (an ``--agents`` module's, a
+  notebook's): no process but one given them again can have it;
+- this folder finds another configuration file than the run's: the name could resolve to
+  another adapter there;
+- nothing here is named so.
+
+A run that recorded no judge is judged by the project's ``judge =`` (lockgate.toml nearest from
+here), as before; a flow with no judged ensures needs no judge. Judged ensures never silently
+fail closed for want of the judge the run was driven with.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import MutableMapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, LockgateError
+
+#: ``detail["problem"]`` of a :class:`RunJudge` refusal: the recorded judge was a Python function
+PYTHON_JUDGE = "recorded_judge_python"
+#: ... this folder finds another configuration file than the one the run recorded
+OTHER_CONFIG = "recorded_judge_other_config"
+#: ... no agent here has the recorded judge's name
+NO_SUCH_JUDGE = "recorded_judge_not_here"
+
+
+@dataclass(frozen=True)
+class RunJudge:
+    """The answer of :func:`run_judge`: ``judge`` (None: no judge, judged ensures fail closed,
+    or none needed), the recorded ``name`` it was resolved from (None: the project's, or none),
+    ``problem`` (lockgate.toml could not give its judge: said as a warning, as before) or
+    ``refusal`` (no command here may move the run on; nothing is to be changed)."""
+
+    judge: Any = None
+    name: str | None = None
+    problem: str | None = None
+    refusal: ConfigError | None = None
+    needed: bool = True
+
+
+def run_judge(engine: Any, run_id: str, here: Path, *, decision: tuple[str, str] | None = None,
+              rehydrate: bool = False, resolved: MutableMapping[tuple[str, str], Any] | None = None) -> RunJudge:
+    """The judge of run ``run_id`` for a command run in folder ``here`` (see the module's
+    docstring). ``decision``: (gate step, outcome) of a gate decision, which needs no judge when
+    it cannot reach a judged ensure here (:func:`may_judge`); ``rehydrate``: the command only reloads the run and runs again the
+    evaluate commands left running (``Engine.resume``), which needs no judge when there are
+    none. ``resolved`` caches adapters by (configuration file, name), for a
+    process that asks again (the MCP server). A run that cannot be read gets the project's
+    judge: the command's own call then says what is wrong with it."""
+    from .flowneeds import uses_judged
+    from .runner import recorded_judge
+
+    try:
+        spec, flow = engine.spec_of(run_id)
+        if (not uses_judged(spec, flow) or (decision is not None and not may_judge(spec, flow, *decision))
+                or (rehydrate and not engine.status(run_id).get("evaluating"))):
+            return RunJudge(needed=False)
+        name = recorded_judge(engine, run_id)
+        agents = engine.last_agents(run_id) if name is not None and hasattr(engine, "last_agents") else None
+        before = engine.last_config(run_id) if name is not None and hasattr(engine, "last_config") else None
+    except LockgateError:
+        name = None
+    if name is None:
+        return _project(here)
+    return _recorded(run_id, name, agents, before, here, resolved)
+
+
+def may_judge(spec: Any, flow: str | None, step_id: str, outcome: str) -> bool:
+    """Whether deciding ``outcome`` at gate ``step_id`` may reach a judged ensure in the process
+    deciding it: a step its route (and, approved, the gate's dependents) starts that the engine
+    settles itself (``set``, ``evaluate``, a subflow, a fanout) and judges, or whose dependents
+    do in turn. An agent's step (``do``) is judged when its agent answers (where the run is
+    resumed), a gate waits; a route to nothing with no dependents ends the run. A gate of a
+    subflow (whose end goes back to its caller) or one not found may."""
+    own = spec.flow(flow)
+    gate = own.step(step_id) if own is not None else None
+    if gate is None or gate.gate is None:
+        return True
+    route = gate.gate.routes().get({"reject": "kill"}.get(outcome, outcome))
+    todo = ([route] if route else []) + (_dependents(own, step_id) if outcome == "approve" else [])
+    seen: set[str] = set()
+    while todo:
+        step = own.step(todo.pop())
+        if step is None:
+            return True
+        if step.id in seen or step.kind in ("do", "gate"):
+            continue
+        seen.add(step.id)
+        if _judges(spec, step):
+            return True
+        todo += _dependents(own, step.id) + ([step.on_fail] if step.on_fail else [])
+    return False
+
+
+def _dependents(flow: Any, step_id: str) -> list[str]:
+    return [step.id for step in flow.steps if step_id in step.after]
+
+
+def _judges(spec: Any, step: Any) -> bool:
+    """Whether a step the engine settles itself has a judged ensure (its subflow's, its stages')."""
+    from .flowneeds import uses_judged
+
+    if step.kind not in ("set", "evaluate", "run", "fanout"):
+        return True
+    stages = step.fanout.stages if step.fanout else ()
+    ensures = [*step.ensure, *(ensure for stage in stages for ensure in stage.ensure)]
+    return any(e.kind == "judged" for e in ensures) or (step.run is not None and uses_judged(spec, step.run))
+
+
+def _project(here: Path) -> RunJudge:
+    from .judge import project_judge
+
+    judge, problem = project_judge(here)
+    return RunJudge(judge=judge, problem=problem)
+
+
+def _recorded(run_id: str, name: str, agents: str | None, before: str | None, here: Path,
+              resolved: MutableMapping[tuple[str, str], Any] | None) -> RunJudge:
+    """The recorded judge ``name`` resolved here, or the refusal saying why it cannot be."""
+    from .agentorigin import PythonAgents
+    from .agents.config import load_config
+    from .agents.registry import DEFAULT_REGISTRY, known_agents, resolve_agent
+    from .judge import AgentJudge
+
+    origin = PythonAgents.parse(agents)
+    if origin is not None and name in origin.names:
+        return RunJudge(name=name, refusal=_refusal(PYTHON_JUDGE, run_id, name, module=origin.module,
+                                                    variable=origin.variable))
+    try:
+        config = load_config(start=here)
+    except ConfigError as exc:
+        return RunJudge(name=name, refusal=_refusal(NO_SUCH_JUDGE, run_id, name, why=str(exc)))
+    found = config_file(config)
+    if config_moved(before, found) and name not in DEFAULT_REGISTRY.names():
+        return RunJudge(name=name, refusal=_refusal(OTHER_CONFIG, run_id, name, config=before, found=found))
+    key = (found, name)
+    if resolved is None or key not in resolved:
+        try:
+            judge = AgentJudge(resolve_agent(name, config=config), name)
+        except ConfigError:
+            return RunJudge(name=name, refusal=_refusal(NO_SUCH_JUDGE, run_id, name,
+                                                        agents=known_agents(config=config)))
+        if resolved is None:
+            return RunJudge(judge=judge, name=name)
+        resolved[key] = judge
+    return RunJudge(judge=resolved[key], name=name)
+
+
+def config_file(config: Any) -> str:
+    """A loaded configuration's file, resolved, as a claim records it; ``""`` for none."""
+    return str(Path(config.path).resolve()) if config.path else ""
+
+
+def config_moved(before: str | None, here: str) -> bool:
+    """Whether agents resolved through configuration file ``here`` may differ from those of a
+    run that recorded ``before`` (None: not recorded; ``""``: driven with none): another file
+    than its own, unless its own is gone (the run's project moved)."""
+    return before is not None and before != here and not (before and not os.path.exists(before))
+
+
+def resume_command(run_id: str, detail: dict[str, Any], *, store: str | None = None) -> str:
+    """The ``lockgate run --resume`` command that continues run ``run_id`` with its recorded
+    judge, from a refusal's ``detail``: the module it came from and the configuration file it
+    was resolved through, when known (``FILE.py`` stands for a module not recorded)."""
+    words = ["lockgate", "run", "--resume", run_id]
+    if detail.get("problem") == OTHER_CONFIG and detail.get("config"):
+        words += ["--config", detail["config"]]
+    if detail.get("problem") == PYTHON_JUDGE:
+        words += ["--agents", detail.get("module") or "FILE.py"]
+    words += ["--judge", detail["judge"]] + (["--store", store] if store else [])
+    return " ".join(word if word == "FILE.py" else shlex.quote(word) for word in words)
+
+
+def _refusal(problem: str, run_id: str, name: str, **facts: Any) -> ConfigError:
+    """The ConfigError refusing to move run ``run_id`` on without its judge ``name``: the why,
+    in words for any surface (each says its own remedy; ``detail`` holds the facts)."""
+    error = ConfigError(f"run {run_id} was driven with the judge {name!r}, {_why(problem, name, facts)}: "
+                        "without it the run's judged ensures fail closed")
+    error.detail = {"problem": problem, "run_id": run_id, "judge": name, **facts}
+    return error
+
+
+def _why(problem: str, name: str, facts: dict[str, Any]) -> str:
+    if problem == PYTHON_JUDGE:
+        source = (f"the --agents module {facts['module']}" if facts.get("module") else
+                  f"the notebook variable {facts['variable']}" if facts.get("variable") else "the agents= mapping")
+        return f"a Python function of {source} that drive was given, which this process does not have"
+    if problem == OTHER_CONFIG:
+        return (f"resolved through {facts.get('config') or 'no configuration file'}, but here "
+                f"{facts.get('found') or 'no configuration file'} is found, where {name!r} could be another adapter")
+    if facts.get("why"):
+        return f"and the configuration here cannot give it ({facts['why']})"
+    return f"and no agent named {name!r} is here (the agents are: {', '.join(facts.get('agents') or ())})"
