@@ -45,13 +45,35 @@ def _gate(shell, args):
         _refuse_unoffered(args, _waiting_gate(run.gates, run.engine, run.run_id, args.step))
         return run.decide(args.step, args.command, args.note)
     try:
-        engine = _engine()
+        engine = _judging(run_id, args)
         _refuse_unoffered(args, _waiting_gate(None, engine, run_id, args.step))
         response = engine.resolve_waiting_gate(run_id, args.step, args.command, args.note, "human")
     except EngineError as exc:
         raise UsageError(f"%flow {args.command}: {exc.message}") from None
     _say_next(engine, response)
     return None
+
+
+def _judging(run_id: str, args):
+    """An engine judging run ``run_id`` (which no kernel drives) as it is judged from here: with
+    the judge it was driven with (``--judge NAME``), else lockgate.toml's ``judge``; a decision
+    that would reach a judged ensure without that judge is refused before it is made (see
+    :mod:`lockgate.engine.runjudge`)."""
+    from pathlib import Path
+
+    from ..engine.runjudge import PYTHON_JUDGE, resume_command, run_judge
+
+    reader = _engine()  # a run it loads keeps the judge it had: the deciding engine is made after
+    answer = run_judge(reader, run_id, Path.cwd(), decision=(args.step, args.command))
+    if answer.refusal is not None:
+        detail = answer.refusal.detail
+        how = (f"resume it here with its judge: `%flow resume {run_id} --agents VAR` (VAR: a dict giving "
+               f"{detail['judge']!r} and the flow's agents) and decide on its card"
+               if detail["problem"] == PYTHON_JUDGE else f"continue it where its judge is: {resume_command(run_id, detail)}")
+        raise UsageError(f"%flow {args.command}: {answer.refusal}. Nothing was decided; {how}")
+    if answer.problem:
+        print(f"warning: no judge for judged ensures: {answer.problem}")
+    return _engine(answer.judge, reader.store)
 
 
 def _say_next(engine, response) -> None:
@@ -128,8 +150,8 @@ def _cancel(shell, args):
 
 
 def _resume(shell, args):
-    from ..engine.graphs import stored_spec
     from ..dsl.loader import LoadResult
+    from ..engine.graphs import stored_spec
     from .run_view import resume_run
     from .spec_view import FlowSpec
 
@@ -184,11 +206,12 @@ _HANDLERS = {
 }
 
 
-def _engine():
+def _engine(judge=None, store=None):
+    """An engine on the notebook's store (or ``store``, open already) judging with ``judge``."""
     from ..engine.engine import Engine
     from ..engine.store import open_store
 
-    return Engine(store=open_store(notebook_store()))
+    return Engine(store=store if store is not None else open_store(notebook_store()), judge=judge)
 
 
 def _flowspec(shell, name: str):
