@@ -125,9 +125,11 @@ def apply_patch(workspace: Path, patch: str) -> Refused | None:
     return Refused(said, tuple(name for name in listed.split("\0") if name))
 
 
-def holds(workspace: Path, patch: str) -> bool:
-    """Whether the workspace's index and files hold ``patch`` already (it applies in reverse)."""
-    return _git(workspace, "apply", "--check", "--reverse", "--index", "-", stdin=patch).returncode == 0
+def index_tree(workspace: Path) -> str | None:
+    """The tree the workspace's index holds now (``git write-tree``), or None when it cannot be
+    written (unmerged entries left by a conflict)."""
+    done = _git(workspace, "write-tree")
+    return done.stdout.strip() if done.returncode == 0 else None
 
 
 def _own_folder(workspace: Path, *parts: str) -> Path:
@@ -143,9 +145,10 @@ def _own_folder(workspace: Path, *parts: str) -> Path:
 class MergeJournal:
     """What the merges of a run's fanout did to the workspace, one line an act, in
     ``.lockgate/merged/RUN/STEP.log``: ``pre_merge <merge>`` once its commands passed for that
-    merge, ``applied <token> <digest>`` once an item's patch is in the index. Written (and
-    synced) right after the act, outside the run's store: the transaction that merges may be
-    replayed or die before it is saved, and the workspace keeps what it did either way."""
+    merge, ``applying <token> <digest> <tree>`` just before an item's patch goes in (``tree``:
+    the index's tree then), ``applied <token> <digest>`` once it is in. Written (and synced)
+    right after the act, outside the run's store: the transaction that merges may be replayed or
+    die before it is saved, and the workspace keeps what it did either way."""
 
     def __init__(self, workspace: Path, run_id: str, fan_key: str) -> None:
         name = "".join(c if c.isalnum() or c in "-_." else "_" for c in fan_key)
@@ -155,12 +158,26 @@ class MergeJournal:
     def has(self, line: str) -> bool:
         return line in self.lines
 
+    def begin(self, act: str, tree: str | None) -> None:
+        """Note that the patch of ``act`` (an ``applied ...`` line) is about to go into an index
+        whose tree is ``tree``."""
+        self.note(f"{_begun(act)} {tree}")
+
+    def tree_before(self, act: str) -> str | None:
+        """The index tree noted by :meth:`begin` for ``act``, or None when it was not begun."""
+        begun = _begun(act) + " "
+        return next((line[len(begun):] for line in self.lines if line.startswith(begun)), None)
+
     def note(self, line: str) -> None:
         with open(self.path, "a") as out:
             out.write(line + "\n")
             out.flush()
             os.fsync(out.fileno())
         self.lines.add(line)
+
+
+def _begun(act: str) -> str:
+    return "applying " + act.removeprefix("applied ")
 
 
 def save_patches(workspace: Path, run_id: str, patches: dict[int, str]) -> Path:

@@ -124,6 +124,32 @@ def test_a_merge_killed_between_patches_is_resumed_without_applying_any_twice(
     assert git(repo, "worktree", "list").count("\n") == 1
 
 
+BLOCK = "def f():\n    x = 1\n    z = 0\n    y = 2\n    return x + y\n    # end\n    pass\n"
+
+
+def test_items_making_the_same_change_in_two_copies_of_a_block_are_both_merged(repo: Path) -> None:
+    """Each item changes ``y = 2`` in its own copy of a duplicated block. Item b's change, read in
+    reverse, matches item a's at an offset: a merge asking git whether b "applies in reverse"
+    took it for applied and dropped it, silently."""
+    (repo / "dup.py").write_text(BLOCK + "mid\n" * 20 + BLOCK)
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "two copies")
+
+    def edit(entry: Mapping[str, Any]) -> dict[str, str]:
+        path = Path(entry["cwd"]) / "dup.py"
+        lines = path.read_text().splitlines(keepends=True)
+        at = 3 if entry["item"] == "a" else 30  # the y = 2 line of the first and the second copy
+        lines[at] = lines[at].replace("y = 2", "y = 3")
+        path.write_text("".join(lines))
+        return {"text": entry["item"]}
+
+    engine = Engine(store=MemoryStore(), workspace=repo)
+    run = engine.plan(spec(repo), {"xs": ["a", "b"]})["run_id"]
+    assert drive(engine, run, edit)["status"] == "complete"
+    staged_text = git(repo, "show", ":dup.py")
+    assert staged_text.count("y = 3") == 2 and "y = 2" not in staged_text
+
+
 def test_a_cancel_saved_while_pre_merge_runs_stops_the_merge(repo: Path) -> None:
     store = MemoryStore()
     engine = Engine(store=store, workspace=repo)
