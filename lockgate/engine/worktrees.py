@@ -45,6 +45,12 @@ def unusable(workspace: Path) -> str | None:
         return f"the workspace {workspace} is not a git repository (git init and commit first)"
     if _git(workspace, "rev-parse", "--verify", "--quiet", "HEAD^{commit}").returncode != 0:
         return f"the git repository {workspace} has no commit yet (the item worktrees start from HEAD: commit first)"
+    if _git(workspace, "rev-parse", "--show-prefix").stdout.strip():
+        # an item's patch spans the whole repository, and `git apply` in a folder of it would
+        # leave out, silently, every change made outside that folder
+        top = _git(workspace, "rev-parse", "--show-toplevel").stdout.strip()
+        return (f"the workspace {workspace} is a folder inside the git repository {top}: items change the "
+                f"whole repository, so run from its top level ({top}) or give that as the workspace")
     return None
 
 
