@@ -263,8 +263,10 @@ class PostgresStore:
         """Whether a repeated write that changed no row is the write itself, committed on a
         connection the server closed before answering (else another writer got there first):
         the run is as it meant to leave it (at ``version`` with its chain head, which hashes its
-        own events), or, when another writer moved the run on during the reopen, its first event
-        is stored (the chain is deterministic: that seq with that hash is this write's alone).
+        own events), or, when another writer moved the run on during the reopen, its last event
+        is stored (the chain is deterministic and each hash covers every event before it: that
+        seq with that hash is this write's alone, unless another writer sent the very same events,
+        timestamps included, which only a caller stamping its own events could).
         A write with no events leaves no such trace: once the run moved on it is taken for a
         conflict, and the caller replays on what is stored, as for any conflict. (Caches the
         run's current head, which a conflict reports and against which the caller's next save,
@@ -273,7 +275,7 @@ class PostgresStore:
         self._heads[run_id] = actual
         if actual == (version, params["count"], params["head"]):
             return True
-        return bool(links) and actual[0] > version and self._has_event(run_id, links[0])
+        return bool(links) and actual[0] > version and self._has_event(run_id, links[-1])
 
     def _has_event(self, run_id: str, link: Link) -> bool:
         sql = f"SELECT 1 FROM {self.schema}.events WHERE run_id = %s AND seq = %s AND hash = %s"
