@@ -38,6 +38,10 @@ OTHER_CONFIG = "recorded_judge_other_config"
 NO_SUCH_JUDGE = "recorded_judge_not_here"
 
 
+#: ``project=`` not given to :func:`run_judge`: the project's judge is found from ``here``
+FIND: Any = object()
+
+
 @dataclass(frozen=True)
 class RunJudge:
     """The answer of :func:`run_judge`: ``judge`` (None: no judge, judged ensures fail closed,
@@ -53,7 +57,8 @@ class RunJudge:
 
 
 def run_judge(engine: Any, run_id: str, here: Path, *, decision: tuple[str, str] | None = None,
-              rehydrate: bool = False, resolved: MutableMapping[tuple[str, str], Any] | None = None) -> RunJudge:
+              rehydrate: bool = False, resolved: MutableMapping[tuple[str, str], Any] | None = None,
+              project: Any = FIND) -> RunJudge:
     """The judge of run ``run_id`` for a command run in folder ``here`` (see the module's
     docstring). ``decision``: (gate step, outcome) of a gate decision, which needs no judge when
     it cannot reach a judged ensure here (:func:`may_judge`); ``rehydrate``: the command only reloads the run and runs again the
@@ -75,7 +80,7 @@ def run_judge(engine: Any, run_id: str, here: Path, *, decision: tuple[str, str]
     except LockgateError:
         name = None
     if name is None:
-        return _project(here)
+        return _project(here) if project is FIND else RunJudge(judge=project)
     return _recorded(run_id, name, agents, before, here, resolved)
 
 

@@ -29,7 +29,8 @@ from mcp.server import Server
 
 from .. import __version__
 from ..engine.engine import Engine
-from ..engine.judge import JudgeBridge, as_judge, project_judge
+from ..engine.judge import JudgeBridge, project_judge
+from ..errors import ConfigError
 from .advice import IN_MEMORY, next_steps, tool_error
 from .handlers import HANDLERS, ToolContext, invalid
 from .instructions import SERVER_INSTRUCTIONS
@@ -101,7 +102,7 @@ def call_tool(ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None) 
     try:
         if tool is None:
             raise invalid(f"unknown tool {name!r}; the tools are: {', '.join(BY_NAME)}")
-        with _judging(ctx, arguments):
+        with _judging(ctx, name, arguments):
             result = HANDLERS[name](ctx, check_arguments(tool, arguments))
     except Exception as exc:  # every failure becomes a tool error the model can read, never a crash
         message, data = tool_error(exc)
@@ -114,11 +115,11 @@ def call_tool(ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None) 
     return types.CallToolResult(content=content, structured_content=result, is_error=False)
 
 
-def _judging(ctx: ToolContext, arguments: Mapping[str, Any] | None) -> AbstractContextManager[Any]:
+def _judging(ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None) -> AbstractContextManager[Any]:
     """The block of a tool call judged as its run says (see :class:`RunJudges`); a context made
     otherwise (a test's own engine) keeps its engine's judge."""
     judges = getattr(ctx.engine, "judges", None)
-    return judges.calling(ctx, arguments) if isinstance(judges, RunJudges) else nullcontext()
+    return judges.calling(ctx, name, arguments) if isinstance(judges, RunJudges) else nullcontext()
 
 
 def result_text(result: dict[str, Any]) -> str:
@@ -235,23 +236,30 @@ def make_context(store: str | None = None, workspace: str | Path | None = None) 
 
 
 class RunJudges:
-    """The judge of each tool call: the one the call's run was driven with by name (``lockgate run
-    --judge NAME``, recorded with its claim) when its flow has judged ensures and that name
-    resolves in the workspace (its lockgate.toml, a registered agent, a built-in), not to one of
-    the Python functions that drive was given; else ``project``, the judge the workspace's
-    lockgate.toml names (None: judged ensures fail closed). A run resumed here would otherwise
-    be judged by lockgate.toml's judge, or by none, whatever judge it was driven with."""
+    """The judge of each tool call, as :func:`lockgate.engine.runjudge.run_judge` answers for the
+    call's run from the workspace: the one it was driven with by name (``lockgate run --judge
+    NAME``, recorded with its claim) resolved through the workspace's lockgate.toml when that is
+    the run's own configuration file; else ``project``, the judge the workspace's lockgate.toml
+    names (None: judged ensures fail closed). A call that moves the run on (:data:`MOVING`) and
+    could reach a judged ensure without its judge (a Python function of the drive, another
+    configuration file here, no agent of that name) is refused before it changes anything.
+
+    One engine serves every run, each judged by its own judge, from worker threads at once: the
+    engine's ``judge`` is the current call's (:class:`JudgingEngine`)."""
 
     def __init__(self, root: Path, project: JudgeBridge | None) -> None:
         self.root, self.project = root, project
-        self._named: dict[str, JudgeBridge | None] = {}  # by agent name, resolved once
+        #: adapters by (configuration file, agent name), resolved once
+        self._resolved: dict[tuple[str, str], Any] = {}
         self._call = threading.local()  # a tool call runs in a worker thread of its own
 
     @contextmanager
-    def calling(self, ctx: ToolContext, arguments: Mapping[str, Any] | None) -> Iterator[None]:
-        """The block of one tool call: its judge is its run's (``run_id`` in ``arguments``)."""
-        run_id = arguments.get("run_id") if isinstance(arguments, Mapping) else None
-        self._call.judge = self._of_run(ctx, run_id) if isinstance(run_id, str) else self.project
+    def calling(self, ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None) -> Iterator[None]:
+        """The block of tool call ``name``: its judge is its run's (``run_id`` in ``arguments``)."""
+        args = arguments if isinstance(arguments, Mapping) else {}
+        run_id = args.get("run_id")
+        moving = isinstance(run_id, str) and name in MOVING
+        self._call.judge = self._of_run(ctx, run_id, name, args) if moving else self.project
         try:
             yield
         finally:
@@ -261,36 +269,27 @@ class RunJudges:
         """The judge of the tool call running in this thread (``project`` outside one)."""
         return getattr(self._call, "judge", self.project)
 
-    def _of_run(self, ctx: ToolContext, run_id: str) -> JudgeBridge | None:
-        from ..engine.agentorigin import names_of
-        from ..engine.runner import recorded_judge
-        from ..errors import LockgateError
+    def _of_run(self, ctx: ToolContext, run_id: str, tool: str, args: Mapping[str, Any]) -> JudgeBridge | None:
+        from ..engine.runjudge import resume_command, run_judge
 
-        try:
-            with ctx.lock:  # the engine is one caller's at a time
-                name = recorded_judge(ctx.engine, run_id)
-                given = names_of(ctx.engine.last_agents(run_id)) if name is not None else ()
-        except LockgateError:  # no such run (the tool says so), or one that cannot be read
-            return self.project
-        if name is None or name in given:  # none, or a Python function this process cannot have
-            return self.project
-        if name not in self._named:
-            self._named[name] = self._resolve(name)
-        return self._named[name] or self.project
+        step, outcome = args.get("step_id"), args.get("outcome")
+        decision = (step, outcome) if isinstance(step, str) and isinstance(outcome, str) else None
+        with ctx.lock:  # the engine is one caller's at a time
+            answer = run_judge(ctx.engine, run_id, self.root, decision=decision if MOVING[tool] == "decision" else None,
+                               rehydrate=MOVING[tool] == "rehydrate", resolved=self._resolved, project=self.project)
+        if answer.refusal is not None:
+            command = resume_command(run_id, answer.refusal.detail, store=ctx.store_shown)
+            raise ConfigError(f"{answer.refusal}. Nothing was changed; a person continues the run where its judge is, "
+                              f"with `{command}`")
+        if answer.name is None:
+            return answer.judge
+        return JudgeBridge(answer.judge)
 
-    def _resolve(self, name: str) -> JudgeBridge | None:
-        """The judge agent ``name`` in the workspace; None (said on stderr) when none is named so."""
-        from ..engine.agents.config import load_config
-        from ..engine.agents.registry import resolve_agent
-        from ..errors import LockgateError
 
-        try:
-            config = load_config(start=self.root)
-            return JudgeBridge(as_judge(name, lambda agent: resolve_agent(agent, config=config)))
-        except LockgateError as exc:
-            print(f"lockgate mcp: runs driven with the judge {name!r} are judged as lockgate.toml says: no agent "
-                  f"of that name resolves here ({exc})", file=sys.stderr)
-            return None
+#: the tools that move a run on, and what of theirs may reach a judged ensure: a gate decision
+#: (its route), a rehydrate (the evaluate commands it runs again), or any transition
+MOVING = {"lockgate_gate_resolve": "decision", "lockgate_resume": "rehydrate", "lockgate_step_done": "any",
+          "lockgate_revert": "any"}
 
 
 class JudgingEngine(Engine):

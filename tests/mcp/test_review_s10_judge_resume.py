@@ -113,3 +113,70 @@ def test_an_mcp_decision_running_a_command_keeps_the_recorded_judge(tmp_path: Pa
     assert (decided["status"], decided["step_id"]) == ("execute_step", "final"), decided  # check ran here
     shown = _lockgate(tmp_path, "resume", run_id, "--store", "runs.db")
     assert f"lockgate run --resume {run_id} --agents agents.py --store runs.db --judge verifier" in shown.stdout
+
+
+OTHER = """from pathlib import Path
+
+def other(task):
+    with open(Path(__file__).with_name("other.log"), "a") as log:
+        log.write("judged\\n")
+    return {"holds": True, "reason": "ok"}
+"""
+
+
+def _revised(folder: Path, store: Path, judge: str) -> str:
+    """A run driven in ``folder`` with ``--judge judge``, sent back to its answer step (a revise
+    reaches no judged ensure: taken from anywhere)."""
+    folder.mkdir(exist_ok=True)
+    (folder / "flow.stratum.yaml").write_text(SPEC)
+    (folder / "agents.py").write_text(AGENTS)
+    (folder / "lockgate.toml").write_text('[agents.verifier]\ntype = "python"\ncallable = "agents:judge"\n')
+    started = _lockgate(folder, "run", "flow.stratum.yaml", "--input", "question=q", "--agents", "agents.py",
+                        "--judge", judge, "--store", str(store), "--no-prompt")
+    assert started.returncode == 3, started.stderr
+    run_id = json.loads(started.stdout)["run_id"]
+    revised = _lockgate(folder, "gate", "revise", run_id, "review", "--note", "again", "--store", str(store))
+    assert revised.returncode == 0, revised.stderr
+    return run_id
+
+
+def _step_done_refused(store: Path, workspace: Path, run_id: str) -> tuple[str, dict]:
+    """lockgate_resume, then lockgate_step_done of the answer step (whose judged ensure needs the
+    run's judge), which must be refused; (its message, the run's status after)."""
+
+    async def main() -> tuple[str, dict]:
+        async with connect(store, workspace) as session:
+            resumed = await session.ok("lockgate_resume", {"run_id": run_id})
+            assert (resumed["status"], resumed["step_id"]) == ("execute_step", "answer")
+            message, _ = await session.refused("lockgate_step_done", {
+                "run_id": run_id, "step_id": "answer", "token": resumed["token"], "result": {"answer": "a"}})
+            return message, await session.ok("lockgate_status", {"run_id": run_id})
+
+    return anyio.run(main)
+
+
+def test_an_mcp_server_finding_another_configuration_refuses_to_judge(tmp_path: Path) -> None:
+    """Review s10 F12 #3: a server in b/ judged a run driven in a/ with b/lockgate.toml's own
+    ``verifier`` (another adapter), which ``lockgate run --resume`` from b/ refuses."""
+    a, b, store = tmp_path / "a", tmp_path / "b", tmp_path / "runs.db"
+    run_id = _revised(a, store, "verifier")
+    b.mkdir()
+    (b / "agents.py").write_text(OTHER)
+    (b / "lockgate.toml").write_text('[agents.verifier]\ntype = "python"\ncallable = "agents:other"\n')
+    message, status = _step_done_refused(store, b, run_id)
+    assert f"resolved through {a / 'lockgate.toml'}" in message, message
+    assert f"--config {a / 'lockgate.toml'} --judge verifier" in message, message
+    assert not (b / "other.log").exists()
+    assert [entry["step_id"] for entry in status["ready"]] == ["answer"], status  # nothing changed
+    assert _judged(a) == 1
+
+
+def test_an_mcp_server_refuses_to_judge_without_the_drives_python_judge(tmp_path: Path) -> None:
+    """Review s10 F12 #1: the judge was a function of the drive's --agents module, which the
+    server cannot have; before, lockgate.toml's judge (here none) answered: the ensure failed."""
+    store = tmp_path / "runs.db"
+    run_id = _revised(tmp_path, store, "judge")
+    message, status = _step_done_refused(store, tmp_path, run_id)
+    assert "a Python function of the --agents module" in message, message
+    assert f"--agents {tmp_path / 'agents.py'} --judge judge" in message, message
+    assert [entry["step_id"] for entry in status["ready"]] == ["answer"], status
