@@ -262,13 +262,17 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
                          if options.agents else None,
                          gates=gates, on_event=display.update,
                          judge=options.judge if kept_judge is None else None)  # kept: by the runner itself
-    if kept_judge is not None and _to_drive(engine, resume_id, take_over):
+    announce = kept_judge is not None and _to_drive(engine, resume_id, take_over)
+    if announce:
         _check_judge_here(runner, resume_id, options)
-        click.echo(f"judging with --judge {kept_judge}, the judge run {resume_id} was driven with", err=True)
 
     async def main() -> Any:
         with display:
             if resume_id:
+                if announce:  # said once the resume is taken (its refusals come first)
+                    runner.check_resumable(resume_id, take_over=take_over)
+                    click.echo(f"judging with --judge {kept_judge}, the judge run {resume_id} was driven with",
+                               err=True)
                 return await runner.resume(resume_id, take_over=take_over)
             return await runner.start(loaded, inputs, flow=flow)
 

@@ -147,6 +147,7 @@ def test_a_recorded_judge_from_another_folders_config_is_refused(tmp_path: Path)
     assert refused.returncode != 0
     assert (f"run {run_id} was driven with the configuration {(a / 'lockgate.toml').resolve()}, but this "
             f"resume found {(b / 'lockgate.toml').resolve()}") in refused.stderr
+    assert "judging with --judge" not in refused.stderr  # said only of a resume taken (review s10 F12 #4)
     assert not (b / "judged-b.log").exists()
     assert (a / "judged.log").read_text().count("judged") == 1
 
