@@ -106,6 +106,7 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
     ("LG906", "LINT_NO_ENSURE", "an agent step with neither out nor ensure is unchecked"),
     ("LG907", "LINT_UNUSED_OUTPUT", "an output nobody reads"),
     ("LG908", "LINT_GATE_SPLIT_ROUTES", "a gate approves and kills to different steps (the reference engine strands one)"),
+    ("LG909", "LINT_LITERAL_FILE_TEMPLATE", "a ${...} in a file_exists or file_contains ensure is checked as written"),
 )
 
 CODES: dict[str, Code] = {

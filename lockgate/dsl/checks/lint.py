@@ -23,7 +23,7 @@ from ..graph import (
     step_refs,
     topological_generations,
 )
-from ..ir import Flow, Spec, Step
+from ..ir import Ensure, Flow, Spec, Step
 from ..refs import scan
 from ..types import ArrayOf, Named, OptionalOf, TypeExpr, parse_type
 from .context import Context
@@ -54,6 +54,7 @@ def check(ctx: Context) -> Iterator[Finding]:
         yield from same_agent_reviews(flow)
         yield from unknown_agents(ctx, flow)
         yield from unchecked_steps(flow)
+        yield from literal_file_templates(flow)
 
 
 # -- LG901 ------------------------------------------------------------------------------------
@@ -404,3 +405,33 @@ def unchecked_steps(flow: Flow) -> Iterator[Finding]:
                     yield Finding("LG906", f"stage {stage.index} of fanout '{step.id}' has neither 'out' "
                                   f"nor 'ensure': {why}", (*stage.at, "do"), at="key",
                                   hint="add e.g. 'out: Result' or an 'ensure' expression to the stage")
+
+
+# -- LG909 ------------------------------------------------------------------------------------
+
+_AS_EXPRESSION = {"file_exists": "expr: \"file_exists('out/' + input.name + '.md')\"",
+                  "file_contains": "expr: \"file_contains('notes.md', input.name)\""}
+
+
+def literal_file_templates(flow: Flow) -> Iterator[Finding]:
+    """A ``${...}`` in a ``file_exists`` path or a ``file_contains`` path or text: the language
+    checks those as written (semantics §3.2, not scanned), so the ensure looks for a file
+    literally named ``out/${input.name}.md`` and fails every time, saying only that it is false."""
+    ensures = [ensure for step in flow.steps for ensure in step.ensure]
+    ensures += [ensure for step in flow.steps if step.fanout is not None
+                for stage in step.fanout.stages for ensure in stage.ensure]
+    for ensure in ensures:
+        for where, text in _file_fields(ensure):
+            if text is not None and "${" in text:
+                yield Finding("LG909", f"'{ensure.kind}' checks {text!r} as written: a ${{...}} in it is not filled "
+                              "in, so the ensure looks for that very text", (*ensure.at, ensure.kind, *where),
+                              hint=f"to check values, use an expression: {_AS_EXPRESSION[ensure.kind]}")
+
+
+def _file_fields(ensure: Ensure) -> list[tuple[tuple[str, ...], str | None]]:
+    """The texts of a file predicate ensure, each with its place under the predicate's key."""
+    if ensure.kind == "file_exists":
+        return [((), ensure.path)]
+    if ensure.kind == "file_contains":
+        return [(("path",), ensure.path), (("text",), ensure.text)]
+    return []
