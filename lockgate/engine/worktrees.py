@@ -33,8 +33,10 @@ class GitError(RuntimeError):
     pass
 
 
-def _git(cwd: Path | str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", "-C", str(cwd), *args], input=stdin, capture_output=True, text=True)
+def _git(cwd: Path | str, *args: str, stdin: str | None = None,
+         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-C", str(cwd), *args], input=stdin, capture_output=True, text=True,
+                          env=None if env is None else {**os.environ, **env})
 
 
 def unusable(workspace: Path) -> str | None:
@@ -138,6 +140,20 @@ def index_tree(workspace: Path) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
+def tree_with(workspace: Path, patch: str) -> str | None:
+    """The tree the workspace's index would hold with ``patch`` applied to it as it is (worked
+    out in a copy of the index, the workspace untouched), or None when it does not apply so."""
+    index = Path(_git(workspace, "rev-parse", "--git-path", "index").stdout.strip())
+    with tempfile.TemporaryDirectory(prefix="lockgate-index-") as scratch:
+        copy = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+        if (Path(workspace) / index).exists():
+            shutil.copyfile(Path(workspace) / index, copy["GIT_INDEX_FILE"])
+        if _git(workspace, "apply", "--cached", "-", stdin=patch, env=copy).returncode != 0:
+            return None
+        done = _git(workspace, "write-tree", env=copy)
+        return done.stdout.strip() if done.returncode == 0 else None
+
+
 def _own_folder(workspace: Path, *parts: str) -> Path:
     """``.lockgate/PARTS`` in the workspace, made if need be. ``.lockgate`` is kept out of git
     (its own ``.gitignore``): a ``git add -A`` while resolving a conflict must not commit it."""
@@ -152,7 +168,8 @@ class MergeJournal:
     """What the merges of a run's fanout did to the workspace, one line an act, in
     ``.lockgate/merged/RUN/STEP.log``: ``pre_merge <merge>`` once its commands passed for that
     merge, ``applying <token> <digest> <tree>`` just before an item's patch goes in (``tree``:
-    the index's tree then), ``applied <token> <digest>`` once it is in. Written (and synced)
+    the tree the index will hold once it is in), ``applied <token> <digest>`` once it is in.
+    Written (and synced)
     right after the act, outside the run's store: the transaction that merges may be replayed or
     die before it is saved, and the workspace keeps what it did either way."""
 
@@ -165,11 +182,11 @@ class MergeJournal:
         return line in self.lines
 
     def begin(self, act: str, tree: str | None) -> None:
-        """Note that the patch of ``act`` (an ``applied ...`` line) is about to go into an index
-        whose tree is ``tree``."""
+        """Note that the patch of ``act`` (an ``applied ...`` line) is about to go into the index,
+        which will then hold ``tree``."""
         self.note(f"{_begun(act)} {tree}")
 
-    def tree_before(self, act: str) -> str | None:
+    def tree_after(self, act: str) -> str | None:
         """The index tree noted by :meth:`begin` for ``act``, or None when it was not begun."""
         begun = _begun(act) + " "
         return next((line[len(begun):] for line in self.lines if line.startswith(begun)), None)

@@ -124,6 +124,27 @@ def test_a_merge_killed_between_patches_is_resumed_without_applying_any_twice(
     assert git(repo, "worktree", "list").count("\n") == 1
 
 
+def test_what_the_user_stages_between_a_kill_and_the_resume_does_not_pass_for_an_item(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kill lands after the journal noted that item b's patch goes in, before it did; the
+    user stages a file of their own; the resume applies b (an index that merely changed since
+    was taken for b's patch, and b's work was dropped)."""
+    store = MemoryStore()
+    engine = Engine(store=store, workspace=repo)
+    run = engine.plan(spec(repo), {"xs": ["a", "b", "c"]})["run_id"]
+    killed_at_second_patch(monkeypatch, after_apply=False)
+    with pytest.raises(KeyboardInterrupt):
+        drive(engine, run, work)
+    monkeypatch.undo()
+    (repo / "notes.txt").write_text("the user's own\n")
+    git(repo, "add", "notes.txt")
+
+    fresh = Engine(store=store, workspace=repo)
+    fresh.resume(run)
+    assert drive(fresh, run, work)["status"] == "complete"
+    assert staged(repo) == ["a.txt", "b.txt", "c.txt", "gone.txt", "notes.txt"]
+
+
 BLOCK = "def f():\n    x = 1\n    z = 0\n    y = 2\n    return x + y\n    # end\n    pass\n"
 
 
