@@ -61,7 +61,7 @@ def _engine(store: str | None, *, judge: Any = None, opened: Any = None) -> Any:
 
 
 def _judging(store: str | None, run_id: str, decision: tuple[str, str] | None = None, *,
-             rehydrate: bool = False) -> Any:
+             rehydrate: bool = False, reverting: bool = False) -> Any:
     """An engine (see :func:`_engine`) judging run ``run_id`` as it is judged from here, for the
     commands that move a run on, whose transition may reach a ``judged`` ensure (a set step after
     a gate): with the judge the run was driven with (``--judge NAME``, resolved through its own
@@ -69,13 +69,13 @@ def _judging(store: str | None, run_id: str, decision: tuple[str, str] | None = 
     When no judge of the run can be had here, refuse (exit 1) before anything is decided, with
     the command that moves the run on where its judge is (``decision``: a gate's (step,
     outcome), which needs none when it cannot reach a judged ensure here; ``rehydrate``: ``lockgate resume``,
-    which needs one only for the evaluate commands it runs again)."""
+    which needs one only for the evaluate commands it runs again; ``reverting``: ``lockgate revert``)."""
     from pathlib import Path
 
     from ..engine.runjudge import run_judge
 
     reader = _engine(store)  # a run it loads keeps the judge it had: the engine that decides is made after
-    answer = run_judge(reader, run_id, Path.cwd(), decision=decision, rehydrate=rehydrate)
+    answer = run_judge(reader, run_id, Path.cwd(), decision=decision, rehydrate=rehydrate, reverting=reverting)
     if answer.refusal is not None:
         command, *notes = _resume_lines(reader, run_id, _named_store(store))
         how = (f"decide it where its judge is: resume the run with {command} and answer the gate's prompt there"
@@ -419,7 +419,7 @@ def commit_cmd(run_id: str, label: str, store: str | None, fmt: str) -> None:
 def revert_cmd(run_id: str, label: str, store: str | None, fmt: str) -> None:
     """Restore a checkpoint (spend is not rolled back) and continue from there."""
     with _steering(run_id, store):
-        engine = _judging(store, run_id)
+        engine = _judging(store, run_id, reverting=True)
         result = _call(lambda: engine.revert(run_id, label))
     _print_response(result, fmt, engine, store)
 

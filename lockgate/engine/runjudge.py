@@ -57,13 +57,15 @@ class RunJudge:
 
 
 def run_judge(engine: Any, run_id: str, here: Path, *, decision: tuple[str, str] | None = None,
-              rehydrate: bool = False, resolved: MutableMapping[tuple[str, str], Any] | None = None,
-              project: Any = FIND) -> RunJudge:
+              rehydrate: bool = False, reverting: bool = False,
+              resolved: MutableMapping[tuple[str, str], Any] | None = None, project: Any = FIND) -> RunJudge:
     """The judge of run ``run_id`` for a command run in folder ``here`` (see the module's
     docstring). ``decision``: (gate step, outcome) of a gate decision, which needs no judge when
-    it cannot reach a judged ensure here (:func:`may_judge`); ``rehydrate``: the command only reloads the run and runs again the
+    it cannot reach a judged ensure here (:func:`may_judge`), nor when the run has ended (the
+    engine refuses it); ``rehydrate``: the command only reloads the run and runs again the
     evaluate commands left running (``Engine.resume``), which needs no judge when there are
-    none. ``resolved`` caches adapters by (configuration file, name), for a
+    none; ``reverting``: a revert, which may reach only the judged ensures of steps the engine
+    settles itself (:func:`settles_judged`). ``resolved`` caches adapters by (configuration file, name), for a
     process that asks again (the MCP server). A run that cannot be read gets the project's
     judge: the command's own call then says what is wrong with it."""
     from .flowneeds import uses_judged
@@ -71,8 +73,8 @@ def run_judge(engine: Any, run_id: str, here: Path, *, decision: tuple[str, str]
 
     try:
         spec, flow = engine.spec_of(run_id)
-        if (not uses_judged(spec, flow) or (decision is not None and not may_judge(spec, flow, *decision))
-                or (rehydrate and not engine.status(run_id).get("evaluating"))):
+        if not uses_judged(spec, flow) or not _reaches_judged(engine, run_id, spec, flow, decision, rehydrate,
+                                                             reverting):
             return RunJudge(needed=False)
         name = recorded_judge(engine, run_id)
         agents = engine.last_agents(run_id) if name is not None and hasattr(engine, "last_agents") else None
@@ -84,17 +86,47 @@ def run_judge(engine: Any, run_id: str, here: Path, *, decision: tuple[str, str]
     return _recorded(run_id, name, agents, before, here, resolved)
 
 
+#: the statuses of a run that takes no more gate decisions
+_ENDED = frozenset({"complete", "error", "killed", "cancelled"})
+#: the kinds of step the engine settles itself, in the process that moves the run on
+_SETTLED = ("set", "evaluate", "run", "fanout")
+
+
+def _reaches_judged(engine: Any, run_id: str, spec: Any, flow: str | None, decision: tuple[str, str] | None,
+                    rehydrate: bool, reverting: bool) -> bool:
+    """Whether the command asked about may reach a judged ensure in this process (see
+    :func:`run_judge`); any other command (a step's result) may."""
+    if decision is not None:
+        return engine.status(run_id).get("status") not in _ENDED and may_judge(spec, flow, *decision)
+    if rehydrate:
+        return bool(engine.status(run_id).get("evaluating"))
+    if reverting:
+        return settles_judged(spec, flow)
+    return True
+
+
+def settles_judged(spec: Any, flow: str | None) -> bool:
+    """Whether a step of ``flow`` that the engine settles itself has a judged ensure (an agent's
+    step is judged where its agent answers: the process that resumes the run)."""
+    own = spec.flow(flow)
+    return own is None or any(step.kind in _SETTLED and _judges(spec, step) for step in own.steps)
+
+
 def may_judge(spec: Any, flow: str | None, step_id: str, outcome: str) -> bool:
     """Whether deciding ``outcome`` at gate ``step_id`` may reach a judged ensure in the process
     deciding it: a step its route (and, approved, the gate's dependents) starts that the engine
     settles itself (``set``, ``evaluate``, a subflow, a fanout) and judges, or whose dependents
     do in turn. An agent's step (``do``) is judged when its agent answers (where the run is
-    resumed), a gate waits; a route to nothing with no dependents ends the run. A gate of a
-    subflow (whose end goes back to its caller) or one not found may."""
+    resumed), a gate waits, unless either has a ``when``, which may skip it and so release its
+    dependents at once (semantics §6.6); a route to nothing with no dependents ends the run. A
+    gate of a subflow (whose end goes back to its caller) may; a step that is no gate of the flow
+    takes no decision (the engine refuses it)."""
     own = spec.flow(flow)
-    gate = own.step(step_id) if own is not None else None
-    if gate is None or gate.gate is None:
+    if own is None or "/" in step_id:
         return True
+    gate = own.step(step_id)
+    if gate is None or gate.gate is None:
+        return False
     route = gate.gate.routes().get({"reject": "kill"}.get(outcome, outcome))
     todo = ([route] if route else []) + (_dependents(own, step_id) if outcome == "approve" else [])
     seen: set[str] = set()
@@ -102,9 +134,13 @@ def may_judge(spec: Any, flow: str | None, step_id: str, outcome: str) -> bool:
         step = own.step(todo.pop())
         if step is None:
             return True
-        if step.id in seen or step.kind in ("do", "gate"):
+        if step.id in seen:
             continue
         seen.add(step.id)
+        if step.kind in ("do", "gate"):
+            if step.when is not None:  # skipped here when false, releasing its dependents
+                todo += _dependents(own, step.id)
+            continue
         if _judges(spec, step):
             return True
         todo += _dependents(own, step.id) + ([step.on_fail] if step.on_fail else [])
@@ -136,7 +172,7 @@ def _project(here: Path) -> RunJudge:
 def _recorded(run_id: str, name: str, agents: str | None, before: str | None, here: Path,
               resolved: MutableMapping[tuple[str, str], Any] | None) -> RunJudge:
     """The recorded judge ``name`` resolved here, or the refusal saying why it cannot be."""
-    from .agentorigin import PythonAgents
+    from .agentorigin import PythonAgents, module_of
     from .agents.config import load_config
     from .agents.registry import DEFAULT_REGISTRY, known_agents, resolve_agent
     from .judge import AgentJudge
@@ -145,20 +181,23 @@ def _recorded(run_id: str, name: str, agents: str | None, before: str | None, he
     if origin is not None and name in origin.names:
         return RunJudge(name=name, refusal=_refusal(PYTHON_JUDGE, run_id, name, module=origin.module,
                                                     variable=origin.variable))
+    # every refusal names the run's --agents module: a resume without it is refused in turn
+    module = module_of(agents)
     try:
         config = load_config(start=here)
     except ConfigError as exc:
-        return RunJudge(name=name, refusal=_refusal(NO_SUCH_JUDGE, run_id, name, why=str(exc)))
+        return RunJudge(name=name, refusal=_refusal(NO_SUCH_JUDGE, run_id, name, why=str(exc), module=module))
     found = config_file(config)
     if config_moved(before, found) and name not in DEFAULT_REGISTRY.names():
-        return RunJudge(name=name, refusal=_refusal(OTHER_CONFIG, run_id, name, config=before, found=found))
+        return RunJudge(name=name, refusal=_refusal(OTHER_CONFIG, run_id, name, config=before, found=found,
+                                                    module=module))
     key = (found, name)
     if resolved is None or key not in resolved:
         try:
             judge = AgentJudge(resolve_agent(name, config=config), name)
         except ConfigError:
             return RunJudge(name=name, refusal=_refusal(NO_SUCH_JUDGE, run_id, name,
-                                                        agents=known_agents(config=config)))
+                                                        agents=known_agents(config=config), module=module))
         if resolved is None:
             return RunJudge(judge=judge, name=name)
         resolved[key] = judge
@@ -179,12 +218,13 @@ def config_moved(before: str | None, here: str) -> bool:
 
 def resume_command(run_id: str, detail: dict[str, Any], *, store: str | None = None) -> str:
     """The ``lockgate run --resume`` command that continues run ``run_id`` with its recorded
-    judge, from a refusal's ``detail``: the module it came from and the configuration file it
-    was resolved through, when known (``FILE.py`` stands for a module not recorded)."""
+    judge, from a refusal's ``detail``: the run's ``--agents`` module and the configuration file
+    its judge was resolved through, when known (``FILE.py`` stands for a module not recorded
+    that gave the judge)."""
     words = ["lockgate", "run", "--resume", run_id]
     if detail.get("problem") == OTHER_CONFIG and detail.get("config"):
         words += ["--config", detail["config"]]
-    if detail.get("problem") == PYTHON_JUDGE:
+    if detail.get("module") or detail.get("problem") == PYTHON_JUDGE:
         words += ["--agents", detail.get("module") or "FILE.py"]
     words += ["--judge", detail["judge"]] + (["--store", store] if store else [])
     return " ".join(word if word == "FILE.py" else shlex.quote(word) for word in words)

@@ -61,6 +61,7 @@ def _judging(run_id: str, args):
     :mod:`lockgate.engine.runjudge`)."""
     from pathlib import Path
 
+    from ..cli.hints import shown_store
     from ..engine.runjudge import PYTHON_JUDGE, resume_command, run_judge
 
     reader = _engine()  # a run it loads keeps the judge it had: the deciding engine is made after
@@ -69,7 +70,8 @@ def _judging(run_id: str, args):
         detail = answer.refusal.detail
         how = (f"resume it here with its judge: `%flow resume {run_id} --agents VAR` (VAR: a dict giving "
                f"{detail['judge']!r} and the flow's agents) and decide on its card"
-               if detail["problem"] == PYTHON_JUDGE else f"continue it where its judge is: {resume_command(run_id, detail)}")
+               if detail["problem"] == PYTHON_JUDGE else
+               f"continue it where its judge is: {resume_command(run_id, detail, store=shown_store(notebook_store()))}")
         raise UsageError(f"%flow {args.command}: {answer.refusal}. Nothing was decided; {how}")
     if answer.problem:
         print(f"warning: no judge for judged ensures: {answer.problem}")

@@ -276,7 +276,8 @@ class RunJudges:
         decision = (step, outcome) if isinstance(step, str) and isinstance(outcome, str) else None
         with ctx.lock:  # the engine is one caller's at a time
             answer = run_judge(ctx.engine, run_id, self.root, decision=decision if MOVING[tool] == "decision" else None,
-                               rehydrate=MOVING[tool] == "rehydrate", resolved=self._resolved, project=self.project)
+                               rehydrate=MOVING[tool] == "rehydrate", reverting=MOVING[tool] == "revert",
+                               resolved=self._resolved, project=self.project)
         if answer.refusal is not None:
             command = resume_command(run_id, answer.refusal.detail, store=ctx.store_shown)
             raise ConfigError(f"{answer.refusal}. Nothing was changed; a person continues the run where its judge is, "
@@ -287,9 +288,10 @@ class RunJudges:
 
 
 #: the tools that move a run on, and what of theirs may reach a judged ensure: a gate decision
-#: (its route), a rehydrate (the evaluate commands it runs again), or any transition
+#: (its route), a rehydrate (the evaluate commands it runs again), a revert (the steps the
+#: engine settles itself), or any transition
 MOVING = {"lockgate_gate_resolve": "decision", "lockgate_resume": "rehydrate", "lockgate_step_done": "any",
-          "lockgate_revert": "any"}
+          "lockgate_revert": "revert"}
 
 
 class JudgingEngine(Engine):

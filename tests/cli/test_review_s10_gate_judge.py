@@ -132,3 +132,52 @@ def test_gate_approve_from_another_configuration_is_refused(tmp_path: Path) -> N
     assert "--config ../a/lockgate.toml" in refused.stderr, refused.stderr
     assert _count(b / "other.log") == 0
     assert _status(b, store, run_id)["gates"][0]["step_id"] == "review"
+
+
+def test_a_route_through_a_step_its_when_skips_still_needs_the_judge(tmp_path: Path) -> None:
+    """review approves to `fix`, an agent's step whose `when` is false: skipped at once, it
+    releases `final`, whose judged ensure is then evaluated by the deciding process (review s10
+    R11 #1: the approve was let through and failed the run for want of the judge)."""
+    spec = SPEC.replace("gate: {on_approve: final,", "gate: {on_approve: fix,").replace(
+        "      - id: final\n        after: [review]",
+        "      - id: fix\n        after: [review]\n        when: \"input.question == 'never'\"\n        do: \"Fix it\"\n"
+        "        agent: writer\n        out: Answer\n      - id: final\n        after: [fix]")
+    store = tmp_path / "runs.db"
+    (tmp_path / "flow.stratum.yaml").write_text(spec)
+    (tmp_path / "agents.py").write_text(AGENTS)
+    started = _lockgate(tmp_path, "run", "flow.stratum.yaml", "--input", "question=q", "--agents", "agents.py",
+                        "--judge", "judge", "--store", str(store), "--no-prompt")
+    run_id = json.loads(started.stdout)["run_id"]
+    refused = _lockgate(tmp_path, "gate", "approve", run_id, "review", "--store", str(store))
+    assert refused.returncode == 1 and "Nothing was changed" in refused.stderr, refused.stderr
+    assert _status(tmp_path, store, run_id)["status"] == "await_gate"
+
+
+def test_decisions_the_engine_refuses_anyway_say_why_not_the_judge(tmp_path: Path) -> None:
+    store = tmp_path / "runs.db"
+    run_id = _started(tmp_path, "judge", store)
+    typo = _lockgate(tmp_path, "gate", "approve", run_id, "reveiw", "--store", str(store))
+    assert typo.returncode == 1 and "step reveiw of run" in typo.stderr and "is not a waiting gate" in typo.stderr
+    assert _lockgate(tmp_path, "gate", "reject", run_id, "review", "--store", str(store)).returncode == 0
+    late = _lockgate(tmp_path, "gate", "approve", run_id, "review", "--store", str(store))
+    assert late.returncode == 1 and f"run {run_id} was killed; its gates take no more decisions" in late.stderr
+
+
+def test_a_revert_needs_the_judge_only_when_a_step_the_engine_settles_is_judged(tmp_path: Path) -> None:
+    """Only `answer`, an agent's step, is judged (where the run resumes): reverting a killed run
+    to its gate needs no judge, even one that was a function of the --agents module."""
+    spec = SPEC.replace('        ensure:\n          - judged: {statement: "The final answer is supported", stakes: default}\n',
+                        "")
+    assert "final answer" not in spec
+    store = tmp_path / "runs.db"
+    (tmp_path / "flow.stratum.yaml").write_text(spec)
+    (tmp_path / "agents.py").write_text(AGENTS)
+    started = _lockgate(tmp_path, "run", "flow.stratum.yaml", "--input", "question=q", "--agents", "agents.py",
+                        "--judge", "judge", "--store", str(store), "--no-prompt")
+    assert started.returncode == 3, started.stderr
+    run_id = json.loads(started.stdout)["run_id"]
+    assert _lockgate(tmp_path, "commit", run_id, "cp1", "--store", str(store)).returncode == 0
+    assert _lockgate(tmp_path, "gate", "reject", run_id, "review", "--store", str(store)).returncode == 0
+    reverted = _lockgate(tmp_path, "revert", run_id, "cp1", "--store", str(store))
+    assert reverted.returncode == 0, reverted.stderr
+    assert _status(tmp_path, store, run_id)["status"] == "await_gate"

@@ -98,3 +98,14 @@ def test_a_resume_of_a_flow_that_judges_nothing_needs_no_recorded_judge(tmp_path
     resumed = asyncio.run(resume(started.run_id, agents={"writer": agents.writer}, store=store, workspace=tmp_path))
     assert resumed.status == "await_gate", resumed  # written again, at the gate for round 2
     assert agents.judged == 0
+
+
+def test_a_refusals_resume_command_names_the_runs_agents_module_whatever_the_problem() -> None:
+    """Pasted without the run's --agents module, the command is refused in turn (review s10
+    R11 #4); a judge that was a module function names the module as before."""
+    from lockgate.engine.runjudge import NO_SUCH_JUDGE, OTHER_CONFIG, resume_command
+
+    other = {"problem": OTHER_CONFIG, "judge": "verifier", "config": "/a/lockgate.toml", "module": "/a/agents.py"}
+    assert resume_command("r1", other, store="runs.db") == (
+        "lockgate run --resume r1 --config /a/lockgate.toml --agents /a/agents.py --judge verifier --store runs.db")
+    assert resume_command("r1", {"problem": NO_SUCH_JUDGE, "judge": "v"}) == "lockgate run --resume r1 --judge v"

@@ -165,7 +165,7 @@ def test_an_mcp_server_finding_another_configuration_refuses_to_judge(tmp_path: 
     (b / "lockgate.toml").write_text('[agents.verifier]\ntype = "python"\ncallable = "agents:other"\n')
     message, status = _step_done_refused(store, b, run_id)
     assert f"resolved through {a / 'lockgate.toml'}" in message, message
-    assert f"--config {a / 'lockgate.toml'} --judge verifier" in message, message
+    assert f"--config {a / 'lockgate.toml'} --agents {a / 'agents.py'} --judge verifier" in message, message
     assert not (b / "other.log").exists()
     assert [entry["step_id"] for entry in status["ready"]] == ["answer"], status  # nothing changed
     assert _judged(a) == 1
