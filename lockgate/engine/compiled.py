@@ -144,6 +144,11 @@ class CompiledSpec:
         #: whether a transition may ask a judge (a ``judged`` ensure anywhere): a result reported
         #: to such a spec is parked first, so that a crash while the judge answers loses nothing
         self.judges = any(uses_judged(spec, name) for name in spec.flows)
+        #: whether a fanout merges its items' worktrees in the process moving the run on (engine
+        #: dispatch, ``isolation: worktree``): only such a spec's transitions watch for merges
+        self.worktree_merges = any(step.fanout is not None and step.fanout.isolation == "worktree"
+                                   and step.fanout.dispatch != "consumer"
+                                   for flow in spec.flows.values() for step in flow.steps)
         self._contracts: dict[str, Any] = {}
         self._schemas: dict[str, dict[str, Any]] = {}
         self._inputs: dict[str, Any] = {}

@@ -502,12 +502,16 @@ class Engine:
         another writer got there first. A fanout merge in ``apply`` goes on only while no other
         writer saved (see :class:`~lockgate.engine.fanout.MergeWatch`); what a try merged that
         no saved transition records (the run ended meanwhile) is recorded on its own."""
-        watch = fanout.MergeWatch()
+        watch: fanout.MergeWatch | None = None
         for _ in range(MAX_REPLAYS):
             run = self._get(run_id)
             run.begin()
             try:
-                with watch.over(partial(self._unchanged, run_id, run.version)):
+                if run.cspec.worktree_merges:
+                    watch = watch or fanout.MergeWatch()
+                    with watch.over(partial(self._unchanged, run_id, run.version)):
+                        apply(run)
+                else:
                     apply(run)
             except EngineError:
                 self._live.pop(run_id, None)
@@ -537,10 +541,10 @@ class Engine:
     def _unchanged(self, run_id: str, version: Any) -> bool:
         return self.store.current_version(run_id) == version
 
-    def _record_merges(self, run_id: str, watch: fanout.MergeWatch) -> None:
+    def _record_merges(self, run_id: str, watch: fanout.MergeWatch | None) -> None:
         """Record in the audit the patches ``watch`` saw merged by tries of a transition that
         ended refused (the run was cancelled or ended while it merged): they are in the index."""
-        if watch.applied:
+        if watch is not None and watch.applied:
             self._transact(run_id, watch.record)
 
     def _report(self, run_id: str, step_id: str, result: Any, token: Any, failure: Any,
@@ -575,7 +579,7 @@ class Engine:
         long), and the agent's work, left in a worktree it may not redo, must survive a crash."""
         run = self._get(run_id)
         judged = bool(run.cspec.judges) and self.judge is not None  # no judge: a judged ensure fails at once
-        if not judged and not _worktree_item(run, step_id):
+        if not judged and not (run.cspec.worktree_merges and _worktree_item(run, step_id)):
             return
         record = parked(token, result, failure, usage)
         st = run.steps.get(step_id)
