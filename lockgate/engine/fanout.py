@@ -334,15 +334,15 @@ def _merged(run: LiveRun, loc: Located, fan_st: StepState, patched: list[StepSta
     Safe to replay and to resume, by this invariant: the workspace's :class:`MergeJournal`
     records ``pre_merge`` passed for this merge (its items' tokens and patches) only after its
     commands passed, and an item's patch as applied only right after it went in, in index order,
-    with the tree the index would hold with it noted just before. So a try that finds them
-    recorded skips them; at most one item, the first not recorded, may be in the index
-    unrecorded (a kill between its ``git apply`` and the record), and no patch went in after it,
-    so it is in when the index holds exactly the tree noted for it. Otherwise it is applied (a
-    patch already in that the user staged more on top of then fails loudly, or merges to no
-    change). No item is applied twice nor reported as not merged while staged. (Asking git
-    whether a patch applies in reverse would not do: a hunk matches at any offset, so an item
-    making the change an earlier one made elsewhere in the file would be taken for applied; nor
-    would "the index changed since": a user may stage something between a kill and the resume.)"""
+    with the index's tree noted just before. So a try that finds them recorded skips them; at
+    most one item, the first not recorded, may be in the index unrecorded (a kill between its
+    ``git apply`` and the record), and no patch went in after it, so it is in exactly when the
+    index differs from the tree noted before it at a path its patch changes (``git apply``
+    writes the index at once). No item is applied twice nor reported as not merged while staged.
+    (Asking git whether a patch applies in reverse would not do: a hunk matches at any offset,
+    so an item making the change an earlier one made elsewhere in the file would be taken for
+    applied; nor would "the index changed since", at any path: a user may stage a file of their
+    own between a kill and the resume.)"""
     fan = loc.cstep.step.fanout
     assert fan is not None
     workspace = run.workspace()
@@ -420,15 +420,15 @@ def _merge_failure(it: StepState, problem: worktrees.Refused, merged: list[int],
 def _apply_once(run: LiveRun, workspace: Path, key: str, it: StepState, act: str, journal: worktrees.MergeJournal,
                 watch: MergeWatch | None) -> worktrees.Refused | None:
     """Put one item's patch in the index unless the journal says it is there, or that it was
-    begun and the index holds the tree it would give (see :func:`_merged`); why, when it does not
-    apply."""
+    begun and the index has changed since at a path it changes (see :func:`_merged`); why, when
+    it does not apply."""
     if not journal.has(act):
         if watch is not None:
             watch.check(run, key)
         patch = it.patch or ""
-        after = journal.tree_after(act)
-        if after is None or after != worktrees.index_tree(workspace):  # not begun, or not gone in
-            journal.begin(act, worktrees.tree_with(workspace, patch))
+        before = journal.tree_before(act)
+        if before is None or not worktrees.touched_since(workspace, before, patch):  # not gone in
+            journal.begin(act, worktrees.index_tree(workspace))
             problem = worktrees.apply_patch(workspace, patch)
             if problem is not None:
                 return problem

@@ -140,18 +140,16 @@ def index_tree(workspace: Path) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def tree_with(workspace: Path, patch: str) -> str | None:
-    """The tree the workspace's index would hold with ``patch`` applied to it as it is (worked
-    out in a copy of the index, the workspace untouched), or None when it does not apply so."""
-    index = Path(_git(workspace, "rev-parse", "--git-path", "index").stdout.strip())
-    with tempfile.TemporaryDirectory(prefix="lockgate-index-") as scratch:
-        copy = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
-        if (Path(workspace) / index).exists():
-            shutil.copyfile(Path(workspace) / index, copy["GIT_INDEX_FILE"])
-        if _git(workspace, "apply", "--cached", "-", stdin=patch, env=copy).returncode != 0:
-            return None
-        done = _git(workspace, "write-tree", env=copy)
-        return done.stdout.strip() if done.returncode == 0 else None
+def touched_since(workspace: Path, tree: str, patch: str) -> bool:
+    """Whether the index holds, at a path ``patch`` changes, anything else than ``tree`` did:
+    the patch (or part of it) went in since the index held ``tree``."""
+    listed = _git(workspace, "apply", "--numstat", "-z", "-", stdin=patch).stdout
+    # entries: "added<TAB>deleted<TAB>path" or, for a rename, "added<TAB>deleted<TAB>" + old + new
+    paths = [part.rsplit("\t", 1)[-1] for part in listed.split("\0")]
+    paths = [path for path in paths if path]
+    if not paths:
+        return False
+    return _git(workspace, "diff", "--cached", "--quiet", tree, "--", *paths).returncode != 0
 
 
 def _own_folder(workspace: Path, *parts: str) -> Path:
@@ -168,28 +166,30 @@ class MergeJournal:
     """What the merges of a run's fanout did to the workspace, one line an act, in
     ``.lockgate/merged/RUN/STEP.log``: ``pre_merge <merge>`` once its commands passed for that
     merge, ``applying <token> <digest> <tree>`` just before an item's patch goes in (``tree``:
-    the tree the index will hold once it is in), ``applied <token> <digest>`` once it is in.
-    Written (and synced)
+    the index's tree then), ``applied <token> <digest>`` once it is in. Written (and synced)
     right after the act, outside the run's store: the transaction that merges may be replayed or
     die before it is saved, and the workspace keeps what it did either way."""
 
     def __init__(self, workspace: Path, run_id: str, fan_key: str) -> None:
         name = "".join(c if c.isalnum() or c in "-_." else "_" for c in fan_key)
         self.path = _own_folder(workspace, "merged", run_id) / f"{name}.log"
-        self.lines = set(self.path.read_text().splitlines()) if self.path.exists() else set()
+        self.order = self.path.read_text().splitlines() if self.path.exists() else []
+        self.lines = set(self.order)
 
     def has(self, line: str) -> bool:
         return line in self.lines
 
     def begin(self, act: str, tree: str | None) -> None:
         """Note that the patch of ``act`` (an ``applied ...`` line) is about to go into the index,
-        which will then hold ``tree``."""
+        which holds ``tree`` now."""
         self.note(f"{_begun(act)} {tree}")
 
-    def tree_after(self, act: str) -> str | None:
-        """The index tree noted by :meth:`begin` for ``act``, or None when it was not begun."""
+    def tree_before(self, act: str) -> str | None:
+        """The index tree the last :meth:`begin` of ``act`` noted, or None when it was not
+        begun (or the index could not be written then)."""
         begun = _begun(act) + " "
-        return next((line[len(begun):] for line in self.lines if line.startswith(begun)), None)
+        found = next((line[len(begun):] for line in reversed(self.order) if line.startswith(begun)), None)
+        return None if found in (None, "None") else found
 
     def note(self, line: str) -> None:
         with open(self.path, "a") as out:
@@ -197,6 +197,7 @@ class MergeJournal:
             out.flush()
             os.fsync(out.fileno())
         self.lines.add(line)
+        self.order.append(line)
 
 
 def _begun(act: str) -> str:

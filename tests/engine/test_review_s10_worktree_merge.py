@@ -145,6 +145,71 @@ def test_what_the_user_stages_between_a_kill_and_the_resume_does_not_pass_for_an
     assert staged(repo) == ["a.txt", "b.txt", "c.txt", "gone.txt", "notes.txt"]
 
 
+def deletes_and_edits(entry: Mapping[str, Any]) -> dict[str, str]:
+    """Item a edits base.txt's first line; item b its last, and deletes gone.txt: b's patch no
+    longer applies as it is once a's went in (git's 3-way fallback), and a deletion cannot be
+    applied twice."""
+    if "reported" in entry:
+        return entry["reported"]["result"]
+    cwd = Path(entry["cwd"])
+    text = (cwd / "base.txt").read_text()
+    if entry["item"] == "a":
+        (cwd / "base.txt").write_text(text.replace("one", "ONE"))
+    else:
+        (cwd / "base.txt").write_text(text.replace("three", "THREE"))
+        (cwd / "gone.txt").unlink()
+    return {"text": entry["item"]}
+
+
+@pytest.mark.parametrize("user_stages", [False, True])
+def test_a_deletion_killed_right_after_it_went_in_is_not_applied_again(
+        repo: Path, monkeypatch: pytest.MonkeyPatch, user_stages: bool) -> None:
+    store = MemoryStore()
+    engine = Engine(store=store, workspace=repo)
+    run = engine.plan(spec(repo), {"xs": ["a", "b"]})["run_id"]
+    killed_at_second_patch(monkeypatch, after_apply=True)
+    with pytest.raises(KeyboardInterrupt):
+        drive(engine, run, deletes_and_edits)
+    monkeypatch.undo()
+    if user_stages:
+        (repo / "notes.txt").write_text("the user's own\n")
+        git(repo, "add", "notes.txt")
+    fresh = Engine(store=store, workspace=repo)
+    fresh.resume(run)
+    assert drive(fresh, run, deletes_and_edits)["status"] == "complete"
+    assert git(repo, "show", ":base.txt") == "ONE\ntwo\nTHREE\n" and "gone.txt" in staged(repo)
+
+
+def test_an_item_begun_twice_is_judged_by_its_last_beginning(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Killed before item a's apply, the user stages a file, killed again right after it: the
+    journal's second 'applying' line is the one that says what the index held."""
+    store = MemoryStore()
+    run = Engine(store=store, workspace=repo).plan(spec(repo), {"xs": ["a", "b"]})["run_id"]
+    real = worktrees.apply_patch
+
+    def dies(after: bool) -> Any:
+        def apply(workspace: Path, patch: str) -> None:
+            if after:
+                real(workspace, patch)
+            raise KeyboardInterrupt
+        return apply
+
+    for after in (False, True):
+        monkeypatch.setattr(worktrees, "apply_patch", dies(after))
+        engine = Engine(store=store, workspace=repo)
+        engine.resume(run)
+        with pytest.raises(KeyboardInterrupt):
+            drive(engine, run, work)
+        monkeypatch.undo()
+        if not after:
+            (repo / "notes.txt").write_text("the user's own\n")
+            git(repo, "add", "notes.txt")
+    last = Engine(store=store, workspace=repo)
+    last.resume(run)
+    assert drive(last, run, work)["status"] == "complete"
+    assert staged(repo) == ["a.txt", "b.txt", "gone.txt", "notes.txt"]
+
+
 BLOCK = "def f():\n    x = 1\n    z = 0\n    y = 2\n    return x + y\n    # end\n    pass\n"
 
 
