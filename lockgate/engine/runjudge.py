@@ -127,8 +127,13 @@ def may_judge(spec: Any, flow: str | None, step_id: str, outcome: str) -> bool:
     gate = own.step(step_id)
     if gate is None or gate.gate is None:
         return False
+    from .compiled import CFlow
+
+    dependents = {sid: cstep.dependents for sid, cstep in CFlow(spec, own).steps.items()}  # after + references
     route = gate.gate.routes().get({"reject": "kill"}.get(outcome, outcome))
-    todo = ([route] if route else []) + (_dependents(own, step_id) if outcome == "approve" else [])
+    # an approve, and a kill with a target, leave the gate succeeded: its dependents are released (§6.7)
+    released = outcome == "approve" or (outcome != "revise" and route is not None)
+    todo = ([route] if route else []) + (list(dependents.get(step_id, ())) if released else [])
     seen: set[str] = set()
     while todo:
         step = own.step(todo.pop())
@@ -139,16 +144,12 @@ def may_judge(spec: Any, flow: str | None, step_id: str, outcome: str) -> bool:
         seen.add(step.id)
         if step.kind in ("do", "gate"):
             if step.when is not None:  # skipped here when false, releasing its dependents
-                todo += _dependents(own, step.id)
+                todo += dependents.get(step.id, ())
             continue
         if _judges(spec, step):
             return True
-        todo += _dependents(own, step.id) + ([step.on_fail] if step.on_fail else [])
+        todo += [*dependents.get(step.id, ()), *([step.on_fail] if step.on_fail else [])]
     return False
-
-
-def _dependents(flow: Any, step_id: str) -> list[str]:
-    return [step.id for step in flow.steps if step_id in step.after]
 
 
 def _judges(spec: Any, step: Any) -> bool:

@@ -109,3 +109,70 @@ def test_a_refusals_resume_command_names_the_runs_agents_module_whatever_the_pro
     assert resume_command("r1", other, store="runs.db") == (
         "lockgate run --resume r1 --config /a/lockgate.toml --agents /a/agents.py --judge verifier --store runs.db")
     assert resume_command("r1", {"problem": NO_SUCH_JUDGE, "judge": "v"}) == "lockgate run --resume r1 --judge v"
+
+
+def _may_judge(text: str, step: str, outcome: str) -> bool:
+    from lockgate.dsl.loader import load
+    from lockgate.engine.runjudge import may_judge
+
+    return may_judge(load(text).spec, None, step, outcome)
+
+
+JUDGED_AFTER_GATE = """version: 1
+contracts:
+  A: {answer: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${answer.output}", contract: A}
+    steps:
+      - {id: answer, do: "a", agent: w, out: A}
+      - id: review
+        after: [answer]
+        gate: {on_approve: final, on_revise: null, on_kill: cleanup}
+      - {id: final, after: [review], do: "f", agent: w, out: A}
+      - {id: cleanup, after: [review], do: "c", agent: w, out: A}
+      - id: audit
+        after: [review]
+        set: {answer: "result.answer.answer"}
+        out: A
+        ensure: [{judged: {statement: "The audit holds"}}]
+"""
+
+
+def test_a_kill_with_a_target_releases_the_gates_dependents_and_may_judge() -> None:
+    """§6.7: a kill routed to a step leaves the gate succeeded, so `audit` (a judged set step
+    after the gate) is settled by the process deciding (review s10 R12 #1)."""
+    assert _may_judge(JUDGED_AFTER_GATE, "review", "reject")
+    assert _may_judge(JUDGED_AFTER_GATE.replace("on_kill: cleanup", "on_kill: null"), "review", "reject") is False
+
+
+REFERENCED = """version: 1
+contracts:
+  A: {answer: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${wrap.output}", contract: A}
+    steps:
+      - {id: answer, do: "a", agent: w, out: A}
+      - id: review
+        after: [answer]
+        gate: {on_approve: fix, on_revise: null, on_kill: null}
+      - {id: fix, set: {answer: "'fixed'"}, out: A}
+      - {id: wrap, run: inner, with: {answer: "${fix.output.answer}"}}
+  inner:
+    input: {answer: string}
+    output: {from: "${j.output}", contract: A}
+    steps:
+      - {id: j, set: {answer: "'ok'"}, out: A, ensure: [{judged: {statement: "The check holds"}}]}
+"""
+
+
+def test_a_step_reading_another_by_reference_is_its_dependent() -> None:
+    """`wrap` reads `${fix.output...}` with no `after`: it depends on `fix` all the same (§3.2),
+    and its subflow's judged ensure is reached when the gate approves to `fix` (review s10
+    R12 #2)."""
+    assert _may_judge(REFERENCED, "review", "approve")
