@@ -25,6 +25,7 @@ import subprocess
 from pathlib import Path
 
 from cli_support import lockgate_argv, lockgate_env
+from judged_flows import JUDGE_AGENTS as AGENTS
 
 SPEC = """version: 1
 contracts:
@@ -47,16 +48,6 @@ flows:
         gate: {on_approve: null, on_revise: answer, on_kill: null}
 """
 
-AGENTS = """from pathlib import Path
-
-def writer(task):
-    return {"answer": "a"}
-
-def judge(task):
-    with open(Path(__file__).with_name("judged.log"), "a") as log:
-        log.write("judged\\n")
-    return {"holds": True, "reason": "ok"}
-"""
 
 
 def _lockgate(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

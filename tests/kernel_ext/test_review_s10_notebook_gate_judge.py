@@ -13,44 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from judged_flows import GATED_SPEC as SPEC
+from judged_flows import JUDGE_AGENTS as AGENTS
 from kernel_session import KernelSession
-
-SPEC = """version: 1
-contracts:
-  Answer: {answer: string}
-flows:
-  entry: research
-  research:
-    input: {question: string}
-    max_rounds: 2
-    output: {from: "${final.output}", contract: Answer}
-    steps:
-      - id: answer
-        do: "Answer ${input.question}"
-        agent: writer
-        out: Answer
-        ensure:
-          - judged: {statement: "The answer is supported", stakes: default}
-      - id: review
-        after: [answer]
-        gate: {on_approve: final, on_revise: answer, on_kill: null}
-      - id: final
-        after: [review]
-        set: {answer: "result.answer.answer"}
-        out: Answer
-        ensure:
-          - judged: {statement: "The final answer is supported", stakes: default}
-"""
-AGENTS = """from pathlib import Path
-
-def writer(task):
-    return {"answer": "a"}
-
-def judge(task):
-    with open(Path(__file__).with_name("judged.log"), "a") as log:
-        log.write("judged\\n")
-    return {"holds": True, "reason": "ok"}
-"""
 
 
 def _started(cwd: Path, *options: str) -> str:

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import anyio
+from judged_flows import JUDGE_AGENTS as AGENTS
 from mcp_support import connect
 
 SPEC = """version: 1
@@ -47,16 +48,6 @@ flows:
         do: "Final"
         agent: writer
         out: Answer
-"""
-AGENTS = """from pathlib import Path
-
-def writer(task):
-    return {"answer": "a"}
-
-def judge(task):
-    with open(Path(__file__).with_name("judged.log"), "a") as log:
-        log.write("judged\\n")
-    return {"holds": True, "reason": "ok"}
 """
 
 
