@@ -334,15 +334,15 @@ def _merged(run: LiveRun, loc: Located, fan_st: StepState, patched: list[StepSta
     Safe to replay and to resume, by this invariant: the workspace's :class:`MergeJournal`
     records ``pre_merge`` passed for this merge (its items' tokens and patches) only after its
     commands passed, and an item's patch as applied only right after it went in, in index order,
-    with the index's tree noted just before. So a try that finds them recorded skips them; at
-    most one item, the first not recorded, may be in the index unrecorded (a kill between its
-    ``git apply`` and the record), and no patch went in after it, so it is in exactly when the
-    index differs from the tree noted before it at a path its patch changes (``git apply``
-    writes the index at once). No item is applied twice nor reported as not merged while staged.
-    (Asking git whether a patch applies in reverse would not do: a hunk matches at any offset,
-    so an item making the change an earlier one made elsewhere in the file would be taken for
-    applied; nor would "the index changed since", at any path: a user may stage a file of their
-    own between a kill and the resume.)"""
+    with the index's tree noted just before and the tree the patch would give. So a try that
+    finds them recorded skips them; at most one item, the first not recorded, may be in the
+    index unrecorded (a kill between its ``git apply`` and the record), and no patch went in
+    after it: it is out when the index holds at its paths what it held before, in when it holds
+    what the patch gives (``git apply`` writes the index at once), and when the user changed
+    those paths in between the merge stops and says so (:func:`_gone_in`). No item is applied
+    twice, dropped, nor reported as not merged while staged. (Asking git whether a patch applies
+    in reverse would not do: a hunk matches at any offset, so an item making the change an
+    earlier one made elsewhere in the file would be taken for applied.)"""
     fan = loc.cstep.step.fanout
     assert fan is not None
     workspace = run.workspace()
@@ -404,6 +404,10 @@ def _merge_failure(it: StepState, problem: worktrees.Refused, merged: list[int],
     went in, apply its patch; then the patches of the items after it."""
     before = f"Merged before it: items {merged}" if merged else "No item was merged before it"
     after = f"; not merged: items {rest}" if rest else ""
+    if problem.unknown:
+        return (f"fanout merge failed at item {it.index} (whether its patch went in cannot be told): {problem.said}. "
+                f"{before}{after}. The patches of items {[it.index, *rest]} are saved in {saved}: compare item "
+                f"{it.index}'s with what is staged (git diff --cached), then git apply --3way what is missing")
     if not problem.conflicted:
         return (f"fanout merge failed at item {it.index} (nothing of it was applied): {problem.said}. {before}{after}. "
                 f"The patches of items {[it.index, *rest]} are saved in {saved} (git apply --3way them by hand)")
@@ -426,9 +430,11 @@ def _apply_once(run: LiveRun, workspace: Path, key: str, it: StepState, act: str
         if watch is not None:
             watch.check(run, key)
         patch = it.patch or ""
-        before = journal.tree_before(act)
-        if before is None or not worktrees.touched_since(workspace, before, patch):  # not gone in
-            journal.begin(act, worktrees.index_tree(workspace))
+        gone_in = _gone_in(workspace, journal.trees(act), patch, it)
+        if isinstance(gone_in, worktrees.Refused):
+            return gone_in
+        if not gone_in:
+            journal.begin(act, worktrees.index_tree(workspace), worktrees.tree_with(workspace, patch))
             problem = worktrees.apply_patch(workspace, patch)
             if problem is not None:
                 return problem
@@ -436,6 +442,24 @@ def _apply_once(run: LiveRun, workspace: Path, key: str, it: StepState, act: str
     if watch is not None and it.index not in watch.applied.setdefault(key, []):
         watch.applied[key].append(it.index)
     return None
+
+
+def _gone_in(workspace: Path, trees: tuple[str | None, str | None] | None, patch: str,
+             it: StepState) -> bool | worktrees.Refused:
+    """Whether the patch of ``it``, whose apply was begun with the index at ``trees`` (before,
+    after; None: not begun), went in: the index holds at the patch's paths what it held before
+    (no) or what the patch gives (yes). Anything else is someone's change since (or conflicts
+    the apply left): Refused, to be looked at rather than guessed."""
+    if trees is None or trees[0] is None:
+        return False
+    before, after = trees
+    paths = worktrees.patch_paths(workspace, patch)
+    if not paths or worktrees.same_at(workspace, before, paths):
+        return False
+    if after is not None and worktrees.same_at(workspace, after, paths):
+        return True
+    return worktrees.Refused(f"its merge was interrupted, and its files were changed in the index since "
+                             f"({', '.join(paths)})", unknown=True)
 
 
 def _required(require: Any, count: int) -> int:

@@ -117,8 +117,9 @@ def may_judge(spec: Any, flow: str | None, step_id: str, outcome: str) -> bool:
     deciding it: a step its route (and, approved, the gate's dependents) starts that the engine
     settles itself (``set``, ``evaluate``, a subflow, a fanout) and judges, or whose dependents
     do in turn. An agent's step (``do``) is judged when its agent answers (where the run is
-    resumed), a gate waits, unless either has a ``when``, which may skip it and so release its
-    dependents at once (semantics §6.6); a route to nothing with no dependents ends the run. A
+    resumed), a gate waits, unless either has a ``when`` or is a route's target, which may skip
+    it and so release its dependents at once (semantics §6.6); a route to nothing with no
+    dependents ends the run. A
     gate of a subflow (whose end goes back to its caller) may; a step that is no gate of the flow
     takes no decision (the engine refuses it)."""
     own = spec.flow(flow)
@@ -129,7 +130,8 @@ def may_judge(spec: Any, flow: str | None, step_id: str, outcome: str) -> bool:
         return False
     from .compiled import CFlow
 
-    dependents = {sid: cstep.dependents for sid, cstep in CFlow(spec, own).steps.items()}  # after + references
+    cflow = CFlow(spec, own)
+    dependents = {sid: cstep.dependents for sid, cstep in cflow.steps.items()}  # after + references
     route = gate.gate.routes().get({"reject": "kill"}.get(outcome, outcome))
     # an approve, and a kill with a target, leave the gate succeeded: its dependents are released (§6.7)
     released = outcome == "approve" or (outcome != "revise" and route is not None)
@@ -143,7 +145,10 @@ def may_judge(spec: Any, flow: str | None, step_id: str, outcome: str) -> bool:
             continue
         seen.add(step.id)
         if step.kind in ("do", "gate"):
-            if step.when is not None:  # skipped here when false, releasing its dependents
+            # skipped here when its when is false, or when it is a route's target and the route
+            # is not taken: either releases its dependents at once
+            cstep = cflow.steps.get(step.id)
+            if step.when is not None or (cstep is not None and cstep.routed_only):
                 todo += dependents.get(step.id, ())
             continue
         if _judges(spec, step):

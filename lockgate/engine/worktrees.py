@@ -121,6 +121,9 @@ class Refused:
 
     said: str
     conflicted: tuple[str, ...] = ()
+    #: whether the patch went in cannot be told (its apply was interrupted, and its files were
+    #: changed since): nothing is known of it, and nothing is said of it as applied or not
+    unknown: bool = False
 
 
 def apply_patch(workspace: Path, patch: str) -> Refused | None:
@@ -140,16 +143,46 @@ def index_tree(workspace: Path) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def touched_since(workspace: Path, tree: str, patch: str) -> bool:
-    """Whether the index holds, at a path ``patch`` changes, anything else than ``tree`` did:
-    the patch (or part of it) went in since the index held ``tree``."""
-    listed = _git(workspace, "apply", "--numstat", "-z", "-", stdin=patch).stdout
-    # entries: "added<TAB>deleted<TAB>path" or, for a rename, "added<TAB>deleted<TAB>" + old + new
-    paths = [part.rsplit("\t", 1)[-1] for part in listed.split("\0")]
-    paths = [path for path in paths if path]
-    if not paths:
-        return False
-    return _git(workspace, "diff", "--cached", "--quiet", tree, "--", *paths).returncode != 0
+def tree_with(workspace: Path, patch: str) -> str | None:
+    """The tree the workspace's index would hold with ``patch`` applied to it as
+    :func:`apply_patch` applies it, 3-way fallback included (worked out in a copy of the index,
+    the workspace untouched), or None when it would leave conflicts."""
+    index = Path(_git(workspace, "rev-parse", "--git-path", "index").stdout.strip())
+    with tempfile.TemporaryDirectory(prefix="lockgate-index-") as scratch:
+        copy = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+        if (Path(workspace) / index).exists():
+            shutil.copyfile(Path(workspace) / index, copy["GIT_INDEX_FILE"])
+        if _git(workspace, "apply", "--cached", "--3way", "-", stdin=patch, env=copy).returncode != 0:
+            return None
+        done = _git(workspace, "write-tree", env=copy)
+        return done.stdout.strip() if done.returncode == 0 else None
+
+
+def patch_paths(workspace: Path, patch: str) -> list[str]:
+    """The paths ``patch`` changes (both sides of a rename), as ``git apply --numstat -z`` lists
+    them: ``added<TAB>deleted<TAB>path``, or for a rename an empty path then the old and the
+    new one as entries of their own (a path may hold a tab)."""
+    entries = _git(workspace, "apply", "--numstat", "-z", "-", stdin=patch).stdout.split("\0")
+    paths: list[str] = []
+    renamed = 0
+    for entry in entries:
+        if renamed:
+            paths.append(entry)
+            renamed -= 1
+            continue
+        parts = entry.split("\t", 2)
+        if len(parts) == 3:
+            if parts[2]:
+                paths.append(parts[2])
+            else:
+                renamed = 2
+    return [path for path in paths if path]
+
+
+def same_at(workspace: Path, tree: str, paths: list[str]) -> bool:
+    """Whether the index holds at ``paths`` what ``tree`` holds there (paths taken literally)."""
+    done = _git(workspace, "diff", "--cached", "--quiet", tree, "--", *paths, env={"GIT_LITERAL_PATHSPECS": "1"})
+    return done.returncode == 0
 
 
 def _own_folder(workspace: Path, *parts: str) -> Path:
@@ -165,8 +198,9 @@ def _own_folder(workspace: Path, *parts: str) -> Path:
 class MergeJournal:
     """What the merges of a run's fanout did to the workspace, one line an act, in
     ``.lockgate/merged/RUN/STEP.log``: ``pre_merge <merge>`` once its commands passed for that
-    merge, ``applying <token> <digest> <tree>`` just before an item's patch goes in (``tree``:
-    the index's tree then), ``applied <token> <digest>`` once it is in. Written (and synced)
+    merge, ``applying <token> <digest> <before> <after>`` just before an item's patch goes in
+    (the index's tree then, and the tree it will hold with the patch in, ``None`` when the patch
+    would leave conflicts), ``applied <token> <digest>`` once it is in. Written (and synced)
     right after the act, outside the run's store: the transaction that merges may be replayed or
     die before it is saved, and the workspace keeps what it did either way."""
 
@@ -179,17 +213,20 @@ class MergeJournal:
     def has(self, line: str) -> bool:
         return line in self.lines
 
-    def begin(self, act: str, tree: str | None) -> None:
+    def begin(self, act: str, before: str | None, after: str | None) -> None:
         """Note that the patch of ``act`` (an ``applied ...`` line) is about to go into the index,
-        which holds ``tree`` now."""
-        self.note(f"{_begun(act)} {tree}")
+        which holds tree ``before`` now and will hold ``after`` with it."""
+        self.note(f"{_begun(act)} {before} {after}")
 
-    def tree_before(self, act: str) -> str | None:
-        """The index tree the last :meth:`begin` of ``act`` noted, or None when it was not
-        begun (or the index could not be written then)."""
+    def trees(self, act: str) -> tuple[str | None, str | None] | None:
+        """(before, after) of the last :meth:`begin` of ``act`` (None for a tree not known), or
+        None when it was not begun."""
         begun = _begun(act) + " "
         found = next((line[len(begun):] for line in reversed(self.order) if line.startswith(begun)), None)
-        return None if found in (None, "None") else found
+        if found is None:
+            return None
+        before, _, after = found.partition(" ")
+        return (None if before == "None" else before), (None if after in ("", "None") else after)
 
     def note(self, line: str) -> None:
         with open(self.path, "a") as out:

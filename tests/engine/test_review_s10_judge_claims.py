@@ -176,3 +176,10 @@ def test_a_step_reading_another_by_reference_is_its_dependent() -> None:
     and its subflow's judged ensure is reached when the gate approves to `fix` (review s10
     R12 #2)."""
     assert _may_judge(REFERENCED, "review", "approve")
+
+
+def test_an_untaken_routes_target_is_skipped_and_releases_its_dependents() -> None:
+    """Approved, the gate's kill target `cleanup` (an agent's step) is skipped, releasing `audit`
+    (a judged set step after it) at once in the deciding process (review s10 R13 #2)."""
+    text = JUDGED_AFTER_GATE.replace("      - id: audit\n        after: [review]", "      - id: audit\n        after: [cleanup]")
+    assert _may_judge(text, "review", "approve")

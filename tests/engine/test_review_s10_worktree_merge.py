@@ -180,6 +180,70 @@ def test_a_deletion_killed_right_after_it_went_in_is_not_applied_again(
     assert git(repo, "show", ":base.txt") == "ONE\ntwo\nTHREE\n" and "gone.txt" in staged(repo)
 
 
+def edits_base(entry: Mapping[str, Any]) -> dict[str, str]:
+    """Item a edits base.txt's first line, item b its last."""
+    if "reported" in entry:
+        return entry["reported"]["result"]
+    cwd = Path(entry["cwd"])
+    text = (cwd / "base.txt").read_text()
+    (cwd / "base.txt").write_text(text.replace("one", "ONE") if entry["item"] == "a" else
+                                  text.replace("three", "THREE"))
+    return {"text": entry["item"]}
+
+
+def test_a_users_change_to_an_interrupted_items_own_file_stops_the_merge_and_says_so(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Killed after the journal noted item b's apply, before it went in; the user then stages a
+    change of their own to base.txt, which b's patch changes too. Whether b is in cannot be told
+    from the index: the merge stops saying so (it took b for merged and dropped its change)."""
+    store = MemoryStore()
+    engine = Engine(store=store, workspace=repo)
+    run = engine.plan(spec(repo), {"xs": ["a", "b"]})["run_id"]
+    killed_at_second_patch(monkeypatch, after_apply=False)
+    with pytest.raises(KeyboardInterrupt):
+        drive(engine, run, edits_base)
+    monkeypatch.undo()
+    (repo / "base.txt").write_text(git(repo, "show", ":base.txt") + "the user's line\n")
+    git(repo, "add", "base.txt")
+    fresh = Engine(store=store, workspace=repo)
+    fresh.resume(run)
+    done = drive(fresh, run, edits_base)
+    assert done["status"] == "error" and done["error_type"] == "merge_failed"
+    assert done["message"].startswith("fanout merge failed at item 1 (whether its patch went in cannot be told): "
+                                      "its merge was interrupted, and its files were changed in the index since "
+                                      "(base.txt). Merged before it: items [0]. The patches of items [1] are saved in ")
+    assert "+THREE" in (repo / ".lockgate" / "unmerged" / run / "item-1.patch").read_text()
+
+
+def test_a_deletion_of_a_path_holding_a_tab_killed_after_it_went_in_is_not_applied_again(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (repo / "old\tnotes.txt").write_text("bye\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "a file whose name holds a tab")
+
+    def deletes(entry: Mapping[str, Any]) -> dict[str, str]:
+        if "reported" in entry:
+            return entry["reported"]["result"]
+        cwd = Path(entry["cwd"])
+        if entry["item"] == "a":
+            (cwd / "a.txt").write_text("x\n")
+        else:
+            (cwd / "old\tnotes.txt").unlink()
+        return {"text": entry["item"]}
+
+    store = MemoryStore()
+    engine = Engine(store=store, workspace=repo)
+    run = engine.plan(spec(repo), {"xs": ["a", "b"]})["run_id"]
+    killed_at_second_patch(monkeypatch, after_apply=True)
+    with pytest.raises(KeyboardInterrupt):
+        drive(engine, run, deletes)
+    monkeypatch.undo()
+    fresh = Engine(store=store, workspace=repo)
+    fresh.resume(run)
+    assert drive(fresh, run, deletes)["status"] == "complete"
+    assert "old\tnotes.txt" not in git(repo, "ls-files", "-z").split("\0")
+
+
 def test_an_item_begun_twice_is_judged_by_its_last_beginning(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Killed before item a's apply, the user stages a file, killed again right after it: the
     journal's second 'applying' line is the one that says what the index held."""
