@@ -434,7 +434,12 @@ def _apply_once(run: LiveRun, workspace: Path, key: str, it: StepState, act: str
         if isinstance(gone_in, worktrees.Refused):
             return gone_in
         if not gone_in:
-            journal.begin(act, worktrees.index_tree(workspace), worktrees.tree_with(workspace, patch))
+            before = worktrees.index_tree(workspace)
+            if before is None:  # the index can only be written without unresolved conflicts
+                return worktrees.Refused(f"the workspace's index holds unresolved conflicts "
+                                         f"({', '.join(worktrees.unmerged(workspace))}): resolve them and "
+                                         "`git add` the files before a merge into it")
+            journal.begin(act, before, worktrees.tree_with(workspace, patch))
             problem = worktrees.apply_patch(workspace, patch)
             if problem is not None:
                 return problem
@@ -458,6 +463,9 @@ def _gone_in(workspace: Path, trees: tuple[str | None, str | None] | None, patch
         return False
     if after is not None and worktrees.same_at(workspace, after, paths):
         return True
+    conflicted = worktrees.unmerged(workspace, paths)
+    if after is None and conflicted:  # its apply left the conflicts it was expected to leave
+        return worktrees.Refused("git's 3-way merge left conflicts", conflicted)
     return worktrees.Refused(f"its merge was interrupted, and its files were changed in the index since "
                              f"({', '.join(paths)})", unknown=True)
 

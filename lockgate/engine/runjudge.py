@@ -145,10 +145,10 @@ def may_judge(spec: Any, flow: str | None, step_id: str, outcome: str) -> bool:
             continue
         seen.add(step.id)
         if step.kind in ("do", "gate"):
-            # skipped here when its when is false, or when it is a route's target and the route
-            # is not taken: either releases its dependents at once
+            # skipped here when its when is false, or when it is a route's target and that route
+            # is not the one taken: either releases its dependents at once
             cstep = cflow.steps.get(step.id)
-            if step.when is not None or (cstep is not None and cstep.routed_only):
+            if step.when is not None or (cstep is not None and cstep.routed_only and step.id != route):
                 todo += dependents.get(step.id, ())
             continue
         if _judges(spec, step):

@@ -35,7 +35,9 @@ class GitError(RuntimeError):
 
 def _git(cwd: Path | str, *args: str, stdin: str | None = None,
          env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    # surrogateescape: a file name that is not UTF-8 comes back as the same bytes when passed on
     return subprocess.run(["git", "-C", str(cwd), *args], input=stdin, capture_output=True, text=True,
+                          encoding="utf-8", errors="surrogateescape",
                           env=None if env is None else {**os.environ, **env})
 
 
@@ -132,8 +134,7 @@ def apply_patch(workspace: Path, patch: str) -> Refused | None:
     if done.returncode == 0:
         return None
     said = (done.stderr or done.stdout).strip() or "git apply failed"
-    listed = _git(workspace, "diff", "--name-only", "-z", "--diff-filter=U").stdout
-    return Refused(said, tuple(name for name in listed.split("\0") if name))
+    return Refused(said, unmerged(workspace))
 
 
 def index_tree(workspace: Path) -> str | None:
@@ -177,6 +178,14 @@ def patch_paths(workspace: Path, patch: str) -> list[str]:
             else:
                 renamed = 2
     return [path for path in paths if path]
+
+
+def unmerged(workspace: Path, paths: list[str] | None = None) -> tuple[str, ...]:
+    """The files the index holds in conflict (unmerged), among ``paths`` when given."""
+    where = ["--", *paths] if paths else []
+    listed = _git(workspace, "diff", "--name-only", "-z", "--diff-filter=U", *where,
+                  env={"GIT_LITERAL_PATHSPECS": "1"}).stdout
+    return tuple(name for name in listed.split("\0") if name)
 
 
 def same_at(workspace: Path, tree: str, paths: list[str]) -> bool:

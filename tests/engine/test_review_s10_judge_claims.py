@@ -183,3 +183,10 @@ def test_an_untaken_routes_target_is_skipped_and_releases_its_dependents() -> No
     (a judged set step after it) at once in the deciding process (review s10 R13 #2)."""
     text = JUDGED_AFTER_GATE.replace("      - id: audit\n        after: [review]", "      - id: audit\n        after: [cleanup]")
     assert _may_judge(text, "review", "approve")
+
+
+def test_the_taken_routes_target_is_started_not_skipped() -> None:
+    """Rejected, the kill target `cleanup` (an agent's step) is started and `audit` after it waits:
+    no judge is needed to reject (review s10 R14 #1)."""
+    text = JUDGED_AFTER_GATE.replace("      - id: audit\n        after: [review]", "      - id: audit\n        after: [cleanup]")
+    assert _may_judge(text, "review", "reject") is False

@@ -244,6 +244,67 @@ def test_a_deletion_of_a_path_holding_a_tab_killed_after_it_went_in_is_not_appli
     assert "old\tnotes.txt" not in git(repo, "ls-files", "-z").split("\0")
 
 
+def killed_after_the_second_apply_then_resumed(repo: Path, monkeypatch: pytest.MonkeyPatch,
+                                              agent: Any) -> dict[str, Any]:
+    store = MemoryStore()
+    engine = Engine(store=store, workspace=repo)
+    run = engine.plan(spec(repo), {"xs": ["a", "b"]})["run_id"]
+    killed_at_second_patch(monkeypatch, after_apply=True)
+    with pytest.raises(KeyboardInterrupt):
+        drive(engine, run, agent)
+    monkeypatch.undo()
+    fresh = Engine(store=store, workspace=repo)
+    fresh.resume(run)
+    return drive(fresh, run, agent)
+
+
+def test_a_conflict_the_interrupted_apply_left_is_reported_as_a_conflict(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def rewrites(entry: Mapping[str, Any]) -> dict[str, str]:
+        if "reported" in entry:
+            return entry["reported"]["result"]
+        (Path(entry["cwd"]) / "base.txt").write_text(f"changed by {entry['item']}\n")
+        return {"text": entry["item"]}
+
+    done = killed_after_the_second_apply_then_resumed(repo, monkeypatch, rewrites)
+    assert done["error_type"] == "merge_failed"
+    assert done["message"].startswith("fanout merge failed at item 1, applied in part: its changes conflict with "
+                                      "those merged before it in 'base.txt'")
+
+
+def test_a_file_name_that_is_not_utf8_is_merged_across_a_kill(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    def creates(entry: Mapping[str, Any]) -> dict[str, str]:
+        if "reported" in entry:
+            return entry["reported"]["result"]
+        name = b"a.txt" if entry["item"] == "a" else b"caf\xe9.txt"  # Latin-1: not UTF-8
+        with open(os.path.join(os.fsencode(entry["cwd"]), name), "w") as out:
+            out.write(f"made by {entry['item']}\n")
+        return {"text": entry["item"]}
+
+    assert killed_after_the_second_apply_then_resumed(repo, monkeypatch, creates)["status"] == "complete"
+    assert b"caf\xe9.txt" in subprocess.run(["git", "-C", str(repo), "ls-files", "-z"], capture_output=True,
+                                            check=True).stdout
+
+
+def test_a_merge_into_an_index_holding_unresolved_conflicts_is_refused_before_any_patch(repo: Path) -> None:
+    git(repo, "checkout", "-qb", "other")
+    (repo / "base.txt").write_text("theirs\n")
+    git(repo, "commit", "-qam", "theirs")
+    git(repo, "checkout", "-q", "-")
+    (repo / "base.txt").write_text("ours\n")
+    git(repo, "commit", "-qam", "ours")
+    subprocess.run(["git", "-C", str(repo), "merge", "other"], capture_output=True, check=False)
+    engine = Engine(store=MemoryStore(), workspace=repo)
+    run = engine.plan(spec(repo), {"xs": ["a", "b"]})["run_id"]
+    done = drive(engine, run, work)
+    assert done["error_type"] == "merge_failed"
+    assert ("(nothing of it was applied): the workspace's index holds unresolved conflicts (base.txt): resolve "
+            "them and `git add` the files before a merge into it") in done["message"]
+    assert "a.txt" not in staged(repo)
+
+
 def test_an_item_begun_twice_is_judged_by_its_last_beginning(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Killed before item a's apply, the user stages a file, killed again right after it: the
     journal's second 'applying' line is the one that says what the index held."""
