@@ -434,12 +434,9 @@ def _apply_once(run: LiveRun, workspace: Path, key: str, it: StepState, act: str
         if isinstance(gone_in, worktrees.Refused):
             return gone_in
         if not gone_in:
-            before = worktrees.index_tree(workspace)
-            if before is None:  # the index can only be written without unresolved conflicts
-                return worktrees.Refused(f"the workspace's index holds unresolved conflicts "
-                                         f"({', '.join(worktrees.unmerged(workspace))}): resolve them and "
-                                         "`git add` the files before a merge into it")
-            journal.begin(act, before, worktrees.tree_with(workspace, patch))
+            # an index holding the user's unresolved conflicts has no tree: such an apply is noted
+            # as not begun, and applied again if a kill interrupts it
+            journal.begin(act, worktrees.index_tree(workspace), worktrees.tree_with(workspace, patch))
             problem = worktrees.apply_patch(workspace, patch)
             if problem is not None:
                 return problem

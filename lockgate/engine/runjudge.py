@@ -135,6 +135,9 @@ def may_judge(spec: Any, flow: str | None, step_id: str, outcome: str) -> bool:
     route = gate.gate.routes().get({"reject": "kill"}.get(outcome, outcome))
     # an approve, and a kill with a target, leave the gate succeeded: its dependents are released (§6.7)
     released = outcome == "approve" or (outcome != "revise" and route is not None)
+    # an approve's or a kill's target is routed to, and so started; a revise's is reset with its
+    # region and, routed to by nothing, may be skipped at once like any route target
+    started = route if outcome != "revise" else None
     todo = ([route] if route else []) + (list(dependents.get(step_id, ())) if released else [])
     seen: set[str] = set()
     while todo:
@@ -148,7 +151,7 @@ def may_judge(spec: Any, flow: str | None, step_id: str, outcome: str) -> bool:
             # skipped here when its when is false, or when it is a route's target and that route
             # is not the one taken: either releases its dependents at once
             cstep = cflow.steps.get(step.id)
-            if step.when is not None or (cstep is not None and cstep.routed_only and step.id != route):
+            if step.when is not None or (cstep is not None and cstep.routed_only and step.id != started):
                 todo += dependents.get(step.id, ())
             continue
         if _judges(spec, step):

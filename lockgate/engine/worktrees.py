@@ -23,6 +23,8 @@ from pathlib import Path
 from . import lockdir
 
 PRE_MERGE_TIMEOUT = 600
+#: a git attributes file marking every file binary (see :func:`capture_patch`)
+_ALL_BINARY = str(Path(__file__).with_name("all-binary.gitattributes"))
 #: The commit an item's worktree was created from. A ``refs/worktree/`` ref belongs to one
 #: worktree (git keeps it apart from the workspace's refs) and goes when the worktree is removed,
 #: so the record lives exactly as long as the checkout it describes and no stored record changes.
@@ -80,9 +82,23 @@ def capture_patch(worktree: str) -> str:
     older engine, still held by a stored run) is diffed against its current HEAD."""
     _git(worktree, "add", "-N", ".")
     done = _git(worktree, "diff", "--binary", _base(worktree))
+    if done.returncode == 0 and not _has_lone_surrogate(done.stdout):
+        return done.stdout
+    if done.returncode == 0:
+        # text that is not UTF-8 (a Latin-1 file) cannot be kept as the run's text: the patch is
+        # taken again with every file as binary (git's base85 patches are ASCII)
+        done = _git(worktree, "-c", f"core.attributesFile={_ALL_BINARY}", "diff", "--binary", _base(worktree))
     if done.returncode != 0:
         raise GitError(f"git diff failed in {worktree}: {done.stderr.strip()}")
     return done.stdout
+
+
+def _has_lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _base(worktree: str) -> str:

@@ -190,3 +190,31 @@ def test_the_taken_routes_target_is_started_not_skipped() -> None:
     no judge is needed to reject (review s10 R14 #1)."""
     text = JUDGED_AFTER_GATE.replace("      - id: audit\n        after: [review]", "      - id: audit\n        after: [cleanup]")
     assert _may_judge(text, "review", "reject") is False
+
+
+def test_a_revise_to_a_routed_step_may_skip_it_and_reach_a_judged_ensure() -> None:
+    """`fix` is only `write`'s on_fail target; revised to, it is reset and, routed to by nothing,
+    skipped at once, releasing `audit` (a judged set step) in the deciding process (review s10
+    R15 #1)."""
+    text = """version: 1
+contracts:
+  A: {answer: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    max_rounds: 2
+    output: {from: "${write.output}", contract: A}
+    steps:
+      - {id: write, do: "w", agent: w, out: A, on_fail: fix}
+      - {id: fix, do: "f", agent: w, out: A}
+      - id: audit
+        after: [fix]
+        set: {answer: "'ok'"}
+        out: A
+        ensure: [{judged: {statement: "The audit holds"}}]
+      - id: review
+        after: [audit]
+        gate: {on_approve: null, on_revise: fix, on_kill: null}
+"""
+    assert _may_judge(text, "review", "revise")

@@ -288,7 +288,8 @@ def test_a_file_name_that_is_not_utf8_is_merged_across_a_kill(repo: Path, monkey
                                             check=True).stdout
 
 
-def test_a_merge_into_an_index_holding_unresolved_conflicts_is_refused_before_any_patch(repo: Path) -> None:
+def test_the_users_unresolved_conflict_elsewhere_does_not_stop_the_merge(repo: Path) -> None:
+    """base.txt is in conflict from a merge of the user's own; the items touch other files."""
     git(repo, "checkout", "-qb", "other")
     (repo / "base.txt").write_text("theirs\n")
     git(repo, "commit", "-qam", "theirs")
@@ -298,11 +299,21 @@ def test_a_merge_into_an_index_holding_unresolved_conflicts_is_refused_before_an
     subprocess.run(["git", "-C", str(repo), "merge", "other"], capture_output=True, check=False)
     engine = Engine(store=MemoryStore(), workspace=repo)
     run = engine.plan(spec(repo), {"xs": ["a", "b"]})["run_id"]
-    done = drive(engine, run, work)
-    assert done["error_type"] == "merge_failed"
-    assert ("(nothing of it was applied): the workspace's index holds unresolved conflicts (base.txt): resolve "
-            "them and `git add` the files before a merge into it") in done["message"]
-    assert "a.txt" not in staged(repo)
+    assert drive(engine, run, work)["status"] == "complete"
+    assert {"a.txt", "b.txt", "gone.txt"} <= set(staged(repo))
+
+
+def test_an_item_writing_text_that_is_not_utf8_is_merged(repo: Path) -> None:
+    """A Latin-1 file cannot be kept as the run's text: its patch is taken as a binary one."""
+    def latin1(entry: Mapping[str, Any]) -> dict[str, str]:
+        (Path(entry["cwd"]) / f"{entry['item']}.txt").write_bytes(f"caf\xe9 {entry['item']}\n".encode("latin-1"))
+        return {"text": entry["item"]}
+
+    engine = Engine(store=MemoryStore(), workspace=repo)
+    run = engine.plan(spec(repo), {"xs": ["a", "b"]})["run_id"]
+    assert drive(engine, run, latin1)["status"] == "complete"
+    shown = subprocess.run(["git", "-C", str(repo), "show", ":a.txt"], capture_output=True, check=True).stdout
+    assert shown == "caf\xe9 a\n".encode("latin-1")
 
 
 def test_an_item_begun_twice_is_judged_by_its_last_beginning(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
