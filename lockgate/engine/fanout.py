@@ -334,8 +334,8 @@ def _merged(run: LiveRun, loc: Located, fan_st: StepState, patched: list[StepSta
     Safe to replay and to resume, by this invariant: the workspace's :class:`MergeJournal`
     records ``pre_merge`` passed for this merge (its items' tokens and patches) only after its
     commands passed, and an item's patch as applied only right after it went in, in index order,
-    with the index's tree noted just before and the tree the patch would give. So a try that
-    finds them recorded skips them; at most one item, the first not recorded, may be in the
+    with what the index held at its paths just before and what the patch gives there. So a try
+    that finds them recorded skips them; at most one item, the first not recorded, may be in the
     index unrecorded (a kill between its ``git apply`` and the record), and no patch went in
     after it: it is out when the index holds at its paths what it held before, in when it holds
     what the patch gives (``git apply`` writes the index at once), and when the user changed
@@ -430,13 +430,12 @@ def _apply_once(run: LiveRun, workspace: Path, key: str, it: StepState, act: str
         if watch is not None:
             watch.check(run, key)
         patch = it.patch or ""
-        gone_in = _gone_in(workspace, journal.trees(act), patch, it)
+        paths = worktrees.patch_paths(workspace, patch)
+        gone_in = _gone_in(workspace, journal.states(act), paths)
         if isinstance(gone_in, worktrees.Refused):
             return gone_in
         if not gone_in:
-            # an index holding the user's unresolved conflicts has no tree: such an apply is noted
-            # as not begun, and applied again if a kill interrupts it
-            journal.begin(act, worktrees.index_tree(workspace), worktrees.tree_with(workspace, patch))
+            journal.begin(act, worktrees.index_state(workspace, paths), worktrees.state_with(workspace, patch, paths))
             problem = worktrees.apply_patch(workspace, patch)
             if problem is not None:
                 return problem
@@ -446,19 +445,20 @@ def _apply_once(run: LiveRun, workspace: Path, key: str, it: StepState, act: str
     return None
 
 
-def _gone_in(workspace: Path, trees: tuple[str | None, str | None] | None, patch: str,
-             it: StepState) -> bool | worktrees.Refused:
-    """Whether the patch of ``it``, whose apply was begun with the index at ``trees`` (before,
-    after; None: not begun), went in: the index holds at the patch's paths what it held before
-    (no) or what the patch gives (yes). Anything else is someone's change since (or conflicts
-    the apply left): Refused, to be looked at rather than guessed."""
-    if trees is None or trees[0] is None:
+def _gone_in(workspace: Path, states: tuple[str | None, str | None] | None,
+             paths: list[str]) -> bool | worktrees.Refused:
+    """Whether an item's patch, which changes ``paths`` and whose apply was begun with the index
+    at ``states`` (before, after: see :meth:`worktrees.MergeJournal.begin`; None: not begun),
+    went in: the index holds at its paths what it held before (no) or what the patch gives
+    (yes). Anything else is the conflicts the apply left, or someone's change since: Refused,
+    to be looked at rather than guessed."""
+    if states is None:
         return False
-    before, after = trees
-    paths = worktrees.patch_paths(workspace, patch)
-    if not paths or worktrees.same_at(workspace, before, paths):
+    before, after = states
+    now = worktrees.index_state(workspace, paths)
+    if now == before:
         return False
-    if after is not None and worktrees.same_at(workspace, after, paths):
+    if after is not None and now == after:
         return True
     conflicted = worktrees.unmerged(workspace, paths)
     if after is None and conflicted:  # its apply left the conflicts it was expected to leave

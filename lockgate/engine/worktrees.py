@@ -9,6 +9,7 @@ patches are applied in index order with ``git apply --index --3way``.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import signal
@@ -90,6 +91,10 @@ def capture_patch(worktree: str) -> str:
         done = _git(worktree, "-c", f"core.attributesFile={_ALL_BINARY}", "diff", "--binary", _base(worktree))
     if done.returncode != 0:
         raise GitError(f"git diff failed in {worktree}: {done.stderr.strip()}")
+    if _has_lone_surrogate(done.stdout):  # the repository's own .gitattributes say text: they win
+        raise GitError("the item's changes hold text that is not UTF-8, in files the repository's .gitattributes "
+                       "mark as text (a diff attribute): their patch cannot be carried; write them as UTF-8, or "
+                       "mark them binary (-diff) in .gitattributes")
     return done.stdout
 
 
@@ -150,20 +155,21 @@ def apply_patch(workspace: Path, patch: str) -> Refused | None:
     if done.returncode == 0:
         return None
     said = (done.stderr or done.stdout).strip() or "git apply failed"
-    return Refused(said, unmerged(workspace))
+    return Refused(said, unmerged(workspace, patch_paths(workspace, patch)))  # not the user's own
 
 
-def index_tree(workspace: Path) -> str | None:
-    """The tree the workspace's index holds now (``git write-tree``), or None when it cannot be
-    written (unmerged entries left by a conflict)."""
-    done = _git(workspace, "write-tree")
-    return done.stdout.strip() if done.returncode == 0 else None
+def index_state(workspace: Path, paths: list[str], env: dict[str, str] | None = None) -> str:
+    """A digest of what the index holds at ``paths`` (each entry's mode, blob and stage, as
+    ``git ls-files -s`` lists them, conflicts included), whatever the rest of it holds."""
+    listed = _git(workspace, "ls-files", "-s", "-z", "--", *paths,
+                  env={"GIT_LITERAL_PATHSPECS": "1", **(env or {})}).stdout
+    return hashlib.sha256(listed.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
-def tree_with(workspace: Path, patch: str) -> str | None:
-    """The tree the workspace's index would hold with ``patch`` applied to it as
-    :func:`apply_patch` applies it, 3-way fallback included (worked out in a copy of the index,
-    the workspace untouched), or None when it would leave conflicts."""
+def state_with(workspace: Path, patch: str, paths: list[str]) -> str | None:
+    """The :func:`index_state` at ``paths`` once ``patch`` is applied as :func:`apply_patch`
+    applies it, 3-way fallback included (worked out in a copy of the index, the workspace
+    untouched), or None when it would leave conflicts."""
     index = Path(_git(workspace, "rev-parse", "--git-path", "index").stdout.strip())
     with tempfile.TemporaryDirectory(prefix="lockgate-index-") as scratch:
         copy = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
@@ -171,8 +177,7 @@ def tree_with(workspace: Path, patch: str) -> str | None:
             shutil.copyfile(Path(workspace) / index, copy["GIT_INDEX_FILE"])
         if _git(workspace, "apply", "--cached", "--3way", "-", stdin=patch, env=copy).returncode != 0:
             return None
-        done = _git(workspace, "write-tree", env=copy)
-        return done.stdout.strip() if done.returncode == 0 else None
+        return index_state(workspace, paths, env=copy)
 
 
 def patch_paths(workspace: Path, patch: str) -> list[str]:
@@ -204,12 +209,6 @@ def unmerged(workspace: Path, paths: list[str] | None = None) -> tuple[str, ...]
     return tuple(name for name in listed.split("\0") if name)
 
 
-def same_at(workspace: Path, tree: str, paths: list[str]) -> bool:
-    """Whether the index holds at ``paths`` what ``tree`` holds there (paths taken literally)."""
-    done = _git(workspace, "diff", "--cached", "--quiet", tree, "--", *paths, env={"GIT_LITERAL_PATHSPECS": "1"})
-    return done.returncode == 0
-
-
 def _own_folder(workspace: Path, *parts: str) -> Path:
     """``.lockgate/PARTS`` in the workspace, made if need be. ``.lockgate`` is kept out of git
     (its own ``.gitignore``): a ``git add -A`` while resolving a conflict must not commit it."""
@@ -224,8 +223,9 @@ class MergeJournal:
     """What the merges of a run's fanout did to the workspace, one line an act, in
     ``.lockgate/merged/RUN/STEP.log``: ``pre_merge <merge>`` once its commands passed for that
     merge, ``applying <token> <digest> <before> <after>`` just before an item's patch goes in
-    (the index's tree then, and the tree it will hold with the patch in, ``None`` when the patch
-    would leave conflicts), ``applied <token> <digest>`` once it is in. Written (and synced)
+    (what the index holds at the patch's paths then, and will hold with the patch in, ``None``
+    when it would leave conflicts: see :func:`index_state`), ``applied <token> <digest>`` once
+    it is in. Written (and synced)
     right after the act, outside the run's store: the transaction that merges may be replayed or
     die before it is saved, and the workspace keeps what it did either way."""
 
@@ -238,14 +238,14 @@ class MergeJournal:
     def has(self, line: str) -> bool:
         return line in self.lines
 
-    def begin(self, act: str, before: str | None, after: str | None) -> None:
+    def begin(self, act: str, before: str, after: str | None) -> None:
         """Note that the patch of ``act`` (an ``applied ...`` line) is about to go into the index,
-        which holds tree ``before`` now and will hold ``after`` with it."""
+        which holds ``before`` at its paths now and will hold ``after`` there with it."""
         self.note(f"{_begun(act)} {before} {after}")
 
-    def trees(self, act: str) -> tuple[str | None, str | None] | None:
-        """(before, after) of the last :meth:`begin` of ``act`` (None for a tree not known), or
-        None when it was not begun."""
+    def states(self, act: str) -> tuple[str | None, str | None] | None:
+        """(before, after) of the last :meth:`begin` of ``act`` (None for one not known), or None
+        when it was not begun."""
         begun = _begun(act) + " "
         found = next((line[len(begun):] for line in reversed(self.order) if line.startswith(begun)), None)
         if found is None:

@@ -303,6 +303,63 @@ def test_the_users_unresolved_conflict_elsewhere_does_not_stop_the_merge(repo: P
     assert {"a.txt", "b.txt", "gone.txt"} <= set(staged(repo))
 
 
+def the_users_conflict_in_base_txt(repo: Path) -> None:
+    git(repo, "checkout", "-qb", "other")
+    (repo / "base.txt").write_text("theirs\n")
+    git(repo, "commit", "-qam", "theirs")
+    git(repo, "checkout", "-q", "-")
+    (repo / "base.txt").write_text("ours\n")
+    git(repo, "commit", "-qam", "ours")
+    subprocess.run(["git", "-C", str(repo), "merge", "other"], capture_output=True, check=False)
+
+
+def test_an_item_killed_after_it_went_in_beside_the_users_own_conflict_is_not_applied_again(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The index has no tree then (the user's conflict in base.txt): what an interrupted item's
+    paths hold tells whether it went in (item b deletes gone.txt: it cannot go in twice)."""
+    the_users_conflict_in_base_txt(repo)
+
+    def b_deletes(entry: Mapping[str, Any]) -> dict[str, str]:
+        if "reported" in entry:
+            return entry["reported"]["result"]
+        cwd = Path(entry["cwd"])
+        (cwd / f"{entry['item']}.txt").write_text(f"made by {entry['item']}\n")
+        if entry["item"] == "b":
+            (cwd / "gone.txt").unlink()
+        return {"text": entry["item"]}
+
+    assert killed_after_the_second_apply_then_resumed(repo, monkeypatch, b_deletes)["status"] == "complete"
+    assert {"a.txt", "b.txt", "gone.txt"} <= set(staged(repo))
+
+
+def test_a_conflict_names_the_items_files_only_not_the_users_own(repo: Path) -> None:
+    the_users_conflict_in_base_txt(repo)
+    (repo / "a.txt").write_text("the user's a\n")
+    git(repo, "add", "a.txt")
+    engine = Engine(store=MemoryStore(), workspace=repo)
+    run = engine.plan(spec(repo), {"xs": ["a"]})["run_id"]
+    done = drive(engine, run, work)
+    assert done["error_type"] == "merge_failed" and "'a.txt'" in done["message"]
+    assert "base.txt" not in done["message"]
+
+
+def test_text_that_is_not_utf8_in_files_the_repository_marks_as_text_is_refused_by_name(repo: Path) -> None:
+    (repo / ".gitattributes").write_text("*.txt diff\n")
+    git(repo, "add", ".gitattributes")
+    git(repo, "commit", "-qm", "attributes")
+
+    def latin1(entry: Mapping[str, Any]) -> dict[str, str]:
+        (Path(entry["cwd"]) / f"{entry['item']}.txt").write_bytes("caf\xe9\n".encode("latin-1"))
+        return {"text": entry["item"]}
+
+    engine = Engine(store=MemoryStore(), workspace=repo)
+    run = engine.plan(spec(repo), {"xs": ["a"]})["run_id"]
+    assert drive(engine, run, latin1)["status"] == "error"
+    item = {t["step_id"]: t for t in engine.audit(run)["trace"]}["fan/0"]
+    assert "hold text that is not UTF-8, in files the repository's .gitattributes mark as text" in (
+        item["failure"]["reason"])
+
+
 def test_an_item_writing_text_that_is_not_utf8_is_merged(repo: Path) -> None:
     """A Latin-1 file cannot be kept as the run's text: its patch is taken as a binary one."""
     def latin1(entry: Mapping[str, Any]) -> dict[str, str]:
