@@ -151,19 +151,27 @@ class Refused:
 
 def apply_patch(workspace: Path, patch: str) -> Refused | None:
     """Apply one item's patch (``git apply --index --3way``); None when it applied cleanly."""
+    paths = patch_paths(workspace, patch)
+    already = set(unmerged(workspace, paths))  # the user's own conflicts at its paths
     done = _git(workspace, "apply", "--index", "--3way", "-", stdin=patch)
     if done.returncode == 0:
         return None
     said = (done.stderr or done.stdout).strip() or "git apply failed"
-    return Refused(said, unmerged(workspace, patch_paths(workspace, patch)))  # not the user's own
+    if already:
+        said += (f" ({', '.join(sorted(already))} was in conflict before the merge, from a merge of the workspace's "
+                 "own: resolve that first, then apply this item's patch)")
+    return Refused(said, tuple(path for path in unmerged(workspace, paths) if path not in already))
 
 
 def index_state(workspace: Path, paths: list[str], env: dict[str, str] | None = None) -> str:
     """A digest of what the index holds at ``paths`` (each entry's mode, blob and stage, as
-    ``git ls-files -s`` lists them, conflicts included), whatever the rest of it holds."""
-    listed = _git(workspace, "ls-files", "-s", "-z", "--", *paths,
-                  env={"GIT_LITERAL_PATHSPECS": "1", **(env or {})}).stdout
-    return hashlib.sha256(listed.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    ``git ls-files -s`` lists them, conflicts included), whatever the rest of it holds. The
+    whole index is listed and the paths picked here: a patch may change more files than a
+    command line holds."""
+    wanted = set(paths)
+    listed = _git(workspace, "ls-files", "-s", "-z", env=env).stdout.split("\0")
+    own = [entry for entry in listed if entry.partition("\t")[2] in wanted]
+    return hashlib.sha256("\0".join(own).encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
 def state_with(workspace: Path, patch: str, paths: list[str]) -> str | None:
@@ -202,11 +210,11 @@ def patch_paths(workspace: Path, patch: str) -> list[str]:
 
 
 def unmerged(workspace: Path, paths: list[str] | None = None) -> tuple[str, ...]:
-    """The files the index holds in conflict (unmerged), among ``paths`` when given."""
-    where = ["--", *paths] if paths else []
-    listed = _git(workspace, "diff", "--name-only", "-z", "--diff-filter=U", *where,
-                  env={"GIT_LITERAL_PATHSPECS": "1"}).stdout
-    return tuple(name for name in listed.split("\0") if name)
+    """The files the index holds in conflict (unmerged), among ``paths`` when given (picked
+    here, not on git's command line: see :func:`index_state`)."""
+    listed = _git(workspace, "diff", "--name-only", "-z", "--diff-filter=U").stdout
+    wanted = None if paths is None else set(paths)
+    return tuple(name for name in listed.split("\0") if name and (wanted is None or name in wanted))
 
 
 def _own_folder(workspace: Path, *parts: str) -> Path:

@@ -360,6 +360,36 @@ def test_text_that_is_not_utf8_in_files_the_repository_marks_as_text_is_refused_
         item["failure"]["reason"])
 
 
+def test_an_item_changing_more_files_than_a_command_line_holds_is_merged(repo: Path) -> None:
+    """20,000 paths of ~110 bytes: more than git's argument list may hold (review s10 R17 #1)."""
+    def vendors(entry: Mapping[str, Any]) -> dict[str, str]:
+        folder = Path(entry["cwd"]) / ("vendored-" + "x" * 80)
+        folder.mkdir()
+        for n in range(20_000):
+            (folder / f"module-{n:05d}.py").write_text("")
+        return {"text": entry["item"]}
+
+    engine = Engine(store=MemoryStore(), workspace=repo)
+    run = engine.plan(spec(repo), {"xs": ["a"]})["run_id"]
+    assert drive(engine, run, vendors)["status"] == "complete"
+    assert len(staged(repo)) == 20_000
+
+
+def test_the_users_own_conflict_at_an_items_file_is_not_blamed_on_the_item(repo: Path) -> None:
+    the_users_conflict_in_base_txt(repo)
+
+    def rewrites_base(entry: Mapping[str, Any]) -> dict[str, str]:
+        (Path(entry["cwd"]) / "base.txt").write_text("the item's\n")
+        (Path(entry["cwd"]) / "a.txt").write_text("made by a\n")
+        return {"text": entry["item"]}
+
+    engine = Engine(store=MemoryStore(), workspace=repo)
+    run = engine.plan(spec(repo), {"xs": ["a"]})["run_id"]
+    done = drive(engine, run, rewrites_base)
+    assert done["message"].startswith("fanout merge failed at item 0 (nothing of it was applied): ")
+    assert "base.txt was in conflict before the merge, from a merge of the workspace's own" in done["message"]
+
+
 def test_an_item_writing_text_that_is_not_utf8_is_merged(repo: Path) -> None:
     """A Latin-1 file cannot be kept as the run's text: its patch is taken as a binary one."""
     def latin1(entry: Mapping[str, Any]) -> dict[str, str]:
