@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import lockdir
+from .store.codec import is_unicode
 
 PRE_MERGE_TIMEOUT = 600
 #: a git attributes file marking every file binary (see :func:`capture_patch`)
@@ -83,7 +84,7 @@ def capture_patch(worktree: str) -> str:
     older engine, still held by a stored run) is diffed against its current HEAD."""
     _git(worktree, "add", "-N", ".")
     done = _git(worktree, "diff", "--binary", _base(worktree))
-    if done.returncode == 0 and not _has_lone_surrogate(done.stdout):
+    if done.returncode == 0 and is_unicode(done.stdout):
         return done.stdout
     if done.returncode == 0:
         # text that is not UTF-8 (a Latin-1 file) cannot be kept as the run's text: the patch is
@@ -91,19 +92,13 @@ def capture_patch(worktree: str) -> str:
         done = _git(worktree, "-c", f"core.attributesFile={_ALL_BINARY}", "diff", "--binary", _base(worktree))
     if done.returncode != 0:
         raise GitError(f"git diff failed in {worktree}: {done.stderr.strip()}")
-    if _has_lone_surrogate(done.stdout):  # the repository's own .gitattributes say text: they win
+    if not is_unicode(done.stdout):  # the repository's own .gitattributes say text: they win
         raise GitError("the item's changes hold text that is not UTF-8, in files the repository's .gitattributes "
                        "mark as text (a diff attribute): their patch cannot be carried; write them as UTF-8, or "
                        "mark them binary (-diff) in .gitattributes")
     return done.stdout
 
 
-def _has_lone_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def _base(worktree: str) -> str:

@@ -264,7 +264,7 @@ def _check_plain(value: Any) -> None:
     ``None``; raise :class:`_NotPlain` at anything else (tuples, subclasses, NaN, ...)."""
     if type(value) is dict:
         for key in value:
-            if type(key) is not str or "\0" in key or not (key.isascii() or _is_unicode(key)):
+            if type(key) is not str or "\0" in key or not (key.isascii() or is_unicode(key)):
                 raise _NotPlain
         items: Any = value.values()
     elif type(value) is list:
@@ -274,7 +274,7 @@ def _check_plain(value: Any) -> None:
     for item in items:
         kind = type(item)
         if kind is str:
-            if "\0" in item or not (item.isascii() or _is_unicode(item)):
+            if "\0" in item or not (item.isascii() or is_unicode(item)):
                 raise _NotPlain
         elif kind is dict or kind is list:
             _check_plain(item)
@@ -294,7 +294,7 @@ def is_plain(value: Any) -> bool:
     return True
 
 
-def _is_unicode(text: str) -> bool:
+def is_unicode(text: str) -> bool:
     """Whether ``text`` holds no surrogate code point (what UTF-8, and so PostgreSQL, refuses)."""
     try:
         text.encode("utf-8")
