@@ -84,19 +84,25 @@ def capture_patch(worktree: str) -> str:
     older engine, still held by a stored run) is diffed against its current HEAD."""
     _git(worktree, "add", "-N", ".")
     done = _git(worktree, "diff", "--binary", _base(worktree))
-    if done.returncode == 0 and is_unicode(done.stdout):
+    if done.returncode == 0 and _storable(done.stdout):
         return done.stdout
     if done.returncode == 0:
-        # text that is not UTF-8 (a Latin-1 file) cannot be kept as the run's text: the patch is
-        # taken again with every file as binary (git's base85 patches are ASCII)
+        # text that is not UTF-8 (a Latin-1 file), or holds U+0000 past the part git looks at to
+        # tell binary files, cannot be kept as the run's text: the patch is taken again with
+        # every file as binary (git's base85 patches are ASCII)
         done = _git(worktree, "-c", f"core.attributesFile={_ALL_BINARY}", "diff", "--binary", _base(worktree))
     if done.returncode != 0:
         raise GitError(f"git diff failed in {worktree}: {done.stderr.strip()}")
-    if not is_unicode(done.stdout):  # the repository's own .gitattributes say text: they win
-        raise GitError("the item's changes hold text that is not UTF-8, in files the repository's .gitattributes "
-                       "mark as text (a diff attribute): their patch cannot be carried; write them as UTF-8, or "
-                       "mark them binary (-diff) in .gitattributes")
+    if not _storable(done.stdout):  # the repository's own .gitattributes say text: they win
+        raise GitError("the item's changes hold text that is not UTF-8 or holds U+0000, in files the repository's "
+                       ".gitattributes mark as text (a diff attribute): their patch cannot be carried; write them "
+                       "as UTF-8 text, or mark them binary (-diff) in .gitattributes")
     return done.stdout
+
+
+def _storable(patch: str) -> bool:
+    """Whether every store can keep ``patch`` as text (see :mod:`lockgate.engine.store.codec`)."""
+    return "\0" not in patch and is_unicode(patch)
 
 
 

@@ -356,7 +356,7 @@ def test_text_that_is_not_utf8_in_files_the_repository_marks_as_text_is_refused_
     run = engine.plan(spec(repo), {"xs": ["a"]})["run_id"]
     assert drive(engine, run, latin1)["status"] == "error"
     item = {t["step_id"]: t for t in engine.audit(run)["trace"]}["fan/0"]
-    assert "hold text that is not UTF-8, in files the repository's .gitattributes mark as text" in (
+    assert "hold text that is not UTF-8 or holds U+0000, in files the repository's .gitattributes mark as text" in (
         item["failure"]["reason"])
 
 
@@ -388,6 +388,23 @@ def test_the_users_own_conflict_at_an_items_file_is_not_blamed_on_the_item(repo:
     done = drive(engine, run, rewrites_base)
     assert done["message"].startswith("fanout merge failed at item 0 (nothing of it was applied): ")
     assert "base.txt was in conflict before the merge, from a merge of the workspace's own" in done["message"]
+
+
+def test_an_item_writing_a_nul_past_what_git_looks_at_to_tell_binary_is_merged(repo: Path) -> None:
+    """git reads 8,000 bytes to tell a binary file: a NUL after them made a text patch no store
+    keeps, applied, then refused as the item's result and sent again (review s10 R18 #1)."""
+    calls: list[str] = []
+
+    def writes_log(entry: Mapping[str, Any]) -> dict[str, str]:
+        calls.append(entry["item"])
+        (Path(entry["cwd"]) / "data.log").write_bytes(b"x" * 9000 + b"\n\0tail\n")
+        return {"text": entry["item"]}
+
+    engine = Engine(store=MemoryStore(), workspace=repo)
+    run = engine.plan(spec(repo), {"xs": ["a"]})["run_id"]
+    assert drive(engine, run, writes_log)["status"] == "complete" and calls == ["a"]
+    shown = subprocess.run(["git", "-C", str(repo), "show", ":data.log"], capture_output=True, check=True).stdout
+    assert shown == b"x" * 9000 + b"\n\0tail\n"
 
 
 def test_an_item_writing_text_that_is_not_utf8_is_merged(repo: Path) -> None:
