@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
@@ -108,3 +110,29 @@ def units_of(text: str, encoding: str) -> int:
     """The reference length in code units: what the encoder itself produces."""
     codec = {"utf-8": "utf-8", "utf-16": "utf-16-le", "utf-32": "utf-32-le"}[encoding]
     return len(text.encode(codec, "surrogatepass")) // {"utf-8": 1, "utf-16": 2, "utf-32": 4}[encoding]
+
+
+async def reconfigure(client: LanguageClient, settings: dict, uri: str | None = None, *,
+                      tries: int = 3, wait: float = 10.0) -> lsp.PublishDiagnosticsParams:
+    """Change the client's ``lockgate`` settings, tell the server, and return the publish (of
+    ``uri``, when given) that follows once it has applied them: it asks the client for its
+    settings, then publishes every open document again. A publish that does not come within
+    ``wait`` seconds (seen once in many runs: a test then waited forever) gets the change told
+    again, up to ``tries`` times, so a lost republish fails the test instead of hanging it."""
+    client.set_configuration(settings, section="lockgate")
+    for attempt in range(tries):
+        pending = asyncio.ensure_future(_publish_of(client, uri))
+        client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
+        try:
+            return await asyncio.wait_for(pending, wait)
+        except asyncio.TimeoutError:
+            if attempt == tries - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+async def _publish_of(client: LanguageClient, uri: str | None) -> lsp.PublishDiagnosticsParams:
+    while True:
+        params = await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        if uri is None or params.uri == uri:
+            return params

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from lsp_harness import at, diagnostics, next_publish, open_doc, uses_pull
+from lsp_harness import at, diagnostics, next_publish, open_doc, reconfigure, uses_pull
 from lsprotocol import types as lsp
 
 from lockgate.dsl.diagnostics import Position, Range
@@ -48,10 +48,7 @@ async def limit_to(client, limit: int, review_spec: str) -> None:
     """Set the size limit, and wait until the server has it: a settings change re-publishes
     the diagnostics of the open documents once the new settings are applied."""
     await open_doc(client, SMALL, review_spec)
-    client.set_configuration({"maxDocumentBytes": limit}, section="lockgate")
-    pending = client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
-    await pending
+    await reconfigure(client, {"maxDocumentBytes": limit})
 
 
 def test_the_limit_setting_is_a_whole_number_of_bytes() -> None:
@@ -110,9 +107,7 @@ async def test_raising_the_limit_or_shrinking_the_document_analyses_it(fresh_vsc
         content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=text)]))
     assert len(await next_publish(client, BIG)) == 1
 
-    client.set_configuration({"maxDocumentBytes": 0}, section="lockgate")  # 0: no limit
-    client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
-    assert await next_publish(client, BIG) == []
+    assert list((await reconfigure(client, {"maxDocumentBytes": 0}, BIG)).diagnostics) == []  # 0: no limit
     symbols = await client.text_document_document_symbol_async(lsp.DocumentSymbolParams(text_document=doc(BIG)))
     assert [s.name for s in symbols] == ["Result", "main"]
 

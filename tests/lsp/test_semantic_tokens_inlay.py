@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from lsp_harness import diagnostics, open_doc
+from lsp_harness import diagnostics, open_doc, reconfigure
 from lsprotocol import types as lsp
 
 from lockgate.lsp.semantic_tokens import TOKEN_TYPES
@@ -57,9 +57,7 @@ async def test_inlay_hints_follow_settings(fresh_vscode, review_spec):
                                  range=lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=60, character=0)))
     hints = await vscode.text_document_inlay_hint_async(params)
     assert ": Patch" in {h.label for h in hints}
-    vscode.set_configuration({"inlayHints": False}, section="lockgate")
-    vscode.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
-    await vscode.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    await reconfigure(vscode, {"inlayHints": False})
     assert list(await vscode.text_document_inlay_hint_async(params)) == []
 
 
@@ -67,8 +65,5 @@ async def test_lint_setting_drops_warnings(fresh_vscode, review_spec):
     vscode = fresh_vscode  # settings change: a server of its own
     text = review_spec.replace("agent: codex", "agent: gemini")
     assert any(d.code == "LG905" for d in await open_doc(vscode, URI, text))
-    vscode.set_configuration({"agents": ["gemini"], "lint": False}, section="lockgate")
-    pending = vscode.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    vscode.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
-    params = await pending
+    params = await reconfigure(vscode, {"agents": ["gemini"], "lint": False})
     assert all(d.severity == lsp.DiagnosticSeverity.Error for d in params.diagnostics)
