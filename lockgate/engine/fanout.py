@@ -436,7 +436,7 @@ def _apply_once(run: LiveRun, workspace: Path, key: str, it: StepState, act: str
             return gone_in
         if not gone_in:
             journal.begin(act, worktrees.index_state(workspace, paths), worktrees.state_with(workspace, patch, paths))
-            problem = worktrees.apply_patch(workspace, patch)
+            problem = worktrees.apply_patch(workspace, patch, paths)
             if problem is not None:
                 return problem
         journal.note(act)

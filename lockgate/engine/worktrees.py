@@ -150,9 +150,9 @@ class Refused:
     unknown: bool = False
 
 
-def apply_patch(workspace: Path, patch: str) -> Refused | None:
-    """Apply one item's patch (``git apply --index --3way``); None when it applied cleanly."""
-    paths = patch_paths(workspace, patch)
+def apply_patch(workspace: Path, patch: str, paths: list[str]) -> Refused | None:
+    """Apply one item's patch (``git apply --index --3way``), which changes ``paths`` (see
+    :func:`patch_paths`); None when it applied cleanly."""
     already = set(unmerged(workspace, paths))  # the user's own conflicts at its paths
     done = _git(workspace, "apply", "--index", "--3way", "-", stdin=patch)
     if done.returncode == 0:

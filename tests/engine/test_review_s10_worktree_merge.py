@@ -89,13 +89,13 @@ def killed_at_second_patch(monkeypatch: pytest.MonkeyPatch, *, after_apply: bool
     (before the merge records it)."""
     real, calls = worktrees.apply_patch, []
 
-    def apply(workspace: Path, patch: str) -> str | None:
+    def apply(workspace: Path, patch: str, paths: list[str]) -> str | None:
         calls.append(patch)
         if len(calls) == 2:
             if after_apply:
-                real(workspace, patch)
+                real(workspace, patch, paths)
             raise KeyboardInterrupt
-        return real(workspace, patch)
+        return real(workspace, patch, paths)
 
     monkeypatch.setattr(worktrees, "apply_patch", apply)
 
@@ -428,9 +428,9 @@ def test_an_item_begun_twice_is_judged_by_its_last_beginning(repo: Path, monkeyp
     real = worktrees.apply_patch
 
     def dies(after: bool) -> Any:
-        def apply(workspace: Path, patch: str) -> None:
+        def apply(workspace: Path, patch: str, paths: list[str]) -> None:
             if after:
-                real(workspace, patch)
+                real(workspace, patch, paths)
             raise KeyboardInterrupt
         return apply
 
@@ -505,8 +505,8 @@ def test_what_a_merge_applied_before_a_cancel_stopped_it_is_in_the_audit(repo: P
     run = engine.plan(spec(repo), {"xs": ["a", "b"]})["run_id"]
     real, calls = worktrees.apply_patch, []
 
-    def cancelled_after_the_first(workspace: Path, patch: str) -> str | None:
-        problem = real(workspace, patch)
+    def cancelled_after_the_first(workspace: Path, patch: str, paths: list[str]) -> str | None:
+        problem = real(workspace, patch, paths)
         calls.append(patch)
         if len(calls) == 1:
             Engine(store=store, workspace=repo).cancel(run, "stop")  # another process, between two patches
