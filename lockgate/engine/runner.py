@@ -80,6 +80,7 @@ from .judge import (
     settle,
 )
 from .progress import Observer
+from .runjudge import config_moved
 
 _Drive = Drive  # the names these had here before the split
 _as_spec = as_spec
@@ -241,8 +242,7 @@ class Runner:
         another folder would otherwise quietly give the run's agent names other adapters."""
         before = self.engine.last_config(run_id) if hasattr(self.engine, "last_config") else None
         here = self._config_file()
-        if (self.config_chosen or before is None or before == here or (before and not os.path.exists(before))
-                or not self._config_resolves(run_id)):
+        if self.config_chosen or not config_moved(before, here) or not self._config_resolves(run_id):
             return
         if not before:
             raise ConfigError(
