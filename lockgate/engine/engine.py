@@ -827,8 +827,7 @@ def _worktree_item(run: LiveRun, key: str) -> bool:
         loc = run.locate(key)
     except (KeyError, ValueError):
         return False  # not a step of the run: its own transaction refuses the report
-    fan = loc.cstep.step.fanout
-    return loc.index is not None and fan is not None and fan.dispatch != "consumer" and fan.isolation == "worktree"
+    return loc.index is not None and fanout.engine_worktree(loc)
 
 
 def _reported_or_run(dispatcher: Any, run_id: str, entries: list[dict[str, Any]]) -> list[tuple[Any, Any, Any]]:

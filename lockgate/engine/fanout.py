@@ -55,7 +55,7 @@ def start_fanout(run: LiveRun, loc: Located, st: StepState) -> None:
         fail_attempt(run, loc, st, {"kind": "fanout", "reason": f"fanout over {fan.over} must resolve to an "
                                     f"array, got {got}", "violations": []}, forced=True)
         return
-    if _engine_worktree(loc):
+    if engine_worktree(loc):
         workspace = run.workspace()
         why = worktrees.unusable(workspace) if workspace is not None else None
         if workspace is None or why is not None:
@@ -124,7 +124,7 @@ def _ready_item(run: LiveRun, loc: Located, fan_st: StepState, item: StepState) 
         else:
             _item_failed(run, loc, fan_st, item, {"kind": "budget", "reason": reason, "violations": []})
         return
-    if _engine_worktree(loc):
+    if engine_worktree(loc):
         workspace = run.workspace()
         assert workspace is not None
         try:
@@ -270,7 +270,7 @@ def settle_fanout(run: LiveRun, loc: Located, fan_st: StepState) -> None:
         return
     items = [run.steps[f"{fan_st.key}/{i}"] for i in range(counters.count)]
     output = [it.output if it.status == SUCCEEDED else None for it in items]
-    if _engine_worktree(loc) and not _merged(run, loc, fan_st, [it for it in items if it.status == SUCCEEDED
+    if engine_worktree(loc) and not _merged(run, loc, fan_st, [it for it in items if it.status == SUCCEEDED
                                                                   and it.patch]):
         return
     verdict = output_source_failure(run, loc.scope, loc.cstep, output)
@@ -475,7 +475,9 @@ def _required(require: Any, count: int) -> int:
     return count
 
 
-def _engine_worktree(loc: Located) -> bool:
+def engine_worktree(loc: Located) -> bool:
+    """Whether ``loc`` is (in) an engine-dispatch ``isolation: worktree`` fanout: one whose items'
+    worktrees this process makes and merges."""
     fan = loc.cstep.step.fanout
     return fan is not None and fan.isolation == "worktree" and fan.dispatch != "consumer"
 
