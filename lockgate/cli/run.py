@@ -237,7 +237,7 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
 
     loaded = as_spec(Path(spec)) if spec else None
     inputs = read_inputs(pairs, inputs_file, _declared_inputs(loaded, flow))
-    agents, registered = _module_agents(options.agents) if options.agents else ({}, [])
+    agents, registered = module_agents(options.agents) if options.agents else ({}, [])
     here = find_config()  # the configuration a resume from this folder finds
     found = Path(options.config) if options.config else config_file_for(Path(spec) if spec else None, here)
     config = load_config(found) if found else ProjectConfig()
@@ -302,7 +302,7 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     return _conclude(result, options)
 
 
-def _module_agents(target: str) -> tuple[dict[str, Any], list[str]]:
+def module_agents(target: str) -> tuple[dict[str, Any], list[str]]:
     """The agents of --agents module ``target`` (its top-level functions), and the names it
     registered as it loaded (``register("writer", fn)``): the run takes those from it too,
     and its claim records both (a resume without the module is refused for them)."""

@@ -10,6 +10,7 @@ Every command opens the store named by ``--store`` (or ``LOCKGATE_STORE``, else
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -41,6 +42,13 @@ def store_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--store", metavar="URL", envvar="LOCKGATE_STORE", help=STORE_HELP)(fn)
 
 
+def agents_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--agents", "agents_module", metavar="MODULE",
+                        help="The --agents module (a Python file or dotted module) the run was driven with, "
+                             "when its judge (--judge) was one of its functions: the judge this command's "
+                             "transition may need.")(fn)
+
+
 def format_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
                         show_default=True, help="text for people, json for tools.")(fn)
@@ -61,7 +69,7 @@ def _engine(store: str | None, *, judge: Any = None, opened: Any = None) -> Any:
 
 
 def _judging(store: str | None, run_id: str, decision: tuple[str, str] | None = None, *,
-             rehydrate: bool = False, reverting: bool = False) -> Any:
+             rehydrate: bool = False, reverting: bool = False, agents_module: str | None = None) -> Any:
     """An engine (see :func:`_engine`) judging run ``run_id`` as it is judged from here, for the
     commands that move a run on, whose transition may reach a ``judged`` ensure (a set step after
     a gate): with the judge the run was driven with (``--judge NAME``, resolved through its own
@@ -69,17 +77,30 @@ def _judging(store: str | None, run_id: str, decision: tuple[str, str] | None = 
     When no judge of the run can be had here, refuse (exit 1) before anything is decided, with
     the command that moves the run on where its judge is (``decision``: a gate's (step,
     outcome), which needs none when it cannot reach a judged ensure here; ``rehydrate``: ``lockgate resume``,
-    which needs one only for the evaluate commands it runs again; ``reverting``: ``lockgate revert``)."""
+    which needs one only for the evaluate commands it runs again; ``reverting``: ``lockgate revert``;
+    ``agents_module``: the command's ``--agents``, where a judge that was one of the run's Python
+    functions is found)."""
     from pathlib import Path
 
-    from ..engine.runjudge import run_judge
+    from ..engine.runjudge import PYTHON_JUDGE, run_judge
+    from .run import module_agents
 
+    given = module_agents(agents_module)[0] if agents_module else None
     reader = _engine(store)  # a run it loads keeps the judge it had: the engine that decides is made after
-    answer = run_judge(reader, run_id, Path.cwd(), decision=decision, rehydrate=rehydrate, reverting=reverting)
+    answer = run_judge(reader, run_id, Path.cwd(), decision=decision, rehydrate=rehydrate, reverting=reverting,
+                       given=given)
     if answer.refusal is not None:
-        command, *notes = _resume_lines(reader, run_id, _named_store(store))
-        how = (f"decide it where its judge is: resume the run with {command} and answer the gate's prompt there"
-               if decision is not None else f"continue the run where its judge is: {command}")
+        detail = getattr(answer.refusal, "detail", {})
+        module = hints.shown_module(detail["module"]) if detail.get("module") and not agents_module else None
+        again = f"run this command again with --agents {shlex.quote(module)}" if module else None
+        if detail.get("problem") == PYTHON_JUDGE and again and reverting:  # a resume would not revert
+            how, notes = again, []
+        else:
+            command, *notes = _resume_lines(reader, run_id, _named_store(store))
+            how = (f"decide it where its judge is: resume the run with {command} and answer the gate's prompt "
+                   "there" if decision is not None else f"continue the run where its judge is: {command}")
+            if detail.get("problem") == PYTHON_JUDGE and again:
+                how += f"; or {again}"
         click.echo(f"error: {answer.refusal}. Nothing was changed; {how}", err=True)
         for line in notes:
             click.echo(f"  {line}", err=True)
@@ -359,14 +380,16 @@ def _gate_command(decision: str, summary: str) -> click.Command:
     @click.argument("step_id", metavar="STEP")
     @click.option("--note", default="", help=NOTE_HELP.get(decision, "The rationale, recorded in the audit trail."))
     @click.option("--by", "resolved_by", default="human", show_default=True, help="Who decided.")
+    @agents_option
     @store_option
     @format_option
-    def command(run_id: str, step_id: str, note: str, resolved_by: str, store: str | None, fmt: str) -> None:
+    def command(run_id: str, step_id: str, note: str, resolved_by: str, agents_module: str | None,
+                store: str | None, fmt: str) -> None:
         if decision == "revise" and not note.strip():  # as the prompt, the buttons and %flow revise refuse it
             raise click.UsageError("a revision needs a note saying what to change (--note TEXT): it is the "
                                    "feedback the revised steps' agents get")
         with _steering(run_id, store):
-            engine = _judging(store, run_id, (step_id, decision))
+            engine = _judging(store, run_id, (step_id, decision), agents_module=agents_module)
             gate = _open_gate(engine, run_id, step_id)
             result = _call(lambda: engine.resolve_waiting_gate(run_id, step_id, decision, note, resolved_by,
                                                                via="cli"))
@@ -414,12 +437,13 @@ def commit_cmd(run_id: str, label: str, store: str | None, fmt: str) -> None:
 @click.command("revert")
 @click.argument("run_id", metavar="RUN")
 @click.argument("label")
+@agents_option
 @store_option
 @format_option
-def revert_cmd(run_id: str, label: str, store: str | None, fmt: str) -> None:
+def revert_cmd(run_id: str, label: str, agents_module: str | None, store: str | None, fmt: str) -> None:
     """Restore a checkpoint (spend is not rolled back) and continue from there."""
     with _steering(run_id, store):
-        engine = _judging(store, run_id, reverting=True)
+        engine = _judging(store, run_id, reverting=True, agents_module=agents_module)
         result = _call(lambda: engine.revert(run_id, label))
     _print_response(result, fmt, engine, store)
 
@@ -436,15 +460,16 @@ def cancel_cmd(run_id: str, store: str | None, fmt: str) -> None:
 
 @click.command("resume")
 @click.argument("run_id", metavar="RUN")
+@agents_option
 @store_option
 @format_option
-def resume_cmd(run_id: str, store: str | None, fmt: str) -> None:
+def resume_cmd(run_id: str, agents_module: str | None, store: str | None, fmt: str) -> None:
     """Rehydrate a run from the store and show what it waits on (same tokens as before).
 
     An evaluate command found running (the process running it stopped) is run again here first.
     """
     with _steering(run_id, store):
-        engine = _judging(store, run_id, rehydrate=True)
+        engine = _judging(store, run_id, rehydrate=True, agents_module=agents_module)
         result = _call(lambda: engine.resume(run_id))
     _print_response(result, fmt, engine, store)
 

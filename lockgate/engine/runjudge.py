@@ -9,7 +9,8 @@ the run recorded (as ``lockgate run --resume`` resolves it, see ``Runner._check_
 refused otherwise, before anything is decided:
 
 - the name was one of the Python functions that drive was given (an ``--agents`` module's, a
-  notebook's): no process but one given them again can have it;
+  notebook's): no process but one given them again can have it (the CLI's ``gate``, ``resume``
+  and ``revert`` take ``--agents MODULE`` for that);
 - this folder finds another configuration file than the run's: the name could resolve to
   another adapter there;
 - nothing here is named so.
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,8 @@ class RunJudge:
 
 def run_judge(engine: Any, run_id: str, here: Path, *, decision: tuple[str, str] | None = None,
               rehydrate: bool = False, reverting: bool = False,
-              resolved: MutableMapping[tuple[str, str], Any] | None = None, project: Any = FIND) -> RunJudge:
+              resolved: MutableMapping[tuple[str, str], Any] | None = None, project: Any = FIND,
+              given: Mapping[str, Any] | None = None) -> RunJudge:
     """The judge of run ``run_id`` for a command run in folder ``here`` (see the module's
     docstring). ``decision``: (gate step, outcome) of a gate decision, which needs no judge when
     it cannot reach a judged ensure here (:func:`may_judge`), nor when the run has ended (the
@@ -66,8 +68,10 @@ def run_judge(engine: Any, run_id: str, here: Path, *, decision: tuple[str, str]
     evaluate commands left running (``Engine.resume``), which needs no judge when there are
     none; ``reverting``: a revert, which may reach only the judged ensures of steps the engine
     settles itself (:func:`settles_judged`). ``resolved`` caches adapters by (configuration file, name), for a
-    process that asks again (the MCP server). A run that cannot be read gets the project's
-    judge: the command's own call then says what is wrong with it."""
+    process that asks again (the MCP server). ``given``: the agents the command was given by
+    name (its ``--agents`` module), where a recorded judge that was a Python function is found.
+    A run that cannot be read gets the project's judge: the command's own call then says what
+    is wrong with it."""
     from .flowneeds import uses_judged
     from .runner import recorded_judge
 
@@ -83,7 +87,7 @@ def run_judge(engine: Any, run_id: str, here: Path, *, decision: tuple[str, str]
         name = None
     if name is None:
         return _project(here) if project is FIND else RunJudge(judge=project)
-    return _recorded(run_id, name, agents, before, here, resolved)
+    return _recorded(run_id, name, agents, before, here, resolved, given)
 
 
 #: the statuses of a run that takes no more gate decisions
@@ -179,7 +183,7 @@ def _project(here: Path) -> RunJudge:
 
 
 def _recorded(run_id: str, name: str, agents: str | None, before: str | None, here: Path,
-              resolved: MutableMapping[tuple[str, str], Any] | None) -> RunJudge:
+              resolved: MutableMapping[tuple[str, str], Any] | None, given: Mapping[str, Any] | None) -> RunJudge:
     """The recorded judge ``name`` resolved here, or the refusal saying why it cannot be."""
     from .agentorigin import PythonAgents, module_of
     from .agents.config import load_config
@@ -188,8 +192,10 @@ def _recorded(run_id: str, name: str, agents: str | None, before: str | None, he
 
     origin = PythonAgents.parse(agents)
     if origin is not None and name in origin.names:
+        if given is not None and (name in given or name in DEFAULT_REGISTRY.names()):  # registered as it loaded
+            return RunJudge(judge=AgentJudge(resolve_agent(name, explicit=given), name), name=name)
         return RunJudge(name=name, refusal=_refusal(PYTHON_JUDGE, run_id, name, module=origin.module,
-                                                    variable=origin.variable))
+                                                    variable=origin.variable, given=given is not None))
     # every refusal names the run's --agents module: a resume without it is refused in turn
     module = module_of(agents)
     try:
@@ -252,7 +258,9 @@ def _why(problem: str, name: str, facts: dict[str, Any]) -> str:
     if problem == PYTHON_JUDGE:
         source = (f"the --agents module {facts['module']}" if facts.get("module") else
                   f"the notebook variable {facts['variable']}" if facts.get("variable") else "the agents= mapping")
-        return f"a Python function of {source} that drive was given, which this process does not have"
+        have = (f"and the --agents module given here has no agent named {name!r}" if facts.get("given")
+                else "which this process does not have")
+        return f"a Python function of {source} that drive was given, {have}"
     if problem == OTHER_CONFIG:
         return (f"resolved through {facts.get('config') or 'no configuration file'}, but here "
                 f"{facts.get('found') or 'no configuration file'} is found, where {name!r} could be another adapter")

@@ -1,0 +1,87 @@
+"""``lockgate gate``, ``revert`` and ``resume`` take ``--agents MODULE``: a run whose judge was a
+function of its ``--agents`` module can be moved on by them when given that module (real
+``lockgate`` processes). Before, a revert of such a run, when a step the engine settles itself
+has a judged ensure, was refused with no command that could revert it (session 10's weak point).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from cli_support import lockgate_argv, lockgate_env
+from judged_flows import GATED_SPEC as SPEC
+from judged_flows import JUDGE_AGENTS as AGENTS
+
+
+def _lockgate(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(lockgate_argv(*args), cwd=cwd, env=lockgate_env(), capture_output=True,
+                          text=True, timeout=120, check=False)
+
+
+def _judged(folder: Path) -> int:
+    log = folder / "judged.log"
+    return len(log.read_text().split()) if log.exists() else 0
+
+
+def _killed_at_checkpoint(folder: Path, store: Path) -> str:
+    """A run driven with ``--judge judge`` (a function of agents.py), checkpointed at its gate,
+    then rejected there (killed)."""
+    (folder / "flow.stratum.yaml").write_text(SPEC)
+    (folder / "agents.py").write_text(AGENTS)
+    started = _lockgate(folder, "run", "flow.stratum.yaml", "--input", "question=q", "--agents", "agents.py",
+                        "--judge", "judge", "--store", str(store), "--no-prompt")
+    assert started.returncode == 3, started.stderr
+    run_id = json.loads(started.stdout)["run_id"]
+    assert _lockgate(folder, "commit", run_id, "cp1", "--store", str(store)).returncode == 0
+    assert _lockgate(folder, "gate", "reject", run_id, "review", "--store", str(store)).returncode == 0
+    return run_id
+
+
+def _status(folder: Path, store: Path, run_id: str) -> str:
+    shown = _lockgate(folder, "show", run_id, "--store", str(store), "--format", "json")
+    return json.loads(shown.stdout)["status"]["status"]
+
+
+def test_a_revert_refused_for_want_of_the_judge_names_the_option_and_works_with_it(tmp_path: Path) -> None:
+    store = tmp_path / "runs.db"
+    run_id = _killed_at_checkpoint(tmp_path, store)
+    refused = _lockgate(tmp_path, "revert", run_id, "cp1", "--store", str(store))
+    assert refused.returncode == 1, refused.stdout
+    assert "Nothing was changed; run this command again with --agents agents.py" in refused.stderr, refused.stderr
+    assert "--resume" not in refused.stderr  # a resume would not revert the run
+    assert _status(tmp_path, store, run_id) == "killed"
+
+    reverted = _lockgate(tmp_path, "revert", run_id, "cp1", "--agents", "agents.py", "--store", str(store))
+    assert reverted.returncode == 0, reverted.stderr
+    assert _status(tmp_path, store, run_id) == "await_gate"
+
+    judged = _judged(tmp_path)
+    approved = _lockgate(tmp_path, "gate", "approve", run_id, "review", "--agents", "agents.py", "--store", str(store))
+    assert approved.returncode == 0, approved.stderr
+    assert _status(tmp_path, store, run_id) == "complete"
+    assert _judged(tmp_path) == judged + 1  # the set step's judged ensure, by the module's judge
+
+
+def test_a_module_without_the_judge_is_refused_saying_so(tmp_path: Path) -> None:
+    store = tmp_path / "runs.db"
+    run_id = _killed_at_checkpoint(tmp_path, store)
+    (tmp_path / "others.py").write_text("def writer(task):\n    return {'answer': 'a'}\n")
+    refused = _lockgate(tmp_path, "revert", run_id, "cp1", "--agents", "others.py", "--store", str(store))
+    assert refused.returncode == 1, refused.stdout
+    assert "the --agents module given here has no agent named 'judge'" in refused.stderr, refused.stderr
+    assert _status(tmp_path, store, run_id) == "killed"
+
+
+def test_a_gate_refusal_offers_the_option_beside_the_resume(tmp_path: Path) -> None:
+    (tmp_path / "flow.stratum.yaml").write_text(SPEC)
+    (tmp_path / "agents.py").write_text(AGENTS)
+    store = tmp_path / "runs.db"
+    started = _lockgate(tmp_path, "run", "flow.stratum.yaml", "--input", "question=q", "--agents", "agents.py",
+                        "--judge", "judge", "--store", str(store), "--no-prompt")
+    run_id = json.loads(started.stdout)["run_id"]
+    refused = _lockgate(tmp_path, "gate", "approve", run_id, "review", "--store", str(store))
+    assert refused.returncode == 1
+    assert "answer the gate's prompt there; or run this command again with --agents agents.py" in refused.stderr
+    assert _status(tmp_path, store, run_id) == "await_gate"
