@@ -74,22 +74,24 @@ def cancel_command(run_id: str, *, store: str | None = None) -> str:
 
 
 def gate_commands(run_id: str, step_id: str, *, store: str | None = None,
-                  decisions: Sequence[str] | None = None) -> list[str]:
+                  decisions: Sequence[str] | None = None, agents: str | None = None) -> list[str]:
     """The commands that decide gate ``step_id`` of run ``run_id``: approve, revise (with its
     note to fill in) and reject; revise only when ``decisions`` (the engine's for the waiting
-    gate; None: all three) offers it, since a revise it leaves out would fail the run."""
-    approve, revise, reject = (command("gate", verb, run_id, step_id, store=store)
+    gate; None: all three) offers it, since a revise it leaves out would fail the run.
+    ``agents``: the module that defines the run's judge (:func:`judge_module`)."""
+    approve, revise, reject = (command("gate", verb, run_id, step_id, agents=agents, store=store)
                                for verb in ("approve", "revise", "reject"))
     if decisions is not None and "revise" not in decisions:
         return [approve, reject]
     return [approve, f"{revise} --note '...'", reject]
 
 
-def decide_lines(run_id: str, gate: Mapping[str, Any], *, store: str | None = None) -> list[str]:
+def decide_lines(run_id: str, gate: Mapping[str, Any], *, store: str | None = None,
+                 agents: str | None = None) -> list[str]:
     """The lines that say how to decide waiting ``gate`` (an engine gate entry) of run
     ``run_id``: its commands, and why revise is left out when it is."""
     note = revise_note(gate)
-    return [*gate_commands(run_id, gate["step_id"], store=store, decisions=gate.get("decisions")),
+    return [*gate_commands(run_id, gate["step_id"], store=store, decisions=gate.get("decisions"), agents=agents),
             *([note] if note else [])]
 
 
@@ -101,13 +103,17 @@ def revise_note(gate: Mapping[str, Any]) -> str | None:
     return f"({unavailable})" if unavailable and (gate.get("routes") or {}).get("revise") else None
 
 
-def engine_command(action: Mapping[str, Any], *, store: str | None) -> str:
+def engine_command(action: Mapping[str, Any], *, store: str | None, agents: str | None = None) -> str:
     """A command the engine suggests (an action of ``Engine.why``: ``{"command": ["gate",
     "approve"], "args": [R, S], "options": {"note": "..."}}``) as the engine writes it, with
-    ``--store`` added when the user named one (the command then reaches the same store)."""
+    ``--agents`` (the module defining the run's judge: :func:`judge_module`) and ``--store``
+    added when given (the command then has the judge and reaches the same store)."""
     from ..engine.explain import render
 
-    return render(action) if store is None else render(action, store=shown_store(store))
+    more = {"agents": agents} if agents else {}
+    if store is not None:
+        more["store"] = shown_store(store)
+    return render(action, **more)
 
 
 def resume_hint(run_id: str, *, store: str | None, agents_needed: bool,
@@ -227,6 +233,25 @@ def recorded_judge(engine: Any, run_id: str) -> str | None:
         return recorded(engine, run_id)
     except Exception:  # noqa: BLE001 - a hint must not fail the command that prints it
         return None
+
+
+def judge_module(engine: Any, run_id: str) -> str | None:
+    """The ``--agents`` module to give the commands that decide run ``run_id``'s gates (or
+    revert it), as typed here: the module it was driven with, when its judge was one of that
+    module's functions and its flow has judged ensures (a decision may need the judge, which no
+    other process has); None otherwise, or when that cannot be told."""
+    from ..engine.agentorigin import PythonAgents
+
+    judge = recorded_judge(engine, run_id)
+    if judge is None:
+        return None
+    try:
+        origin = PythonAgents.parse(engine.last_agents(run_id))
+    except Exception:  # noqa: BLE001 - a hint must not fail the command that prints it
+        return None
+    if origin is None or origin.module is None or judge not in origin.names:
+        return None
+    return shown_module(origin.module)
 
 
 def names_recorded(engine: Any, run_id: str) -> bool:

@@ -296,10 +296,12 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
             raise
         _report_store_failed(exc, run_id, options)
         return EXIT_FAILED
+    else:
+        judged_by = hints.judge_module(engine, result.run_id) if result.status == "await_gate" else None
     finally:
         with contextlib.suppress(StoreError):  # a store that failed may fail to close too
             engine.close()
-    return _conclude(result, options)
+    return _conclude(result, options, judged_by)
 
 
 def module_agents(target: str) -> tuple[dict[str, Any], list[str]]:
@@ -429,7 +431,9 @@ def _declared_inputs(spec: Any, flow: str | None) -> dict[str, Any]:
     return dict(chosen.input) if chosen is not None else {}
 
 
-def _conclude(result: Any, options: Options) -> int:
+def _conclude(result: Any, options: Options, judged_by: str | None = None) -> int:
+    """Print how the run ended, or what it waits on (``judged_by``: the --agents module its
+    gate decisions are to be given, see :func:`hints.judge_module`); its exit status."""
     if result.status == "complete":
         click.echo(json.dumps(result.output, indent=2, ensure_ascii=False))
         return EXIT_OK
@@ -439,7 +443,7 @@ def _conclude(result: Any, options: Options) -> int:
         click.echo(options.lost(result.run_id, f"waits at gate {gates}"), err=True)
     elif result.status == "await_gate":
         for gate in result.waiting_gates:
-            decide = hints.decide_lines(result.run_id, gate, store=options.store)
+            decide = hints.decide_lines(result.run_id, gate, store=options.store, agents=judged_by)
             click.echo("\n".join([f"run {result.run_id} waits at gate {gate['step_id']!r}; decide with:",
                                   *(f"  {line}" for line in decide),
                                   f"then continue it with: {options.resume(result.run_id)}"]), err=True)

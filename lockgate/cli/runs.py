@@ -313,6 +313,7 @@ def _why_lines(engine: Any, why: dict[str, Any], named: str | None) -> list[str]
     """``why``'s answer in words: the summary, then each wait with the commands that end it."""
     lines = with_frames(why["summary"])
     resume: list[str] = []  # the resume command's lines, worked out once
+    module = hints.judge_module(engine, why["run_id"]) if why.get("run_id") else None
     for wait in why["waits"]:
         lines.append(f"- {one_line(wait['reason'])}")
         for action in wait["actions"]:
@@ -320,7 +321,8 @@ def _why_lines(engine: Any, why: dict[str, Any], named: str | None) -> list[str]
                 resume = resume or _resume_lines(engine, action["options"]["resume"], named)
                 lines += [f"    {line}" for line in resume]
             else:
-                lines.append(f"    {hints.engine_command(action, store=named)}")
+                judged = module if action["command"][:1] == ["gate"] else None
+                lines.append(f"    {hints.engine_command(action, store=named, agents=judged)}")
     return lines
 
 
@@ -493,7 +495,7 @@ def _print_response(resp: dict[str, Any], fmt: str, engine: Any, store: str | No
             click.echo(f"  {line}")
     elif status == "await_gate":
         click.echo(f"run {rid}: gate {resp['step_id']} waits for a decision; decide with:")
-        for line in hints.decide_lines(str(rid), resp, store=named):
+        for line in hints.decide_lines(str(rid), resp, store=named, agents=hints.judge_module(engine, str(rid))):
             click.echo(f"  {line}")
         if not resp.get("driven_by"):  # else the process driving it carries on once decided
             command, *note = _resume_lines(engine, str(rid), named)

@@ -85,3 +85,23 @@ def test_a_gate_refusal_offers_the_option_beside_the_resume(tmp_path: Path) -> N
     assert refused.returncode == 1
     assert "answer the gate's prompt there; or run this command again with --agents agents.py" in refused.stderr
     assert _status(tmp_path, store, run_id) == "await_gate"
+
+
+def test_the_gate_commands_printed_give_the_module_that_defines_the_judge(tmp_path: Path) -> None:
+    """The commands `run --no-prompt`, `why` and `resume` print to decide the gate carry
+    ``--agents agents.py``: without it each would be refused (the approve reaches a judged ensure)."""
+    (tmp_path / "flow.stratum.yaml").write_text(SPEC)
+    (tmp_path / "agents.py").write_text(AGENTS)
+    store = tmp_path / "runs.db"
+    started = _lockgate(tmp_path, "run", "flow.stratum.yaml", "--input", "question=q", "--agents", "agents.py",
+                        "--judge", "judge", "--store", str(store), "--no-prompt")
+    run_id = json.loads(started.stdout)["run_id"]
+    approve = f"lockgate gate approve {run_id} review --agents agents.py --store {store}"
+    assert approve in started.stderr, started.stderr
+    why = _lockgate(tmp_path, "why", run_id, "--store", str(store))
+    assert f"lockgate gate approve {run_id} review --note \"...\" --agents agents.py --store {store}" in why.stdout
+    resumed = _lockgate(tmp_path, "resume", run_id, "--store", str(store))
+    assert approve in resumed.stdout, resumed.stdout
+    approved = _lockgate(tmp_path, *approve.split()[1:])
+    assert approved.returncode == 0, approved.stderr
+    assert _status(tmp_path, store, run_id) == "complete"
