@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import keyword
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,13 +24,14 @@ def _run(shell, args):
     from ..dsl.inputtext import InputPairError, inputs_from_pairs
     from .run_view import start_run
 
+    _check_bind(args, "started")
     spec = _flowspec(shell, args.name)
-    inputs = dict(_mapping(shell, args.inputs, "--inputs") if args.inputs else {})
+    inputs = dict(_mapping(shell, args, "--inputs") if args.inputs else {})
     try:  # read as `lockgate run --input` reads them
         inputs.update(inputs_from_pairs(args.input, spec.spec.flows[spec.flow].input))
     except InputPairError as exc:
         raise UsageError(f"%flow run: {exc}") from None
-    agents = _mapping(shell, args.agents, "--agents") if args.agents else None
+    agents = _mapping(shell, args, "--agents") if args.agents else None
     run = start_run(spec, inputs, agents=agents, agents_variable=args.agents)  # refusals: LockgateErrors
     if args.bind:
         shell.user_ns[args.bind] = run
@@ -37,16 +39,16 @@ def _run(shell, args):
 
 
 def _gate(shell, args):
+    from .gates import refuse_unoffered, waiting_gate
+
     if args.command == "revise" and not args.note.strip():
         raise UsageError("%flow revise: a revision needs a note saying what to change (--note TEXT)")
     run, run_id = run_target(shell, args.run, args.command)
-    if run is not None:
-        _planned(run, args.command)
-        _refuse_unoffered(args, _waiting_gate(run.gates, run.engine, run.run_id, args.step))
-        return run.decide(args.step, args.command, args.note)
+    if run is not None:  # refusals (a decision the gate does not offer...): EngineErrors
+        return _planned(run, args.command).decide(args.step, args.command, args.note)
     try:
         engine = _judging(run_id, args)
-        _refuse_unoffered(args, _waiting_gate(None, engine, run_id, args.step))
+        refuse_unoffered(waiting_gate(None, engine, run_id, args.step), args.step, args.command)
         response = engine.resolve_waiting_gate(run_id, args.step, args.command, args.note, "human")
     except EngineError as exc:
         raise UsageError(f"%flow {args.command}: {exc.message}") from None
@@ -84,26 +86,6 @@ def _say_next(engine, response) -> None:
     from .nextstep import decided_lines
 
     print("\n".join(decided_lines(engine, response)))
-
-
-def _waiting_gate(gates, engine, run_id: str | None, step: str):
-    """Waiting gate ``step`` as its card here shows it, else as the engine lists it; None when
-    it is not waiting (deciding it is then refused with the engine's own message)."""
-    entry = gates.waiting.get(step) if gates is not None else None
-    if entry is not None:
-        return entry[1].request.response
-    if run_id is None:
-        return None
-    return next((g for g in engine.status(run_id).get("gates", []) if g["step_id"] == step), None)
-
-
-def _refuse_unoffered(args, gate) -> None:
-    """A decision the gate does not offer (a revise that would fail the run) is a one-line error."""
-    from .gates import not_offered, offered
-
-    why = not_offered(gate, args.command) if gate is not None else None
-    if why:
-        raise UsageError(f"%flow {args.command}: gate {args.step}: {why} (it offers {', '.join(offered(gate))})")
 
 
 def _runs(shell, args):
@@ -157,6 +139,7 @@ def _resume(shell, args):
     from .run_view import resume_run
     from .spec_view import FlowSpec
 
+    _check_bind(args, "resumed")
     here, run_id = run_target(shell, args.run, "resume")
     if here is not None and here._task is not None and not here._task.done():
         run = here  # driven here already: a second driver would race it
@@ -168,7 +151,7 @@ def _resume(shell, args):
             raise UsageError(f"%flow resume: run {run_id} is {record['status']}; it cannot be resumed")
         spec = stored_spec(engine.store, run_id)
         flowspec = FlowSpec(f"run_{run_id}", LoadResult("", None, [], spec), record["flow"])
-        agents = _mapping(shell, args.agents, "--agents") if args.agents else getattr(here, "agents", None)
+        agents = _mapping(shell, args, "--agents") if args.agents else getattr(here, "agents", None)
         variable = args.agents or getattr(here, "agents_variable", None)
         run = resume_run(flowspec, run_id, agents=agents, store=engine.store, agents_variable=variable)
     if args.bind:
@@ -219,7 +202,7 @@ def _engine(judge=None, store=None):
 def _flowspec(shell, name: str):
     obj = shell.user_ns.get(name)
     if obj is None or not hasattr(obj, "start"):
-        raise UsageError(f"{name!r} is not a spec bound by %%flow")
+        raise UsageError(f"%flow run: {name!r} is not a spec bound by %%flow (a %%flow {name} cell binds one)")
     return obj
 
 
@@ -232,15 +215,30 @@ def _planned(run, verb: str):
     return run
 
 
-def _variable(shell, name: str):
+def _mapping(shell, args, option: str) -> Mapping[str, Any]:
+    """The dict the variable named by ``option`` (--inputs, --agents) of a ``%flow`` line holds."""
+    name = getattr(args, option.lstrip("-"))
     if name not in shell.user_ns:
-        raise UsageError(f"no variable named {name!r}")
-    return shell.user_ns[name]
-
-
-def _mapping(shell, name: str, option: str) -> Mapping[str, Any]:
-    value = _variable(shell, name)
+        raise UsageError(f"%flow {args.command}: {option}: no variable named {name!r}")
+    value = shell.user_ns[name]
     if not isinstance(value, Mapping):
-        raise UsageError(f"%flow: {option} {name} must name a dict, not a {type(value).__name__}")
+        raise UsageError(f"%flow {args.command}: {option} {name} must name a dict, not a {type(value).__name__}")
     return value
 
+
+def _check_bind(args, done: str) -> None:
+    """Refuse ``--as VAR`` naming no variable a cell could use, before anything is ``done``."""
+    why = name_refusal(args.bind, "the run") if args.bind else None
+    if why:
+        raise UsageError(f"%flow {args.command}: --as {why}; nothing was {done}")
+
+
+def name_refusal(name: str, bound: str) -> str | None:
+    """Why no cell could use a variable called ``name`` (``%%flow NAME``, ``--as VAR``), which
+    would hold ``bound``; None when one can."""
+    if keyword.iskeyword(name):
+        return f"{name!r} is a Python keyword, not a name to bind {bound} to"
+    if not name.isidentifier():
+        return (f"{name!r} is not a valid Python name to bind {bound} to (letters, digits and underscores, "
+                "not starting with a digit)")
+    return None

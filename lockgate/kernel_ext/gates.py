@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..engine.gatechannel import OUTCOMES, Decision, GateRequest, StoreGates
+from ..errors import EngineError
 
 DecideCallback = Callable[[str, str], bool]
 
@@ -32,6 +33,30 @@ def not_offered(gate: Mapping[str, Any], outcome: str) -> str | None:
     if outcome == "revise" and gate.get("revise_unavailable"):
         return str(gate["revise_unavailable"])
     return f"the gate does not offer {outcome}"
+
+
+def refuse_unoffered(gate: Mapping[str, Any] | None, step: str, outcome: str) -> None:
+    """Refuse ``outcome`` on ``gate`` (waiting gate ``step`` as its card or the engine shows it;
+    None: not waiting) when the gate does not offer it, a revise that would fail the run: an
+    EngineError naming the decisions it offers, nothing decided. Its card hides such a button;
+    ``run.revise(...)`` and ``%flow revise`` refuse in these words."""
+    why = not_offered(gate, outcome) if gate is not None else None
+    if why:
+        choices = offered(gate)
+        raise EngineError(f"gate {step}: {why} (it offers {', '.join(choices)})",
+                          error_type="not_offered", step_id=step, decisions=list(choices))
+
+
+def waiting_gate(gates: WidgetGates | None, engine: Any, run_id: str | None, step: str) -> Mapping[str, Any] | None:
+    """Waiting gate ``step`` as its card here shows it (``gates``: the run's, when this kernel
+    drives it), else as the engine lists it; None when it is not waiting (deciding it is then
+    refused with the engine's own message)."""
+    entry = gates.waiting.get(step) if gates is not None else None
+    if entry is not None:
+        return entry[1].request.response
+    if run_id is None:
+        return None
+    return next((g for g in engine.status(run_id).get("gates", []) if g["step_id"] == step), None)
 
 
 class GateCard:

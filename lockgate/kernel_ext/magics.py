@@ -11,6 +11,7 @@ fails its cell too.
 from __future__ import annotations
 
 import argparse
+import contextvars
 import re
 import shlex
 from typing import Any
@@ -30,19 +31,29 @@ class FlowMagics(Magics):
         self.cell_key: str | None = None
         #: cell -> the runs it started that went on when last looked at (see cellruns)
         self.cell_runs: dict[str, list[tuple[int | None, Any]]] = {}
+        #: the context of the cell executing now, None between cells (see cellparent)
+        self.cell_context: contextvars.Context | None = None
         shell.events.register("pre_run_cell", self._remember_cell)
+        shell.events.register("post_run_cell", self._forget_cell)
 
     def _remember_cell(self, info: Any) -> None:
         """Keep the cell about to run as written: IPython gives a cell magic its body without
         the blank lines above the magic's line and without the indentation of a cell indented
         as a whole, which :func:`celllines.place` finds again. Its id too (or its text), which
-        tells a cell run again (:mod:`.cellruns`)."""
+        tells a cell run again (:mod:`.cellruns`), and its context, which runs publish their
+        view's updates in while it executes (:mod:`.cellparent`)."""
         self._raw_cell = info.raw_cell
         self.cell_key = getattr(info, "cell_id", None) or info.raw_cell
+        self.cell_context = contextvars.copy_context()
+
+    def _forget_cell(self, result: Any) -> None:
+        """The cell ended: updates of a run's view no longer go out as its output."""
+        self.cell_context = None
 
     def detach(self) -> None:
         """Stop listening to the shell's cells (the extension is unloaded)."""
         self.shell.events.unregister("pre_run_cell", self._remember_cell)
+        self.shell.events.unregister("post_run_cell", self._forget_cell)
 
     @magic_arguments()
     @argument("name", help="Variable to bind the validated spec to.")
@@ -59,6 +70,7 @@ class FlowMagics(Magics):
         from ..dsl.codes import AGENT_CONFIG_CODES
         from ..dsl.loader import load
         from ..dsl.report import format_text
+        from .actions import name_refusal
         from .cellerror import FlowCellError
         from .celllines import in_cell, place
         from .spec_view import FlowSpec
@@ -70,8 +82,9 @@ class FlowMagics(Magics):
             args = parse_argstring(self.flow, line)
         except UsageError as exc:  # no NAME, an unknown option: the cell binds nothing either
             raise FlowCellError(str(exc)) from None
-        if not args.name.isidentifier():
-            raise FlowCellError(f"%%flow: {args.name!r} is not a valid Python name to bind the spec to")
+        refused = name_refusal(args.name, "the spec")
+        if refused:
+            raise FlowCellError(f"%%flow: {refused}")
         result = load(cell, f"%%flow {args.name}", lint=not args.no_lint)
         where = place(self._raw_cell, cell)
         if not result.ok:
@@ -219,31 +232,57 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"%flow: {message}\n\n{self.format_usage()}")
 
 
+_RUN_HELP = "a run id in the store, or a variable holding a run or a run id (also as $name or {expression})"
+_AGENTS_HELP = "a variable holding a dict: agent name -> function, for the flow's agents"
+_NOTE_HELP = {"approve": "the rationale, recorded in the audit trail (optional)",
+              "revise": "what to change (required): the feedback the revised steps' agents get, recorded in the "
+                        "audit trail",
+              "kill": "the rationale, recorded in the audit trail (optional)"}
+_GATE_SUMMARY = {"approve": "approve a gate waiting in RUN: the run goes on past it",
+                 "revise": "send the work of a gate waiting in RUN back for revision",
+                 "kill": "kill a gate waiting in RUN: the run ends killed"}
+
+
 def _build_parser() -> argparse.ArgumentParser:
+    """The ``%flow`` line's parser: each subcommand's ``--help`` describes every argument."""
     parser = _Parser(prog="%flow", add_help=False)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    run = sub.add_parser("run", help="start a run of a bound spec")
-    run.add_argument("name")
-    run.add_argument("--input", "-i", action="append", default=[], metavar="K=V")
-    run.add_argument("--inputs", metavar="VAR", help="a dict variable of inputs")
-    run.add_argument("--agents", metavar="VAR", help="a dict variable: agent name -> callable")
-    run.add_argument("--as", dest="bind", metavar="VAR", help="bind the run to this variable")
+    run = _add(sub, "run", "start a run of a spec bound by %%flow NAME and show its live view")
+    run.add_argument("name", metavar="NAME", help="the variable a %%%%flow NAME cell bound the spec to")
+    run.add_argument("--input", "-i", action="append", default=[], metavar="K=V",
+                     help="a flow input (repeat for each); V is read as the flow declares K, as `lockgate run "
+                          "--input` reads it")
+    run.add_argument("--inputs", metavar="VAR", help="a variable holding a dict of inputs (--input wins over it)")
+    run.add_argument("--agents", metavar="VAR", help=_AGENTS_HELP)
+    run.add_argument("--as", dest="bind", metavar="VAR", help="bind the run to this variable (a Python name)")
     for verb in ("approve", "revise", "kill"):
-        gate = sub.add_parser(verb)
-        gate.add_argument("run")
-        gate.add_argument("step")
-        gate.add_argument("--note", "-m", default="")
-    sub.add_parser("runs")
-    for verb in ("show", "audit", "cancel"):
-        sub.add_parser(verb).add_argument("run")
-    resume = sub.add_parser("resume")
-    resume.add_argument("run")
-    resume.add_argument("--agents", metavar="VAR")
-    resume.add_argument("--as", dest="bind", metavar="VAR")
-    graph = sub.add_parser("graph")
-    graph.add_argument("target")
-    graph.add_argument("--format", choices=("png", "svg", "mermaid"), default="png")
+        gate = _add(sub, verb, _GATE_SUMMARY[verb])
+        gate.add_argument("run", metavar="RUN", help=_RUN_HELP)
+        gate.add_argument("step", metavar="STEP", help="the gate step waiting for a decision")
+        gate.add_argument("--note", "-m", default="", metavar="TEXT", help=_NOTE_HELP[verb])
+    _add(sub, "runs", "list the runs in the store, with what each running run waits on")
+    for verb, summary in (("show", "a run's live view (another kernel's run: its record and graph)"),
+                          ("audit", "print a run's audit record (JSON, hash-chained events)"),
+                          ("cancel", "stop a run and record it cancelled (final: it cannot be resumed)")):
+        _add(sub, verb, summary).add_argument("run", metavar="RUN", help=_RUN_HELP)
+    resume = _add(sub, "resume", "continue a stored run here and drive it (e.g. after a kernel restart)")
+    resume.add_argument("run", metavar="RUN", help=_RUN_HELP)
+    resume.add_argument("--agents", metavar="VAR",
+                        help=_AGENTS_HELP + "; after a kernel restart, the functions the run was driven with "
+                                            "(a resume without them is refused)")
+    resume.add_argument("--as", dest="bind", metavar="VAR", help="bind the run to this variable (a Python name)")
+    graph = _add(sub, "graph", "draw a spec, or a run coloured by step status")
+    graph.add_argument("target", metavar="NAME|RUN",
+                       help="a spec bound by %%%%flow NAME, or a run: a run id in the store, or a variable holding a "
+                            "run or a run id (also as $name or {expression})")
+    graph.add_argument("--format", choices=("png", "svg", "mermaid"), default="png", metavar="png|svg|mermaid",
+                       help="a PNG image (the default), an SVG image, or mermaid text")
     return parser
+
+
+def _add(sub: Any, verb: str, summary: str) -> argparse.ArgumentParser:
+    """Subcommand ``verb``, whose ``--help`` starts with ``summary``."""
+    return sub.add_parser(verb, help=summary, description=summary[0].upper() + summary[1:] + ".")
 
 
 _PARSER = _build_parser()

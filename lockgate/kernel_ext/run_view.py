@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..engine.progress import ProgressEvent
-from .gates import GateCard, WidgetGates
+from .cellparent import executing_cell, in_cell
+from .gates import GateCard, WidgetGates, refuse_unoffered, waiting_gate
 from .storeplace import notebook_store
 
 REDRAW_INTERVAL = 0.25
@@ -81,6 +82,7 @@ class NotebookRun:
         self._view_id: str | None = None  # display ids shared by every display of the run, so
         self._image_id: str | None = None  # that each one (not only the newest) stays live
         self._redraw_scheduled = False
+        self._final_in: Any = None  # the cell whose output carried the final view (see _show_final_here)
         self._waiters: list[asyncio.Future] = []
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -158,6 +160,7 @@ class NotebookRun:
         except asyncio.CancelledError:
             self._stopped_waiting()
             raise
+        self._show_final_here()
         return self.result()
 
     def _stopped_waiting(self) -> None:
@@ -190,6 +193,7 @@ class NotebookRun:
                 f"stopped waiting after {timeout:g} s: the condition did not hold yet; run "
                 f"{self.run_id or '(starting)'} goes on (it is {self.status}). Wait longer with "
                 f"wait_until(..., timeout=SECONDS), or timeout=None for no limit") from None
+        self._show_final_here()  # the condition held in a run that ended: this cell shows its end
 
     def waiting_gates(self) -> list[str]:
         """Gates of this run waiting for a decision here (cards shown, not yet decided)."""
@@ -245,9 +249,12 @@ class NotebookRun:
 
     def decide(self, step: str, outcome: str, note: str = "") -> dict[str, Any] | None:
         """Decide a gate: through its waiting card when this kernel is driving the run, else
-        through the engine (and then continue driving the run here). A gate decided here whose
-        decision is still being applied is not decided again (an EngineError, nothing changed):
-        the first decision taken stands."""
+        through the engine (and then continue driving the run here). Refused with an EngineError,
+        nothing changed: a decision the gate does not offer (a revise once its revision rounds are
+        used up, which would fail the run: its card hides Revise, ``%flow revise`` refuses it in
+        the same words), and a gate decided here whose decision is still being applied (the
+        first decision taken stands)."""
+        refuse_unoffered(waiting_gate(self.gates, self.engine, self.run_id, step), step, outcome)
         if self.gates.settle(step, outcome, note, resolved_by="human"):
             return None
         taken = self.gates.pending_decision(step)
@@ -383,9 +390,24 @@ class NotebookRun:
         loop.call_later(REDRAW_INTERVAL, self._flush)
 
     def _flush(self) -> None:
+        """Update every display of the run, as output of the cell executing now (see
+        :mod:`.cellparent`)."""
         self._redraw_scheduled = False
         if self._view_id is None:  # never displayed
             return
+        cell = executing_cell()
+        in_cell(cell, self._publish)
+        if self.done:
+            self._final_in = cell
+
+    def _show_final_here(self) -> None:
+        """The run ended: its final view goes out (again) as output of the cell that reads its
+        end, unless it went out in that cell already. A run that ended between cells had no
+        cell to carry it, and a headless executor kept its views as they were."""
+        if self.done and self._final_in is not executing_cell():
+            self._flush()
+
+    def _publish(self) -> None:
         from IPython.display import Image, update_display
 
         png = self.png()
