@@ -58,17 +58,21 @@ class Task:
         }
 
     def retry_feedback(self) -> str | None:
-        """What was wrong with the previous attempt, as text for a model; None on a first try."""
+        """What was wrong with the previous attempt, as text for a model; None on a first try.
+        Each problem is said once: a violation the failure's reason already says (an ensure's,
+        whose reason is its message; a reported failure's; a contract summary's first ones) is
+        not listed again, and a violation's ensure is not named before a message quoting it."""
         if not self.violations and not self.previous_failure:
             return None
         lines = [f"Your previous attempt (attempt {self.attempt - 1}) was rejected:"
                  if self.attempt > 1 else "Your previous result was sent back:"]
-        if self.previous_failure:
-            lines.append(f"- failure: {self.previous_failure}")
+        said = self.previous_failure or ""
+        if said:
+            lines.append(f"- {said}")
         for violation in self.violations:
-            where = violation.get("path") or violation.get("ensure") or ""
-            message = violation.get("message", "")
-            lines.append(f"- {where}: {message}" if where else f"- {message}")
+            text = violation_text(violation)
+            if text and text not in said:
+                lines.append(f"- {text}")
         lines.append("Fix these problems and answer again.")
         return "\n".join(lines)
 
@@ -84,6 +88,15 @@ class Task:
         elif self.schema is None:
             parts.append("Answer with a single JSON value and nothing else.")
         return "\n\n".join(parts)
+
+
+def violation_text(violation: Mapping[str, Any]) -> str:
+    """One violation in words: where (its path, else its ensure or ``until`` unless the message
+    quotes it) and its message (else its reason)."""
+    message = str(violation.get("message") or violation.get("reason") or "")
+    label = violation.get("ensure") or violation.get("until") or ""
+    where = violation.get("path") or ("" if label in message else label)
+    return f"{where}: {message}" if where and message else str(where or message)
 
 
 def json_instruction(schema: Mapping[str, Any]) -> str:
