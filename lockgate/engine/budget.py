@@ -156,13 +156,44 @@ def reported_spend(usage: Mapping[str, Any]) -> dict[str, Any]:
 
 def usage_problem(usage: Any) -> str | None:
     """Why a reported usage dict is unacceptable, or None. ``dispatches`` is checked apart."""
+    fault = _usage_fault(usage)
+    return None if fault is None else fault[1]
+
+
+def _usage_fault(usage: Any) -> tuple[str, str] | None:
+    """(where, why) a reported usage dict is unacceptable (see :func:`usage_problem`), or None."""
     if usage is None:
         return None
     if not isinstance(usage, Mapping):
-        return "usage must be an object of budget keys"
+        return "usage", "usage must be an object of budget keys"
     for key, value in usage.items():
         if key not in KEYS:
-            return f"unknown usage key {key!r} (expected one of {', '.join(KEYS)})"
+            return f"usage.{key}", f"unknown usage key {key!r} (expected one of {', '.join(KEYS)})"
         if not finite_number(value) or value < 0:
-            return f"usage {key} must be a finite number >= 0 (integers up to 2**53 - 1), got {value!r:.80}"
+            return (f"usage.{key}",
+                    f"usage {key} must be a finite number >= 0 (integers up to 2**53 - 1), got {value!r:.80}")
     return None
+
+
+#: Why an attempt whose usage reported ``dispatches`` fails (semantics §6.4 step 4).
+ENGINE_ACCOUNTED = "dispatches are engine-accounted; do not report them in usage (other keys were recorded)"
+
+
+def invalid_usage(usage: Any) -> dict[str, Any] | None:
+    """The failure of an attempt whose reported usage is unacceptable, or None. Checked before
+    anything of it settles, so nothing of it is recorded (semantics §6.4 step 2)."""
+    fault = _usage_fault(usage)
+    if fault is None:
+        return None
+    reason = f"invalid usage (nothing recorded): {fault[1]}"
+    return {"kind": "usage", "reason": reason, "violations": [{"path": fault[0], "message": reason}]}
+
+
+def reported_dispatches(usage: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The failure of an attempt whose usage reported ``dispatches``, which the engine counts
+    itself (one per dispatch), or None. Checked once the other keys have settled, which still
+    count (semantics §6.4 step 4, §8.18); a ``do`` step and a fanout item stage alike (§6.8)."""
+    if not usage or "dispatches" not in usage:
+        return None
+    return {"kind": "usage", "reason": ENGINE_ACCOUNTED,
+            "violations": [{"path": "usage.dispatches", "message": ENGINE_ACCOUNTED}]}

@@ -131,7 +131,7 @@ def _ready_item(run: LiveRun, loc: Located, fan_st: StepState, item: StepState) 
             run.irreversible = True
             item.worktree = worktrees.ensure(workspace, item.worktree)
         except worktrees.GitError as exc:
-            _item_failed(run, loc, fan_st, item, {"kind": "worktree", "reason": str(exc), "violations": []})
+            _item_failed(run, loc, fan_st, item, _worktree_failure(exc))
             return
     item.task = task
     item.inputs = inputs
@@ -139,23 +139,21 @@ def _ready_item(run: LiveRun, loc: Located, fan_st: StepState, item: StepState) 
     run.event("fanout_item_ready", item.key, stage=item.stage, attempt=item.stage_attempts + 1)
 
 
-def item_result(run: LiveRun, loc: Located, item: StepState, result: Any, failure: Any,
-                usage: dict[str, Any] | None, rejected: dict[str, Any] | None = None) -> None:
-    """Settle one stage result of a fanout item (consumer- or engine-executed); ``rejected`` is
-    the engine's own failure of the report (see :func:`lockgate.engine.results.step_done`)."""
+def item_result(run: LiveRun, loc: Located, item: StepState, result: Any, usage: dict[str, Any] | None,
+                rejected: dict[str, Any] | None = None) -> None:
+    """Settle one stage result of a fanout item (consumer- or engine-executed) as a ``do``
+    step's settles (semantics §6.8): the usage first, then ``rejected`` (the engine's own
+    failure of the report, or the agent's: see :func:`lockgate.engine.results.step_done`), the
+    contract and the ensures."""
     fan_st = run.steps[loc.cstep.id]
     fan_loc = run.locate(loc.cstep.id)
-    problem = budget.usage_problem(usage) if usage is not None else None
-    if problem is not None:
-        _item_failed(run, fan_loc, fan_st, item, {"kind": "usage", "violations": [],
-                                                   "reason": f"invalid usage (nothing recorded): {problem}"})
-        return
-    spend = budget.reported_spend(usage) if usage else None
-    if not _item_spend(run, loc, fan_loc, fan_st, item, spend):
-        return
-    if rejected is not None or failure is not None:
-        _item_failed(run, fan_loc, fan_st, item, rejected or {"kind": "reported", "violations": [],
-                                                              "reason": f"agent reported failure: {failure}"})
+    failure = budget.invalid_usage(usage)
+    if failure is None:
+        if usage and not _item_spend(run, loc, fan_loc, fan_st, item, budget.reported_spend(usage)):
+            return
+        failure = budget.reported_dispatches(usage) or rejected
+    if failure is not None:
+        _item_failed(run, fan_loc, fan_st, item, failure)
         return
     cst = loc.cstep.stages[item.stage]
     bindings = {"input": run.header.inputs, "item": item.item, "prev": item.prev}
@@ -174,8 +172,7 @@ def item_result(run: LiveRun, loc: Located, item: StepState, result: Any, failur
             run.irreversible = True
             item.patch = worktrees.capture_patch(item.worktree)
         except worktrees.GitError as exc:
-            _item_failed(run, fan_loc, fan_st, item, {"kind": "worktree", "reason": str(exc), "violations": []},
-                         output=result)
+            _item_failed(run, fan_loc, fan_st, item, _worktree_failure(exc), output=result)
             return
     item.attempts.append({"attempt": item.stage_attempts + 1, "stage": item.stage, "at": now(), "result": result})
     event = run.event("fanout_attempt_result", item.key, stage=item.stage, result=result)
@@ -192,6 +189,12 @@ def item_result(run: LiveRun, loc: Located, item: StepState, result: Any, failur
     item.output = result
     run.set_status(item, SUCCEEDED)
     _finish_item(run, fan_loc, fan_st, item, event)
+
+
+def _worktree_failure(exc: worktrees.GitError) -> dict[str, Any]:
+    """The failure of an item's attempt whose worktree git could not make or read: retried, so
+    its violation says why (what reads a retry's ``violations`` learns it)."""
+    return {"kind": "worktree", "reason": str(exc), "violations": [{"message": str(exc)}]}
 
 
 def _item_spend(run: LiveRun, loc: Located, fan_loc: Located, fan_st: StepState, item: StepState,

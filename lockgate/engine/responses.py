@@ -5,9 +5,10 @@ issued, or all outstanding ones for plan/resume/status; a dispatch of work a gat
 back carries ``revision: {gate, note, round}``; the next round of an ``iterate`` step whose
 ``until`` did not hold for the result just reported carries ``iterated: {step_id, round, max,
 until, reason}``, the round done: nothing failed, so it is not a rejection), ``await_gate`` (only gate
-decisions can move the run), ``ensure_failed`` / ``schema_failed`` (the result just reported
-failed and a retry is issued: ``violations`` and ``retries_remaining``, plus the retry's
-dispatch), ``complete``,
+decisions can move the run), ``schema_failed`` / ``ensure_failed`` (the attempt just reported
+was rejected and a retry is issued: ``failure``, ``violations`` (never empty: each says what was
+wrong) and ``retries_remaining``, plus the retry's dispatch; ``schema_failed`` when the report's
+shape was wrong, ``ensure_failed`` for anything else: see :data:`SHAPE_KINDS`), ``complete``,
 ``error`` (with ``error_type``), ``killed`` and ``cancelled``; ``evaluating`` when the run's only
 work in progress is evaluate steps' commands (listed in ``evaluating``, as in any running
 response that has some).
@@ -99,6 +100,15 @@ def _add_evaluations(run: LiveRun, out: dict[str, Any]) -> None:
         out["evaluate"] = started
 
 
+#: The failure kinds of a report whose shape was wrong, whose retry is ``schema_failed``: its
+#: result breaks the step's contract or cannot be stored (``schema``), the flow output's
+#: contract (``output``), or its usage is not the budget keys with amounts the engine takes
+#: (``usage``, ``dispatches`` included). Every other rejected attempt is retried as
+#: ``ensure_failed``: an ensure that does not hold, or the agent reporting it could not do the
+#: task (``reported``); ``failure.kind`` says which.
+SHAPE_KINDS = frozenset({"schema", "output", "usage"})
+
+
 def _add_failure(run: LiveRun, out: dict[str, Any]) -> None:
     """Mark a response whose call just failed an attempt (retried, or routed to on_fail): the
     last failure in ``failed_step``/``failure``, and every step whose attempt failed with its
@@ -110,7 +120,7 @@ def _add_failure(run: LiveRun, out: dict[str, Any]) -> None:
         _add_round(run, out, key, failure)
         return
     if retried and run.steps[key].status == READY:
-        out["status"] = "schema_failed" if failure.get("kind") in ("schema", "output") else "ensure_failed"
+        out["status"] = "schema_failed" if failure.get("kind") in SHAPE_KINDS else "ensure_failed"
         out.update(dispatch_entry(run, key))
     out["failed_step"] = key
     out["violations"] = failure.get("violations", [])

@@ -136,27 +136,23 @@ def step_done(run: LiveRun, key: str, result: Any, token: Any, failure: Any = No
     """Settle a reported result (or ``failure``). ``rejected`` is the engine's own failure of the
     report, decided before reading it (see :func:`unstorable`): the attempt fails with it, as it
     does when the result is too large to keep (:func:`~lockgate.engine.textargs.oversize_result`),
-    which is then neither checked nor kept. A failure's text is kept cut to its limit."""
+    which is then neither checked nor kept, or the agent reported a failure
+    (:func:`reported_attempt`). A failure's text is kept cut to its limit. The usage settles
+    first, whatever the outcome (semantics §6.4 steps 2-4)."""
     st = check_report(run, key, token, result, failure)
-    if failure is not None:
-        failure = reported_failure(failure)
-    elif rejected is None:
-        rejected = oversize_result(result)
+    if rejected is None:
+        rejected = oversize_result(result) if failure is None else reported_attempt(reported_failure(failure))
     if st.parked is not None:
         st.parked = None
         run.touch(st)
     loc = run.locate(key)
     if loc.index is not None:
-        fanout.item_result(run, loc, st, result, failure, usage, rejected)
+        fanout.item_result(run, loc, st, result, usage, rejected)
         return
     if usage is not None and not _settle_usage(run, loc, st, usage):
         return
     if rejected is not None:
         fail_attempt(run, loc, st, rejected, usage=usage)
-        return
-    if failure is not None:
-        fail_attempt(run, loc, st, {"kind": "reported", "reason": f"agent reported failure: {failure}",
-                                    "violations": []}, usage=usage)
         return
     scope, cstep = loc.scope, loc.cstep
     inputs = run.scope_input(scope)
@@ -181,6 +177,20 @@ def step_done(run: LiveRun, key: str, result: Any, token: Any, failure: Any = No
         record["usage"] = usage
     st.attempts.append(record)
     succeed(run, loc, st, result)
+
+
+def reported_attempt(failure: Any) -> dict[str, Any]:
+    """The failure of an attempt the agent reported it could not do (``failure``: its text as
+    kept, see :func:`~lockgate.engine.textargs.reported_failure`). Its violation says so, as
+    every failed attempt's does, so that what reads a retry's ``violations`` learns why; it
+    holds the message alone, without a Python agent's frames, which views show apart."""
+    reason = f"agent reported failure: {failure}"
+    message = reason
+    if "\n" in message:  # perhaps a Python agent's traceback (the agents package is loaded then)
+        from .agents.python import split_traceback
+
+        message = split_traceback(message)[0]
+    return {"kind": "reported", "reason": reason, "violations": [{"message": message}]}
 
 
 def parked(token: Any, result: Any, failure: Any, usage: Any) -> dict[str, Any]:
@@ -309,10 +319,9 @@ def _settle_usage(run: LiveRun, loc: Located, st: StepState, usage: Any, reporte
     reported = usage if reported is None else reported
     if usage is None:
         return True
-    problem = budget.usage_problem(usage)
-    if problem is not None:
-        fail_attempt(run, loc, st, {"kind": "usage", "reason": f"invalid usage (nothing recorded): {problem}",
-                                    "violations": []})
+    invalid = budget.invalid_usage(usage)
+    if invalid is not None:
+        fail_attempt(run, loc, st, invalid)
         return False
     spend = budget.reported_spend(usage)
     task = st if loc.index is None else run.steps[loc.cstep.id]
@@ -332,8 +341,8 @@ def _settle_usage(run: LiveRun, loc: Located, st: StepState, usage: Any, reporte
         else:
             fail_attempt(run, loc, st, {"kind": "budget", "reason": reason, "violations": []}, usage=reported)
         return False
-    if usage and "dispatches" in usage:
-        fail_attempt(run, loc, st, {"kind": "usage", "reason": "dispatches are engine-accounted; do not report "
-                                    "them in usage (other keys were recorded)", "violations": []}, usage=usage)
+    dispatched = budget.reported_dispatches(usage)
+    if dispatched is not None:
+        fail_attempt(run, loc, st, dispatched, usage=usage)
         return False
     return True

@@ -21,9 +21,11 @@ For non-trivial tasks (several steps, anything with tests or a review), run the 
 3. For each dispatch (`status: execute_step`): do the `task` with your own tools, then call
    `lockgate_step_done` with `run_id`, `step_id`, the dispatch's `token` and a `result` that matches
    `output_schema`, or a `failure` when you cannot do it. Narrate progress in plain English.
-4. On `ensure_failed` or `schema_failed`, read `violations`, fix the work itself and report again
-   with the new `token`. Never fake a result to pass a check. An `execute_step` with `iterated` is
-   the next round of an `iterate` step (its `until` does not hold yet): improve on your last result.
+4. On `ensure_failed` or `schema_failed` your attempt was rejected and the step is dispatched again:
+   read `violations` (`schema_failed`: your report's shape, its `result` or its `usage`;
+   `ensure_failed`: a postcondition, or the `failure` you reported), fix the work itself and report
+   again with the new `token`. Never fake a result to pass a check. An `execute_step` with `iterated`
+   is the next round of an `iterate` step (its `until` does not hold yet): improve on your last result.
 5. On `await_gate`, show the user what the gate reviews and offer the gate's `decisions` (approve /
    revise / kill; revise is left out, and `revise_unavailable` says why, when it would fail the run
    or the gate has no revise target);

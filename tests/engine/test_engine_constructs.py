@@ -380,7 +380,7 @@ def test_usage_within_budget_is_recorded_and_dispatches_are_engine_accounted(eng
     run = first["run_id"]
     retry = engine.step_done(run, "last", {"text": "long enough"}, first["token"],
                              usage={"usd": 0.25, "dispatches": 1})
-    assert retry["status"] == "ensure_failed" and "engine-accounted" in retry["failure"]["reason"]
+    assert retry["status"] == "schema_failed" and "engine-accounted" in retry["failure"]["reason"]
     bad = engine.step_done(run, "last", {"text": "long enough"}, retry["token"], usage={"usd": -1})
     assert "invalid usage" in bad["failure"]["reason"]
     assert engine.audit(run)["spent"] == {"dispatches": 3, "usd": 0.25}
