@@ -27,7 +27,7 @@ from ..errors import (
     StaleToken,
     TakenOver,
 )
-from .admission import Admission, OutstandingLimit
+from .admission import Admission, OutstandingLimit, too_many, where_to_raise
 from .agents.base import AgentResult, timed_execute
 from .dispatches import (
     DISPATCH_STATUSES,
@@ -147,6 +147,9 @@ class Drive:
         self.stale: list[str] = []                          # steps whose result came too late
         self.inbox: asyncio.Queue[Any] = asyncio.Queue()
         self.stopping = False  # set when the run is being stopped: answers start nothing more
+        #: the first step not started for the outstanding limit: then nothing more starts, and
+        #: the drive stops leaving the run resumable once the calls in flight have ended
+        self.held: str | None = None
         self.seen_seq = self._last_seq()
         self.newest = response
 
@@ -160,11 +163,6 @@ class Drive:
             self._say_stopping()
             await self._stop_all()
             self._cancel_run()
-            raise
-        except OutstandingLimit as exc:  # the run cannot go on under these limits: end it
-            self._say_stopping()
-            await self._stop_all()
-            self._cancel_run(str(exc))
             raise
         except BaseException:
             self._say_stopping()
@@ -350,6 +348,8 @@ class Drive:
                 await self._stop_all()
                 return self._finish(current)
             self._schedule(response, current)
+            if self.held is not None and not self.calls and self.inbox.empty():
+                raise self._outstanding_limit()
             if not self.calls and not self.asks and self.inbox.empty():
                 # commands running that this drive did not start: a drive holding the run runs
                 # them (a decision made elsewhere left them to it); one without waits for them,
@@ -406,7 +406,7 @@ class Drive:
                 raise item
             if item is not _WAKE:
                 return item
-            if not self.calls and not self.asks:
+            if self._drained():
                 return self.newest
 
     @staticmethod
@@ -436,19 +436,42 @@ class Drive:
         elif answer is not None:
             try:
                 self._absorb(answer)
-            except Exception as exc:  # e.g. the outstanding limit: the loop raises it
+            except Exception as exc:  # e.g. the store failed: the loop raises it
                 self.inbox.put_nowait(exc)
-        if not self.calls and not self.asks:
+        if self._drained():
             self.inbox.put_nowait(_WAKE)
+
+    def _drained(self) -> bool:
+        """Whether the loop should look at the run again: nothing left in flight, or no agent
+        call or command left once the outstanding limit held work back (a gate question is no
+        reason to stay: the gate waits for a decision in the store all the same)."""
+        return not self.calls and (not self.asks or self.held is not None)
+
+    def _admit(self, step_id: str) -> bool:
+        """Reserve a place for ``step_id``'s call under ``max_outstanding``; False once one was
+        refused (:attr:`held`): the drive starts nothing more, lets its calls in flight end and
+        report (nothing done is lost), then stops leaving the run resumable."""
+        if self.held is None and self.admission.reserve():
+            return True
+        self.held = self.held or step_id
+        return False
+
+    def _outstanding_limit(self) -> OutstandingLimit:
+        """The error the drive stops with after :meth:`_admit` refused a call: what was held back,
+        and how to go on (raise the limit, then resume the run, which starts the same work)."""
+        settings = self.runner.settings
+        return OutstandingLimit(
+            f"run {self.run_id}: starting {self.held!r} would make {too_many(settings)}, so no more were "
+            "started; the run is left as it was, resumable, with what was done kept. To go on, "
+            f"{where_to_raise(settings, self.runner.config.path)}, then: {self.runner.resume_hint(self.run_id)}")
 
     # --- agent calls ---------------------------------------------------------------------------
 
     def _schedule_dispatches(self, response: dict[str, Any]) -> None:
         for entry in dispatch_entries(response):
             token = entry.get("token")
-            if not token or token in self.calls or token in self.finished:
+            if not token or token in self.calls or token in self.finished or not self._admit(entry["step_id"]):
                 continue
-            self.admission.reserve(self.run_id, entry["step_id"])
             self.calls[token] = asyncio.ensure_future(self._call(token, partial(self._dispatch, entry), admitted=True))
 
     async def _call(self, token: str, work: Callable[[], Awaitable[Any]], *, admitted: bool = False) -> None:
@@ -537,8 +560,7 @@ class Drive:
         each as a task beside the agent calls, within the same limits."""
         for call in calls:
             token = call["token"]
-            if token not in self.calls and token not in self.finished:
-                self.admission.reserve(self.run_id, call["step_id"])
+            if token not in self.calls and token not in self.finished and self._admit(call["step_id"]):
                 self.calls[token] = asyncio.ensure_future(self._call(token, partial(self._evaluate, call),
                                                                      admitted=True))
 
@@ -585,6 +607,8 @@ class Drive:
     def _schedule_gates(self, response: dict[str, Any]) -> None:
         gates = waiting_gates(response)
         self._forget_gone({g.get("token") for g in gates})
+        if self.held is not None:  # stopping at the limit: a gate asked now would be left at once
+            return
         for gate in gates:
             token = gate.get("token")
             if token and token not in self.asks and token not in self.unanswered:
@@ -767,18 +791,16 @@ class Drive:
         self.calls.clear()
         self.asks.clear()
 
-    def _cancel_run(self, why: str | None = None) -> None:
-        """Record the run cancelled in the store; ``why`` (the limit that stopped it) is the
-        reason of its ``flow_cancelled`` event and the message of its ``run_finished``."""
-        if not self.run_id or (why is None and self.runner.detached):
+    def _cancel_run(self) -> None:
+        """Record the run cancelled in the store (its driving was cancelled), unless the runner
+        is detached (Ctrl-C of ``lockgate run``: the run is left resumable)."""
+        if not self.run_id or self.runner.detached:
             return
-        reason = {"reason": why} if why else {}
         try:  # a cancel evaluates no ensure: no judge, so no need to await anything
-            response = self._note(retry_conflicts(lambda: self.engine.cancel(self.run_id, **reason)))
+            response = self._note(retry_conflicts(lambda: self.engine.cancel(self.run_id)))
         except EngineError:
             return
-        response = response if isinstance(response, dict) else {"status": "cancelled"}
-        self._finish({**response, "message": why} if why else response)
+        self._finish(response if isinstance(response, dict) else {"status": "cancelled"})
 
     def _finish(self, response: dict[str, Any]) -> RunResult:
         status = str(response.get("status"))

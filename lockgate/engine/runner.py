@@ -7,10 +7,13 @@ for gate decisions, and returns when the run is complete, failed, killed or canc
 only waits at gates nobody answered (status ``await_gate``).
 
 Limits: at most ``max_running`` agent calls run at once (default 10); at most
-``max_outstanding`` may be running or queued (default 100): a run that would exceed it stops with a
-:class:`~lockgate.errors.RunnerError` instead of queueing without bound, and is recorded cancelled
-in the store (its calls stopped), so it does not look alive or resumable. Fanout ``concurrency``
-is enforced by the engine, which issues no more items than that at once.
+``max_outstanding`` may be running or queued (default 100): beyond it a clear
+:class:`~lockgate.errors.RunnerError` instead of queueing without bound, losing nothing. A run
+whose first steps alone pass it (a fanout over an input wider than the limit) is refused before it
+is planned; one that reaches it later starts no more calls, lets those in flight end and report,
+and is left resumable: raise the limit, then resume it (see :mod:`.admission`). Both limits are
+positive integers (a RunnerError before anything is stored). Fanout ``concurrency`` is enforced by
+the engine, which issues no more items than that at once.
 
 Cancelling the task running :func:`run` cancels every agent call (their processes are killed),
 records the run as cancelled and re-raises. A run cancelled by another process (``lockgate
@@ -51,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, RunnerError
-from .admission import Admission
+from .admission import Admission, check_start
 from .agentorigin import missing_agents, module_of, names_of, record_of
 from .agentorigin import refusal as agents_refusal
 from .agents import Agent, preflight
@@ -155,6 +158,8 @@ class Runner:
                     flow: str | None = None) -> RunResult:
         spec = as_spec(spec)
         check_inputs(spec, inputs, flow)  # the inputs first: a mistake there is the cheaper one to fix
+        if getattr(self.engine, "dispatcher", None) is None:  # one runs fanout items itself, past admission
+            check_start(spec, flow, inputs, self.settings, self.config.path)
         await self._ready_for(spec, flow)
         driver = self._new_driver()  # claimed as the run is planned (see drivers)
         claim = {"driver": driver} if driver is not None else {}
@@ -279,6 +284,25 @@ class Runner:
         if isinstance(self._judge_choice, str):
             return self._judge_choice not in given
         return self._judge_choice is None and getattr(self.engine, "judge", None) is None
+
+    def resume_hint(self, run_id: str) -> str:
+        """How to continue run ``run_id`` once its drive stopped: ``lockgate run --resume`` with
+        what this runner was given that a resume must repeat (the ``--agents`` module, a judge
+        by name, a configuration file chosen), or, for agents given in Python, ``resume``."""
+        module = module_of(self._agents_module)
+        if _in_memory(getattr(self.engine, "store", None)):
+            return (f"lockgate.resume({run_id!r}, engine=..., max_outstanding=...) in this process, on the same "
+                    "engine, with the same agents (its store keeps runs in memory only)")
+        if module is None and names_of(self._agents_module):
+            return f"lockgate.resume({run_id!r}, agents=..., max_outstanding=...) with the same agents"
+        words = ["lockgate", "run", "--resume", run_id]
+        if module is not None:
+            words += ["--agents", module]
+        if isinstance(self._judge_choice, str):
+            words += ["--judge", self._judge_choice]
+        if self.config_chosen and self.config.path:
+            words += ["--config", str(self.config.path)]
+        return shlex.join(words)
 
     def _config_file(self) -> str:
         """The configuration file this runner resolves agents with, resolved; ``""`` for none."""
@@ -500,17 +524,36 @@ def make_runner(*, engine: Any = None, store: Any = None,
     """A Runner over ``engine`` (or a new Engine on ``store``) with limits applied; the other
     options (``agents``, ``registry``, ``gates``, ``on_event``, ``judge``, ``evaluator``) go to
     :class:`Runner`."""
+    _check_limit("max_running", max_running)  # before anything is opened or stored
+    _check_limit("max_outstanding", max_outstanding)
     options.setdefault("config_chosen", config is not None)  # found here: not chosen on purpose
     config = config if config is not None else load_config(start=workspace)
-    if engine is None:
-        engine = _engine(store, workspace)
     base = config.runner
-    settings = RunnerSettings(max_running=max_running or base.max_running,
-                              max_outstanding=max_outstanding or base.max_outstanding)
+    settings = RunnerSettings(max_running=base.max_running if max_running is None else max_running,
+                              max_outstanding=base.max_outstanding if max_outstanding is None else max_outstanding)
     if settings.max_outstanding < settings.max_running:
         raise RunnerError(f"max_outstanding ({settings.max_outstanding}) must be at least "
                           f"max_running ({settings.max_running})")
+    if engine is None:
+        engine = _engine(store, workspace)
     return Runner(engine, config=config, settings=settings, workspace=workspace, **options)
+
+
+def _check_limit(name: str, value: Any) -> None:
+    """A limit given in Python is None (lockgate.toml's ``[runner]``, else the default) or an
+    integer >= 1: 0 or 2.5 would otherwise be taken as no limit, and -1 fail once the run is
+    stored, with nobody driving it."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise RunnerError(f"{name}= must be an integer >= 1 (or None: [runner] {name} of lockgate.toml, "
+                          f"else the default), got {value!r}")
+
+
+def _in_memory(store: Any) -> bool:
+    """Whether ``store`` keeps its runs only in this process (a memory store, SQLite's
+    ``:memory:``): no command run later can resume them."""
+    from .store import MemoryStore, SQLiteStore
+
+    return isinstance(store, MemoryStore) or (isinstance(store, SQLiteStore) and str(store.path) == ":memory:")
 
 
 def _engine(store: Any, workspace: Any) -> Any:

@@ -1,6 +1,6 @@
-"""How a run driven by the runner stops: the outstanding limit ends it in the store, a judge
-pending when the run is cancelled is cancelled with it, and a run stopping on a shared Runner
-cancels its own calls of an agent (through ``agent.cancel``) and no other run's."""
+"""How a run driven by the runner stops: the outstanding limit refuses it before it is stored, a
+judge pending when the run is cancelled is cancelled with it, and a run stopping on a shared
+Runner cancels its own calls of an agent (through ``agent.cancel``) and no other run's."""
 
 from __future__ import annotations
 
@@ -25,13 +25,15 @@ from lockgate.engine.agents.base import cancels_by_run
 from lockgate.engine.engine import Engine
 from lockgate.engine.runner import make_runner, run
 from lockgate.engine.store import open_store
-from lockgate.errors import EngineError, RunnerError
+from lockgate.errors import RunnerError
 
 GUARD = 30  # seconds: only a bound for a broken runner, never a pace
 
 
 @pytest.mark.parametrize("backend", ["memory", "sqlite"])
-async def test_the_outstanding_limit_ends_the_run_cancelled_in_the_store(backend, tmp_path):
+async def test_the_outstanding_limit_refuses_a_run_certain_to_pass_it_before_storing_it(backend, tmp_path):
+    """A fanout over an input that starts more calls at once than max_outstanding allows is
+    refused before the run is planned (it was cancelled after planning before review s11)."""
     def engine() -> Engine:
         return Engine(store=open_store("memory" if backend == "memory" else tmp_path / "runs.db"))
 
@@ -45,16 +47,10 @@ async def test_the_outstanding_limit_ends_the_run_cancelled_in_the_store(backend
         await asyncio.wait_for(run(fan_spec(concurrency=5), {"items": list("abcde")},
                                    agents={"worker": worker, "finisher": FINISH}, engine=first,
                                    max_running=1, max_outstanding=3, on_event=events.append), GUARD)
-    run_id = events[0].run_id
-    finished = events[-1]
-    assert finished.kind == "run_finished" and finished.status == "cancelled"
-    assert "more than max_outstanding = 3" in finished.message
+    assert events == []
     seen = first if backend == "memory" else engine()  # SQLite: what another process reads
-    assert seen.status(run_id)["status"] == "cancelled"
-    assert [r["status"] for r in seen.runs()] == ["cancelled"]
-    with pytest.raises(EngineError, match="is cancelled"):
-        seen.resume(run_id)
-    assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []  # calls stopped
+    assert seen.runs() == []
+    assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []  # nothing started
 
 
 class NeverJudge:
