@@ -74,23 +74,34 @@ def _consider(run: LiveRun, loc: Located, st: StepState) -> None:
         return
     if cstep.routed_only and st.routed is None:
         if all(run.steps[scope.prefix + r].status in TERMINAL for r in (*cstep.fail_routers, *cstep.gate_routers)):
-            skip(run, scope, cstep, st, "no route to this step was taken")
+            skip(run, scope, cstep, st, "no route to this step was taken", _taken_instead(run, scope, cstep))
         return
     prefix = scope.prefix
     steps = run.steps
     recovered = None
+    untaken = None
     for dep in cstep.deps:
-        status = steps[prefix + dep].status
+        dst = steps[prefix + dep]
+        status = dst.status
         if status not in SATISFIED:
             target = scope.flow.steps[dep].step.on_fail if status == FAILED else None
             if target:
                 if target != cstep.id and target not in cstep.deps:
-                    recovered = dep
+                    recovered = [*(recovered or ()), dep]
                 continue
             return
+        if dst.untaken is not None:
+            untaken = [*(untaken or ()), dep]
     if recovered is not None:
-        skip(run, scope, cstep, st, f"dependency {recovered} failed and was routed to its on_fail step")
+        targets = [scope.flow.steps[dep].step.on_fail or "" for dep in recovered]
+        skip(run, scope, cstep, st, f"dependency {recovered[0]} failed and was routed to its on_fail step",
+             list(dict.fromkeys(targets)))
         return
+    if untaken is not None:
+        cut = untaken_by(run, scope, cstep, untaken)
+        if cut is not None:
+            skip(run, scope, cstep, st, f"dependency {cut[0]} is on a branch not taken", cut[1])
+            return
     if cstep.when is not None:
         why = _when_skips(run, scope, cstep)
         if why is not None:
@@ -110,6 +121,37 @@ def _consider(run: LiveRun, loc: Located, st: StepState) -> None:
         subflows.start_subflow(run, loc, st)
     elif kind == "evaluate":
         evaluate.start(run, loc, st)
+
+
+def _taken_instead(run: LiveRun, scope: Scope, cstep: CStep) -> list[str]:
+    """The steps taken instead of ``cstep``, a route target no route went to: each of its
+    ``on_fail`` routers, which did not fail (or what was taken instead of it, when it is on a
+    branch not taken itself), and the other targets of its gates."""
+    taken: list[str] = []
+    for router in cstep.fail_routers:
+        untaken = run.steps[scope.prefix + router].untaken
+        taken.extend(untaken if untaken is not None else (router,))
+    for router in cstep.gate_routers:
+        gate = scope.flow.steps[router].step.gate
+        taken.extend(t for t in (gate.on_approve, gate.on_kill) if t and t != cstep.id)  # type: ignore[union-attr]
+    return list(dict.fromkeys(taken))
+
+
+def untaken_by(run: LiveRun, scope: Scope, cstep: CStep, untaken: list[str]) -> tuple[str, list[str]] | None:
+    """Whether ``cstep``, whose dependencies ``untaken`` were skipped on branches not taken, is
+    on such a branch too: (the first of them it does not join, the steps taken instead), or
+    None. A step joins a branch not taken when it also waits on the branch taken instead: on a
+    step that ran (or that its ``when`` skipped) after, or being, a step taken instead (the
+    source document's ``publish: after: [verify, recover]``). A skipped step otherwise releases
+    its dependents (semantics §6.6), so without this a route would skip only the first step
+    of the branch it did not take, and run the rest of it."""
+    steps, prefix, flow = run.steps, scope.prefix, scope.flow
+    ran = [dep for dep in cstep.deps if steps[prefix + dep].status in SATISFIED and steps[prefix + dep].untaken is None]
+    cut = [dep for dep in untaken
+           if not any(flow.upstream(live).intersection(steps[prefix + dep].untaken or ()) for live in ran)]
+    if not cut:
+        return None
+    return cut[0], list(dict.fromkeys(t for dep in cut for t in steps[prefix + dep].untaken or ()))
 
 
 def _when_skips(run: LiveRun, scope: Scope, cstep: CStep) -> str | None:
@@ -313,7 +355,11 @@ def succeed(run: LiveRun, loc: Located, st: StepState, output: Any) -> None:
     notify(run, loc, st)
 
 
-def skip(run: LiveRun, scope: Scope, cstep: CStep, st: StepState, reason: str) -> None:
+def skip(run: LiveRun, scope: Scope, cstep: CStep, st: StepState, reason: str,
+         untaken: list[str] | None = None) -> None:
+    """Skip ``st`` for ``reason``; ``untaken``: it is on a branch not taken, these steps were
+    taken instead (see :func:`untaken_by`)."""
+    st.untaken = untaken
     run.set_status(st, SKIPPED)
     run.event("skipped", st.key, reason=reason)
     notify(run, Located(scope, cstep), st)

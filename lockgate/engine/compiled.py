@@ -111,6 +111,22 @@ class CFlow:
         self.output_contract = flow.output.contract if flow.output else None
         self.budget = dict(flow.budget.limits()) if flow.budget else {}
         self.carry_sources = _carry_sources(flow)
+        self._upstream: dict[str, frozenset[str]] = {}
+
+    def upstream(self, step_id: str) -> frozenset[str]:
+        """``step_id`` and every step it waits on, directly or through others (``after`` and
+        references): the steps whose branch it is on."""
+        found = self._upstream.get(step_id)
+        if found is None:
+            seen = {step_id}
+            stack = [step_id]
+            while stack:
+                for dep in self.steps[stack.pop()].deps:
+                    if dep not in seen:
+                        seen.add(dep)
+                        stack.append(dep)
+            found = self._upstream[step_id] = frozenset(seen)
+        return found
 
     def reset_closure(self, target: str) -> list[str]:
         """The target plus every step reachable from it by dependency or on_fail/approve/kill

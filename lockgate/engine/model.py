@@ -61,7 +61,9 @@ class StepState:
     reported for the current issuance while a judge is asked about it (``{token, result,
     failure, usage}``), so a crash before the verdict loses nothing reported. ``revision`` is set on every step a
     gate's revise reset (``{gate, note, round}``) until its next reset, so its re-dispatch carries
-    the gate's note.
+    the gate's note. ``untaken`` marks a step skipped because its branch was not taken (a route
+    went elsewhere) with the steps that were taken instead: its dependents are skipped in turn
+    unless they also wait on one of those (see :func:`lockgate.engine.advance.untaken_by`).
     """
 
     key: str
@@ -95,6 +97,7 @@ class StepState:
     command_input: Any = UNDEFINED
     parked: dict[str, Any] | None = None
     dropped: bool = False
+    untaken: list[str] | None = None
 
     def held_for(self, token: Any) -> dict[str, Any] | None:
         """What is held on this step for issuance ``token`` (a reported result or a gate decision
@@ -163,6 +166,8 @@ class StepState:
             out["parked"] = self.parked
         if self.dropped:
             out["dropped"] = True
+        if self.untaken is not None:
+            out["untaken"] = self.untaken
         return out
 
     @classmethod
@@ -198,6 +203,7 @@ class StepState:
         self.rounds = 0
         self.command_input = UNDEFINED
         self.parked = None
+        self.untaken = None
 
 
 _FIELD_NAMES = frozenset(f.name for f in fields(StepState))
@@ -289,6 +295,7 @@ STEP_SHAPE = Shape("a step record", {
     "finished_at": (*_NUMBER, _NONE), "decisions": (list, _NONE), "fan": (dict, _NONE),
     "index": (int, _NONE), "stage": int, "stage_attempts": int, "worktree": (str, _NONE),
     "patch": (str, _NONE), "revision": (dict, _NONE), "rounds": int, "parked": (dict, _NONE), "dropped": bool,
+    "untaken": (list, _NONE),
 }, ("key",), STEP_STATUSES)
 HEADER_SHAPE = Shape("a run header", {
     "id": str, "flow": str, "status": str, "workspace": (str, _NONE), "digest": str,

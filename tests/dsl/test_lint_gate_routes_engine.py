@@ -142,7 +142,7 @@ def test_a_kill_route_releases_the_gates_dependents_in_a_subflow():
 def test_split_routes_skip_the_branch_not_taken_as_lg908_says(place):
     text = place(_body("a", "k", _set("a") + _set("k")))
     (message,) = lint(text)["LG908"]
-    assert "Lockgate skips the step not taken" in message and "reference engine" in message
+    assert "Lockgate skips the branch not taken" in message and "reference engine" in message
     for decision, taken, skipped in (("approve", "a", "k"), ("kill", "k", "a")):
         status, steps = decide(text, decision)
         assert (status, steps[taken], steps[skipped]) == ("complete", "succeeded", "skipped")

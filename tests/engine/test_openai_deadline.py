@@ -137,7 +137,8 @@ async def test_retry_after_longer_than_max_backoff_is_honoured(server):
 
 
 async def test_retry_after_as_an_http_date_is_honoured(server):
-    when = email.utils.formatdate(time.time() + 2, usegmt=True)  # whole seconds: 1 to 2 s away
+    when = email.utils.formatdate(time.time() + 3, usegmt=True)  # whole seconds: 2 to 3 s away, so a
+    # loaded machine taking a second to send the first request still leaves at least 1 s to wait
     server.replies.extend([error(503, "busy", headers={"Retry-After": when}), Reply()])
     result = await agent(server, max_retries=2, timeout=20).execute(task())
     assert result.output == {"title": "t"}

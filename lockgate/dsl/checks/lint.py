@@ -127,7 +127,8 @@ def _undeclared_names(spec: Spec) -> set[str]:
 # -- LG902, LG908 ----------------------------------------------------------------------------
 #
 # What the engine does with gate routes (lockgate/engine/gates.py, advance.py): a route target
-# the gate did not route to is skipped, so both branches of a gate settle; a null on_approve
+# the gate did not route to is skipped with the steps after it that do not also wait on the
+# branch taken (advance.untaken_by), so both branches of a gate settle; a null on_approve
 # completes only the gate at the root (its dependents run), but completes the whole subflow
 # inside one (semantics §6.7), so there the gate's dependents run only if a kill route releases
 # them. A null on_kill fails the run (or the run step) either way.
@@ -221,7 +222,8 @@ def split_gate_routes(flow: Flow) -> Iterator[Finding]:
         yield Finding(
             "LG908",
             f"gate '{step.id}' approves to '{gate.on_approve}' and kills to '{gate.on_kill}': "
-            f"Lockgate skips the step not taken; the reference engine would leave it pending and "
+            f"Lockgate skips the branch not taken (the step and what follows it only); the reference engine "
+            f"would leave it pending and "
             f"stop with no runnable steps",
             (*gate.at, "on_kill"),
             hint="for a spec that also runs on the reference engine, route approve and kill to "
