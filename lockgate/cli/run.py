@@ -219,6 +219,7 @@ def _python_resume(run_id: str, holder: Any, origin: Any, names: list[str], opti
 def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow: str | None,
          options: Options, no_prompt: bool, resume_id: str | None, take_over: bool = False) -> int:
     from ..engine.agentorigin import record_of
+    from ..engine.admission import OutstandingLimit
     from ..engine.agents.config import ProjectConfig, find_config, load_config
     from ..engine.engine import Engine
     from ..engine.flowneeds import as_spec
@@ -284,6 +285,15 @@ def _run(spec: str | None, pairs: tuple[str, ...], inputs_file: str | None, flow
     except KeyboardInterrupt:
         _report_interrupted(engine, runner.run_ids[-1] if runner.run_ids else resume_id, options)
         return EXIT_INTERRUPTED
+    except OutstandingLimit as limit:  # the drive stopped: the resume command with this command's options
+        if limit.run_id is None:
+            raise
+        if options.in_memory:
+            click.echo(f"error: {limit.stopped}", err=True)
+            click.echo(options.lost(limit.run_id, "stopped"), err=True)
+        else:
+            click.echo(f"error: {limit.stopped}, then: {options.resume(limit.run_id)}", err=True)
+        return EXIT_FAILED
     except RunDriven as driven:  # reported here: the engine tells which of the run's agents a resume needs
         _report_driven(driven, options, engine)
         return EXIT_ELSEWHERE

@@ -22,7 +22,14 @@ from .agents.config import RunnerSettings
 
 class OutstandingLimit(RunnerError):
     """More agent calls would be outstanding than ``max_outstanding`` allows: the run was refused
-    before it started, or its drive stopped leaving it resumable under a higher limit."""
+    before it started, or its drive stopped leaving it resumable under a higher limit. Then
+    ``run_id`` names the run and ``stopped`` says what happened without the resume command
+    (a surface that knows the options the run was given, the CLI's ``--store``, says its own)."""
+
+    def __init__(self, message: str, *, run_id: str | None = None, stopped: str | None = None) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.stopped = stopped or message
 
 
 def too_many(settings: RunnerSettings) -> str:

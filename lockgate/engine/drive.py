@@ -460,10 +460,11 @@ class Drive:
         """The error the drive stops with after :meth:`_admit` refused a call: what was held back,
         and how to go on (raise the limit, then resume the run, which starts the same work)."""
         settings = self.runner.settings
-        return OutstandingLimit(
-            f"run {self.run_id}: starting {self.held!r} would make {too_many(settings)}, so no more were "
-            "started; the run is left as it was, resumable, with what was done kept. To go on, "
-            f"{where_to_raise(settings, self.runner.config.path)}, then: {self.runner.resume_hint(self.run_id)}")
+        stopped = (f"run {self.run_id}: starting {self.held!r} would make {too_many(settings)}, so no more were "
+                   "started; the run is left as it was, resumable, with what was done kept. To go on, "
+                   f"{where_to_raise(settings, self.runner.config.path)}")
+        return OutstandingLimit(f"{stopped}, then: {self.runner.resume_hint(self.run_id)}", run_id=self.run_id,
+                                stopped=stopped)
 
     # --- agent calls ---------------------------------------------------------------------------
 

@@ -249,3 +249,24 @@ def test_limits_not_given_are_the_configuration_s(tmp_path):
     assert (runner.settings.max_running, runner.settings.max_outstanding) == (3, 7)
     runner = make_runner(store="memory", workspace=tmp_path, max_running=1)
     assert (runner.settings.max_running, runner.settings.max_outstanding) == (1, 7)
+
+
+def test_the_cli_resume_command_names_the_store_the_run_is_in(tmp_path):
+    """Run with ``--store``: the resume command the error prints names that store (the runner
+    does not know it; the CLI says its own command), and it completes the run."""
+    (tmp_path / "spec.stratum.yaml").write_text(LISTED)
+    (tmp_path / "lister.py").write_text(
+        "import json, sys\njson.load(sys.stdin)\nprint(json.dumps({'items': [f'i{k}' for k in range(6)]}))\n")
+    (tmp_path / "worker.py").write_text(
+        "import json, sys\nt = json.load(sys.stdin)\nprint(json.dumps({'name': t['prompt'].split()[-1]}))\n")
+    agents = ('[agents.lister]\ntype = "command"\ncommand = ["python3", "lister.py"]\n'
+              '[agents.worker]\ntype = "command"\ncommand = ["python3", "worker.py"]\n')
+    config = tmp_path / "lockgate.toml"
+    config.write_text(agents + "[runner]\nmax_running = 2\nmax_outstanding = 2\n")
+    first = _cli(tmp_path, "run", "spec.stratum.yaml", "--input", "n=6", "--no-prompt", "--store", "elsewhere.db")
+    assert first.returncode == 1, first.stderr
+    command = first.stderr.strip().splitlines()[-1].rsplit("then: ", 1)[1]
+    assert command.startswith("lockgate run --resume ") and command.endswith("--store elsewhere.db"), command
+    config.write_text(agents + "[runner]\nmax_running = 2\nmax_outstanding = 10\n")
+    second = _cli(tmp_path, *shlex.split(command)[1:], "--no-prompt")
+    assert second.returncode == 0, second.stderr
