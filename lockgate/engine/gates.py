@@ -257,8 +257,11 @@ def reset_region(run: LiveRun, scope: Scope, target: str, revision: dict[str, An
         keep = st.iterations if cstep.kind == "gate" else 0
         decisions = st.decisions
         routed = st.routed if st.routed is not None and st.routed.get("from") not in inside else None
+        ended = st.round_summary()
         run.set_status(st, "pending")
         st.reset()
+        if ended is not None:
+            st.history = [*(st.history or ()), ended]
         st.iterations = keep
         st.decisions = decisions
         st.routed = routed

@@ -64,6 +64,7 @@ class StepState:
     the gate's note. ``untaken`` marks a step skipped because its branch was not taken (a route
     went elsewhere) with the steps that were taken instead: its dependents are skipped in turn
     unless they also wait on one of those (see :func:`lockgate.engine.advance.untaken_by`).
+    ``history`` keeps a :meth:`round_summary` of each round a revise ended.
     """
 
     key: str
@@ -98,6 +99,7 @@ class StepState:
     parked: dict[str, Any] | None = None
     dropped: bool = False
     untaken: list[str] | None = None
+    history: list[dict[str, Any]] | None = None
 
     def held_for(self, token: Any) -> dict[str, Any] | None:
         """What is held on this step for issuance ``token`` (a reported result or a gate decision
@@ -168,6 +170,8 @@ class StepState:
             out["dropped"] = True
         if self.untaken is not None:
             out["untaken"] = self.untaken
+        if self.history:
+            out["history"] = self.history
         return out
 
     @classmethod
@@ -180,6 +184,22 @@ class StepState:
             raise damaged(_step_what(data, key, run_id), f"not the record of that step (its key is {data['key']!r})")
         known = {k: v for k, v in data.items() if k in _FIELD_NAMES}
         return cls(**known)
+
+    def round_summary(self) -> dict[str, Any] | None:
+        """What this step did in the round a gate's revise is about to end, for the trace's
+        ``earlier_rounds`` (its attempts' results stay in the audit events): its epoch, status,
+        attempts, last failure, spend and the revise that started that round; None when it
+        never started in it."""
+        if self.status == PENDING and not self.attempts:
+            return None
+        out: dict[str, Any] = {"epoch": self.epoch, "status": self.status, "attempts": len(self.attempts)}
+        if self.failure is not None:
+            out["failure"] = self.failure
+        if self.spent:
+            out["spent"] = dict(self.spent)
+        if self.revision is not None:
+            out["revision"] = self.revision
+        return out
 
     def reset(self) -> None:
         """Back to ``pending`` for a new epoch (a gate revise reset); keeps ``spent`` history out."""
@@ -295,7 +315,7 @@ STEP_SHAPE = Shape("a step record", {
     "finished_at": (*_NUMBER, _NONE), "decisions": (list, _NONE), "fan": (dict, _NONE),
     "index": (int, _NONE), "stage": int, "stage_attempts": int, "worktree": (str, _NONE),
     "patch": (str, _NONE), "revision": (dict, _NONE), "rounds": int, "parked": (dict, _NONE), "dropped": bool,
-    "untaken": (list, _NONE),
+    "untaken": (list, _NONE), "history": (list, _NONE),
 }, ("key",), STEP_STATUSES)
 HEADER_SHAPE = Shape("a run header", {
     "id": str, "flow": str, "status": str, "workspace": (str, _NONE), "digest": str,

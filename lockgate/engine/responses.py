@@ -324,6 +324,9 @@ def trace(run: LiveRun) -> list[dict[str, Any]]:
 
 
 def trace_entry(run: LiveRun, st: StepState) -> dict[str, Any]:
+    """``st`` in the trace: its status, attempts, output or failure and spend in the current
+    round; after a gate's revise, the ``round`` that reset it and what it did in each round
+    before (``earlier_rounds``)."""
     loc = run.locate(st.key)
     entry: dict[str, Any] = {"step_id": st.key, "kind": "fanout_item" if loc.index is not None else loc.cstep.kind,
                              "status": st.status, "attempts": len(st.attempts), "epoch": st.epoch}
@@ -341,6 +344,10 @@ def trace_entry(run: LiveRun, st: StepState) -> dict[str, Any]:
         entry["spent"] = st.spent
     if st.status == WAITING_GATE or st.status == READY:
         entry["token"] = st.token
+    if st.revision is not None:
+        entry["round"] = st.revision.get("round")
+    if st.history:
+        entry["earlier_rounds"] = st.history
     return entry
 
 
