@@ -78,29 +78,26 @@ def _consider(run: LiveRun, loc: Located, st: StepState) -> None:
         return
     prefix = scope.prefix
     steps = run.steps
-    recovered = None
-    untaken = None
+    untaken = None  # (dependency, the steps taken instead of it) for each on a branch not taken
     for dep in cstep.deps:
         dst = steps[prefix + dep]
         status = dst.status
         if status not in SATISFIED:
             target = scope.flow.steps[dep].step.on_fail if status == FAILED else None
-            if target:
-                if target != cstep.id and target not in cstep.deps:
-                    recovered = [*(recovered or ()), dep]
-                continue
-            return
+            if not target:
+                return
+            if target != cstep.id:  # the failed step's own branch: its on_fail target was taken instead
+                untaken = [*(untaken or ()), (dep, [target])]
+            continue
         if dst.untaken is not None:
-            untaken = [*(untaken or ()), dep]
-    if recovered is not None:
-        targets = [scope.flow.steps[dep].step.on_fail or "" for dep in recovered]
-        skip(run, scope, cstep, st, f"dependency {recovered[0]} failed and was routed to its on_fail step",
-             list(dict.fromkeys(targets)))
-        return
+            untaken = [*(untaken or ()), (dep, dst.untaken)]
     if untaken is not None:
         cut = untaken_by(run, scope, cstep, untaken)
         if cut is not None:
-            skip(run, scope, cstep, st, f"dependency {cut[0]} is on a branch not taken", cut[1])
+            dep, taken = cut
+            why = ("failed and was routed to its on_fail step" if steps[prefix + dep].status == FAILED
+                   else "is on a branch not taken")
+            skip(run, scope, cstep, st, f"dependency {dep} {why}", taken)
             return
     if cstep.when is not None:
         why = _when_skips(run, scope, cstep)
@@ -123,35 +120,45 @@ def _consider(run: LiveRun, loc: Located, st: StepState) -> None:
         evaluate.start(run, loc, st)
 
 
-def _taken_instead(run: LiveRun, scope: Scope, cstep: CStep) -> list[str]:
-    """The steps taken instead of ``cstep``, a route target no route went to: each of its
-    ``on_fail`` routers, which did not fail (or what was taken instead of it, when it is on a
-    branch not taken itself), and the other targets of its gates."""
+def _taken_instead(run: LiveRun, scope: Scope, cstep: CStep) -> list[str] | None:
+    """What was taken instead of ``cstep``, a route target no route went to, when it is on a
+    branch not taken: the route its gate took (the gate itself for a null ``on_approve``, whose
+    dependents go on), or what was taken instead of a router that is on such a branch itself.
+    None when nothing was: an ``on_fail`` target whose steps did not fail, or whose gate its
+    ``when`` skipped, is skipped as the reference skips it, releasing what follows (§6.3, §6.6)."""
     taken: list[str] = []
-    for router in cstep.fail_routers:
-        untaken = run.steps[scope.prefix + router].untaken
-        taken.extend(untaken if untaken is not None else (router,))
-    for router in cstep.gate_routers:
-        gate = scope.flow.steps[router].step.gate
-        taken.extend(t for t in (gate.on_approve, gate.on_kill) if t and t != cstep.id)  # type: ignore[union-attr]
-    return list(dict.fromkeys(taken))
+    on_branch = False
+    steps, prefix = run.steps, scope.prefix
+    for router in (*cstep.fail_routers, *cstep.gate_routers):
+        rst = steps[prefix + router]
+        if rst.untaken is not None:
+            taken.extend(rst.untaken)
+            on_branch = True
+        elif router in cstep.gate_routers and rst.status != SKIPPED and rst.decisions:
+            gate = scope.flow.steps[router].step.gate
+            chosen = gate.on_approve if rst.decisions[-1]["decision"] == "approve" else gate.on_kill  # type: ignore[union-attr]
+            taken.append(chosen or router)
+            on_branch = True
+    return list(dict.fromkeys(taken)) if on_branch else None
 
 
-def untaken_by(run: LiveRun, scope: Scope, cstep: CStep, untaken: list[str]) -> tuple[str, list[str]] | None:
-    """Whether ``cstep``, whose dependencies ``untaken`` were skipped on branches not taken, is
-    on such a branch too: (the first of them it does not join, the steps taken instead), or
-    None. A step joins a branch not taken when it also waits on the branch taken instead: on a
-    step that ran (or that its ``when`` skipped) after, or being, a step taken instead (the
-    source document's ``publish: after: [verify, recover]``). A skipped step otherwise releases
-    its dependents (semantics §6.6), so without this a route would skip only the first step
-    of the branch it did not take, and run the rest of it."""
+def untaken_by(run: LiveRun, scope: Scope, cstep: CStep,
+               untaken: list[tuple[str, list[str]]]) -> tuple[str, list[str]] | None:
+    """Whether ``cstep`` is on a branch not taken, given its dependencies ``untaken`` that are
+    (each with the steps taken instead of it): (the first of them it does not join, the steps
+    taken instead), or None. Such a dependency is a step that failed and was routed to its
+    ``on_fail`` step, or one skipped on a branch not taken (a gate's route target not taken, and
+    what follows it). A step joins it when it also waits on a step that ran after, or being, a
+    step taken instead (the source document's ``publish: after: [verify, recover]``). Where
+    the reference leaves such a branch pending for ever (semantics §8.12, §8.13), Lockgate
+    skips it, whole: a skip otherwise releases its dependents (§6.6), which would run the rest
+    of the branch."""
     steps, prefix, flow = run.steps, scope.prefix, scope.flow
     ran = [dep for dep in cstep.deps if steps[prefix + dep].status in SATISFIED and steps[prefix + dep].untaken is None]
-    cut = [dep for dep in untaken
-           if not any(flow.upstream(live).intersection(steps[prefix + dep].untaken or ()) for live in ran)]
+    cut = [(dep, taken) for dep, taken in untaken if not any(flow.upstream(live).intersection(taken) for live in ran)]
     if not cut:
         return None
-    return cut[0], list(dict.fromkeys(t for dep in cut for t in steps[prefix + dep].untaken or ()))
+    return cut[0][0], list(dict.fromkeys(t for _, taken in cut for t in taken))
 
 
 def _when_skips(run: LiveRun, scope: Scope, cstep: CStep) -> str | None:

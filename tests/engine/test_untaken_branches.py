@@ -1,12 +1,14 @@
 """A route skips the whole branch it does not take, not just its first step (review s11
 semantics #1, #2).
 
-A step skipped because no route went to it, or because the step it waits on failed and was
-routed to its ``on_fail`` step elsewhere, is on a branch not taken: its dependents are skipped in
-turn, unless they also wait on the branch taken instead (a join, as the source document's
-``publish: after: [verify, recover]``). Before, such a skip released its dependents as a
-``when`` skip does (semantics §6.6): ``deploy`` ran after a failed ``build``, and a killed
-change was announced.
+The steps after a step that failed and was routed to its ``on_fail`` step elsewhere, and a
+gate's route target not taken, are on a branch not taken (the reference leaves them pending for
+ever): Lockgate skips them and what follows, unless a step also waits on the branch taken
+instead (a join, as the source document's ``publish: after: [verify, recover]``). Before, such
+a skip released its dependents as a ``when`` skip does (semantics §6.6): ``deploy`` ran after a
+failed ``build``, and a killed change was announced. An ``on_fail`` target no failure went to
+is skipped as the reference skips it, releasing what follows; so is a gate's target when its
+``when`` skipped the gate (review s11 r2 #1-#4).
 """
 
 from __future__ import annotations
@@ -129,15 +131,63 @@ def test_the_reference_join_after_a_step_and_its_recovery_runs_either_way() -> N
     assert _statuses(engine, run_id)["check"] == "skipped"  # after verify only: on the branch not taken
 
 
-def test_a_join_through_a_later_step_of_the_branch_taken() -> None:
-    """recover (not routed to: verify succeeded) and recover2 after it are skipped; publish waits
-    on recover2 and on check, which ran after verify: it joins the branch taken and runs."""
-    spec = _spec("publish", RECOVERY + _do("publish", "check, recover2") + _do("orphan", "recover2"))
-    engine, run_id, final, agent = _run(spec, {**ALL_OK, "orphan": [_ok("orphan")]})
+def test_an_on_fail_target_no_failure_went_to_is_skipped_as_the_reference_skips_it() -> None:
+    """recover (verify succeeded) is skipped and releases what follows, as in the reference
+    (semantics §6.3 2.1, §6.6; review s11 r2 #4): the reference skips it too, it does not
+    leave it pending, so nothing of Lockgate's own is at stake there."""
+    spec = _spec("publish", RECOVERY + _do("publish", "check, recover2"))
+    engine, run_id, final, agent = _run(spec, ALL_OK)
     assert final["status"] == "complete"
-    assert sorted(agent.calls) == ["check", "publish", "verify"]
-    statuses = _statuses(engine, run_id)
-    assert (statuses["recover"], statuses["recover2"], statuses["orphan"]) == ("skipped",) * 3
+    assert sorted(agent.calls) == ["check", "publish", "recover2", "verify"]
+    assert _statuses(engine, run_id)["recover"] == "skipped"
+
+
+def test_a_join_through_a_later_step_of_the_recovery() -> None:
+    """generate fails to recover; cleanup follows recover; publish waits on generate and
+    cleanup: it joins the recovery through cleanup and runs (review s11 r2 #1)."""
+    steps = (_do("generate", extra="attempts: 1\non_fail: recover") + _do("recover") + _do("cleanup", "recover")
+             + _do("publish", "generate, cleanup"))
+    engine, run_id, final, agent = _run(_spec("publish", steps), {**ALL_OK, "generate": [Fail("no")],
+                                                                  "cleanup": [_ok("cleanup")]})
+    assert final["status"] == "complete"
+    assert agent.calls == ["generate", "recover", "cleanup", "publish"]
+
+
+def test_a_gate_on_a_branch_not_taken_passes_on_what_was_taken_instead() -> None:
+    """build fails to fix; review (after build) is skipped with its routes: publish waits on
+    merge and fix, the step taken instead of the whole build branch, and runs (r2 #2a)."""
+    steps = (_do("build", extra="attempts: 1\non_fail: fix") + _do("fix")
+             + "      - id: review\n        after: [build]\n"
+             "        gate: {on_approve: merge, on_revise: null, on_kill: discard}\n"
+             + _do("merge", "review") + _do("discard", "review") + _do("publish", "merge, fix"))
+    engine, run_id, final, agent = _run(_spec("publish", steps), {**ALL_OK, "build": [Fail("no")],
+                                                                  "fix": [_ok("fix")]})
+    assert final["status"] == "complete"
+    assert agent.calls == ["build", "fix", "publish"]
+
+
+def test_a_gate_its_when_skips_releases_both_routes_as_a_skip_does() -> None:
+    """No decision was made, so no branch was taken or left: final after both routes runs, as
+    before this change and as §6.6 says of a skip (r2 #2b)."""
+    steps = (_do("draft") + "      - id: review\n        after: [draft]\n        when: \"input.topic == 'x'\"\n"
+             "        gate: {on_approve: merge, on_revise: null, on_kill: discard}\n"
+             + _do("merge", "review") + _do("discard", "review") + _do("final", "merge, discard"))
+    engine, run_id, final, agent = _run(_spec("final", steps), {**ALL_OK, "final": [_ok("final")]})
+    assert final["status"] == "complete"
+    assert agent.calls == ["draft", "final"]
+
+
+def test_a_null_approve_takes_the_gates_own_dependents() -> None:
+    """on_approve: null at the root completes the gate and its dependents go on: a step after
+    the gate and its kill target joins them on approve (r2 #3), and on kill."""
+    steps = (_do("draft") + "      - id: review\n        after: [draft]\n"
+             "        gate: {on_approve: null, on_revise: null, on_kill: discard}\n"
+             + _do("discard", "review") + _do("wrapup", "review, discard"))
+    spec = _spec("wrapup", steps)
+    engine, run_id, final, agent = _run(spec, {**ALL_OK, "wrapup": [_ok("wrapup")]}, {"review": ["approve"]})
+    assert final["status"] == "complete" and agent.calls == ["draft", "wrapup"]
+    engine, run_id, final, agent = _run(spec, {**ALL_OK, "wrapup": [_ok("wrapup")]}, {"review": ["kill"]})
+    assert final["status"] == "complete" and agent.calls == ["draft", "discard", "wrapup"]
 
 
 def test_a_branch_not_taken_is_remembered_by_the_store(tmp_path: Path) -> None:
