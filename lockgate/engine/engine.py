@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 from pathlib import Path
@@ -45,6 +45,7 @@ from .model import (
     RUN_CANCELLED,
     RUN_RUNNING,
     SPEC_KEY,
+    WAITING_GATE,
     Header,
     StepState,
     now,
@@ -462,17 +463,25 @@ class Engine:
         return [r.to_dict() for r in self.store.list_runs(status=status, limit=limit)]
 
     def pending_gates(self, limit: int = 100) -> list[dict[str, Any]]:
-        """Every gate waiting for a decision across running runs, with its token. A run that
-        cannot be read (its records were edited or damaged, or it was deleted meanwhile) is left
-        out, not the others with it: ``lockgate show RUN`` says what is wrong with it."""
-        out = []
-        for summary in self.store.list_runs(status=RUN_RUNNING, limit=limit):
+        """The gates waiting for a decision across running runs (newest run first), at most
+        ``limit`` of them, each with its token. ``limit`` counts gates, not runs: most running
+        runs wait at none (a step at work, a run left unfinished), so the running runs are read
+        until ``limit`` gates are found or none are left, each rebuilt only when its records
+        show a gate waiting. A run that cannot be read (its records were edited or damaged, or
+        it was deleted meanwhile) is left out, not the others with it: ``lockgate show RUN``
+        says what is wrong with it."""
+        out: list[dict[str, Any]] = []
+        if limit < 1:
+            return out
+        for summary in _running_runs(self.store):
             try:
-                run = self._get(summary.run_id, fresh=True)
+                run = self._get(summary.run_id, fresh=True) if _at_gate(self.store, summary.run_id) else None
             except (StoreError, EngineError):
                 continue
-            for key in run.waiting:
+            for key in run.waiting if run is not None else ():
                 out.append({"run_id": summary.run_id, "flow": summary.flow, **gate_entry(run, key)})
+                if len(out) == limit:
+                    return out
         return out
 
     def verify(self, run_id: str) -> dict[str, Any]:
@@ -887,3 +896,31 @@ def _task(run_id: str, entry: dict[str, Any]) -> Any:
                 attempt=entry["attempt"], previous_failure=failure.get("reason"),
                 violations=tuple(failure.get("violations", ())), contract=entry["output_contract"],
                 schema=entry["output_schema"], cwd=entry.get("cwd"), inputs=entry.get("inputs") or {})
+
+
+#: How many running runs :meth:`Engine.pending_gates` lists at first (then four times as many).
+RUNS_BATCH = 100
+
+
+def _running_runs(store: Any) -> Iterator[Any]:
+    """The store's running runs, newest first, each once. The store lists a status with a
+    limit (no offset), so the list is asked for again, four times longer, while it comes back
+    full."""
+    seen: set[str] = set()
+    batch = RUNS_BATCH
+    while True:
+        listed = store.list_runs(status=RUN_RUNNING, limit=batch)
+        for summary in listed:
+            if summary.run_id not in seen:
+                seen.add(summary.run_id)
+                yield summary
+        if len(listed) < batch:
+            return
+        batch *= 4
+
+
+def _at_gate(store: Any, run_id: str) -> bool:
+    """Whether a gate of run ``run_id`` waits for a decision, by its stored records (a run is
+    rebuilt, its spec compiled, only when one does)."""
+    return any(isinstance(record, dict) and record.get("status") == WAITING_GATE and not record.get("dropped")
+               for record in store.load_run(run_id).steps.values())
