@@ -14,6 +14,7 @@ from typing import Any
 from ..engine.evaluate import left_behind
 from ..engine.explain import action, commands_words, render, retries, stopping_words
 from ..errors import EngineError, LockgateError, SpecError, StoreError
+from .excerpts import cut_quotes
 from .runners import GONE
 
 MAX_DIAGNOSTICS = 20
@@ -26,10 +27,12 @@ def _stale(detail: dict[str, Any]) -> str:
     if reason == "decided":
         return (f"Another decision ({detail.get('decision')}, by {detail.get('resolved_by')}) was taken first; "
                 "yours was not applied. Call lockgate_status for what the run waits on now.")
-    if reason == "differs":
-        return ("Another report for this dispatch (from another session or server) was accepted first and the "
-                "run went on with it; yours was not applied. There is nothing to redo for this token: "
-                "lockgate_audit's trace shows the accepted output, and lockgate_status the run's current work.")
+    if reason == "differs":  # who sent the first report is not known: maybe this very session
+        return ("An earlier report made with this token (perhaps your own) was accepted and the run went on with "
+                "it; yours was not applied, and a token takes one report. To change the accepted result, have a "
+                "gate that reviews it send it back (revise, with lockgate_gate_resolve), or go back to a "
+                "checkpoint taken before it with lockgate_revert. lockgate_audit's trace shows the accepted "
+                "output, and lockgate_status the run's current work.")
     if reason == "duplicate":
         return ("That result was already accepted; nothing more to do for it. Call lockgate_status for the "
                 "run's current work.")
@@ -73,8 +76,14 @@ _ADVICE: dict[str, Callable[[dict[str, Any]], str]] = {
 }
 
 
-def tool_error(exc: BaseException) -> tuple[str, dict[str, Any]]:
-    """(message, structured detail) of a refused or failed tool call."""
+def tool_error(exc: BaseException, quoting: Any = None) -> tuple[str, dict[str, Any]]:
+    """(message, structured detail) of a refused or failed tool call; the long strings of
+    ``quoting`` (the call's name and arguments) that they quote are cut to an excerpt (see
+    :mod:`lockgate.mcp.excerpts`)."""
+    return cut_quotes(*_tool_error(exc), quoting)
+
+
+def _tool_error(exc: BaseException) -> tuple[str, dict[str, Any]]:
     if isinstance(exc, EngineError):
         data = exc.to_dict()
         hint = _ADVICE.get(exc.error_type, lambda d: "Nothing was changed; see the message.")(dict(exc.detail))

@@ -33,6 +33,9 @@ Args = Mapping[str, Any]
 #: Seconds between looks at whether the process running a run's evaluate commands still lives,
 #: while ``lockgate_status`` waits for their outcome.
 RECHECK_S = 2.0
+#: Seconds a ``lockgate_status`` wait goes without looking whether the client cancelled the call
+#: (the store's wait cannot be interrupted, so it waits in slices this long).
+CANCEL_CHECK_S = 0.2
 
 
 @dataclass
@@ -58,10 +61,40 @@ class ToolContext:
     store_shown: str | None = None
     #: the dead claim last seen on each run, and since when (see :mod:`lockgate.mcp.runners`)
     dead_since: dict[str, tuple[str, float]] = field(default_factory=dict)
+    #: the cancel event of the tool call each worker thread runs (see :meth:`cancelling`)
+    _calls: threading.local = field(default_factory=threading.local, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.engine.around_commands = self.unlocked
         self.engine.around_waits = self.unlocked
+
+    @contextmanager
+    def cancelling(self, cancelled: threading.Event | None) -> Iterator[None]:
+        """The block of one tool call in this thread; ``cancelled`` is set when the client
+        cancels the call, which ends its waits (:meth:`wait_for_change`) early."""
+        self._calls.cancelled = cancelled
+        try:
+            yield
+        finally:
+            del self._calls.cancelled
+
+    def cancelled(self) -> bool:
+        """Whether the client cancelled the tool call running in this thread."""
+        event = getattr(self._calls, "cancelled", None)
+        return event is not None and event.is_set()
+
+    def wait_for_change(self, run_id: str, version: int, timeout: float) -> None:
+        """Wait, outside the lock, until run ``run_id`` moves off ``version``, ``timeout`` seconds
+        pass or the client cancels the call. The store's wait cannot be interrupted, so it runs
+        in slices of :data:`CANCEL_CHECK_S` seconds: a call the client gave up on gives its
+        thread (and its wait slot, see ``server.MAX_WAITING_CALLS``) back within one."""
+        deadline = time.monotonic() + timeout
+        while not self.cancelled():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            if self.engine.store.wait_for_change(run_id, version, min(remaining, CANCEL_CHECK_S)) != version:
+                return
 
     def call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         with self.lock:
@@ -162,7 +195,8 @@ def status(ctx: ToolContext, args: Args) -> dict[str, Any]:
     """The current response; with ``wait_seconds``, wait while only gate decisions (or evaluate
     commands running elsewhere, unless they were left behind by a process that is gone) are
     awaited. A process that dies writes nothing, so while commands run elsewhere the wait looks
-    again every :data:`RECHECK_S` seconds whether their process still lives."""
+    again every :data:`RECHECK_S` seconds whether their process still lives. A call the client
+    cancels stops waiting (its answer goes nowhere)."""
     run_id = args["run_id"]
     deadline = time.monotonic() + float(args.get("wait_seconds", 0))
     store = ctx.engine.store
@@ -173,10 +207,10 @@ def status(ctx: ToolContext, args: Args) -> dict[str, Any]:
         out = marked(out, gone)
         remaining = deadline - time.monotonic()
         if (out["status"] not in ("await_gate", "evaluating") or remaining <= 0 or left_behind(out)
-                or out.get(GONE)):
+                or out.get(GONE) or ctx.cancelled()):
             return out
         look = remaining if not out.get("evaluating") else min(remaining, RECHECK_S if gone is None else gone)
-        store.wait_for_change(run_id, version, look)
+        ctx.wait_for_change(run_id, version, look)
 
 
 def audit(ctx: ToolContext, args: Args) -> dict[str, Any]:

@@ -15,12 +15,12 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from functools import partial
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
@@ -39,6 +39,7 @@ from .unreadable import answering_unreadable, forward_streams
 from .values import unrepresentable
 
 SERVER_NAME = "lockgate"
+_T = TypeVar("_T")
 # lockgate_status calls waiting for a gate decision at once; more queue, other tools never do
 MAX_WAITING_CALLS = 8
 # a value this long is written once in a result's text; a repeat names where it is
@@ -73,21 +74,35 @@ def check_arguments(tool: ToolSpec, arguments: Mapping[str, Any] | None) -> dict
 
 def _describe(tool: ToolSpec, error: ValidationError) -> str:
     where = "argument " + ".".join(str(p) for p in error.absolute_path) if error.absolute_path else "arguments"
-    if error.validator == "required":
+    kind, limit, value = error.validator, error.validator_value, error.instance
+    if kind == "required":
         missing = error.message.split("'")[1] if "'" in error.message else error.message
         return f"missing required argument `{missing}`"
-    if error.validator == "additionalProperties" and not error.absolute_path:
-        unknown = sorted(set(error.instance) - set(tool.properties))
-        notes = []
-        for name in unknown:
-            close = difflib.get_close_matches(name, tool.properties, n=1)
-            notes.append(f"unknown argument `{name}`" + (f" (did you mean `{close[0]}`?)" if close else ""))
-        return "; ".join(notes) + f"; {tool.name} takes: {', '.join(tool.properties)}"
-    if error.validator == "type":
-        return f"{where} must be of type {error.validator_value}, not {_json_type(error.instance)}"
-    if error.validator == "enum":
-        return f"{where} must be one of {', '.join(map(str, error.validator_value))}, not {error.instance!r}"
+    if kind == "additionalProperties" and not error.absolute_path:
+        takes = ", ".join(tool.properties)
+        return _unknown("unknown argument", value, tool.properties) + f"; {tool.name} takes: {takes}"
+    if kind == "additionalProperties":
+        known = error.schema.get("properties", {})
+        return _unknown(f"{where} has an unknown key", value, known) + f"; it takes: {', '.join(known)}"
+    if kind == "type":
+        return f"{where} must be of type {limit}, not {_json_type(value)}"
+    if kind == "enum":
+        return f"{where} must be one of {', '.join(map(str, limit))}, not {value!r}"
+    if kind in ("minimum", "maximum"):
+        return f"{where} must be {'at least' if kind == 'minimum' else 'at most'} {limit}, not {value!r}"
+    if kind in ("minLength", "maxLength") and isinstance(value, str):  # the text itself may be huge
+        return (f"{where} must be {'at least' if kind == 'minLength' else 'at most'} {limit} characters long, "
+                f"not {len(value)}")
     return f"{where}: {error.message}"
+
+
+def _unknown(what: str, given: Mapping[str, Any], known: Mapping[str, Any]) -> str:
+    """``what `name``` for each key of ``given`` not in ``known``, with the closest known one."""
+    notes = []
+    for name in sorted(set(given) - set(known)):
+        close = difflib.get_close_matches(name, known, n=1)
+        notes.append(f"{what} `{name}`" + (f" (did you mean `{close[0]}`?)" if close else ""))
+    return "; ".join(notes)
 
 
 def _json_type(value: Any) -> str:
@@ -96,16 +111,18 @@ def _json_type(value: Any) -> str:
     return names.get(type(value), type(value).__name__)
 
 
-def call_tool(ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None) -> types.CallToolResult:
-    """Run one tool call to completion: a result, or a tool error that says what to do."""
+def call_tool(ctx: ToolContext, name: str, arguments: Mapping[str, Any] | None,
+              cancelled: threading.Event | None = None) -> types.CallToolResult:
+    """Run one tool call to completion: a result, or a tool error that says what to do.
+    ``cancelled``: set when the client cancels the call, which then stops waiting."""
     tool = BY_NAME.get(name)
     try:
         if tool is None:
             raise invalid(f"unknown tool {name!r}; the tools are: {', '.join(BY_NAME)}")
-        with _judging(ctx, name, arguments):
+        with _judging(ctx, name, arguments), ctx.cancelling(cancelled):
             result = HANDLERS[name](ctx, check_arguments(tool, arguments))
     except Exception as exc:  # every failure becomes a tool error the model can read, never a crash
-        message, data = tool_error(exc)
+        message, data = tool_error(exc, quoting=(name, arguments))
         return types.CallToolResult(content=[types.TextContent(type="text", text=message)],
                                     structured_content=data, is_error=True)
     content: list[types.ContentBlock] = [types.TextContent(type="text", text=result_text(result))]
@@ -207,12 +224,32 @@ def build_server(ctx: ToolContext) -> Server[Any]:
         # a call that may wait minutes for a decision takes a thread of its own pool, so a client
         # issuing many of them cannot occupy every worker thread and stall all other calls
         limiter = waits if _may_wait(params.name, params.arguments) else None
-        return await anyio.to_thread.run_sync(partial(call_tool, ctx, params.name, params.arguments),
-                                              limiter=limiter)
+        return await in_worker(partial(call_tool, ctx, params.name, params.arguments), limiter)
 
     return Server(SERVER_NAME, version=__version__, title="Lockgate",
                   description="Governed, checked workflow runs for coding agents",
                   instructions=SERVER_INSTRUCTIONS, on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+
+
+async def in_worker(call: Callable[[threading.Event], _T], limiter: anyio.CapacityLimiter | None) -> _T:
+    """``call(cancelled)`` in a worker thread (of ``limiter``'s pool, if given). A thread cannot
+    be stopped from outside, so when the client cancels the tool call, ``cancelled`` is set and
+    the call stops waiting; its thread and its place in the pool are given back when it returns,
+    a moment later (they are not abandoned, so the pool still bounds the threads that wait)."""
+    cancelled = threading.Event()
+
+    async def watch() -> None:
+        try:
+            await anyio.sleep_forever()
+        finally:  # the tool call was cancelled, or it is over (then setting it changes nothing)
+            cancelled.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(watch)
+        try:
+            return await anyio.to_thread.run_sync(partial(call, cancelled), limiter=limiter)
+        finally:
+            group.cancel_scope.cancel()
 
 
 def _may_wait(name: str, arguments: Mapping[str, Any] | None) -> bool:

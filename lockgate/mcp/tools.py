@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..engine.budget import MAX_SAFE_INTEGER
 from ..engine.model import RUN_STATUSES
 
 DECISIONS = ("approve", "revise", "kill", "reject")
@@ -55,6 +56,16 @@ PATH = _string("Path of a spec file (.stratum.yaml) inside the workspace, relati
                "`spec` or `path`, not both.", minLength=1)
 FLOW = _string("Which flow of the spec (default: the spec's flows.entry).", minLength=1)
 LABEL = _string("The checkpoint label.", minLength=1, maxLength=200)
+USAGE = {
+    "type": "object",
+    "description": "Optional spend of this attempt, counted against the budgets: any of `tokens`, `usd` and "
+                   "`ms`, each a number from 0 to 2**53 - 1 (the server counts dispatches itself). A usage "
+                   "of any other shape is refused, and nothing is changed.",
+    "properties": {key: {"type": "number", "minimum": 0, "maximum": MAX_SAFE_INTEGER, "description": what}
+                   for key, what in (("tokens", "Tokens used."), ("usd", "Money spent, in US dollars."),
+                                     ("ms", "Milliseconds of work."))},
+    "additionalProperties": False,
+}
 LIMIT = {"type": "integer", "minimum": 1, "maximum": 1000, "description": "At most this many entries (default 100)."}
 
 _OVERVIEW = (
@@ -145,8 +156,7 @@ STEP_DONE = ToolSpec(
         "result": {"description": "The step's output: JSON matching the dispatch's output_schema."},
         "failure": _string("Why the task could not be done (instead of `result`); kept up to 64 KiB.",
                            minLength=1),
-        "usage": {"type": "object", "description": "Optional spend of this attempt, counted against budgets: "
-                  "{tokens, usd, ms}.", "additionalProperties": True},
+        "usage": USAGE,
     },
     required=("run_id", "step_id", "token"),
 )
