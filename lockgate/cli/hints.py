@@ -237,19 +237,26 @@ def recorded_judge(engine: Any, run_id: str) -> str | None:
 
 def judge_module(engine: Any, run_id: str) -> str | None:
     """The ``--agents`` module to give the commands that decide run ``run_id``'s gates (or
-    revert it), as typed here: the module it was driven with, when its judge was one of that
-    module's functions and its flow has judged ensures (a decision may need the judge, which no
-    other process has); None otherwise, or when that cannot be told."""
-    from ..engine.agentorigin import PythonAgents
+    revert it), as typed here: the module it was driven with, when its judge (``--judge``, or
+    lockgate.toml's ``judge`` taken from the module) was one of that module's functions and its
+    flow has judged ensures (a decision may need the judge, which no other process has); None
+    otherwise, or when that cannot be told."""
+    from pathlib import Path
 
-    judge = recorded_judge(engine, run_id)
-    if judge is None:
-        return None
+    from ..engine.agentorigin import PythonAgents
+    from ..engine.flowneeds import uses_judged
+    from ..engine.graphs import stored_spec
+    from ..engine.runjudge import module_judge
+
     try:
-        origin = PythonAgents.parse(engine.last_agents(run_id))
+        agents = engine.last_agents(run_id)
+        judge = recorded_judge(engine, run_id)
+        if judge is None and uses_judged(stored_spec(engine.store, run_id), engine.status(run_id).get("flow")):
+            judge = module_judge(agents, Path.cwd())  # lockgate.toml's judge, taken from the module
+        origin = PythonAgents.parse(agents)
     except Exception:  # noqa: BLE001 - a hint must not fail the command that prints it
         return None
-    if origin is None or origin.module is None or judge not in origin.names:
+    if judge is None or origin is None or origin.module is None or judge not in origin.names:
         return None
     return shown_module(origin.module)
 

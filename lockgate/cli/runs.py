@@ -84,14 +84,16 @@ def _judging(store: str | None, run_id: str, decision: tuple[str, str] | None = 
 
     from ..engine.runjudge import PYTHON_JUDGE, run_judge
     from .run import module_agents
+    from .runargs import agents_source
 
     given = module_agents(agents_module)[0] if agents_module else None
     reader = _engine(store)  # a run it loads keeps the judge it had: the engine that decides is made after
     answer = run_judge(reader, run_id, Path.cwd(), decision=decision, rehydrate=rehydrate, reverting=reverting,
-                       given=given)
+                       given=given, given_source=agents_source(agents_module) if agents_module else None)
     if answer.refusal is not None:
         detail = getattr(answer.refusal, "detail", {})
-        module = hints.shown_module(detail["module"]) if detail.get("module") and not agents_module else None
+        named = detail.get("module") and (not agents_module or detail.get("other"))
+        module = hints.shown_module(detail["module"]) if named else None
         again = f"run this command again with --agents {shlex.quote(module)}" if module else None
         if detail.get("problem") == PYTHON_JUDGE and again and reverting:  # a resume would not revert
             how, notes = again, []

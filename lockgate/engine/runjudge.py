@@ -60,7 +60,7 @@ class RunJudge:
 def run_judge(engine: Any, run_id: str, here: Path, *, decision: tuple[str, str] | None = None,
               rehydrate: bool = False, reverting: bool = False,
               resolved: MutableMapping[tuple[str, str], Any] | None = None, project: Any = FIND,
-              given: Mapping[str, Any] | None = None) -> RunJudge:
+              given: Mapping[str, Any] | None = None, given_source: str | None = None) -> RunJudge:
     """The judge of run ``run_id`` for a command run in folder ``here`` (see the module's
     docstring). ``decision``: (gate step, outcome) of a gate decision, which needs no judge when
     it cannot reach a judged ensure here (:func:`may_judge`), nor when the run has ended (the
@@ -69,9 +69,10 @@ def run_judge(engine: Any, run_id: str, here: Path, *, decision: tuple[str, str]
     none; ``reverting``: a revert, which may reach only the judged ensures of steps the engine
     settles itself (:func:`settles_judged`). ``resolved`` caches adapters by (configuration file, name), for a
     process that asks again (the MCP server). ``given``: the agents the command was given by
-    name (its ``--agents`` module), where a recorded judge that was a Python function is found.
-    A run that cannot be read gets the project's judge: the command's own call then says what
-    is wrong with it."""
+    name (its ``--agents`` module, recorded as ``given_source``), where a judge that was a
+    Python function of the run's module is found: one named with ``--judge``, or lockgate.toml's
+    ``judge`` when the run took that name from its module. A run that cannot be read gets the
+    project's judge: the command's own call then says what is wrong with it."""
     from .flowneeds import uses_judged
     from .runner import recorded_judge
 
@@ -81,13 +82,31 @@ def run_judge(engine: Any, run_id: str, here: Path, *, decision: tuple[str, str]
                                                              reverting):
             return RunJudge(needed=False)
         name = recorded_judge(engine, run_id)
-        agents = engine.last_agents(run_id) if name is not None and hasattr(engine, "last_agents") else None
+        agents = engine.last_agents(run_id) if hasattr(engine, "last_agents") else None
         before = engine.last_config(run_id) if name is not None and hasattr(engine, "last_config") else None
     except LockgateError:
-        name = None
+        name = agents = None
+    name = name or module_judge(agents, here)
     if name is None:
         return _project(here) if project is FIND else RunJudge(judge=project)
-    return _recorded(run_id, name, agents, before, here, resolved, given)
+    return _recorded(run_id, name, agents, before, here, resolved, (given, given_source))
+
+
+def module_judge(agents: str | None, here: Path) -> str | None:
+    """lockgate.toml's ``judge`` (the file nearest from ``here``) when a run recorded with
+    agents ``agents`` took that name from the Python functions it was given (they come before
+    lockgate.toml's agents): that function judged it, and only a process given it again can."""
+    from .agentorigin import PythonAgents
+    from .agents.config import load_config
+
+    origin = PythonAgents.parse(agents)
+    if origin is None:
+        return None
+    try:
+        name = load_config(start=here).judge
+    except ConfigError:
+        return None
+    return name if name in origin.names else None
 
 
 #: the statuses of a run that takes no more gate decisions
@@ -183,8 +202,10 @@ def _project(here: Path) -> RunJudge:
 
 
 def _recorded(run_id: str, name: str, agents: str | None, before: str | None, here: Path,
-              resolved: MutableMapping[tuple[str, str], Any] | None, given: Mapping[str, Any] | None) -> RunJudge:
-    """The recorded judge ``name`` resolved here, or the refusal saying why it cannot be."""
+              resolved: MutableMapping[tuple[str, str], Any] | None,
+              offered: tuple[Mapping[str, Any] | None, str | None]) -> RunJudge:
+    """The recorded judge ``name`` resolved here, or the refusal saying why it cannot be
+    (``offered``: the agents the command was given, and the module they came from)."""
     from .agentorigin import PythonAgents, module_of
     from .agents.config import load_config
     from .agents.registry import DEFAULT_REGISTRY, known_agents, resolve_agent
@@ -192,10 +213,12 @@ def _recorded(run_id: str, name: str, agents: str | None, before: str | None, he
 
     origin = PythonAgents.parse(agents)
     if origin is not None and name in origin.names:
-        if given is not None and (name in given or name in DEFAULT_REGISTRY.names()):  # registered as it loaded
-            return RunJudge(judge=AgentJudge(resolve_agent(name, explicit=given), name), name=name)
+        given, source = offered
+        other = _other_module(origin.module, source) if given is not None else None
+        if given is not None and other is None and (name in given or name in DEFAULT_REGISTRY.names()):
+            return RunJudge(judge=AgentJudge(resolve_agent(name, explicit=given), name), name=name)  # or registered
         return RunJudge(name=name, refusal=_refusal(PYTHON_JUDGE, run_id, name, module=origin.module,
-                                                    variable=origin.variable, given=given is not None))
+                                                    variable=origin.variable, given=given is not None, other=other))
     # every refusal names the run's --agents module: a resume without it is refused in turn
     module = module_of(agents)
     try:
@@ -217,6 +240,16 @@ def _recorded(run_id: str, name: str, agents: str | None, before: str | None, he
             return RunJudge(judge=judge, name=name)
         resolved[key] = judge
     return RunJudge(judge=resolved[key], name=name)
+
+
+def _other_module(recorded: str | None, given: str | None) -> str | None:
+    """``given``, the module a command was given, when it is not the module ``recorded`` the run
+    was driven with (a file still there: one that is gone may have moved); else None."""
+    if recorded is None or given is None or given == recorded:
+        return None
+    if os.path.isabs(recorded) and not os.path.exists(recorded):
+        return None
+    return given
 
 
 def config_file(config: Any) -> str:
@@ -258,7 +291,8 @@ def _why(problem: str, name: str, facts: dict[str, Any]) -> str:
     if problem == PYTHON_JUDGE:
         source = (f"the --agents module {facts['module']}" if facts.get("module") else
                   f"the notebook variable {facts['variable']}" if facts.get("variable") else "the agents= mapping")
-        have = (f"and the --agents module given here has no agent named {name!r}" if facts.get("given")
+        have = (f"and the --agents module given here is another one ({facts['other']})" if facts.get("other")
+                else f"and the --agents module given here has no agent named {name!r}" if facts.get("given")
                 else "which this process does not have")
         return f"a Python function of {source} that drive was given, {have}"
     if problem == OTHER_CONFIG:

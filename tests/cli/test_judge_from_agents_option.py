@@ -67,8 +67,8 @@ def test_a_revert_refused_for_want_of_the_judge_names_the_option_and_works_with_
 def test_a_module_without_the_judge_is_refused_saying_so(tmp_path: Path) -> None:
     store = tmp_path / "runs.db"
     run_id = _killed_at_checkpoint(tmp_path, store)
-    (tmp_path / "others.py").write_text("def writer(task):\n    return {'answer': 'a'}\n")
-    refused = _lockgate(tmp_path, "revert", run_id, "cp1", "--agents", "others.py", "--store", str(store))
+    (tmp_path / "agents.py").write_text("def writer(task):\n    return {'answer': 'a'}\n")  # judge gone
+    refused = _lockgate(tmp_path, "revert", run_id, "cp1", "--agents", "agents.py", "--store", str(store))
     assert refused.returncode == 1, refused.stdout
     assert "the --agents module given here has no agent named 'judge'" in refused.stderr, refused.stderr
     assert _status(tmp_path, store, run_id) == "killed"
@@ -105,3 +105,43 @@ def test_the_gate_commands_printed_give_the_module_that_defines_the_judge(tmp_pa
     approved = _lockgate(tmp_path, *approve.split()[1:])
     assert approved.returncode == 0, approved.stderr
     assert _status(tmp_path, store, run_id) == "complete"
+
+
+def test_a_toml_judge_the_run_took_from_its_module_is_that_modules(tmp_path: Path) -> None:
+    """lockgate.toml says ``judge = "judge"`` and the --agents module has a ``judge`` function,
+    which the run took (a module's agents come first): deciding the gate needs that module
+    too (review s11 r2 #5: the commands printed had no --agents, and given it by hand the
+    module was ignored, the judged ensure failed closed and the run failed for good, exit 0)."""
+    (tmp_path / "flow.stratum.yaml").write_text(SPEC)
+    (tmp_path / "agents.py").write_text(AGENTS)
+    (tmp_path / "lockgate.toml").write_text('judge = "judge"\n')
+    store = tmp_path / "runs.db"
+    started = _lockgate(tmp_path, "run", "flow.stratum.yaml", "--input", "question=q", "--agents", "agents.py",
+                        "--store", str(store), "--no-prompt")
+    run_id = json.loads(started.stdout)["run_id"]
+    approve = f"lockgate gate approve {run_id} review --agents agents.py --store {store}"
+    assert approve in started.stderr, started.stderr
+    refused = _lockgate(tmp_path, "gate", "approve", run_id, "review", "--store", str(store))
+    assert refused.returncode == 1 and "run this command again with --agents agents.py" in refused.stderr
+    assert _status(tmp_path, store, run_id) == "await_gate"
+    judged = _judged(tmp_path)
+    approved = _lockgate(tmp_path, *approve.split()[1:])
+    assert approved.returncode == 0, approved.stderr
+    assert _status(tmp_path, store, run_id) == "complete" and _judged(tmp_path) == judged + 1
+
+
+def test_another_module_with_a_function_of_the_judges_name_is_refused(tmp_path: Path) -> None:
+    """The judge is the run's module's: another module's ``judge`` does not decide for it
+    (review s11 r2 #6: it did, and failed the run)."""
+    (tmp_path / "flow.stratum.yaml").write_text(SPEC)
+    (tmp_path / "agents.py").write_text(AGENTS)
+    (tmp_path / "liar.py").write_text('def judge(task):\n    return {"holds": False, "reason": "no"}\n')
+    store = tmp_path / "runs.db"
+    started = _lockgate(tmp_path, "run", "flow.stratum.yaml", "--input", "question=q", "--agents", "agents.py",
+                        "--judge", "judge", "--store", str(store), "--no-prompt")
+    run_id = json.loads(started.stdout)["run_id"]
+    refused = _lockgate(tmp_path, "gate", "approve", run_id, "review", "--agents", "liar.py", "--store", str(store))
+    assert refused.returncode == 1, refused.stdout
+    assert f"the --agents module given here is another one ({tmp_path / 'liar.py'})" in refused.stderr
+    assert "run this command again with --agents agents.py" in refused.stderr
+    assert _status(tmp_path, store, run_id) == "await_gate"
