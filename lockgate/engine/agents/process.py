@@ -2,7 +2,8 @@
 
 Every child starts a new session (``start_new_session=True``), so the whole tree it spawns shares
 one process group. Timeouts and cancellation send SIGTERM to the group, give it a short grace
-period, then SIGKILL the group, so grandchildren die too. When the leader exits normally,
+period, then SIGKILL the group, so grandchildren die too; a call stopped again during that
+grace period (a second Ctrl-C) SIGKILLs its group at once. When the leader exits normally,
 anything it left running in its group is killed as well: an agent call owns its processes and
 nothing outlives it, not even this process killed with SIGKILL (see
 :mod:`lockgate.engine.agents.guardian`).
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import select
 import shutil
 import signal
 from collections.abc import Callable, Coroutine, Mapping, Sequence
@@ -28,6 +30,8 @@ from ..textargs import MAX_RESULT_BYTES
 from .guardian import GUARDIAN
 
 TERM_GRACE_S = 2.0
+#: Seconds a call stopped mid-way waits, blocking, for its SIGKILLed leader to exit (see :func:`kill_now`).
+KILL_WAIT_S = 1.0
 #: Seconds between looks at whether a killed leader has been reaped by asyncio's child watcher.
 REAP_POLL_S = 0.005
 PIPE_GRACE_S = 1.0
@@ -94,11 +98,17 @@ class ProcessGroup:
         proc = await _started(_spawn(argv, cwd=cwd, env=env))
         self._running[proc] = run_id
         GUARDIAN.watch(proc.pid)  # killed with this process, if it dies first (before it reads stdin)
+        ended = False
         try:
             result = await _communicate(proc, stdin, timeout, argv[0], max_stdout)
+            ended = True
         finally:
             self._running.pop(proc, None)
-            GUARDIAN.forget(proc.pid)  # ended: the leader reaped, the rest of the group killed
+            if not ended:
+                # stopped, perhaps while its group was being terminated (a second Ctrl-C in the
+                # SIGTERM grace period cancels that too): nothing it started may outlive the call
+                kill_now(proc)
+            GUARDIAN.forget(proc.pid)  # ended: the leader reaped or killed, the rest of the group killed
         if proc.pid in self._cancelled:
             self._cancelled.discard(proc.pid)
             raise ProcessCancelled(f"{argv[0]} was cancelled and its process group killed")
@@ -125,10 +135,16 @@ async def _started(spawn: Coroutine[Any, Any, asyncio.subprocess.Process]) -> as
         return await asyncio.shield(starting)
     except asyncio.CancelledError:
         if not starting.cancelled():
+            proc = None
             try:
-                await terminate_group(await starting)
+                proc = await starting
+                await terminate_group(proc)
             except Exception:  # noqa: BLE001 - it did not start: nothing to kill
                 pass
+            except BaseException:  # stopped again while it was being stopped
+                if proc is not None:
+                    kill_now(proc)
+                raise
         raise
 
 
@@ -335,6 +351,34 @@ async def terminate_group(proc: asyncio.subprocess.Process) -> None:
     await _leader_exited(proc)  # not proc.wait(): that also waits for the pipes to close
     while proc.returncode is None:  # exited: asyncio's child watcher reaps it in a moment
         await asyncio.sleep(REAP_POLL_S)
+
+
+def kill_now(proc: asyncio.subprocess.Process) -> None:
+    """SIGKILL ``proc``'s group without awaiting anything, wait (blocking, at most
+    :data:`KILL_WAIT_S`) for the leader to exit, and close our ends of its pipes: for a call
+    stopped while, or before, its group was terminated, where there may be no event loop left to
+    await on. SIGKILL cannot be caught or ignored: whatever is left of the group dies."""
+    _signal_group(proc.pid, signal.SIGKILL)
+    if proc.returncode is None:
+        _wait_exit(proc.pid, KILL_WAIT_S)
+    transport = getattr(proc, "_transport", None)  # asyncio offers no public way to close it
+    try:
+        if transport is not None:
+            transport.close()  # now, while its loop runs: not when it is collected after the loop closed
+    except RuntimeError:  # the loop is closed already
+        pass
+
+
+def _wait_exit(pid: int, timeout: float) -> None:
+    """Block until process ``pid`` has exited (a zombie counts), or ``timeout`` seconds pass."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # reaped already (or not Linux: SIGKILL has to do)
+        return
+    try:
+        select.select([fd], [], [], timeout)
+    finally:
+        os.close(fd)
 
 
 def _kill_leftovers(pgid: int) -> None:
