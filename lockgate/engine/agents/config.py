@@ -12,7 +12,7 @@ found first walking up from the working directory::
 
     [agents.lint]
     type = "command"
-    command = ["python", "lint_agent.py"]
+    command = ["python", "lint_agent.py"]   # lint_agent.py beside this file, from any folder
     timeout = 60
 
     [agents.claude]          # type defaults to the name for the built-ins claude and codex
@@ -383,14 +383,19 @@ def _runner(table: Any, where: str) -> RunnerSettings:
 
 
 def _resolve_paths(spec: AgentSpec, base: Path | None) -> AgentSpec:
-    """Paths are relative to the configuration file's directory: a command agent's ``cwd``,
-    and the module of a python agent's ``callable`` when it is not importable as it is."""
-    if base is not None and spec.type == "python":
-        return AgentSpec(spec.name, spec.type, {**spec.options, "search_path": str(base.resolve())}, spec.where)
-    if base is None or spec.type != "command" or "cwd" not in spec.options:
+    """Paths are relative to the configuration file's directory: a command agent's ``cwd``, its
+    program and scripts when they are there (``base_dir``, see
+    :mod:`lockgate.engine.agents.command`), and the module of a python agent's ``callable``
+    when it is not importable as it is."""
+    if base is None or spec.type not in ("python", "command"):
         return spec
-    cwd = str((base / spec.options["cwd"]).resolve())
-    return AgentSpec(spec.name, spec.type, {**spec.options, "cwd": cwd}, spec.where)
+    folder = str(base.resolve())
+    if spec.type == "python":
+        return AgentSpec(spec.name, spec.type, {**spec.options, "search_path": folder}, spec.where)
+    options = {**spec.options, "base_dir": folder}
+    if "cwd" in options:
+        options["cwd"] = str((base / options["cwd"]).resolve())
+    return AgentSpec(spec.name, spec.type, options, spec.where)
 
 
 def _no_unknown(table: Mapping[str, Any], known: Any, where: str) -> None:

@@ -9,7 +9,6 @@ final answer into the step output strictly (JSON or a failure, never prose clean
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -19,7 +18,7 @@ from ...errors import AgentError, AgentUnavailable
 from .base import AgentResult, Task, Telemetry, Usage
 from .command import preview
 from .jsontext import NotJSON, loads
-from .process import ProcessGroup, ProcessResult
+from .process import ProcessGroup, ProcessResult, find_program
 
 
 class HarnessAgent(ABC):
@@ -44,7 +43,7 @@ class HarnessAgent(ABC):
 
     def preflight(self) -> None:
         """Raise AgentUnavailable naming the missing binary or credentials."""
-        if shutil.which(self.binary, path=self._environ().get("PATH")) is None:
+        if find_program(self.binary, self._environ()) is None:
             raise AgentUnavailable(
                 f"agent {self.name!r}: the {self.harness} binary {self.binary!r} is not on PATH"
                 f"{'; ' + self.install_hint if self.install_hint else ''}")

@@ -170,7 +170,7 @@ def _not_found(program: str, cwd: str | None, env: Mapping[str, str] | None) -> 
     but whose interpreter (its ``#!`` line) does not."""
     if cwd and not os.path.isdir(cwd):
         return f"not found (working directory {cwd})"
-    found = _located(program, cwd, env)
+    found = find_program(program, env, cwd)
     interpreter = _interpreter(found) if found else None
     if interpreter:
         crlf = (" (the line ends in a carriage return: give the file Unix line endings)"
@@ -181,13 +181,15 @@ def _not_found(program: str, cwd: str | None, env: Mapping[str, str] | None) -> 
     return "not found"
 
 
-def _located(program: str, cwd: str | None, env: Mapping[str, str] | None) -> str | None:
-    """The file exec would run for ``program`` (a path from ``cwd``, else a name on PATH)."""
+def find_program(program: str, env: Mapping[str, str] | None = None,
+                 cwd: str | None = None) -> str | None:
+    """The executable file exec would run for ``program`` given environment ``env`` (None: this
+    process's) in folder ``cwd`` (None: this one), or None: a path is taken from ``cwd``, a name
+    is looked for on *env's* PATH, as exec looks for it (an agent's own ``env.PATH`` counts)."""
     if os.sep in program:
         path = os.path.join(cwd or os.getcwd(), program)
-        return path if os.path.isfile(path) else None
-    search = (env or os.environ).get("PATH", os.defpath)
-    return shutil.which(program, path=search)
+        return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
+    return shutil.which(program, path=os.pathsep.join(os.get_exec_path(env)))
 
 
 def _interpreter(path: str) -> str | None:
