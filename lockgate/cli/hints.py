@@ -179,7 +179,8 @@ def config_to_name(engine: Any, run_id: str) -> tuple[str | None, str | None]:
     for the run: (None, None) when a resume from here finds the one it was driven with anyway,
     or none is recorded. A run driven without one, resumed from a folder that has one, names
     that one, saying it is then chosen on purpose (a resume without ``--config`` is refused:
-    the run's agents could resolve to other adapters)."""
+    the run's agents could resolve to other adapters). A recorded file that is gone (the
+    project moved) is not named: a resume then takes the one found from here."""
     from pathlib import Path
 
     from ..engine.agents.config import find_config
@@ -194,6 +195,8 @@ def config_to_name(engine: Any, run_id: str) -> tuple[str | None, str | None]:
     if not recorded:
         return _relative(str(here)), NO_CONFIG.format(_relative(str(here)))
     if here is not None and str(Path(here).resolve()) == recorded:
+        return None, None
+    if not Path(recorded).exists():  # the project moved: a resume takes the file found from here
         return None, None
     return _relative(recorded), None
 
@@ -252,7 +255,7 @@ def judge_module(engine: Any, run_id: str) -> str | None:
         agents = engine.last_agents(run_id)
         judge = recorded_judge(engine, run_id)
         if judge is None and uses_judged(stored_spec(engine.store, run_id), engine.status(run_id).get("flow")):
-            judge = module_judge(agents, Path.cwd())  # lockgate.toml's judge, taken from the module
+            judge = module_judge(agents, engine.last_config(run_id), Path.cwd())  # lockgate.toml's, from the module
         origin = PythonAgents.parse(agents)
     except Exception:  # noqa: BLE001 - a hint must not fail the command that prints it
         return None

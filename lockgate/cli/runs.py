@@ -93,8 +93,9 @@ def _judging(store: str | None, run_id: str, decision: tuple[str, str] | None = 
     if answer.refusal is not None:
         detail = getattr(answer.refusal, "detail", {})
         named = detail.get("module") and (not agents_module or detail.get("other"))
-        module = hints.shown_module(detail["module"]) if named else None
-        again = f"run this command again with --agents {shlex.quote(module)}" if module else None
+        shown = hints.shown_module(detail["module"]) if named else None
+        module = shlex.quote(shown) if shown else hints.AGENTS_PLACEHOLDER if named else None  # gone: theirs
+        again = f"run this command again with --agents {module}" if module else None
         if detail.get("problem") == PYTHON_JUDGE and again and reverting:  # a resume would not revert
             how, notes = again, []
         else:

@@ -114,17 +114,19 @@ class CFlow:
         self._upstream: dict[str, frozenset[str]] = {}
 
     def upstream(self, step_id: str) -> frozenset[str]:
-        """``step_id`` and every step it waits on, directly or through others (``after`` and
-        references): the steps whose branch it is on."""
+        """``step_id`` and every step before it, directly or through others: those it waits on
+        (``after`` and references) and those that route to it (``on_fail``, a gate's approve or
+        kill): the steps whose branch it is on."""
         found = self._upstream.get(step_id)
         if found is None:
             seen = {step_id}
             stack = [step_id]
             while stack:
-                for dep in self.steps[stack.pop()].deps:
-                    if dep not in seen:
-                        seen.add(dep)
-                        stack.append(dep)
+                cstep = self.steps[stack.pop()]
+                for before in (*cstep.deps, *cstep.fail_routers, *cstep.gate_routers):
+                    if before not in seen:
+                        seen.add(before)
+                        stack.append(before)
             found = self._upstream[step_id] = frozenset(seen)
         return found
 

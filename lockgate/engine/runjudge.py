@@ -83,30 +83,32 @@ def run_judge(engine: Any, run_id: str, here: Path, *, decision: tuple[str, str]
             return RunJudge(needed=False)
         name = recorded_judge(engine, run_id)
         agents = engine.last_agents(run_id) if hasattr(engine, "last_agents") else None
-        before = engine.last_config(run_id) if name is not None and hasattr(engine, "last_config") else None
+        before = engine.last_config(run_id) if hasattr(engine, "last_config") else None
     except LockgateError:
-        name = agents = None
-    name = name or module_judge(agents, here)
+        name = agents = before = None
+    name = name or module_judge(agents, before, here)
     if name is None:
         return _project(here) if project is FIND else RunJudge(judge=project)
     return _recorded(run_id, name, agents, before, here, resolved, (given, given_source))
 
 
-def module_judge(agents: str | None, here: Path) -> str | None:
-    """lockgate.toml's ``judge`` (the file nearest from ``here``) when a run recorded with
-    agents ``agents`` took that name from the Python functions it was given (they come before
-    lockgate.toml's agents): that function judged it, and only a process given it again can."""
+def module_judge(agents: str | None, config: str | None, here: Path) -> str | None:
+    """The ``judge`` of the run's lockgate.toml (``config``, the file its drive recorded: ``""``
+    for none; when not recorded or gone, the one nearest from ``here``) when the run, recorded
+    with agents ``agents``, took that name from the Python functions it was given (they come
+    before lockgate.toml's agents): that function judged it, and only a process given it again
+    can."""
     from .agentorigin import PythonAgents
     from .agents.config import load_config
 
     origin = PythonAgents.parse(agents)
-    if origin is None:
+    if origin is None or config == "":
         return None
     try:
-        name = load_config(start=here).judge
+        found = load_config(config) if config and os.path.exists(config) else load_config(start=here)
     except ConfigError:
         return None
-    return name if name in origin.names else None
+    return found.judge if found.judge in origin.names else None
 
 
 #: the statuses of a run that takes no more gate decisions
@@ -249,7 +251,24 @@ def _other_module(recorded: str | None, given: str | None) -> str | None:
         return None
     if os.path.isabs(recorded) and not os.path.exists(recorded):
         return None
-    return given
+    return None if _module_file(given) == _module_file(recorded) else given
+
+
+def _module_file(source: str) -> str:
+    """The file of an ``--agents`` module as a claim records it (a resolved path, or a dotted
+    name, found as ``--agents`` finds it), so that both spellings of one module compare equal."""
+    import importlib.util
+    import sys
+
+    if os.path.isabs(source):
+        return source
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # where --agents looks for a dotted name
+    try:
+        found = importlib.util.find_spec(source)
+    except (ImportError, ValueError):
+        return source
+    return str(Path(found.origin).resolve()) if found is not None and found.origin else source
 
 
 def config_file(config: Any) -> str:

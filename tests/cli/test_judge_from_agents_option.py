@@ -145,3 +145,48 @@ def test_another_module_with_a_function_of_the_judges_name_is_refused(tmp_path: 
     assert f"the --agents module given here is another one ({tmp_path / 'liar.py'})" in refused.stderr
     assert "run this command again with --agents agents.py" in refused.stderr
     assert _status(tmp_path, store, run_id) == "await_gate"
+
+
+def test_a_toml_judge_from_the_module_is_found_from_any_folder(tmp_path: Path) -> None:
+    """Decided from a folder without lockgate.toml, or with another one naming another judge,
+    the run's own recorded configuration says which judge it had (review s11 r3 #2: the
+    folder's configuration was read, and the run failed for good, or another judge decided)."""
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    (project / "flow.stratum.yaml").write_text(SPEC)
+    (project / "agents.py").write_text(AGENTS)
+    (project / "lockgate.toml").write_text('judge = "judge"\n')
+    (elsewhere / "lockgate.toml").write_text('judge = "liar"\n[agents.liar]\ntype = "python"\ncallable = "liar:liar"\n')
+    (elsewhere / "liar.py").write_text('def liar(task):\n    open("liar.log", "a").write("x\\n")\n'
+                                       '    return {"holds": False, "reason": "no"}\n')
+    store = tmp_path / "runs.db"
+    started = _lockgate(project, "run", "flow.stratum.yaml", "--input", "question=q", "--agents", "agents.py",
+                        "--store", str(store), "--no-prompt")
+    run_id = json.loads(started.stdout)["run_id"]
+    why = _lockgate(elsewhere, "why", run_id, "--store", str(store))
+    assert f"--agents {project / 'agents.py'}" in why.stdout, why.stdout
+    judged = _judged(project)
+    approved = _lockgate(elsewhere, "gate", "approve", run_id, "review", "--agents", str(project / "agents.py"),
+                         "--store", str(store))
+    assert approved.returncode == 0, approved.stderr
+    assert _status(elsewhere, store, run_id) == "complete"
+    assert _judged(project) == judged + 1 and not (elsewhere / "liar.log").exists()
+
+
+def test_the_runs_module_named_the_other_way_is_the_same_module(tmp_path: Path) -> None:
+    """Driven with ``--agents mypkg.agents``, decided with ``--agents mypkg/agents.py``: one
+    module, taken (review s11 r3 #9: refused as another one)."""
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "__init__.py").write_text("")
+    (tmp_path / "mypkg" / "agents.py").write_text(AGENTS)
+    (tmp_path / "flow.stratum.yaml").write_text(SPEC)
+    store = tmp_path / "runs.db"
+    started = _lockgate(tmp_path, "run", "flow.stratum.yaml", "--input", "question=q", "--agents", "mypkg.agents",
+                        "--judge", "judge", "--store", str(store), "--no-prompt")
+    assert started.returncode == 3, started.stderr
+    run_id = json.loads(started.stdout)["run_id"]
+    approved = _lockgate(tmp_path, "gate", "approve", run_id, "review", "--agents", "mypkg/agents.py",
+                         "--store", str(store))
+    assert approved.returncode == 0, approved.stderr
+    assert _status(tmp_path, store, run_id) == "complete" and _judged(tmp_path / "mypkg") == 2

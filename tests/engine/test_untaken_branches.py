@@ -206,3 +206,18 @@ def test_a_branch_not_taken_is_remembered_by_the_store(tmp_path: Path) -> None:
     assert agent.calls == ["notify"]
     assert _statuses(again, run_id)["deploy"] == "skipped"
     again.close()
+
+
+def test_a_join_through_a_route_of_the_branch_taken() -> None:
+    """build fails to fix; a gate after fix approves to ship (routed, not after the gate);
+    publish waits on test (skipped with the build branch) and ship, which is on the branch
+    taken through the gate's route: it joins and runs (review s11 r3 #1)."""
+    steps = (_do("build", extra="attempts: 1\non_fail: fix") + _do("fix") + _do("test", "build")
+             + "      - id: review\n        after: [fix]\n"
+             "        gate: {on_approve: ship, on_revise: null, on_kill: null}\n"
+             + _do("ship") + _do("publish", "test, ship"))
+    engine, run_id, final, agent = _run(_spec("publish", steps), {**ALL_OK, "build": [Fail("no")],
+                                                                  "fix": [_ok("fix")], "ship": [_ok("ship")]},
+                                        {"review": ["approve"]})
+    assert final["status"] == "complete"
+    assert agent.calls == ["build", "fix", "ship", "publish"]

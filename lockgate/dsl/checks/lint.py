@@ -227,7 +227,8 @@ def split_gate_routes(flow: Flow) -> Iterator[Finding]:
             f"stop with no runnable steps",
             (*gate.at, "on_kill"),
             hint="for a spec that also runs on the reference engine, route approve and kill to "
-            "the same step (and branch on a 'when' there), or set one of them to null",
+            "the same step (and branch on a 'when' there), or set on_kill to null (a kill then ends the "
+            "flow); not on_approve: the gate's own dependents then run on a kill too",
         )
 
 
