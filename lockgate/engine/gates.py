@@ -236,7 +236,9 @@ def _revise(run: LiveRun, loc: Located, st: Any, entry: dict[str, Any], via: str
 def reset_region(run: LiveRun, scope: Scope, target: str, revision: dict[str, Any]) -> list[dict[str, Any]]:
     """Reset the revise target's closure to pending (new epoch), dropping fanout items and
     subflow children; gates keep their revision counters. Every reset step records
-    ``revision`` (the gate, its note, the round), which its next dispatches carry.
+    ``revision`` (the gate, its note, the round), which its next dispatches carry, and keeps
+    a summary of the round it ends (:meth:`StepState.round_summary`; a fanout's or run step's
+    has what its items or children did).
 
     A step keeps the route that activated it when the step that routed (a gate's approve or
     kill, a failure's ``on_fail``) lies outside the region: that decision is not reset and still
@@ -250,18 +252,21 @@ def reset_region(run: LiveRun, scope: Scope, target: str, revision: dict[str, An
         st = run.steps[scope.prefix + sid]
         cstep = scope.flow.steps[sid]
         before = st.epoch
-        if cstep.kind in ("fanout", "run"):
+        nested = cstep.kind in ("fanout", "run")
+        # summarised before its items or children are dropped, so what they did is kept
+        ended = st.round_summary(run.children(st.key + "/") if nested else None,
+                                 "items" if cstep.kind == "fanout" else "children")
+        if nested:
             run.fans.pop(st.key, None)
             run.drop_records(st.key + "/")
             run.scopes.pop(st.key + "/", None)
         keep = st.iterations if cstep.kind == "gate" else 0
         decisions = st.decisions
         routed = st.routed if st.routed is not None and st.routed.get("from") not in inside else None
-        ended = st.round_summary()
         run.set_status(st, "pending")
         st.reset()
         if ended is not None:
-            st.history = [*(st.history or ()), ended]
+            st.remember_round(ended)
         st.iterations = keep
         st.decisions = decisions
         st.routed = routed
