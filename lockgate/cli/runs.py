@@ -247,7 +247,8 @@ def show_cmd(run_id: str, store: str | None, fmt: str) -> None:
 
 def print_show(run_id: str, audit: dict[str, Any]) -> None:
     """What ``lockgate show`` (and ``%flow show`` of a run another process started) prints of a
-    run, from its ``audit`` record: status, spend, failure, output, and a row per step."""
+    run, from its ``audit`` record: status, spend, failure, output, a row per step, then why
+    each skipped step was skipped and what the steps a gate's revise reset did before."""
     click.echo(f"run {run_id}  flow {audit['flow']}  status {audit['status']}"
                + (f" ({audit['error_type']})" if audit.get("error_type") else ""))
     click.echo(f"steps {audit['steps_completed']}/{audit['total_steps']} done  spent {_spent(audit['spent'])}"
@@ -261,6 +262,57 @@ def print_show(run_id: str, audit: dict[str, Any]) -> None:
             f"{t['duration_ms']:.0f} ms" if "duration_ms" in t else "",
             with_frames((t.get("failure") or {}).get("reason", ""))[0][:70]] for t in audit["trace"]],
           ["STEP", "KIND", "STATUS", "ATTEMPTS", "TIME", "LAST FAILURE"])
+    for section in _step_notes(audit):
+        click.echo()
+        click.echo("\n".join(section))
+
+
+def _step_notes(audit: dict[str, Any]) -> list[list[str]]:
+    """What the table has no room for, as sections of lines: why each skipped step was skipped
+    (the reason of its ``skipped`` event, which only the audit trail had) and, for each step a
+    gate's revise reset, what it did in the rounds before (the table shows the current one)."""
+    reasons = {event["step_id"]: event["detail"].get("reason") for event in audit["events"]
+               if event["type"] in ("skipped", "fanout_item_skipped")}
+    skipped = [(t["step_id"], one_line(str(reasons[t["step_id"]]))) for t in audit["trace"]
+               if t["status"] == "skipped" and reasons.get(t["step_id"])]
+    earlier = [(t["step_id"], _earlier_rounds(t["earlier_rounds"], t.get("earlier_rounds_left_out", 0)))
+               for t in audit["trace"] if t.get("earlier_rounds")]
+    return [[title, *_aligned(rows)] for title, rows in (("why skipped:", skipped),
+                                                          ("earlier rounds:", earlier)) if rows]
+
+
+def _aligned(rows: list[tuple[str, str]]) -> list[str]:
+    width = max(len(step) for step, _ in rows)
+    return [f"  {step.ljust(width)}  {text}" for step, text in rows]
+
+
+def _earlier_rounds(rounds: list[dict[str, Any]], left_out: int) -> str:
+    """``3 rounds: failed ×2, succeeded; 5 attempts; last failure: ...`` for a step's ``earlier_rounds``
+    (and the count of those before them that the run no longer keeps)."""
+    statuses: list[list[Any]] = []  # [status, how many in a row]
+    for summary in rounds:
+        if statuses and statuses[-1][0] == summary.get("status"):
+            statuses[-1][1] += 1
+        else:
+            statuses.append([summary.get("status"), 1])
+    total = len(rounds) + left_out
+    text = f"{total} round{'s' if total != 1 else ''}: " + ", ".join(
+        f"{status} ×{n}" if n > 1 else str(status) for status, n in statuses)
+    if left_out:
+        text += f" (the last {len(rounds)}; {left_out} before them not kept)"
+    attempts = sum(summary.get("attempts", 0) for summary in rounds)
+    if attempts:
+        text += f"; {attempts} attempt{'s' if attempts != 1 else ''}"
+    failures = [f for summary in rounds if (f := summary.get("failure") or _inner_failure(summary))]
+    if failures:
+        text += f"; last failure: {with_frames(str(failures[-1].get('reason', '')))[0][:120]}"
+    return text
+
+
+def _inner_failure(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The first failure of a fanout's items or a run step's children in an earlier round."""
+    inner = summary.get("items") or summary.get("children") or {}
+    return inner.get("first_failure")
 
 
 # A step a finished run left unfinished, as `show` (and `lockgate graph`'s legend) names it:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine.budget import MAX_SAFE_INTEGER
-from ..engine.model import RUN_STATUSES
+from ..engine.model import KEPT_ROUNDS, RUN_STATUSES
 
 DECISIONS = ("approve", "revise", "kill", "reject")
 RESOLVERS = ("human", "agent", "system")
@@ -213,8 +213,13 @@ AUDIT = ToolSpec(
     description=(
         "The durable record of a run: status, inputs, output, rounds, spend, checkpoints, "
         "steps_completed / total_steps, a `trace` entry per step (status, attempts, output, failure, "
-        "gate decisions) and the hash-chained `events`. Call it when a run ends and include the "
-        "trace summary in your report or commit message."
+        "gate decisions: the current round only) and the hash-chained `events`. A step a gate's "
+        "revise sent back has `round` (the revise round that reset it) and `earlier_rounds`: per "
+        "round before, its status, attempts, spend and last failure (kind, reason cut short; a "
+        "fanout's `items` / a run step's `children`: counts by status, first failure), the last "
+        f"{KEPT_ROUNDS} (`earlier_rounds_left_out` counts older ones); the full failures are in "
+        "`events`. Call it when a run ends and include the trace summary in your report or commit "
+        "message."
     ),
     properties={"run_id": RUN_ID},
     required=("run_id",),
