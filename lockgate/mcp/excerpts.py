@@ -7,12 +7,17 @@ took seconds to send, to tell the caller a value it already has. The messages co
 places (the schema check, the engine, its stores, the spec loader), so rather than each cutting
 its own quotes, :func:`cut_quotes` cuts them where the tool error is made: each long string of
 the call (an argument's value or key, the tool's name) becomes its first :data:`EXCERPT_CHARS`
-characters and its length, wherever the error writes it, as is or as Python's ``repr`` does.
+characters and its length, wherever the error writes it: as is, as Python's ``repr`` does or as
+JSON does (an input path writes a key that needs quoting as ``input["..."]``, escapes and all).
+A value written some other way still has its long runs of text: every run of more than
+:data:`LONG_RUN` characters without a space left in the error is cut the same way.
 """
 
 from __future__ import annotations
 
 import heapq
+import json
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -22,6 +27,10 @@ LONG_CHARS = 120
 EXCERPT_CHARS = 80
 #: The longest strings of the call looked for (bounds the search in a call carrying many).
 MAX_LOOKED_FOR = 64
+#: A run of text without a space longer than this is cut wherever it came from (a value of the
+#: call quoted in a form the cuts do not know); long enough for any path or identifier.
+LONG_RUN = 1000
+_LONG_RUN = re.compile(r"\S{%d,}" % (LONG_RUN + 1))
 
 
 def cut_quotes(message: str, data: dict[str, Any], call: Any) -> tuple[str, dict[str, Any]]:
@@ -42,10 +51,19 @@ def excerpt(value: str) -> str:
 
 
 def _cuts(value: str) -> list[tuple[str, str]]:
-    """(as written, cut) pairs for ``value``: its ``repr`` (the quotes kept round the excerpt,
-    the length after them), then the bare text."""
-    quoted = repr(value[:EXCERPT_CHARS])
-    return [(repr(value), f"{quoted[:-1]}…{quoted[-1]} ({len(value)} characters)"), (value, excerpt(value))]
+    """(as written, cut) pairs for ``value``: its quoted forms (``repr``, then JSON with non-ASCII
+    kept and escaped), the quotes kept round the excerpt and the length after them, then the
+    bare text."""
+    head, length = value[:EXCERPT_CHARS], f" ({len(value)} characters)"
+    pairs: dict[str, str] = {}
+    for quote in (repr, _json, json.dumps):
+        quoted = quote(head)
+        pairs.setdefault(quote(value), f"{quoted[:-1]}…{quoted[-1]}{length}")
+    return [*pairs.items(), (value, excerpt(value))]
+
+
+def _json(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _cut(text: str, cuts: list[tuple[str, str]]) -> str:
@@ -54,6 +72,8 @@ def _cut(text: str, cuts: list[tuple[str, str]]) -> str:
     for written, cut in cuts:
         if written in text:
             text = text.replace(written, cut)
+    if len(text) > LONG_RUN:
+        text = _LONG_RUN.sub(lambda run: excerpt(run.group()), text)
     return text
 
 
