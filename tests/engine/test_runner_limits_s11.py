@@ -121,7 +121,7 @@ async def test_the_limit_reached_part_way_leaves_the_run_resumable_with_nothing_
     assert "raise max_outstanding above 2" in message and "resumable" in message
     assert message.endswith(f"then: lockgate.resume({run_id!r}, agents=..., max_outstanding=...) with the same agents")
     # the two items started before the limit ran to the end and were reported, not thrown away
-    assert calls.seen == ["list", "fan/0", "fan/1"]
+    assert calls.seen[0] == "list" and sorted(calls.seen[1:]) == ["fan/0", "fan/1"]  # those two run side by side
     seen = Engine(store=open_store(db))  # what another process reads
     shown = seen.status(run_id)
     assert [r["status"] for r in seen.runs()] == ["running"] and "run_finished" not in [e.kind for e in events]
