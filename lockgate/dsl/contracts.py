@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import ContractError
 from .contractcheck import FIELD_NAME, Checker, NamedLookup, PathPart, Sink, SinkFull, Violation, object_checker  # noqa: F401
-from .contractdecls import RESERVED_FIELDS, named_nodes, parse_fields, reference_problems
+from .contractdecls import RESERVED_FIELDS, DeclaredNames, named_nodes, parse_fields, reference_problems
 from .contractpaths import PathError, path_key, walk_path
 from .contractschema import SCHEMA_DIALECT, contract_schema  # noqa: F401
 from .diagnostics import Finding, YamlPath
@@ -96,6 +96,7 @@ class ContractSet:
     def __init__(self) -> None:
         self._types: dict[str, dict[str, TypeExpr | None]] = {}
         self._raw: dict[str, dict[str, Any]] = {}
+        self._declared = DeclaredNames(())
         self._at: dict[str, YamlPath] = {}
         self._broken: dict[str, str] = {}
         self._compiled: dict[str, Contract] = {}
@@ -113,8 +114,9 @@ class ContractSet:
             fields = getattr(decl, "fields", decl)
             self._raw[name] = dict(fields) if isinstance(fields, Mapping) else {}
             self._at[name] = tuple(getattr(decl, "at", ("contracts", name)))
+        self._declared = DeclaredNames(self._raw)
         for name, fields in self._raw.items():
-            types, findings = parse_fields(fields, self._at[name], self._raw)
+            types, findings = parse_fields(fields, self._at[name], self._declared)
             self._types[name] = types
             self.issues.extend(findings)
             if findings:
@@ -168,11 +170,11 @@ class ContractSet:
     def check_fields(self, fields: Mapping[Any, Any], at: YamlPath) -> list[Finding]:
         """Problems of an inline field mapping (a flow's ``input``) located under ``at``: the
         same name, type and unknown-reference rules as declared contracts."""
-        return parse_fields(fields, tuple(at), self._raw)[1]
+        return parse_fields(fields, tuple(at), self._declared)[1]
 
     def inline(self, fields: Mapping[str, Any]) -> Contract:
         """Compile an inline field mapping (a flow's ``input``); ContractError when invalid."""
-        types, findings = parse_fields(fields, ("input",), self._raw)
+        types, findings = parse_fields(fields, ("input",), self._declared)
         if findings:
             raise ContractError(findings[0].message, findings[0].span)
         for expr in types.values():
