@@ -236,7 +236,7 @@ def print_runs(found: list[dict[str, Any]]) -> None:
 @store_option
 @format_option
 def show_cmd(run_id: str, store: str | None, fmt: str) -> None:
-    """Show a run: its status, what it waits on, and every step."""
+    """Show a run: its status, spend, output, and every step (`lockgate why RUN` says what it waits on)."""
     engine = _engine(store)
     audit = _call(lambda: engine.audit(run_id))
     if fmt == "json":
@@ -407,14 +407,24 @@ def _steering(run_id: str, store: str | None) -> Iterator[None]:
 @store_option
 @format_option
 def verify_cmd(run_id: str, store: str | None, fmt: str) -> None:
-    """Check a run's hash-chained audit log; exit 1 naming the first bad event."""
+    """Check a run's event log against its hash chain; exit 1 naming the first bad event.
+
+    Every event must match its hash and link to the one before it, and the last one must be the
+    chain head the run's row records. The run's current state (its status, output and step
+    records, as `show` and `runs` print them) is not hashed, so it is not checked: an edit of
+    that alone is not detected.
+    """
     report = _call(lambda: _engine(store).verify(run_id))
     if fmt == "json":
         _json(report)
     elif report["ok"]:
         click.echo(f"run {run_id}: audit chain intact ({report['count']} events)")
+        click.echo("checked: the event log only; the run's current state (its status, output and step records, "
+                   "as show and runs print them) is not hashed and was not checked")
     else:
-        click.echo(f"run {run_id}: audit chain BROKEN at event {report['first_bad_seq']} ({report['problem']}): "
+        seq = report["first_bad_seq"]  # None when the run's row itself was edited
+        where = f" at event {seq}" if seq is not None else ""
+        click.echo(f"run {run_id}: audit chain BROKEN{where} ({report['problem']}): "
                    f"{report.get('message') or ''}".rstrip())
     sys.exit(0 if report["ok"] else 1)
 

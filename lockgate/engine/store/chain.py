@@ -9,7 +9,12 @@ with ``hash_0`` = :data:`GENESIS_HASH`. Canonical JSON is sorted keys, no spaces
 the seq and the run id are inside the hashed body, an event moved to another position or run
 no longer verifies; the run row keeps the head hash and the count so a cut-off tail or an
 appended forgery is caught too. Without a secret nothing stops someone who rewrites the whole
-chain *and* the run row; the chain makes every partial edit evident.
+chain *and* the run row's head; short of that, an edit of the event log is evident.
+
+The chain covers the event log only. The run's current state is not hashed: the rest of its row
+(the status column, the header with the run's output and status) and its step records are what
+``show`` and ``runs`` print, and an edit of those alone leaves the chain intact (``lockgate
+verify`` says so).
 """
 
 from __future__ import annotations
