@@ -21,7 +21,8 @@ OTHER_PICTURES = ("jpg", "jpeg", "gif", "webp", "bmp", "tif", "tiff", "pdf", "ep
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
               help="Output format; defaults to the output file's extension (.png, .svg, .dot/.gv, "
                    ".mmd/.mermaid), else mermaid.")
-@click.option("--flow", "flow_name", metavar="NAME", help="Which flow of the spec (default: the entry flow).")
+@click.option("--flow", "flow_name", metavar="NAME",
+              help="Which flow of a spec file (default: the entry flow); not for a run, drawn as the flow it runs.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), help="Write to this file.")
 @click.option("--store", metavar="URL", help="Store to read a run from: a SQLite path, sqlite://, postgresql://... or memory (default: "
               "$LOCKGATE_STORE or .lockgate/lockgate.db).")
@@ -68,18 +69,22 @@ def _resolve(target: str, flow_name: str | None, store: str | None):
         if name not in spec.flows:
             raise click.ClickException(f"{target}: no flow named {name!r}; flows: {', '.join(spec.flows) or 'none'}")
         return flow_graph(spec, name), None, f"{path.name}: {name}"
-    return _run_graph(target, store)
+    drawn = _run_graph(target, store)
+    if flow_name is not None:  # a run's colours are its own flow's: another flow would be drawn blank
+        raise click.BadParameter(f"{flow_name}: {target} is a run, drawn as the flow it runs; --flow chooses "
+                                 "a flow of a spec file", param_hint="'--flow'")
+    return drawn
 
 
 def _run_graph(run_id: str, store_url: str | None):
+    """(graph, statuses, title) of the run ``run_id``: TARGET named no file, so it is a run id."""
     from ..engine.graphs import run_graph
     from ..errors import RunNotFound, StoreError
     from .stores import missing, open_existing
 
     absent = missing(store_url)
     if absent is not None:
-        raise click.ClickException(f"{run_id}: neither a spec file nor a run id in the store "
-                                   f"(there is no store at {absent})")
+        raise click.ClickException(f"{run_id}: no such file, and no run with this id (there is no store at {absent})")
     try:
         store = open_existing(store_url)
     except StoreError as exc:
@@ -87,7 +92,7 @@ def _run_graph(run_id: str, store_url: str | None):
     try:
         return run_graph(store, run_id)
     except RunNotFound:
-        raise click.ClickException(f"{run_id}: neither a spec file nor a run id in the store") from None
+        raise click.ClickException(f"{run_id}: no such file, and no run with this id in the store") from None
     finally:
         store.close()
 
@@ -149,12 +154,18 @@ def _emit(data: str | bytes, output: str | None) -> None:
             raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from None
         click.echo(f"wrote {output}", err=True)
         return
-    if isinstance(data, bytes):
-        if sys.stdout.isatty():
-            raise click.UsageError("refusing to write PNG to a terminal; use --output FILE or redirect stdout")
-        sys.stdout.buffer.write(data)
-    else:
-        click.echo(data, nl=False)
+    if isinstance(data, bytes) and sys.stdout.isatty():
+        raise click.UsageError("refusing to write PNG to a terminal; use --output FILE or redirect stdout")
+    try:
+        if isinstance(data, bytes):
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        else:
+            click.echo(data, nl=False)
+    except BrokenPipeError:
+        raise  # the reader is gone (`| head`): nothing to say
+    except OSError as exc:
+        raise click.ClickException(f"cannot write to standard output: {exc.strerror or exc}") from None
 
 
 def register(main: click.Group) -> None:

@@ -4,7 +4,10 @@
 Only ``lockgate run`` creates a store. Elsewhere a missing default store (``.lockgate/lockgate.db``
 here) simply holds no runs, and a missing store named by ``--store`` or ``LOCKGATE_STORE`` is
 an error: a mistyped path used to create an empty database (and its directories) and answer
-"no runs".
+"no runs". So is an empty file (0 bytes): SQLite would take it for a new database and these
+commands would write a store's tables into it, answering "no runs" for a store a crash or a full
+disk truncated, or for any empty file named by mistake. (``lockgate run`` still makes an empty
+file a new store: one made on purpose, as ``--store "$(mktemp)"`` does, holds nothing to lose.)
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import StoreError
+from ..errors import NotAStore, StoreError
 
 MEMORY = {"memory", "memory://", ":memory:"}
 
@@ -23,18 +26,38 @@ class MissingStore(StoreError):
     the name is wrong, or the run was started elsewhere)."""
 
 
+class EmptyStore(NotAStore):
+    """A SQLite store file that is empty (0 bytes): truncated, or not a store at all; refused,
+    and left as it is, by the commands that never create a store."""
+
+
 def open_existing(store: str | None) -> Any:
-    """The store ``store`` names (else ``$LOCKGATE_STORE``, else the default), if it exists."""
+    """The store ``store`` names (else ``$LOCKGATE_STORE``, else the default), if it exists
+    (and is not an empty file)."""
     from ..engine.store import ENV_VAR, MemoryStore, open_store
 
     target = _target(store)
     path = sqlite_path(target)
-    if path is None or path.exists():
+    if path is None:
+        return open_store(target)
+    if path.exists():
+        _refuse_empty(path)
         return open_store(target)
     if target is None:
         return MemoryStore(where=f"{path}, which does not exist: no run was started in this folder (run the "
                                  "command where the run was started, or pass --store)")
     raise MissingStore(f"no run store at {path} (`lockgate run` creates it; check --store or ${ENV_VAR})")
+
+
+def _refuse_empty(path: Path) -> None:
+    """Raise :class:`EmptyStore` when the file at ``path`` is empty (0 bytes)."""
+    try:
+        empty = path.is_file() and path.stat().st_size == 0
+    except OSError:  # opening it says what is wrong
+        return
+    if empty:
+        raise EmptyStore(f"{path} is an empty file (0 bytes), not a Lockgate run store: a store truncated by a "
+                         "crash or a full disk, or the wrong file named; it was left as it is")
 
 
 def ephemeral(store: Any) -> bool:

@@ -44,7 +44,7 @@ def test_a_missing_spec_file_is_named(scratch):
 def test_graph_errors_read_like_the_other_commands():
     graphed = invoke("graph", "nosuch.yaml")
     assert graphed.exit_code == 1
-    assert graphed.stderr == "error: nosuch.yaml: neither a spec file nor a run id in the store\n"
+    assert graphed.stderr == "error: nosuch.yaml: no such file, and no run with this id in the store\n"
 
 
 def test_a_store_error_names_no_python_class():

@@ -54,6 +54,6 @@ def test_a_run_is_coloured_by_status(tmp_path):
 
 def test_unknown_target_and_flow(tmp_path):
     missing = invoke("graph", "no-such-run", "--store", str(tmp_path / "runs.db"))
-    assert missing.exit_code == 1 and "neither a spec file nor a run id" in missing.output
+    assert missing.exit_code == 1 and "no-such-run: no such file, and no run with this id" in missing.output
     bad_flow = invoke("graph", str(REVIEWED), "--flow", "nope")
     assert bad_flow.exit_code == 1 and "no flow named 'nope'" in bad_flow.output

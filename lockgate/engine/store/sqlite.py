@@ -14,7 +14,8 @@ Concurrency. One connection per store object, used under a lock (so a store may 
 threads). Writers take the database lock up front with ``BEGIN IMMEDIATE`` and wait for it up to
 ``busy_timeout``; the run version is checked by ``UPDATE runs ... WHERE run_id=? AND version=?``,
 so of two processes saving the same version exactly one wins and the other gets
-:class:`ConcurrencyConflict` with nothing written.
+:class:`ConcurrencyConflict` with nothing written. Opening a store only reads it (so never waits
+for a writer) unless its schema must be created or upgraded.
 
 Cost. ``save_run`` is one transaction of at most four prepared statements. The chain head of a
 version is fixed once that version is committed, so the head read by the last load or save of
@@ -58,6 +59,7 @@ from lockgate.engine.store.sqlite_schema import (
     SCHEMA_VERSION,
     STRAY,
     check_readable,
+    is_current,
     prepare,
     run_key,
 )
@@ -164,6 +166,7 @@ class SQLiteStore:
         # run id -> its row as last seen committed by this store.
         self._heads: dict[str, _Head] = {}
         file = sqlite_open.target(self.path)
+        sqlite_open.refuse_lost_log(file)
         #: why the file is only read (see _read_only), None when it is written as usual
         self.read_only = sqlite_open.read_only_reason(file)
         self._busy_timeout = busy_timeout
@@ -470,8 +473,15 @@ class SQLiteStore:
     # -- plumbing -------------------------------------------------------------------------------
 
     def _create_schema(self) -> None:
+        """Create or upgrade the schema when the file needs it. A current store is only read:
+        in WAL mode a reader never waits for a writer, whereas the write lock waits for any
+        other process's open write transaction (a ``sqlite3`` shell left in one, a writer
+        stopped with Ctrl-Z), so commands that only read must not take it to open the store."""
+        with self._read() as db:
+            if is_current(db, self.path):
+                return
         with self._write() as db:
-            prepare(db, self.path)
+            prepare(db, self.path)  # checks again: another process may have done it meanwhile
 
     def _write(self) -> AbstractContextManager[sqlite3.Connection]:
         return self._transaction("BEGIN IMMEDIATE")

@@ -41,6 +41,22 @@ def target(path: Path) -> Path:
     return path.resolve() if path.is_symlink() else path
 
 
+def refuse_lost_log(path: Path) -> None:
+    """Refuse an empty store file (0 bytes) beside a write-ahead log that holds transactions:
+    what is left of a store truncated by a crash or a full disk. SQLite would open the file as
+    a new, empty database and delete the log, the last of its runs. An empty file alone is a
+    new store (``--store "$(mktemp)"``): there is nothing in it to lose."""
+    wal = Path(f"{path}-wal")
+    try:
+        lost = path.stat().st_size == 0 and wal.stat().st_size > 0
+    except OSError:  # either file missing: nothing is lost
+        return
+    if lost:
+        raise StoreError(f"{path} is empty (0 bytes) but its write-ahead log {wal} holds transactions: the store "
+                         "was truncated; SQLite would delete that log on opening it, so nothing was opened or "
+                         "changed: move both files aside to keep what is left, and name another store with --store")
+
+
 def read_only_reason(path: Path) -> str | None:
     """Why the store file at ``path`` (a link's target: see target) is opened read-only, or None
     to open it for writing (a new file, or one this process may change). Permission bits count

@@ -132,6 +132,12 @@ def prepare(db: sqlite3.Connection, path: object) -> None:
         db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
 
 
+def is_current(db: sqlite3.Connection, path: object) -> bool:
+    """Whether the database holds this Lockgate's schema already (nothing for :func:`prepare`
+    to do); StoreError when its schema is newer than this Lockgate's."""
+    return _version(db, path) == SCHEMA_VERSION
+
+
 def check_readable(db: sqlite3.Connection, path: object) -> None:
     """Refuse a database opened read-only that the store could read only after :func:`prepare`
     wrote to it: one with no schema yet, or an older schema (upgraded in place on opening)."""
