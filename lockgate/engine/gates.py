@@ -25,6 +25,7 @@ from .carry import fate
 from .live import LiveRun, Located, Scope
 from .model import FAILED, RUN_KILLED, RUNNING, SUCCEEDED, now
 from .results import check_issuance
+from .rounds import remember_round, round_summary
 from .subflows import settle_subflow
 from .textargs import decision_text
 
@@ -237,7 +238,7 @@ def reset_region(run: LiveRun, scope: Scope, target: str, revision: dict[str, An
     """Reset the revise target's closure to pending (new epoch), dropping fanout items and
     subflow children; gates keep their revision counters. Every reset step records
     ``revision`` (the gate, its note, the round), which its next dispatches carry, and keeps
-    a summary of the round it ends (:meth:`StepState.round_summary`; a fanout's or run step's
+    a summary of the round it ends (:func:`~lockgate.engine.rounds.round_summary`; a fanout's or run step's
     has what its items or children did).
 
     A step keeps the route that activated it when the step that routed (a gate's approve or
@@ -254,8 +255,8 @@ def reset_region(run: LiveRun, scope: Scope, target: str, revision: dict[str, An
         before = st.epoch
         nested = cstep.kind in ("fanout", "run")
         # summarised before its items or children are dropped, so what they did is kept
-        ended = st.round_summary(run.children(st.key + "/") if nested else None,
-                                 "items" if cstep.kind == "fanout" else "children")
+        ended = round_summary(st, run.children(st.key + "/") if nested else None,
+                              "items" if cstep.kind == "fanout" else "children")
         if nested:
             run.fans.pop(st.key, None)
             run.drop_records(st.key + "/")
@@ -266,7 +267,7 @@ def reset_region(run: LiveRun, scope: Scope, target: str, revision: dict[str, An
         run.set_status(st, "pending")
         st.reset()
         if ended is not None:
-            st.remember_round(ended)
+            remember_round(st, ended)
         st.iterations = keep
         st.decisions = decisions
         st.routed = routed

@@ -64,8 +64,8 @@ class StepState:
     the gate's note. ``untaken`` marks a step skipped because its branch was not taken (a route
     went elsewhere) with the steps that were taken instead: its dependents are skipped in turn
     unless they also wait on one of those (see :func:`lockgate.engine.advance.untaken_by`).
-    ``history`` keeps a :meth:`round_summary` of each of the last :data:`KEPT_ROUNDS` rounds a
-    revise ended, ``history_left_out`` counts the rounds before them (see :meth:`remember_round`).
+    ``history`` keeps a summary of each of the last rounds a revise ended, ``history_left_out``
+    counts the rounds before them (see :mod:`lockgate.engine.rounds`).
     """
 
     key: str
@@ -189,42 +189,6 @@ class StepState:
         known = {k: v for k, v in data.items() if k in _FIELD_NAMES}
         return cls(**known)
 
-    def round_summary(self, inner: list[StepState] | None = None,
-                      inner_name: str = "children") -> dict[str, Any] | None:
-        """What this step did in the round a gate's revise is about to end, for the trace's
-        ``earlier_rounds``: its epoch, status, attempts, last failure (kind, reason cut short,
-        number of violations: the whole of it stays in the audit events), spend and the revise
-        that started that round; for a fanout or run step, what its ``inner`` records (items or
-        children, about to be dropped) did, under ``inner_name`` (see :func:`inner_summary`).
-        None when it never started in that round.
-
-        Kept small: every change of the step rewrites its record, earlier rounds included."""
-        if self.status == PENDING and not self.attempts:
-            return None
-        out: dict[str, Any] = {"epoch": self.epoch, "status": self.status, "attempts": len(self.attempts)}
-        failure = last_failure(self)
-        if failure is not None:
-            out["failure"] = brief_failure(failure)
-        if self.spent:
-            out["spent"] = dict(self.spent)
-        if self.revision is not None:
-            out["revision"] = {k: cut_short(v) if k == "note" else v for k, v in self.revision.items()}
-        if inner:
-            out[inner_name] = inner_summary(self.key + "/", inner)
-        return out
-
-    def remember_round(self, summary: dict[str, Any]) -> None:
-        """Add ``summary`` (a :meth:`round_summary`) to ``history``, which keeps the last
-        :data:`KEPT_ROUNDS` of them and counts the ones it lets go in ``history_left_out``: a
-        gate may revise without bound (``max_rounds`` has none), and the record holding them is
-        rewritten by every change of the step."""
-        kept = [*(self.history or ()), summary]
-        extra = len(kept) - KEPT_ROUNDS
-        if extra > 0:
-            self.history_left_out += extra
-            kept = kept[extra:]
-        self.history = kept
-
     def reset(self) -> None:
         """Back to ``pending`` for a new epoch (a gate revise reset); keeps ``spent`` history out."""
         self.status = PENDING
@@ -251,72 +215,6 @@ class StepState:
 
 
 _FIELD_NAMES = frozenset(f.name for f in fields(StepState))
-
-#: How many of a step's earlier rounds its record keeps (see :meth:`StepState.remember_round`).
-KEPT_ROUNDS = 20
-#: How much of a failure's reason (or a revise's note) a round summary keeps.
-SUMMARY_CHARS = 300
-
-
-def cut_short(text: Any) -> Any:
-    """``text`` when it is short (or not text); else its first :data:`SUMMARY_CHARS` characters,
-    saying how long it was and where the whole of it is."""
-    if not isinstance(text, str) or len(text) <= SUMMARY_CHARS:
-        return text
-    return f"{text[:SUMMARY_CHARS]}… (cut: {len(text)} characters in all, the whole text is in the audit events)"
-
-
-def last_failure(st: StepState) -> dict[str, Any] | None:
-    """``st``'s failure, or the last one among its attempts (a retry that succeeded clears it)."""
-    if st.failure is not None:
-        return st.failure
-    return next((a["failure"] for a in reversed(st.attempts)
-                 if isinstance(a, dict) and isinstance(a.get("failure"), dict)), None)
-
-
-def brief_failure(failure: dict[str, Any]) -> dict[str, Any]:
-    """A round summary's account of ``failure``: its kind, its reason cut short, the attempt (and
-    fanout stage) it ended and how many violations it had (not the violations themselves: the
-    whole failure is in the audit events)."""
-    out: dict[str, Any] = {"kind": failure.get("kind"), "reason": cut_short(failure.get("reason"))}
-    out.update((k, failure[k]) for k in ("attempt", "stage") if k in failure)
-    violations = failure.get("violations")
-    if isinstance(violations, list) and violations:
-        out["violations"] = len(violations)
-    return out
-
-
-def inner_summary(prefix: str, records: list[StepState]) -> dict[str, Any]:
-    """What the items or children under ``prefix`` (those of a fanout or run step) did in a
-    round: how many of the direct ones ended in each status and the attempts and dispatches
-    they spent; how many attempts failed among all of them (nested ones too) and the first
-    failure, by when it happened."""
-    direct = [st for st in records if "/" not in st.key[len(prefix):]]
-    statuses: dict[str, int] = {}
-    for st in direct:
-        statuses[st.status] = statuses.get(st.status, 0) + 1
-    out: dict[str, Any] = {"count": len(direct), "statuses": statuses,
-                           "attempts": sum(len(st.attempts) for st in direct)}
-    dispatches = sum(st.spent.get("dispatches", 0) for st in direct)
-    if dispatches:
-        out["dispatches"] = dispatches
-    failures = [(at, st.key, failure) for st in records for at, failure in _failures(st)]
-    if failures:
-        _, key, first = min(failures, key=lambda f: f[0])
-        out["failures"] = len(failures)
-        out["first_failure"] = {"step_id": key, **brief_failure(first)}
-    return out
-
-
-def _failures(st: StepState) -> list[tuple[float, dict[str, Any]]]:
-    """(when, failure) of each failed attempt of ``st``; its failure alone when it ended failed
-    with no attempt failing (a subflow's own failure, a budget stop)."""
-    found = [(a.get("at") or 0, a["failure"]) for a in st.attempts
-             if isinstance(a, dict) and isinstance(a.get("failure"), dict)]
-    if not found and st.failure is not None:
-        found = [(st.finished_at or 0, st.failure)]
-    return found
-
 
 @dataclass(slots=True)
 class Header:

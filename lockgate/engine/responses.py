@@ -326,7 +326,7 @@ def trace(run: LiveRun) -> list[dict[str, Any]]:
 def trace_entry(run: LiveRun, st: StepState) -> dict[str, Any]:
     """``st`` in the trace: its status, attempts, output or failure and spend in the current
     round; after a gate's revise, the ``round`` that reset it and what it did in each round
-    before (``earlier_rounds``, the last :data:`~lockgate.engine.model.KEPT_ROUNDS` of them, with
+    before (``earlier_rounds``, the last :data:`~lockgate.engine.rounds.KEPT_ROUNDS` of them, with
     ``earlier_rounds_left_out`` counting those before)."""
     loc = run.locate(st.key)
     entry: dict[str, Any] = {"step_id": st.key, "kind": "fanout_item" if loc.index is not None else loc.cstep.kind,

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine.budget import MAX_SAFE_INTEGER
-from ..engine.model import KEPT_ROUNDS, RUN_STATUSES
+from ..engine.model import RUN_STATUSES
+from ..engine.rounds import KEPT_ROUNDS
 
 DECISIONS = ("approve", "revise", "kill", "reject")
 RESOLVERS = ("human", "agent", "system")

@@ -95,7 +95,7 @@ def test_earlier_rounds_keep_a_short_failure_and_only_the_last_rounds(tmp_path: 
     was kept, and every change of the step rewrites its record: drive time grew with the square
     of the rounds. The summary keeps the failure's kind, its reason cut short and how many
     violations it had; the record keeps the last KEPT_ROUNDS rounds and counts the others."""
-    from lockgate.engine.model import KEPT_ROUNDS, SUMMARY_CHARS
+    from lockgate.engine.rounds import KEPT_ROUNDS, SUMMARY_CHARS
 
     rounds = KEPT_ROUNDS + 3
     path = str(tmp_path / "runs.db")
