@@ -1,3 +1,3 @@
-from lockgate.cli import main
+from lockgate.console import main
 
 main()
