@@ -36,8 +36,23 @@ def agent_names(spec: Any, flow: str | None = None) -> list[str]:
             names[step.agent or "claude"] = None
         if step.fanout is not None:
             for stage in step.fanout.stages:
-                names[stage.agent or step.agent or "claude"] = None
+                names[_stage_agent(step, stage)] = None
     return list(names)
+
+
+def isolated_agent_names(spec: Any, flow: str | None = None) -> list[str]:
+    """The agents the flow (and its subflows) may dispatch fanout items isolated in git
+    worktrees to (``isolation: worktree``): where they may run is checked before a run starts."""
+    names: dict[str, None] = {}
+    for step in flow_steps(spec, flow):
+        if step.fanout is not None and step.fanout.isolation == "worktree":
+            for stage in step.fanout.stages:
+                names[_stage_agent(step, stage)] = None
+    return list(names)
+
+
+def _stage_agent(step: Any, stage: Any) -> str:
+    return stage.agent or step.agent or "claude"
 
 
 def uses_judged(spec: Any, flow: str | None = None) -> bool:

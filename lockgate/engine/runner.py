@@ -70,7 +70,7 @@ from .drive import retry_conflicts as _retry_conflicts  # noqa: F401
 from .drivers import Driver, await_stopped, ended, give_up, refusal
 from .engine import check_inputs
 from .evaluate import Evaluator, deferred
-from .flowneeds import agent_names, as_spec, uses_judged
+from .flowneeds import agent_names, as_spec, isolated_agent_names, uses_judged
 from .flowneeds import flow_steps as _flow_steps  # noqa: F401
 from .gatechannel import GateChannel
 from .judge import (
@@ -329,11 +329,16 @@ class Runner:
 
     async def _ready_for(self, spec: Any, flow: str | None) -> None:
         """Install the evaluator and the judge, and preflight every agent the flow may dispatch
-        to (the judge's too, when a judged ensure may be reached): AgentUnavailable before
-        anything starts."""
+        to (the judge's too, when a judged ensure may be reached), and check that the agents of
+        items isolated in worktrees can run there: AgentUnavailable before anything starts."""
         self.install_evaluator()
         for agent in self.agents_to_check(spec, flow):
             await preflight(agent)
+        workspace = getattr(self.engine, "workspace", None)
+        for name in isolated_agent_names(spec, flow) if workspace is not None else ():
+            check = getattr(self.agent(name), "check_placeable", None)
+            if check is not None:
+                await asyncio.to_thread(check, str(workspace))
 
     def agents_to_check(self, spec: Any, flow: str | None) -> list[Agent]:
         """Every agent the flow may dispatch to, resolved, and the judge's agent when a judged

@@ -149,6 +149,32 @@ class CommandAgent:
                 "committed, so commit that folder (a file in it), or remove cwd")
         return folder
 
+    def check_placeable(self, workspace: str) -> None:
+        """Raise AgentUnavailable when the fanout items of ``workspace`` isolated in git worktrees
+        could not run where ``cwd`` says (see :meth:`workdir`): ``cwd`` is outside the repository
+        the worktrees are made from, or names a folder its last commit lacks. Checked before a
+        run starts, so that such a run is refused rather than failing each item's every attempt.
+        """
+        if self.cwd is None:
+            return
+        home = _checkout(workspace)
+        if home is None:
+            return  # the fanout itself refuses a workspace that is no git repository
+        cwd = os.path.realpath(self.cwd)
+        own = _checkout(cwd)
+        if own is None or own.common != home.common:
+            raise AgentUnavailable(
+                f"agent {self.name!r} runs fanout items isolated in git worktrees of {home.top}, and "
+                f"its cwd {self.cwd} is not in that repository, so they cannot run there: set cwd to a "
+                "folder of that repository (an item then runs in the same folder of its worktree), or "
+                "remove cwd")
+        folder = os.path.relpath(cwd, own.top)
+        if folder != "." and not _committed_folder(own.top, folder):
+            raise AgentUnavailable(
+                f"agent {self.name!r} runs fanout items isolated in git worktrees of {home.top}, and "
+                f"its cwd {folder!r} is not in the repository's last commit, which the worktrees "
+                "hold: commit that folder (a file in it), or remove cwd")
+
     def _interpret(self, result: ProcessResult, elapsed: float) -> AgentResult:
         telemetry = Telemetry(duration_ms=elapsed)
         if result.returncode != 0:
@@ -202,6 +228,17 @@ def _checkout(folder: str, *, item: bool = False) -> _Checkout | None:
     if done.returncode != 0 or len(lines) < 2:
         return None
     return _Checkout(os.path.realpath(lines[0]), os.path.realpath(lines[1]))
+
+
+def _committed_folder(top: str, folder: str) -> bool:
+    """Whether the commit checked out at ``top`` has the folder ``folder`` (relative to top)."""
+    argv = ["git", "-C", top, "cat-file", "-t", f"HEAD:{folder.replace(os.sep, '/')}"]
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return True  # not knowable here: each item's attempt still checks
+    return done.returncode == 0 and done.stdout.strip() == "tree"
 
 
 def _within(path: str, folder: str) -> bool:
