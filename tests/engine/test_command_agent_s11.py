@@ -26,6 +26,7 @@ from lockgate.engine.runner import run
 from lockgate.errors import AgentUnavailable
 
 from agent_support import pid_alive, write_script
+from gitrepos import git, repository
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,24 +71,6 @@ import json, os, sys
 json.load(sys.stdin)
 print(json.dumps({"ran_in": os.getcwd()}))
 """
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                          text=True).stdout
-
-
-def repository(path: Path, files: dict[str, str]) -> Path:
-    """A git repository at ``path`` with ``files`` committed."""
-    path.mkdir()
-    for args in (["init", "-q"], ["config", "user.email", "t@example.com"], ["config", "user.name", "t"]):
-        git(path, *args)
-    for name, text in files.items():
-        (path / name).parent.mkdir(parents=True, exist_ok=True)
-        (path / name).write_text(text)
-    git(path, "add", ".")
-    git(path, "commit", "-qm", "base")
-    return path
 
 
 def task(**kw) -> Task:

@@ -12,6 +12,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import gitrepos
 import pytest
 
 from lockgate.engine.agents.config import load_config
@@ -53,19 +54,8 @@ print(json.dumps({"item": task["prompt"].split()[-1]}))
 """
 
 
-def git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
-
-
 def repository(path: Path) -> Path:
-    path.mkdir()
-    for args in (["init", "-q"], ["config", "user.email", "t@example.com"], ["config", "user.name", "t"]):
-        git(path, *args)
-    (path / "tools").mkdir()
-    (path / "tools" / "writer.py").write_text(WRITER)
-    git(path, "add", ".")
-    git(path, "commit", "-qm", "base")
-    return path
+    return gitrepos.repository(path, {"tools/writer.py": WRITER})
 
 
 def configure(repo: Path, cwd: Path, log: Path) -> Path:
