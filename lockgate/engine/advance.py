@@ -154,11 +154,30 @@ def untaken_by(run: LiveRun, scope: Scope, cstep: CStep,
     skips it, whole: a skip otherwise releases its dependents (§6.6), which would run the rest
     of the branch."""
     steps, prefix, flow = run.steps, scope.prefix, scope.flow
-    ran = [dep for dep in cstep.deps if steps[prefix + dep].status in SATISFIED and steps[prefix + dep].untaken is None]
-    cut = [(dep, taken) for dep, taken in untaken if not any(flow.upstream(live).intersection(taken) for live in ran)]
+    ran = [dep for dep in cstep.deps if steps[prefix + dep].status in SATISFIED and steps[prefix + dep].untaken is None
+           and not (flow.steps[dep].routed_only and steps[prefix + dep].routed is None)]
+    cut = [(dep, taken) for dep, taken in untaken if not any(_ran_after(run, scope, live).intersection(taken)
+                                                             for live in ran)]
     if not cut:
         return None
     return cut[0][0], list(dict.fromkeys(t for _, taken in cut for t in taken))
+
+
+def _ran_after(run: LiveRun, scope: Scope, step_id: str) -> set[str]:
+    """``step_id`` and the steps it came after in this run: those it waits on (``after`` and
+    references), in turn, and the step whose route started it. Unlike :meth:`CFlow.upstream`
+    (every route declared to a step), only the route taken counts: a route target no route went
+    to did nothing, and is no way to join the branch its router is on."""
+    steps, prefix, flow = run.steps, scope.prefix, scope.flow
+    seen, stack = {step_id}, [step_id]
+    while stack:
+        sid = stack.pop()
+        routed = steps[prefix + sid].routed
+        for before in (*flow.steps[sid].deps, *((routed["from"],) if routed else ())):
+            if before not in seen:
+                seen.add(before)
+                stack.append(before)
+    return seen
 
 
 def _when_skips(run: LiveRun, scope: Scope, cstep: CStep) -> str | None:

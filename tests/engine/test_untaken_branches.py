@@ -221,3 +221,46 @@ def test_a_join_through_a_route_of_the_branch_taken() -> None:
                                         {"review": ["approve"]})
     assert final["status"] == "complete"
     assert agent.calls == ["build", "fix", "ship", "publish"]
+
+
+def test_a_route_target_no_route_went_to_is_no_join() -> None:
+    """tests fails to fix, fix succeeds: escalate (fix's on_fail target) is skipped, no route
+    went to it, so release, after tests and escalate, does not join the branch taken through
+    it: it is skipped with the failed tests (review s12 late #1, variant b)."""
+    steps = (_do("tests", extra="attempts: 1\non_fail: fix") + _do("fix", extra="on_fail: escalate")
+             + _do("escalate") + _do("release", "tests, escalate"))
+    engine, run_id, final, agent = _run(_spec("fix", steps), {**ALL_OK, "tests": [Fail("red")],
+                                                              "fix": [_ok("fix")]})
+    assert final["status"] == "complete"
+    assert agent.calls == ["tests", "fix"]  # release ran after the failed tests before
+    assert _statuses(engine, run_id) == {"tests": "failed", "fix": "succeeded", "escalate": "skipped",
+                                         "release": "skipped"}
+    assert _skip_reasons(engine, run_id)["release"] == "dependency tests failed and was routed to its on_fail step"
+
+
+def test_a_kill_announcement_after_an_untaken_rollback_is_skipped_on_approve() -> None:
+    """The gate approves to deploy (kill_notice not taken); deploy succeeds, so rollback, its
+    on_fail target, is skipped unreached: announce_kill, after kill_notice and rollback, is on
+    the kill branch only and is skipped (review s12 late #1, variant a)."""
+    steps = ("      - id: review\n        gate: {on_approve: deploy, on_revise: null, on_kill: kill_notice}\n"
+             + _do("deploy", extra="on_fail: rollback") + _do("rollback") + _do("kill_notice")
+             + _do("announce_kill", "kill_notice, rollback"))
+    engine, run_id, final, agent = _run(_spec("deploy", steps), ALL_OK | {n: [_ok(n)] for n in ("rollback",
+                                                                        "kill_notice", "announce_kill")},
+                                        {"review": ["approve"]})
+    assert final["status"] == "complete"
+    assert agent.calls == ["deploy"]
+    assert _statuses(engine, run_id)["announce_kill"] == "skipped"
+    assert _skip_reasons(engine, run_id)["announce_kill"] == "dependency kill_notice is on a branch not taken"
+
+
+def test_a_join_through_the_route_that_was_taken_into_a_recovery() -> None:
+    """build fails to fix, fix fails to escalate, escalate succeeds: publish, after test (with
+    the failed build) and escalate (reached through the routes taken), joins and runs."""
+    steps = (_do("build", extra="attempts: 1\non_fail: fix") + _do("fix", extra="attempts: 1\non_fail: escalate")
+             + _do("escalate") + _do("test", "build") + _do("publish", "test, escalate"))
+    engine, run_id, final, agent = _run(_spec("escalate", steps), {**ALL_OK, "build": [Fail("no")],
+                                                                   "fix": [Fail("still no")],
+                                                                   "escalate": [_ok("escalate")]})
+    assert final["status"] == "complete"
+    assert agent.calls == ["build", "fix", "escalate", "publish"]
