@@ -291,10 +291,11 @@ def _earlier_rounds(rounds: list[dict[str, Any]], left_out: int) -> str:
     (and the count of those before them that the run no longer keeps)."""
     statuses: list[list[Any]] = []  # [status, how many in a row]
     for summary in rounds:
-        if statuses and statuses[-1][0] == summary.get("status"):
+        status = _DECIDED.get((summary.get("decision") or {}).get("decision"), summary.get("status"))
+        if statuses and statuses[-1][0] == status:
             statuses[-1][1] += 1
         else:
-            statuses.append([summary.get("status"), 1])
+            statuses.append([status, 1])
     total = len(rounds) + left_out
     text = f"{total} round{'s' if total != 1 else ''}: " + ", ".join(
         f"{status} ×{n}" if n > 1 else str(status) for status, n in statuses)
@@ -307,6 +308,10 @@ def _earlier_rounds(rounds: list[dict[str, Any]], left_out: int) -> str:
     if failures:
         text += f"; last failure: {with_frames(str(failures[-1].get('reason', '')))[0][:120]}"
     return text
+
+
+#: How an earlier round of a gate ended, by the decision it took in it.
+_DECIDED = {"approve": "approved", "revise": "revised", "kill": "killed"}
 
 
 def _inner_failure(summary: dict[str, Any]) -> dict[str, Any] | None:

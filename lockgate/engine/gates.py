@@ -223,10 +223,10 @@ def _revise(run: LiveRun, loc: Located, st: Any, entry: dict[str, Any], via: str
         from .carry import apply_revise_writes
 
         apply_revise_writes(run, cstep.id, token, total, writes)
+    st.decisions = [*(st.decisions or []), entry]  # before the reset: the round it ends says how it ended
     reset = reset_region(run, scope, gate.on_revise,
                          {"gate": st.key, "note": entry["rationale"], "round": total})
     st = run.steps[st.key]
-    st.decisions = [*(st.decisions or []), entry]
     st.accepted = token
     st.iterations += 1
     run.touch(st)
@@ -256,7 +256,7 @@ def reset_region(run: LiveRun, scope: Scope, target: str, revision: dict[str, An
         nested = cstep.kind in ("fanout", "run")
         # summarised before its items or children are dropped, so what they did is kept
         ended = round_summary(st, run.children(st.key + "/") if nested else None,
-                              "items" if cstep.kind == "fanout" else "children")
+                              "items" if cstep.kind == "fanout" else "children", ended_round=revision["round"] - 1)
         if nested:
             run.fans.pop(st.key, None)
             run.drop_records(st.key + "/")

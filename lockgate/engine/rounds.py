@@ -75,13 +75,14 @@ def _failures(st: StepState) -> list[tuple[float, dict[str, Any]]]:
 
 
 def round_summary(st: StepState, inner: list[StepState] | None = None,
-                  inner_name: str = "children") -> dict[str, Any] | None:
-    """What step ``st`` did in the round a gate's revise is about to end, for the trace's
-    ``earlier_rounds``: its epoch, status, attempts, last failure (kind, reason cut short,
-    number of violations: the whole of it stays in the audit events), spend and the revise
-    that started that round; for a fanout or run step, what its ``inner`` records (items or
-    children, about to be dropped) did, under ``inner_name`` (see :func:`inner_summary`).
-    None when it never started in that round.
+                  inner_name: str = "children", *, ended_round: int | None = None) -> dict[str, Any] | None:
+    """What step ``st`` did in the round a gate's revise is about to end (round number
+    ``ended_round``), for the trace's ``earlier_rounds``: its epoch, status, attempts, last
+    failure (kind, reason cut short, number of violations: the whole of it stays in the audit
+    events), spend and the revise that started that round; for a gate, the decision it took in
+    that round (the revise ending it, for the gate deciding it); for a fanout or run step, what
+    its ``inner`` records (items or children, about to be dropped) did, under ``inner_name``
+    (see :func:`inner_summary`). None when it never started in that round.
 
     Kept small: every change of the step rewrites its record, earlier rounds included."""
     if st.status == PENDING and not st.attempts:
@@ -94,9 +95,22 @@ def round_summary(st: StepState, inner: list[StepState] | None = None,
         out["spent"] = dict(st.spent)
     if st.revision is not None:
         out["revision"] = {k: cut_short(v) if k == "note" else v for k, v in st.revision.items()}
+    decision = _decision_in(st, ended_round)
+    if decision is not None:
+        out["decision"] = decision
     if inner:
         out[inner_name] = inner_summary(st.key + "/", inner)
     return out
+
+
+def _decision_in(st: StepState, round_no: int | None) -> dict[str, Any] | None:
+    """The last decision gate ``st`` took in round ``round_no``: what, by whom, its note cut short."""
+    for entry in reversed(st.decisions or ()):
+        if entry.get("round") == round_no:
+            return {"decision": entry.get("decision"), "resolved_by": entry.get("resolved_by"),
+                    "rationale": cut_short(entry.get("rationale"))}
+    return None
+
 
 def remember_round(st: StepState, summary: dict[str, Any]) -> None:
     """Add ``summary`` (a :func:`round_summary`) to ``history``, which keeps the last

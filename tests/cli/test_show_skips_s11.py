@@ -71,7 +71,7 @@ def test_show_says_why_a_step_was_skipped_and_what_earlier_rounds_did(tmp_path: 
     assert lines[earlier + 1:earlier + 4] == [
         "  work    1 round: succeeded; 2 attempts; last failure: agent reported failure: too short",
         "  polish  1 round: skipped",
-        "  review  1 round: waiting_gate",
+        "  review  1 round: revised",  # the decision that ended the round (review s12 late #2)
     ]
 
 

@@ -62,7 +62,11 @@ def test_a_step_that_never_started_in_a_round_adds_nothing() -> None:
     trace = _trace(engine, run_id)
     assert [r["epoch"] for r in trace["work"]["earlier_rounds"]] == [0, 1]
     assert trace["work"]["earlier_rounds"][1]["revision"]["round"] == 1
-    assert [r["status"] for r in trace["review"]["earlier_rounds"]] == ["waiting_gate", "waiting_gate"]
+    review_rounds = trace["review"]["earlier_rounds"]
+    assert [r["status"] for r in review_rounds] == ["waiting_gate", "waiting_gate"]
+    # each round of the gate says the revise that ended it (review s12 late #2: it said nothing)
+    assert [r["decision"]["decision"] for r in review_rounds] == ["revise", "revise"]
+    assert all(r["decision"]["resolved_by"] for r in review_rounds)
     assert "earlier_rounds" not in trace["publish"]  # reset twice, but it only ran in the last round
 
 
