@@ -28,14 +28,12 @@ from ..errors import EngineError, SpecError
 from .runners import GONE, gone_in, marked
 from .specfile import SpecFileError, read_spec_file, spec_path
 from .waits import for_agent
+from .watch import RunWatches
 
 Args = Mapping[str, Any]
 #: Seconds between looks at whether the process running a run's evaluate commands still lives,
 #: while ``lockgate_status`` waits for their outcome.
 RECHECK_S = 2.0
-#: Seconds a ``lockgate_status`` wait goes without looking whether the client cancelled the call
-#: (the store's wait cannot be interrupted, so it waits in slices this long).
-CANCEL_CHECK_S = 0.2
 
 
 @dataclass
@@ -63,8 +61,11 @@ class ToolContext:
     dead_since: dict[str, tuple[str, float]] = field(default_factory=dict)
     #: the cancel event of the tool call each worker thread runs (see :meth:`cancelling`)
     _calls: threading.local = field(default_factory=threading.local, init=False, repr=False)
+    #: the runs waiting tool calls wait on (see :meth:`wait_for_change`)
+    watches: RunWatches = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self.watches = RunWatches(self.engine.store)
         self.engine.around_commands = self.unlocked
         self.engine.around_waits = self.unlocked
 
@@ -85,16 +86,11 @@ class ToolContext:
 
     def wait_for_change(self, run_id: str, version: int, timeout: float) -> None:
         """Wait, outside the lock, until run ``run_id`` moves off ``version``, ``timeout`` seconds
-        pass or the client cancels the call. The store's wait cannot be interrupted, so it runs
-        in slices of :data:`CANCEL_CHECK_S` seconds: a call the client gave up on gives its
-        thread (and its wait slot, see ``server.MAX_WAITING_CALLS``) back within one."""
-        deadline = time.monotonic() + timeout
-        while not self.cancelled():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return
-            if self.engine.store.wait_for_change(run_id, version, min(remaining, CANCEL_CHECK_S)) != version:
-                return
+        pass or the client cancels the call. The wait is shared with every call waiting on the
+        run, and costs one store wait per few seconds, not per cancel check (see
+        :mod:`lockgate.mcp.watch`): a call the client gave up on still gives its thread (and its
+        wait slot, see ``server.MAX_WAITING_CALLS``) back within ``watch.CANCEL_CHECK_S``."""
+        self.watches.wait(run_id, version, timeout, self.cancelled)
 
     def call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         with self.lock:
