@@ -1,4 +1,5 @@
-"""``why``: what a run is waiting on, in words, with the exact command that unblocks each wait.
+"""``why``: what a run is waiting on, in words, with the exact command that unblocks each wait,
+and why the steps before it (or, once it ended, any of its steps) were skipped.
 
 Each wait names its commands twice: as ``actions`` (``{"command": ["gate", "approve"], "args":
 [run, step], "options": {"note": "..."}}``), which a caller extends by structure (the CLI adds
@@ -14,7 +15,7 @@ from typing import Any
 from .drivers import Driver, holding
 from .evaluate import call_entry
 from .live import LiveRun
-from .model import RUN_CANCELLED, RUN_COMPLETE, RUN_KILLED, RUN_RUNNING
+from .model import FAILED, RUN_CANCELLED, RUN_COMPLETE, RUN_KILLED, RUN_RUNNING, SKIPPED
 from .responses import dispatch_entry, gate_entry
 
 #: The value of an option the user writes in (a gate decision's note), shown as ``"..."``
@@ -24,6 +25,8 @@ FILL_IN = "..."
 IF_GONE = "; if the process running it is gone, resuming the run runs it again"
 #: How the wait of a gate decided before the process applying it stopped ends
 RESUMING_APPLIES = "; resuming the run applies it"
+#: How many skipped steps the summary names (the others are counted; ``skipped`` lists them all)
+SKIPS_NAMED = 3
 
 
 def action(command: str, *args: str, **options: str) -> dict[str, Any]:
@@ -41,7 +44,8 @@ def render(act: Mapping[str, Any], **more: str) -> str:
 
 
 def explain(run: LiveRun) -> dict[str, Any]:
-    """``{run_id, status, summary, waits: [{kind, step_id, reason, actions, commands}]}``."""
+    """``{run_id, status, summary, waits: [{kind, step_id, reason, actions, commands}], skipped:
+    [{step_id, reason, taken}]}`` (see :func:`skipped_steps`; the summary names the first of them)."""
     header = run.header
     rid = header.id
     waits: list[dict[str, Any]] = []
@@ -96,7 +100,97 @@ def explain(run: LiveRun) -> dict[str, Any]:
                   "nothing continues it (it saved no checkpoint); its audit trail shows what happened")
         waits.append({"kind": "finished", "step_id": failure.get("step"), "reason": reason,
                       **_unblocked_by(reverts or [action("audit", rid)])})
-    return {"run_id": rid, "status": header.status, "summary": summary, "waits": waits}
+    skipped = skipped_steps(run)
+    return {"run_id": rid, "status": header.status, "summary": summary + skips_words(skipped), "waits": waits,
+            "skipped": skipped}
+
+
+def skipped_steps(run: LiveRun) -> list[dict[str, Any]]:
+    """The skipped steps that tell why the run is where it is, each as ``{step_id, reason,
+    taken}`` (see :func:`skip_reason`): while it runs, those before what it waits on (a gate,
+    a dispatch, an evaluate command: the steps whose branch it is on, ``CFlow.upstream``);
+    once it ended, every skipped step of its flow."""
+    steps = run.steps
+    if run.header.status != RUN_RUNNING:
+        keys = [key for key in run.root.flow.order if steps[key].status == SKIPPED]
+    else:
+        keys = [key for key in _before_waits(run) if steps[key].status == SKIPPED]
+    return [{"step_id": key, **skip_reason(run, key)} for key in keys]
+
+
+def _before_waits(run: LiveRun) -> list[str]:
+    """The keys of the steps before each one the run waits on, that one's own included (in its
+    subflow too, for a wait inside one), in declaration order."""
+    root = run.root.flow
+    before: set[str] = set()
+    inner: dict[str, None] = {}
+    for key in (*run.waiting, *run.outstanding, *run.evaluating):
+        head, _, tail = key.partition("/")
+        before |= root.upstream(head)
+        if tail and root.steps[head].kind == "run":  # a subflow's child (a fanout's item: its index)
+            scope = run.scope_of(head)
+            inner.update(dict.fromkeys(scope.prefix + sid for sid in scope.flow.order
+                                       if sid in scope.flow.upstream(tail)))
+    return [key for key in root.order if key in before] + list(inner)
+
+
+def skip_reason(run: LiveRun, key: str) -> dict[str, Any]:
+    """Why step ``key`` was skipped, in the words of its ``skipped`` event (which ``lockgate
+    show`` prints; ``why`` reads the run's state, not its events): ``{reason, taken}``, ``taken``
+    being the steps taken instead of its branch (None when it is on no branch not taken)."""
+    located = run.locate(key)
+    cstep, st = located.cstep, run.steps[key]
+    if cstep.routed_only and st.routed is None:
+        reason = "no route to this step was taken"
+    elif st.untaken is not None:
+        reason = _branch_words(run, located.scope, cstep)
+    elif cstep.when is not None:  # false, or failed and so false: either skips it
+        reason = f'when "{cstep.when.source}" is not true'
+    elif located.scope.parent is not None:
+        reason = "the subflow ended"
+    else:
+        reason = "the run's audit trail says why"
+    return {"reason": reason, "taken": st.untaken}
+
+
+def _branch_words(run: LiveRun, scope: Any, cstep: Any) -> str:
+    """Which dependency put ``cstep`` on a branch not taken, as the engine chose it when it
+    skipped the step (:func:`~lockgate.engine.advance.untaken_by`)."""
+    from .advance import untaken_by  # the engine's rule itself (advance imports half the engine)
+
+    steps, prefix = run.steps, scope.prefix
+    untaken: list[tuple[str, list[str]]] = []
+    for dep in cstep.deps:
+        dst = steps[prefix + dep]
+        target = scope.flow.steps[dep].step.on_fail if dst.status == FAILED else None
+        if target and target != cstep.id:
+            untaken.append((dep, [target]))
+        elif dst.untaken is not None:
+            untaken.append((dep, dst.untaken))
+    cut = untaken_by(run, scope, cstep, untaken) if untaken else None
+    if cut is None:
+        return "it is on a branch not taken"
+    dep = cut[0]
+    if steps[prefix + dep].status == FAILED:
+        return f"dependency {dep} failed and was routed to its on_fail step"
+    return f"dependency {dep} is on a branch not taken"
+
+
+def skips_words(skipped: list[dict[str, Any]]) -> str:
+    """The summary's end naming the first :data:`SKIPS_NAMED` of ``skipped`` (:func:`skipped_steps`)
+    with why: "; skipped: deploy (dependency build failed and was routed to its on_fail step; the
+    branch taken: recover), and 2 more"; "" for none."""
+    if not skipped:
+        return ""
+    named = ", ".join(map(_skip_words, skipped[:SKIPS_NAMED]))
+    more = len(skipped) - SKIPS_NAMED
+    return f"; skipped: {named}" + (f", and {more} more" if more > 0 else "")
+
+
+def _skip_words(skip: Mapping[str, Any]) -> str:
+    """One skipped step with why: "polish (when "x" is not true)"."""
+    taken = f"; the branch taken: {', '.join(skip['taken'])}" if skip["taken"] else ""
+    return f"{skip['step_id']} ({skip['reason']}{taken})"
 
 
 def gate_reason(gate: Mapping[str, Any]) -> str:

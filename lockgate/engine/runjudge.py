@@ -27,9 +27,12 @@ import shlex
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, LockgateError
+
+if TYPE_CHECKING:
+    from .agentorigin import PythonAgents
 
 #: ``detail["problem"]`` of a :class:`RunJudge` refusal: the recorded judge was a Python function
 PYTHON_JUDGE = "recorded_judge_python"
@@ -74,22 +77,53 @@ def run_judge(engine: Any, run_id: str, here: Path, *, decision: tuple[str, str]
     ``judge`` when the run took that name from its module. A run that cannot be read gets the
     project's judge: the command's own call then says what is wrong with it."""
     from .flowneeds import uses_judged
-    from .runner import recorded_judge
 
     try:
         spec, flow = engine.spec_of(run_id)
         if not uses_judged(spec, flow) or not _reaches_judged(engine, run_id, spec, flow, decision, rehydrate,
                                                              reverting):
             return RunJudge(needed=False)
-        name = recorded_judge(engine, run_id)
-        agents = engine.last_agents(run_id) if hasattr(engine, "last_agents") else None
-        before = engine.last_config(run_id) if hasattr(engine, "last_config") else None
+        name, agents, before = judge_of(engine, run_id, here)
     except LockgateError:
         name = agents = before = None
-    name = name or module_judge(agents, before, here)
     if name is None:
         return _project(here) if project is FIND else RunJudge(judge=project)
     return _recorded(run_id, name, agents, before, here, resolved, (given, given_source))
+
+
+def judge_of(engine: Any, run_id: str, here: Path) -> tuple[str | None, str | None, str | None]:
+    """(the name of run ``run_id``'s judge, the agents and the configuration file its last drive
+    recorded), for a command run in folder ``here``: the name that drive was given (``--judge``,
+    ``judge=`` by name), else lockgate.toml's ``judge`` when the run took that name from the
+    Python functions it was given (:func:`module_judge`); None for neither (the project's judge
+    judges it) or a flow that judges nothing."""
+    from .runner import recorded_judge
+
+    agents = engine.last_agents(run_id) if hasattr(engine, "last_agents") else None
+    before = engine.last_config(run_id) if hasattr(engine, "last_config") else None
+    return recorded_judge(engine, run_id) or module_judge(agents, before, here), agents, before
+
+
+def python_judge(name: str | None, agents: str | None) -> PythonAgents | None:
+    """The Python functions a drive was given (its claim's ``agents`` record, parsed) when the
+    judge ``name`` is one of them, which only a process given them again has; else None."""
+    from .agentorigin import PythonAgents
+
+    origin = PythonAgents.parse(agents)
+    return origin if origin is not None and name is not None and name in origin.names else None
+
+
+def judging_module(engine: Any, run_id: str, here: Path) -> str | None:
+    """The ``--agents`` module (as the run's claim records it: a resolved path, or a dotted
+    name) one of whose functions judges run ``run_id`` (:func:`judge_of`, :func:`python_judge`):
+    the module a gate decision or a revert of it is to be given. None when its flow judges
+    nothing, or its judge is none of a module's functions (a configured agent, a notebook's)."""
+    from .flowneeds import uses_judged
+
+    if not uses_judged(*engine.spec_of(run_id)):
+        return None
+    origin = python_judge(*judge_of(engine, run_id, here)[:2])
+    return origin.module if origin is not None else None
 
 
 def module_judge(agents: str | None, config: str | None, here: Path) -> str | None:
@@ -142,11 +176,13 @@ def may_judge(spec: Any, flow: str | None, step_id: str, outcome: str) -> bool:
     deciding it: a step its route (and, approved, the gate's dependents) starts that the engine
     settles itself (``set``, ``evaluate``, a subflow, a fanout) and judges, or whose dependents
     do in turn. An agent's step (``do``) is judged when its agent answers (where the run is
-    resumed), a gate waits, unless either has a ``when`` or is a route's target, which may skip
-    it and so release its dependents at once (semantics §6.6); a route to nothing with no
-    dependents ends the run. A
-    gate of a subflow (whose end goes back to its caller) may; a step that is no gate of the flow
-    takes no decision (the engine refuses it)."""
+    resumed), a gate waits, unless either may be skipped here: by its ``when``, or as a route's
+    target no route takes; a step skipped so releases its dependents and what it routes to at
+    once (semantics §6.6; a gate its ``when`` skipped, both its routes). The route this
+    decision does not take is skipped with its whole branch instead (:func:`untaken_branch`): it
+    releases nothing. A route to nothing with no dependents ends the run. A gate of a subflow
+    (whose end goes back to its caller) may; a step that is no gate of the flow takes no
+    decision (the engine refuses it)."""
     own = spec.flow(flow)
     if own is None or "/" in step_id:
         return True
@@ -156,33 +192,68 @@ def may_judge(spec: Any, flow: str | None, step_id: str, outcome: str) -> bool:
     from .compiled import CFlow
 
     cflow = CFlow(spec, own)
-    dependents = {sid: cstep.dependents for sid, cstep in cflow.steps.items()}  # after + references
     route = gate.gate.routes().get({"reject": "kill"}.get(outcome, outcome))
     # an approve, and a kill with a target, leave the gate succeeded: its dependents are released (§6.7)
     released = outcome == "approve" or (outcome != "revise" and route is not None)
     # an approve's or a kill's target is routed to, and so started; a revise's is reset with its
     # region and, routed to by nothing, may be skipped at once like any route target
     started = route if outcome != "revise" else None
-    todo = ([route] if route else []) + (list(dependents.get(step_id, ())) if released else [])
-    seen: set[str] = set()
+    skipped = untaken_branch(cflow, step_id, route) if released else frozenset()
+    # (step, whether it may run: False for one only skipped here, a route of a step skipped)
+    todo = ([(route, True)] if route else []) + ([(sid, True) for sid in cflow.steps[step_id].dependents]
+                                                 if released else [])
+    seen: set[tuple[str, bool]] = set()
     while todo:
-        step = own.step(todo.pop())
+        sid, runs = todo.pop()
+        step = own.step(sid)
         if step is None:
             return True
-        if step.id in seen:
+        if (sid, runs) in seen or sid in skipped:
             continue
-        seen.add(step.id)
-        if step.kind in ("do", "gate"):
-            # skipped here when its when is false, or when it is a route's target and that route
-            # is not the one taken: either releases its dependents at once
-            cstep = cflow.steps.get(step.id)
-            if step.when is not None or (cstep is not None and cstep.routed_only and step.id != started):
-                todo += dependents.get(step.id, ())
-            continue
-        if _judges(spec, step):
-            return True
-        todo += [*dependents.get(step.id, ()), *([step.on_fail] if step.on_fail else [])]
+        seen.add((sid, runs))
+        cstep = cflow.steps[sid]
+        if runs and step.kind not in ("do", "gate"):
+            if _judges(spec, step):
+                return True
+            todo += [(after, True) for after in (*cstep.dependents, *_routes(step))]
+        elif not runs or step.when is not None or (cstep.routed_only and sid != started):
+            # skipped, or may be: its dependents are released, what it routes to is skipped in turn
+            todo += [*((after, True) for after in cstep.dependents), *((target, False) for target in _routes(step))]
     return False
+
+
+def _routes(step: Any) -> list[str]:
+    """The steps ``step`` routes to: its ``on_fail``, a gate's approve and kill targets."""
+    return [target for target in (step.on_fail, *((step.gate.on_approve, step.gate.on_kill) if step.gate else ()))
+            if target]
+
+
+def untaken_branch(cflow: Any, gate_id: str, route: str | None) -> frozenset[str]:
+    """The steps a decision of gate ``gate_id`` taking ``route`` (None: the gate's own
+    dependents) skips as the branch not taken, as the engine skips them (see
+    :func:`lockgate.engine.advance.untaken_by`): its other route's target when nothing else
+    routes to it, then every step that waits on one of these and not also on the branch taken,
+    and every step only they route to."""
+    gate = cflow.steps[gate_id].step.gate
+    taken = {route or gate_id}
+    branch = {target for target in (gate.on_approve, gate.on_kill) if target and target != route
+              and [*cflow.steps[target].fail_routers, *cflow.steps[target].gate_routers] == [gate_id]}
+    todo = list(branch)
+    while todo:
+        cstep = cflow.steps[todo.pop()]
+        for sid in [*cstep.dependents, *_routes(cstep.step)]:
+            if sid not in branch and _cut(cflow, cflow.steps[sid], branch, taken):
+                branch.add(sid)
+                todo.append(sid)
+    return frozenset(branch)
+
+
+def _cut(cflow: Any, cstep: Any, branch: set[str], taken: set[str]) -> bool:
+    """Whether ``cstep``, after or routed to from a step of ``branch``, is skipped with it: a route
+    target only that branch routes to, or a step that waits on none of the branch ``taken``."""
+    if cstep.routed_only:
+        return all(router in branch for router in (*cstep.fail_routers, *cstep.gate_routers))
+    return not any(cflow.upstream(dep) & taken for dep in cstep.deps if dep not in branch)
 
 
 def _judges(spec: Any, step: Any) -> bool:
@@ -208,13 +279,13 @@ def _recorded(run_id: str, name: str, agents: str | None, before: str | None, he
               offered: tuple[Mapping[str, Any] | None, str | None]) -> RunJudge:
     """The recorded judge ``name`` resolved here, or the refusal saying why it cannot be
     (``offered``: the agents the command was given, and the module they came from)."""
-    from .agentorigin import PythonAgents, module_of
+    from .agentorigin import module_of
     from .agents.config import load_config
     from .agents.registry import DEFAULT_REGISTRY, known_agents, resolve_agent
     from .judge import AgentJudge
 
-    origin = PythonAgents.parse(agents)
-    if origin is not None and name in origin.names:
+    origin = python_judge(name, agents)
+    if origin is not None:
         given, source = offered
         other = _other_module(origin.module, source) if given is not None else None
         if given is not None and other is None and (name in given or name in DEFAULT_REGISTRY.names()):

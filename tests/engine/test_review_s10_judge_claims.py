@@ -178,11 +178,13 @@ def test_a_step_reading_another_by_reference_is_its_dependent() -> None:
     assert _may_judge(REFERENCED, "review", "approve")
 
 
-def test_an_untaken_routes_target_is_skipped_and_releases_its_dependents() -> None:
-    """Approved, the gate's kill target `cleanup` (an agent's step) is skipped, releasing `audit`
-    (a judged set step after it) at once in the deciding process (review s10 R13 #2)."""
+def test_an_untaken_routes_target_is_skipped_with_its_branch() -> None:
+    """Approved, the gate's kill target `cleanup` (an agent's step) is skipped as the branch not
+    taken, and `audit` (a judged set step after it) with it: no judge is needed. Review s10
+    R13 #2 asked for one when a skip released its dependents; since session 11 the engine skips
+    the whole branch (tests/engine/test_why_skips.py checks the answer against the engine)."""
     text = JUDGED_AFTER_GATE.replace("      - id: audit\n        after: [review]", "      - id: audit\n        after: [cleanup]")
-    assert _may_judge(text, "review", "approve")
+    assert _may_judge(text, "review", "approve") is False
 
 
 def test_the_taken_routes_target_is_started_not_skipped() -> None:
