@@ -27,12 +27,13 @@ GONE = "the run was driven with --agents {}, which is not there any more: give t
 
 def command(*words: str, **options: str | None) -> str:
     """``lockgate WORDS... --OPTION VALUE...`` quoted for a POSIX shell (options given None
-    left out; an underscore in an option's name is a dash; a store's password hidden)."""
+    left out; an underscore in an option's name is a dash; a store's password hidden;
+    :data:`AGENTS_PLACEHOLDER` shown as it is, a part the user replaces)."""
     parts = ["lockgate", *words]
     for name, value in options.items():
         if value is not None:
             parts += [f"--{name.replace('_', '-')}", shown_store(value) if name == "store" else value]
-    return shlex.join(parts)
+    return " ".join(part if part == AGENTS_PLACEHOLDER else shlex.quote(part) for part in parts)
 
 
 def shown_store(store: str) -> str:
@@ -110,10 +111,11 @@ def engine_command(action: Mapping[str, Any], *, store: str | None, agents: str 
     added when given (the command then has the judge and reaches the same store)."""
     from ..engine.explain import render
 
-    more = {"agents": agents} if agents else {}
+    placeholder = agents == AGENTS_PLACEHOLDER  # shown unquoted, as the other hints show it
+    more = {"agents": agents} if agents and not placeholder else {}
     if store is not None:
         more["store"] = shown_store(store)
-    return render(action, **more)
+    return render(action, **more) + (f" --agents {AGENTS_PLACEHOLDER}" if placeholder else "")
 
 
 def resume_hint(run_id: str, *, store: str | None, agents_needed: bool,
@@ -240,28 +242,19 @@ def recorded_judge(engine: Any, run_id: str) -> str | None:
 
 def judge_module(engine: Any, run_id: str) -> str | None:
     """The ``--agents`` module to give the commands that decide run ``run_id``'s gates (or
-    revert it), as typed here: the module it was driven with, when its judge (``--judge``, or
-    lockgate.toml's ``judge`` taken from the module) was one of that module's functions and its
-    flow has judged ensures (a decision may need the judge, which no other process has); None
-    otherwise, or when that cannot be told."""
+    revert it), as typed here: the module whose function judges it
+    (:func:`lockgate.engine.runjudge.judging_module`, which also decides whether such a command
+    is refused without it); :data:`AGENTS_PLACEHOLDER` when that module is gone (the project
+    moved: the refusal then asks for it so); None otherwise, or when that cannot be told."""
     from pathlib import Path
 
-    from ..engine.agentorigin import PythonAgents
-    from ..engine.flowneeds import uses_judged
-    from ..engine.graphs import stored_spec
-    from ..engine.runjudge import module_judge
+    from ..engine.runjudge import judging_module
 
     try:
-        agents = engine.last_agents(run_id)
-        judge = recorded_judge(engine, run_id)
-        if judge is None and uses_judged(stored_spec(engine.store, run_id), engine.status(run_id).get("flow")):
-            judge = module_judge(agents, engine.last_config(run_id), Path.cwd())  # lockgate.toml's, from the module
-        origin = PythonAgents.parse(agents)
+        module = judging_module(engine, run_id, Path.cwd())
     except Exception:  # noqa: BLE001 - a hint must not fail the command that prints it
         return None
-    if judge is None or origin is None or origin.module is None or judge not in origin.names:
-        return None
-    return shown_module(origin.module)
+    return None if module is None else shown_module(module) or AGENTS_PLACEHOLDER
 
 
 def names_recorded(engine: Any, run_id: str) -> bool:
