@@ -24,6 +24,9 @@ def main() -> None:
 
     Validate specs, run flows with checked steps, inspect and steer runs, and serve the language
     server and the MCP server.
+
+    Exit status 74 in every command: a file or standard output could not be written (a full
+    disk); 130: interrupted (Ctrl-C).
     """
 
 

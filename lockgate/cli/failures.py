@@ -1,6 +1,7 @@
 """The last line of defence of the ``lockgate`` command: an error that no command turned into
-a message becomes one line on stderr and exit status 1, never a Python traceback; Ctrl-C that
-no command handled itself becomes one line and exit status 130.
+a message becomes one line on stderr and exit status 1, never a Python traceback; a file it could
+not read or write (a full disk) exit status 74; Ctrl-C that no command handled itself one line
+and exit status 130.
 
 Commands still report the errors they expect themselves (with their own exit codes); this only
 catches what slips through. ``LOCKGATE_DEBUG=1`` lets the exception (and its traceback) through.
@@ -20,6 +21,11 @@ import click
 #: use to say that they found errors or a broken chain.
 EXIT_INTERRUPTED = 130
 
+#: The exit status of a command that could not read or write a file, standard output included (a
+#: full disk): sysexits' EX_IOERR. Not 1, which ``validate`` and ``verify`` use to say that they
+#: found errors or a broken chain, and ``run`` that the run failed.
+EXIT_IO = 74
+
 DEBUG_ENV = "LOCKGATE_DEBUG"
 
 
@@ -29,6 +35,12 @@ class CommandError(click.ClickException):
 
     def show(self, file=None) -> None:  # type: ignore[no-untyped-def, override]
         click.echo(f"error: {self.format_message()}", err=True, file=file)
+
+
+class IOFailure(CommandError):
+    """A file (or standard output) the command could not read or write: exit status :data:`EXIT_IO`."""
+
+    exit_code = EXIT_IO
 
 
 class SafeGroup(click.Group):
@@ -46,6 +58,10 @@ class SafeGroup(click.Group):
             if os.environ.get(DEBUG_ENV):
                 raise
             _interrupted(ctx)
+        except OSError as exc:
+            if os.environ.get(DEBUG_ENV):
+                raise
+            raise IOFailure(describe(exc)) from exc
         except Exception as exc:
             if os.environ.get(DEBUG_ENV):
                 raise

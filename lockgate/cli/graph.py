@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from .failures import IOFailure
+
 FORMATS = ("png", "svg", "dot", "mermaid")
 # The output file extensions of each format; an extension not here (out.jpg, out.txt) names no
 # format, so without --format it is refused rather than guessed.
@@ -151,7 +153,7 @@ def _emit(data: str | bytes, output: str | None) -> None:
             with open(output, mode) as fh:
                 fh.write(data)
         except OSError as exc:
-            raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from None
+            raise IOFailure(f"cannot write {output}: {exc.strerror or exc}") from None
         click.echo(f"wrote {output}", err=True)
         return
     if isinstance(data, bytes) and sys.stdout.isatty():
@@ -165,7 +167,7 @@ def _emit(data: str | bytes, output: str | None) -> None:
     except BrokenPipeError:
         raise  # the reader is gone (`| head`): nothing to say
     except OSError as exc:
-        raise click.ClickException(f"cannot write to standard output: {exc.strerror or exc}") from None
+        raise IOFailure(f"cannot write to standard output: {exc.strerror or exc}") from None
 
 
 def register(main: click.Group) -> None:

@@ -4,7 +4,7 @@ Exit status: 0 complete, 1 failed (error, killed, cancelled), 2 usage error (bad
 invalid spec, inputs or configuration, an unavailable agent), 3 waiting at a gate (``--no-prompt``,
 or no terminal to ask), 4 another process is driving the same run (a step was answered or reset
 there first; nothing was lost), 130 interrupted (Ctrl-C: the agent calls are stopped and the
-run is left as it was, to resume or cancel).
+run is left as it was, to resume or cancel), 74 a file or standard output could not be written.
 """
 
 from __future__ import annotations

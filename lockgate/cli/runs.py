@@ -4,7 +4,8 @@
 Every command opens the store named by ``--store`` (or ``LOCKGATE_STORE``, else
 ``.lockgate/lockgate.db`` here), which must exist (see :mod:`lockgate.cli.stores`), and calls
 :class:`lockgate.engine.Engine`. Exit status: 0 done,
-1 the engine refused (the message says why) or ``verify`` found tampering, 2 usage errors.
+1 the engine refused (the message says why) or ``verify`` found tampering, 2 usage errors, 74 a
+file or standard output could not be written (a full disk).
 """
 
 from __future__ import annotations

@@ -33,7 +33,8 @@ def validate(paths: tuple[str, ...], fmt: str, no_lint: bool, agents: tuple[str,
 
     PATHS are files, directories (every *.stratum.yaml / *.stratum.yml below) or - for stdin.
     A broken lockgate.toml (or [tool.lockgate]) that a spec would run with is an error too.
-    Exit status: 0 valid, 1 errors found, 2 usage error or unreadable file.
+    Exit status: 0 valid, 1 errors found, 2 usage error or unreadable file, 74 the report
+    could not be written (a full disk).
     """
     try:
         sources = list(_collect(paths))

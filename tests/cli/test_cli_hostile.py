@@ -62,7 +62,7 @@ def test_a_binary_spec_is_a_usage_error(scratch):
 
 def test_an_unexpected_error_is_one_line_without_traceback(scratch):
     proc = lockgate("schema", "--output", str(scratch / "no" / "such" / "dir" / "s.json"), cwd=scratch)
-    assert_short_error(proc)
+    assert_short_error(proc, 74)  # a file it cannot write: sysexits' EX_IOERR, not 1 (review s12 late #3)
     assert "No such file or directory" in proc.stderr
 
 
@@ -74,16 +74,16 @@ def test_lockgate_debug_lets_the_traceback_through(scratch):
     assert proc.returncode == 1 and "Traceback" in proc.stderr
 
 
-@pytest.mark.parametrize("args, message", [
-    (("graph", "."), ".: is a directory; give a spec file or a run id"),
-    (("graph", "nope", "--store", "garbage://x"), "unknown store URL scheme"),
-    (("graph", "nope", "--store", "notdb.db"), "file is not a database"),
-    (("graph", str(HEALTH), "-o", "missing/g.svg"), "cannot write missing/g.svg"),
+@pytest.mark.parametrize("args, message, code", [
+    (("graph", "."), ".: is a directory; give a spec file or a run id", 1),
+    (("graph", "nope", "--store", "garbage://x"), "unknown store URL scheme", 1),
+    (("graph", "nope", "--store", "notdb.db"), "file is not a database", 1),
+    (("graph", str(HEALTH), "-o", "missing/g.svg"), "cannot write missing/g.svg", 74),
 ])
-def test_graph_failures_are_short(scratch, args, message):
+def test_graph_failures_are_short(scratch, args, message, code):
     (scratch / "notdb.db").write_text("not SQLite at all\n" * 100)
     proc = lockgate(*args, cwd=scratch)
-    assert_short_error(proc)
+    assert_short_error(proc, code)
     assert message in proc.stderr
 
 

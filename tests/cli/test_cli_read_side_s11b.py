@@ -118,16 +118,22 @@ def test_ctrl_c_while_a_command_reads_its_spec_exits_130_with_one_line(tmp_path:
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 def test_a_failed_write_names_standard_output_or_the_output_file(tmp_path: Path) -> None:
+    """... and exits 74, not 1, which validate and verify use to say they found errors or a
+    broken chain (review s12 late #3: a valid spec, an intact chain, written to a full disk)."""
     (tmp_path / "flow.stratum.yaml").write_text(gate_spec())
+    db = tmp_path / "runs.db"
+    run = gate_run(db)
     with open("/dev/full", "w") as full:
-        for command in (("validate", "flow.stratum.yaml", "--format", "json"), ("graph", "flow.stratum.yaml"),
-                        ("graph", "flow.stratum.yaml", "--format", "png"), ("schema",)):
+        for command in (("validate", "flow.stratum.yaml", "--format", "json"), ("validate", "flow.stratum.yaml"),
+                        ("graph", "flow.stratum.yaml"), ("graph", "flow.stratum.yaml", "--format", "png"),
+                        ("schema",), ("verify", run, "--store", str(db)), ("show", run, "--store", str(db))):
             done = subprocess.run(lockgate_argv(*command), cwd=tmp_path, env=lockgate_env(), stdout=full,
                                   stderr=subprocess.PIPE, text=True, timeout=120, check=False)
-            assert done.returncode == 1, command
+            assert done.returncode == 74, command
             assert done.stderr == "error: cannot write to standard output: No space left on device\n", command
     done = lockgate(tmp_path, "schema", "-o", "/dev/full")
-    assert done.returncode == 1 and done.stderr == "error: cannot write /dev/full: No space left on device\n"
+    assert done.returncode == 74 and done.stderr == "error: cannot write /dev/full: No space left on device\n"
+    assert lockgate(tmp_path, "verify", run, "--store", str(db)).returncode == 0  # the chain is intact
 
 
 def test_graph_refuses_flow_for_a_run_and_says_a_missing_spec_file_does_not_exist(tmp_path: Path) -> None:
