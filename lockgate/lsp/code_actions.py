@@ -4,7 +4,8 @@ Each action is a minimal text edit computed from the analysis: the diagnostic's 
 (did-you-mean), a ``max_rounds`` for a flow whose gate can revise (LG506), a stub for an
 unknown contract (LG302), the missing ``after`` of a step whose ``when``, ``set`` value or
 stage ``when`` reads a step it does not depend on (LG904), and a subflow call's missing or
-unknown ``with`` inputs (LG703).
+unknown ``with`` inputs (LG703). The lines a fix inserts end as the document's own lines do
+(:func:`_newline`): editors that apply edits verbatim would otherwise mix CRLF and LF.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def _add_max_rounds(analysis: Analysis, diag: Diagnostic) -> Action | None:
     if info is None or info.key is None or _inline(analysis, line) is not None:
         return None  # a flow written inline ({input: ..., steps: [...]}) takes no line under it
     child = _child_indent(analysis, line, info.key_col)
-    edit = TextEdit(Range(Position(line + 1, 0), Position(line + 1, 0)), f"{' ' * child}max_rounds: 3\n")
+    edit = TextEdit(Range(Position(line + 1, 0), Position(line + 1, 0)), f"{' ' * child}max_rounds: 3{_newline(analysis)}")
     return Action(f"Add max_rounds to flow '{diag.path[1]}'", (edit,), diag)
 
 
@@ -64,26 +65,27 @@ def _contract_stub(analysis: Analysis, diag: Diagnostic) -> Action | None:
     name = _covered(analysis, diag.range)
     if spec is None or not _NAME.fullmatch(name) or name in spec.contracts:
         return None
-    outline = analysis.outline
+    outline, newline = analysis.outline, _newline(analysis)
     line = outline.line_of.get(("contracts",))
     if line is None:
-        edit = TextEdit(Range(Position(0, 0), Position(0, 0)), f"contracts:\n  {name}:\n    result: string\n")
+        stub = newline.join(("contracts:", f"  {name}:", "    result: string", ""))
+        edit = TextEdit(Range(Position(0, 0), Position(0, 0)), stub)
         top = outline.line_of.get(("flows",))
         if top is not None:
             edit = TextEdit(Range(Position(top, 0), Position(top, 0)), edit.new_text)
         return Action(f"Create contract '{name}'", (edit,), diag)
     indent = _child_indent(analysis, line, 0)
-    stub = f"{' ' * indent}{name}:\n{' ' * (indent * 2)}result: string"
+    stub = f"{' ' * indent}{name}:{newline}{' ' * (indent * 2)}result: string"
     inline = _inline(analysis, line)
     if inline is not None:  # `contracts: {}` becomes a block holding the stub; other inline maps are left
         start, value = inline
         if value != "{}":
             return None
         colon = analysis.outline.lines[line].colon + 1  # the spaces before `{}` go with it
-        edit = TextEdit(Range(Position(line, colon), Position(line, start + len(value))), "\n" + stub)
+        edit = TextEdit(Range(Position(line, colon), Position(line, start + len(value))), newline + stub)
         return Action(f"Create contract '{name}'", (edit,), diag)
     end = outline.ends[line] + 1
-    return Action(f"Create contract '{name}'", (TextEdit(Range(Position(end, 0), Position(end, 0)), stub + "\n"),),
+    return Action(f"Create contract '{name}'", (TextEdit(Range(Position(end, 0), Position(end, 0)), stub + newline),),
                   diag)
 
 
@@ -204,7 +206,8 @@ def _with_inputs(analysis: Analysis, diag: Diagnostic) -> Action | None:
         return None
     indent = " " * _child_indent(analysis, line, info.key_col)
     values = {k: f"${{input.{k}}}" if passed else "" for k, _, passed in missing}
-    text = "".join(f'{indent}{k}: "{value}"\n' for k, value in values.items())
+    newline = _newline(analysis)
+    text = "".join(f'{indent}{k}: "{value}"{newline}' for k, value in values.items())
     names = ", ".join(f"'{k}'" for k in values)
     title = f"Add input{'s' if len(missing) > 1 else ''} {names} to 'with'"
     return Action(title, (TextEdit(Range(Position(line + 1, 0), Position(line + 1, 0)), text),), diag)
