@@ -76,28 +76,14 @@ def _consider(run: LiveRun, loc: Located, st: StepState) -> None:
         if all(run.steps[scope.prefix + r].status in TERMINAL for r in (*cstep.fail_routers, *cstep.gate_routers)):
             skip(run, scope, cstep, st, "no route to this step was taken", _taken_instead(run, scope, cstep))
         return
-    prefix = scope.prefix
-    steps = run.steps
-    untaken = None  # (dependency, the steps taken instead of it) for each on a branch not taken
-    for dep in cstep.deps:
-        dst = steps[prefix + dep]
-        status = dst.status
-        if status not in SATISFIED:
-            target = scope.flow.steps[dep].step.on_fail if status == FAILED else None
-            if not target:
-                return
-            if target != cstep.id:  # the failed step's own branch: its on_fail target was taken instead
-                untaken = [*(untaken or ()), (dep, [target])]
-            continue
-        if dst.untaken is not None:
-            untaken = [*(untaken or ()), (dep, dst.untaken)]
-    if untaken is not None:
+    untaken = branches_not_taken(run, scope, cstep)
+    if untaken is None:
+        return
+    if untaken:
         cut = untaken_by(run, scope, cstep, untaken)
         if cut is not None:
             dep, taken = cut
-            why = ("failed and was routed to its on_fail step" if steps[prefix + dep].status == FAILED
-                   else "is on a branch not taken")
-            skip(run, scope, cstep, st, f"dependency {dep} {why}", taken)
+            skip(run, scope, cstep, st, untaken_reason(run, scope, dep), taken)
             return
     if cstep.when is not None:
         why = _when_skips(run, scope, cstep)
@@ -118,6 +104,33 @@ def _consider(run: LiveRun, loc: Located, st: StepState) -> None:
         subflows.start_subflow(run, loc, st)
     elif kind == "evaluate":
         evaluate.start(run, loc, st)
+
+
+def branches_not_taken(run: LiveRun, scope: Scope, cstep: CStep) -> list[tuple[str, list[str]]] | None:
+    """The dependencies of ``cstep`` on a branch not taken, each with the steps taken instead of
+    it: one that failed and was routed to its ``on_fail`` step (a step other than ``cstep``), or
+    one skipped on such a branch. None while a dependency is still to settle."""
+    steps, prefix = run.steps, scope.prefix
+    untaken: list[tuple[str, list[str]]] = []
+    for dep in cstep.deps:
+        dst = steps[prefix + dep]
+        status = dst.status
+        if status not in SATISFIED:
+            target = scope.flow.steps[dep].step.on_fail if status == FAILED else None
+            if not target:
+                return None
+            if target != cstep.id:  # the failed step's own branch: its on_fail target was taken instead
+                untaken.append((dep, [target]))
+        elif dst.untaken is not None:
+            untaken.append((dep, dst.untaken))
+    return untaken
+
+
+def untaken_reason(run: LiveRun, scope: Scope, dep: str) -> str:
+    """Why a step is skipped with dependency ``dep``'s branch (the words of its skipped event)."""
+    why = ("failed and was routed to its on_fail step" if run.steps[scope.prefix + dep].status == FAILED
+           else "is on a branch not taken")
+    return f"dependency {dep} {why}"
 
 
 def _taken_instead(run: LiveRun, scope: Scope, cstep: CStep) -> list[str] | None:

@@ -15,7 +15,7 @@ from typing import Any
 from .drivers import Driver, holding
 from .evaluate import call_entry
 from .live import LiveRun
-from .model import FAILED, RUN_CANCELLED, RUN_COMPLETE, RUN_KILLED, RUN_RUNNING, SKIPPED
+from .model import RUN_CANCELLED, RUN_COMPLETE, RUN_KILLED, RUN_RUNNING, SKIPPED
 from .responses import dispatch_entry, gate_entry
 
 #: The value of an option the user writes in (a gate decision's note), shown as ``"..."``
@@ -156,24 +156,11 @@ def skip_reason(run: LiveRun, key: str) -> dict[str, Any]:
 def _branch_words(run: LiveRun, scope: Any, cstep: Any) -> str:
     """Which dependency put ``cstep`` on a branch not taken, as the engine chose it when it
     skipped the step (:func:`~lockgate.engine.advance.untaken_by`)."""
-    from .advance import untaken_by  # the engine's rule itself (advance imports half the engine)
+    from .advance import branches_not_taken, untaken_by, untaken_reason  # the engine's rule itself
 
-    steps, prefix = run.steps, scope.prefix
-    untaken: list[tuple[str, list[str]]] = []
-    for dep in cstep.deps:
-        dst = steps[prefix + dep]
-        target = scope.flow.steps[dep].step.on_fail if dst.status == FAILED else None
-        if target and target != cstep.id:
-            untaken.append((dep, [target]))
-        elif dst.untaken is not None:
-            untaken.append((dep, dst.untaken))
+    untaken = branches_not_taken(run, scope, cstep)
     cut = untaken_by(run, scope, cstep, untaken) if untaken else None
-    if cut is None:
-        return "it is on a branch not taken"
-    dep = cut[0]
-    if steps[prefix + dep].status == FAILED:
-        return f"dependency {dep} failed and was routed to its on_fail step"
-    return f"dependency {dep} is on a branch not taken"
+    return untaken_reason(run, scope, cut[0]) if cut is not None else "it is on a branch not taken"
 
 
 def skips_words(skipped: list[dict[str, Any]]) -> str:
