@@ -168,7 +168,7 @@ def untaken_by(run: LiveRun, scope: Scope, cstep: CStep,
     of the branch."""
     steps, prefix, flow = run.steps, scope.prefix, scope.flow
     ran = [dep for dep in cstep.deps if steps[prefix + dep].status in SATISFIED and steps[prefix + dep].untaken is None
-           and not (flow.steps[dep].routed_only and steps[prefix + dep].routed is None)]
+           and (not flow.steps[dep].routed_only or _brought_in_by(run, scope, dep))]
     cut = [(dep, taken) for dep, taken in untaken if not any(_ran_after(run, scope, live).intersection(taken)
                                                              for live in ran)]
     if not cut:
@@ -178,19 +178,33 @@ def untaken_by(run: LiveRun, scope: Scope, cstep: CStep,
 
 def _ran_after(run: LiveRun, scope: Scope, step_id: str) -> set[str]:
     """``step_id`` and the steps it came after in this run: those it waits on (``after`` and
-    references), in turn, and the step whose route started it. Unlike :meth:`CFlow.upstream`
-    (every route declared to a step), only the route taken counts: a route target no route went
-    to did nothing, and is no way to join the branch its router is on."""
-    steps, prefix, flow = run.steps, scope.prefix, scope.flow
+    references), in turn, and the routers that brought it in (:func:`_brought_in_by`). Unlike
+    :meth:`CFlow.upstream` (every route declared to a step), a route its router did not take
+    counts for nothing: the step no route went to is no way to join the branch of that router."""
+    flow = scope.flow
     seen, stack = {step_id}, [step_id]
     while stack:
         sid = stack.pop()
-        routed = steps[prefix + sid].routed
-        for before in (*flow.steps[sid].deps, *((routed["from"],) if routed else ())):
+        cstep = flow.steps[sid]
+        routers = _brought_in_by(run, scope, sid) if cstep.routed_only else ()
+        for before in (*cstep.deps, *routers):
             if before not in seen:
                 seen.add(before)
                 stack.append(before)
     return seen
+
+
+def _brought_in_by(run: LiveRun, scope: Scope, step_id: str) -> list[str]:
+    """The routers that brought route target ``step_id`` into the run: the one whose route
+    started it, or, when none did, those skipped themselves (a skipped gate or failing step
+    releases its route targets as a skip does: they are on its branch). Empty when its routers
+    ran and went elsewhere (a step that did not fail, a gate deciding another way)."""
+    steps, prefix = run.steps, scope.prefix
+    routed = steps[prefix + step_id].routed
+    if routed is not None:
+        return [routed["from"]]
+    cstep = scope.flow.steps[step_id]
+    return [r for r in (*cstep.fail_routers, *cstep.gate_routers) if steps[prefix + r].status == SKIPPED]
 
 
 def _when_skips(run: LiveRun, scope: Scope, cstep: CStep) -> str | None:

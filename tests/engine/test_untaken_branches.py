@@ -264,3 +264,19 @@ def test_a_join_through_the_route_that_was_taken_into_a_recovery() -> None:
                                                                    "escalate": [_ok("escalate")]})
     assert final["status"] == "complete"
     assert agent.calls == ["build", "fix", "escalate", "publish"]
+
+
+def test_a_join_through_the_route_target_of_a_gate_its_when_skipped() -> None:
+    """build fails to fix; the optional review after fix is skipped by its when, which releases
+    its route target merge: merge is on the branch taken, so publish, after test (with the failed
+    build) and merge, joins and runs (review s12a #1: it was skipped after 65a15b6)."""
+    steps = (_do("build", extra="attempts: 1\non_fail: fix") + _do("fix") + _do("test", "build")
+             + "      - id: review\n        after: [fix]\n        when: \"input.topic == 'review'\"\n"
+             "        gate: {on_approve: merge, on_revise: null, on_kill: null}\n"
+             + _do("merge") + _do("publish", "test, merge"))
+    engine, run_id, final, agent = _run(_spec("fix", steps), {**ALL_OK, "build": [Fail("red")],
+                                                              "fix": [_ok("fix")]})
+    assert final["status"] == "complete"
+    assert agent.calls == ["build", "fix", "publish"]
+    assert _statuses(engine, run_id) == {"build": "failed", "fix": "succeeded", "test": "skipped",
+                                         "review": "skipped", "merge": "skipped", "publish": "succeeded"}
