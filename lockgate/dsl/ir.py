@@ -112,6 +112,13 @@ class Fanout:
     pre_merge: tuple[str, ...] = ()
     dispatch: str = "engine"
 
+    @property
+    def engine_worktrees(self) -> bool:
+        """Whether the engine gives each item a git worktree of its own and merges it back
+        (``isolation: worktree`` with engine dispatch; a consumer-dispatched fanout's consumer
+        places its items itself)."""
+        return self.isolation == "worktree" and self.dispatch != "consumer"
+
 
 @dataclass(frozen=True, slots=True)
 class Evaluate:

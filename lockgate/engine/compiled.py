@@ -164,8 +164,7 @@ class CompiledSpec:
         self.judges = any(uses_judged(spec, name) for name in spec.flows)
         #: whether a fanout merges its items' worktrees in the process moving the run on (engine
         #: dispatch, ``isolation: worktree``): only such a spec's transitions watch for merges
-        self.worktree_merges = any(step.fanout is not None and step.fanout.isolation == "worktree"
-                                   and step.fanout.dispatch != "consumer"
+        self.worktree_merges = any(step.fanout is not None and step.fanout.engine_worktrees
                                    for flow in spec.flows.values() for step in flow.steps)
         self._contracts: dict[str, Any] = {}
         self._schemas: dict[str, dict[str, Any]] = {}

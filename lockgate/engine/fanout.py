@@ -482,7 +482,7 @@ def engine_worktree(loc: Located) -> bool:
     """Whether ``loc`` is (in) an engine-dispatch ``isolation: worktree`` fanout: one whose items'
     worktrees this process makes and merges."""
     fan = loc.cstep.step.fanout
-    return fan is not None and fan.isolation == "worktree" and fan.dispatch != "consumer"
+    return fan is not None and fan.engine_worktrees
 
 
 def cwd_of(run: LiveRun, item: StepState) -> str | None:

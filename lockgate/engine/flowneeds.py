@@ -41,11 +41,12 @@ def agent_names(spec: Any, flow: str | None = None) -> list[str]:
 
 
 def isolated_agent_names(spec: Any, flow: str | None = None) -> list[str]:
-    """The agents the flow (and its subflows) may dispatch fanout items isolated in git
-    worktrees to (``isolation: worktree``): where they may run is checked before a run starts."""
+    """The agents the flow (and its subflows) may dispatch fanout items the engine isolates in
+    git worktrees to (``isolation: worktree``, engine dispatch): where they may run is checked
+    before a run starts."""
     names: dict[str, None] = {}
     for step in flow_steps(spec, flow):
-        if step.fanout is not None and step.fanout.isolation == "worktree":
+        if step.fanout is not None and step.fanout.engine_worktrees:
             for stage in step.fanout.stages:
                 names[_stage_agent(step, stage)] = None
     return list(names)

@@ -132,3 +132,19 @@ def test_the_cli_refuses_the_run_with_one_line(tmp_path):
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("error: agent 'writer' runs fanout items isolated in git worktrees of ")
     assert "Traceback" not in done.stderr and not (tmp_path / "ran.log").exists()
+
+
+async def test_a_consumer_dispatched_fanout_is_not_refused(tmp_path):
+    """A ``dispatch: consumer`` fanout gets no worktree from the engine (its consumer places its
+    items), so an agent cwd outside the repository is no reason to refuse it (review s12a #3)."""
+    repo = repository(tmp_path / "repo")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    log = tmp_path / "ran.log"
+    config = load_config(configure(repo, elsewhere, log))
+    spec = SPEC.replace("          isolation: worktree\n", "          isolation: worktree\n          dispatch: consumer\n")
+    spec += ("      - id: review\n        after: [fan]\n"  # a consumer's worktrees need a review gate
+             "        gate: {on_approve: null, on_revise: null, on_kill: null}\n")
+    result = await run(spec, {"items": ["a", "b"]}, workspace=repo, store="memory", config=config)
+    assert result.status == "await_gate", result.response  # the items ran: the review waits
+    assert log.read_text().splitlines() == [str(elsewhere)] * 2
