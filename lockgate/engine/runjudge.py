@@ -176,7 +176,8 @@ def may_judge(spec: Any, flow: str | None, step_id: str, outcome: str) -> bool:
     deciding it: a step its route (and, approved, the gate's dependents) starts that the engine
     settles itself (``set``, ``evaluate``, a subflow, a fanout) and judges, or whose dependents
     do in turn. An agent's step (``do``) is judged when its agent answers (where the run is
-    resumed), a gate waits, unless either may be skipped here: by its ``when``, or as a route's
+    resumed), but may fail at once here and start its ``on_fail`` target; a gate waits, unless
+    either may be skipped here: by its ``when``, or as a route's
     target no route takes; a step skipped so releases its dependents and what it routes to at
     once (semantics §6.6; a gate its ``when`` skipped, both its routes). The route this
     decision does not take is skipped with its whole branch instead (:func:`untaken_branch`): it
@@ -216,7 +217,12 @@ def may_judge(spec: Any, flow: str | None, step_id: str, outcome: str) -> bool:
             if _judges(spec, step):
                 return True
             todo += [(after, True) for after in (*cstep.dependents, *_routes(step))]
-        elif not runs or step.when is not None or (cstep.routed_only and sid != started):
+            continue
+        if runs and step.kind == "do" and step.on_fail:
+            # an agent's step may fail here, before any agent answers (its task fails to render, its
+            # budget is spent): its on_fail target starts in this process
+            todo.append((step.on_fail, True))
+        if not runs or step.when is not None or (cstep.routed_only and sid != started):
             # skipped, or may be: its dependents are released, what it routes to is skipped in turn
             todo += [*((after, True) for after in cstep.dependents), *((target, False) for target in _routes(step))]
     return False

@@ -184,6 +184,19 @@ WHEN_FAIL = HEAD + """      - id: review
       - {id: fix, do: "f", agent: w, out: A}
 """ + AUDIT % "fix"
 
+#: an approve starts `merge`, an agent's step whose task fails to render here (it names the
+#: skipped `extra`): its failure routes to `check`, judged in the deciding process (review s12a #2)
+RENDER_FAIL = HEAD + """      - {id: extra, after: [answer], when: "false", do: "x", agent: w, out: A}
+      - id: review
+        after: [extra]
+        gate: {on_approve: merge, on_revise: null, on_kill: null}
+      - {id: merge, do: "merge ${extra.output.answer}", agent: w, out: A, attempts: 1, on_fail: check}
+      - id: check
+        set: {answer: "'checked'"}
+        out: A
+        ensure: [{judged: {statement: "The merge was checked"}}]
+"""
+
 
 def _judged_by_deciding(tmp_path: Path, text: str, outcome: str) -> bool:
     """Whether a real engine deciding ``outcome`` at the run's gate asks its judge anything."""
@@ -206,7 +219,9 @@ def _judged_by_deciding(tmp_path: Path, text: str, outcome: str) -> bool:
     (JOINED, "approve", True),
     (WHEN_GATE, "approve", True),  # said none was needed before: the judged ensure failed closed
     (WHEN_FAIL, "approve", True),  # likewise
-], ids=["untaken-branch", "taken-route", "joins-the-branch-taken", "when-skipped-gate", "when-skipped-on-fail"])
+    (RENDER_FAIL, "approve", True),  # likewise: an agent's step may fail here, before any agent
+], ids=["untaken-branch", "taken-route", "joins-the-branch-taken", "when-skipped-gate", "when-skipped-on-fail",
+        "failing-at-once-on-fail"])
 def test_may_judge_answers_as_the_engine_decides(tmp_path: Path, text: str, outcome: str, judged: bool) -> None:
     assert _judged_by_deciding(tmp_path, text, outcome) is judged
     assert may_judge(load(text).spec, None, "review", outcome) is judged
