@@ -75,7 +75,7 @@ def _check(sources, agents: tuple[str, ...], *, lint: bool) -> Iterator[_Report]
             result = loader(agents=[*agents, *project.agents] or None, lint=lint)
         except OSError as exc:
             reason = f"cannot read: {exc.strerror or exc}"
-            yield _Report(name, "", (_problem("unreadable", "FILE_UNREADABLE", reason),), "unreadable")
+            yield _Report(name, "", (_problem("LG110", reason),), "unreadable")
             continue
         diagnostics = result.diagnostics
         if project.problem is not None:  # which agents it configures is unknown: the error says why
@@ -169,15 +169,16 @@ def _config_report(path: Path, exc: Exception) -> _Report:
             text = handle.read(_EXCERPT_BYTES).decode("utf-8", "replace")
     except OSError:
         text = ""
-    problem = _problem("config", "CONFIG_INVALID", message, Range.of(line, column, line, column + 1),
+    problem = _problem("LG111", message, Range.of(line, column, line, column + 1),
                        hint="lockgate run refuses it too: fix it, or give run another with --config")
     return _Report(name, text, (problem,), "config")
 
 
-def _problem(code: str, name: str, message: str, where: Range = ZERO_RANGE, *,
-             hint: str | None = None) -> Diagnostic:
-    """An error about a file as a whole (not a spec problem of the code catalogue)."""
-    return Diagnostic(code=code, message=message, range=where, name=name, hint=hint)
+def _problem(code: str, message: str, where: Range = ZERO_RANGE, *, hint: str | None = None) -> Diagnostic:
+    """An error about a file as a whole, not its text: one it cannot read, a broken configuration."""
+    from ..dsl.codes import lookup
+
+    return Diagnostic(code=code, message=message, range=where, name=lookup(code).name, hint=hint)
 
 
 def _shown(path: Path) -> str:

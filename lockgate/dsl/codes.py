@@ -37,6 +37,8 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
     ("LG107", "YAML_DEPTH_LIMIT", "the document nests too deeply"),
     ("LG108", "DOCUMENT_EMPTY", "the document is empty"),
     ("LG109", "YAML_UNSUPPORTED", "a YAML feature the spec language does not allow (tags, complex keys)"),
+    ("LG110", "FILE_UNREADABLE", "a spec file that cannot be read"),
+    ("LG111", "CONFIG_INVALID", "the project's lockgate.toml (or [tool.lockgate]) a spec runs with is broken"),
     # structure
     ("LG201", "SCHEMA_INVALID", "a value has the wrong type or shape"),
     ("LG202", "E2_UNKNOWN_FIELD", "a key that this object does not allow"),

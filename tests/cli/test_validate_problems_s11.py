@@ -33,7 +33,7 @@ def broken_project(tmp_path: Path) -> Path:
 def test_a_broken_configuration_is_an_error_at_its_line_in_text(broken_project: Path) -> None:
     done = lockgate(broken_project, "validate", ".")
     assert done.returncode == 1, done.stderr
-    assert done.stdout.count("lockgate.toml:5:16: error config: invalid TOML: Expected ']'") == 1
+    assert done.stdout.count("lockgate.toml:5:16: error LG111: invalid TOML: Expected ']'") == 1
     assert "5 | [agents.scanner\n  |                ^" in done.stdout
     assert "lockgate run refuses it too" in done.stdout
     assert "ignoring" not in done.stderr
@@ -48,14 +48,14 @@ def test_a_broken_configuration_is_an_entry_and_an_annotation(broken_project: Pa
     entries = json.loads(as_json.stdout)
     assert [(e["file"], e["ok"]) for e in entries] == [("lockgate.toml", False), ("flow.stratum.yaml", True)]
     (problem,) = entries[0]["diagnostics"]
-    assert problem["code"] == "config" and problem["severity"] == "error"
+    assert problem["code"] == "LG111" and problem["severity"] == "error"
     assert problem["message"].startswith("invalid TOML: Expected ']'")
     assert problem["range"]["start"] == {"line": 4, "character": 15}
 
     github = lockgate(broken_project, "validate", "flow.stratum.yaml", "--format", "github")
     assert github.returncode == 1, github.stderr
     assert github.stdout.startswith("::error file=lockgate.toml,line=5,col=16,")
-    assert "title=config::invalid TOML" in github.stdout
+    assert "title=LG111::invalid TOML" in github.stdout
 
 
 def test_the_configuration_is_the_one_run_would_use_and_run_refuses_it_too(broken_project: Path) -> None:
@@ -96,7 +96,7 @@ def test_unreadable_files_are_entries_of_the_json(odd_folder: Path) -> None:
                          ("sub.stratum.yaml", "Is a directory")):
         assert entries[name]["ok"] is False
         problems = [(d["code"], d["severity"], d["message"]) for d in entries[name]["diagnostics"]]
-        assert problems == [("unreadable", "error", f"cannot read: {reason}")]
+        assert problems == [("LG110", "error", f"cannot read: {reason}")]
     assert done.stderr == ""
 
 
@@ -104,9 +104,9 @@ def test_unreadable_files_are_annotations_and_counted_in_the_summary(odd_folder:
     github = lockgate(odd_folder, "validate", ".", "--no-lint", "--format", "github")
     assert github.returncode == 2
     assert github.stdout.splitlines() == [
-        "::error file=dangling.stratum.yml,line=1,col=1,endLine=1,endColumn=1,title=unreadable::"
+        "::error file=dangling.stratum.yml,line=1,col=1,endLine=1,endColumn=1,title=LG110::"
         "cannot read: No such file or directory",
-        "::error file=sub.stratum.yaml,line=1,col=1,endLine=1,endColumn=1,title=unreadable::"
+        "::error file=sub.stratum.yaml,line=1,col=1,endLine=1,endColumn=1,title=LG110::"
         "cannot read: Is a directory",
     ]
     text = lockgate(odd_folder, "validate", ".", "--no-lint")
