@@ -26,6 +26,7 @@ SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA lockgate TO alice``. Nothing is e
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -172,10 +173,12 @@ class PostgresStore:
             raise StoreError(f"schema must be a lower-case SQL identifier, not {schema!r}")
         self.dsn, self.schema = dsn, schema
         self._lock = threading.RLock()
-        # one LISTEN connection per waiting thread, so that waits on different runs (or the same
-        # one) from several threads each wake on their own notifications and timeouts
+        # a LISTEN connection per wait in progress, so that waits on different runs (or the same
+        # one) from several threads each wake on their own notifications and timeouts; kept for
+        # the next wait when done: as many as waits ever ran at once, whichever threads ran them
         self._listen_lock = threading.Lock()
-        self._listeners: dict[int, psycopg.Connection[Any]] = {}
+        self._listeners: list[psycopg.Connection[Any]] = []  # every one open
+        self._idle: list[psycopg.Connection[Any]] = []  # those no wait holds now
         self._heads: dict[str, tuple[int, int, str]] = {}
         self._closed = False
         self._connect_timeout = connect_timeout
@@ -359,33 +362,37 @@ class PostgresStore:
         codec.check_run_id(run_id, existing=True)
         deadline = time.monotonic() + codec.check_wait(version, timeout)
         listener = self._listening()
-        current = self.current_version(run_id)
-        reopened = False
-        while current == version:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            try:
-                for note in listener.notifies(timeout=remaining, stop_after=1):
-                    del note
-                reopened = False
-            except psycopg.Error as exc:
-                # the server closed it (a restart): listen again, once; the version read next
-                # covers a change notified while no one listened
-                if reopened or not listener.broken:
-                    raise _failure(exc, "lost the PostgreSQL notification connection") from exc
-                listener, reopened = self._listening(), True
+        try:
             current = self.current_version(run_id)
-        return current
+            reopened = False
+            while current == version:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                try:
+                    for note in listener.notifies(timeout=remaining, stop_after=1):
+                        del note
+                    reopened = False
+                except psycopg.Error as exc:
+                    # the server closed it (a restart): listen again, once; the version read next
+                    # covers a change notified while no one listened
+                    if reopened or not listener.broken:
+                        raise _failure(exc, "lost the PostgreSQL notification connection") from exc
+                    listener, reopened = self._listening(replacing=listener), True
+                current = self.current_version(run_id)
+            return current
+        finally:
+            self._done_listening(listener)
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
             self._db.close()
         with self._listen_lock:
-            for listener in self._listeners.values():
+            for listener in self._listeners:
                 listener.close()
             self._listeners.clear()
+            self._idle.clear()
         self._watchdog.stop()
 
     # -- plumbing -------------------------------------------------------------------------------
@@ -449,23 +456,48 @@ class PostgresStore:
             time.sleep(delay)
             delay = min(2 * delay, 1.0)
 
-    def _listening(self) -> psycopg.Connection[Any]:
-        """This thread's LISTEN connection (opened on its first wait, reopened when broken)."""
-        thread = threading.get_ident()
+    def _listening(self, replacing: psycopg.Connection[Any] | None = None) -> psycopg.Connection[Any]:
+        """A LISTEN connection for one wait: an idle one, else a new one (in place of one the
+        server closed, ``replacing`` or an idle one, :meth:`_reopen` tries again while the server
+        restarts). Handed back with :meth:`_done_listening`."""
         with self._listen_lock:
             if self._closed:
                 raise StoreError("the store is closed")
-            listener = self._listeners.get(thread)
-            if listener is None or listener.closed or listener.broken:
-                if listener is not None:
-                    listener.close()
-                listener = self._listeners[thread] = self._connect(10) if listener is None else self._reopen(10)
-                try:
-                    with self._bounded(listener):
-                        listener.execute(f"LISTEN {self.schema}_runs")
-                except psycopg.Error as exc:
-                    raise _failure(exc, "cannot listen for run changes") from exc
+            lost = replacing is not None  # a connection the server closed: it may be restarting
+            if replacing is not None:
+                self._drop_listener(replacing)
+            while self._idle:
+                listener = self._idle.pop()
+                if not (listener.closed or listener.broken):
+                    return listener
+                self._drop_listener(listener)
+                lost = True
+            listener = self._reopen(10) if lost else self._connect(10)
+            self._listeners.append(listener)
+            try:
+                with self._bounded(listener):
+                    listener.execute(f"LISTEN {self.schema}_runs")
+            except psycopg.Error as exc:
+                self._drop_listener(listener)
+                raise _failure(exc, "cannot listen for run changes") from exc
             return listener
+
+    def _done_listening(self, listener: psycopg.Connection[Any]) -> None:
+        """Keep ``listener`` for the next wait; close it when broken or the store closed."""
+        with self._listen_lock:
+            if listener not in self._listeners:
+                return  # closed with the store (or replaced) meanwhile
+            if self._closed or listener.closed or listener.broken:
+                self._drop_listener(listener)
+            else:
+                self._idle.append(listener)
+
+    def _drop_listener(self, listener: psycopg.Connection[Any]) -> None:
+        """Close ``listener`` and forget it (under the listen lock)."""
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+        with contextlib.suppress(psycopg.Error):
+            listener.close()
 
     def _create_schema(self) -> None:
         """Set the schema up unless it is there at this version already: a team member's role
