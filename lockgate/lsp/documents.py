@@ -13,6 +13,13 @@ current text (for the cursor context) with the result of the last analysis whose
 (for the names and types). The view's ``base`` is that analysis, so hover can map an unchanged
 line of the current text into it and answer exactly.
 
+What an analysis reports also depends on the spec's project configuration (the agents of the
+nearest ``lockgate.toml``, LG905), a file the editor may change while the spec stays as it is.
+An analysis records the configuration file it saw (:func:`config_stamp`); the server drops
+the analyses of the documents a changed configuration governs (:meth:`DocumentStore.invalidate`
+with ``folders``, on ``workspace/didChangeWatchedFiles``), and one whose configuration changed
+on disk unseen (:meth:`DocumentStore.revalidate`, on save and on a diagnostics pull).
+
 A text over the size limit (``lockgate.maxDocumentBytes``) is not given to the loader at all:
 its analysis has no result and carries the limit, which diagnostics report; completion, hover
 and folding still answer from the text's outline.
@@ -21,12 +28,15 @@ and folding still answer from the text's outline.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+import os
 import re
 import time
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from lsprotocol import types as lsp
@@ -41,6 +51,8 @@ log = logging.getLogger(__name__)
 # Codes meaning the YAML itself could not be read: no tree, no source map worth keeping.
 _UNPARSED_CODES = frozenset({"LG101", "LG102", "LG103", "LG105", "LG106", "LG107"})
 _BREAK = re.compile(r"\r\n|\r|\n")
+#: numbers every analysis, for diagnostics result ids that no later analysis can repeat
+_SERIALS = itertools.count(1)
 
 
 class Text:
@@ -104,6 +116,9 @@ class Analysis:
     stale: bool = False  # the IR comes from ``base``, an analysis of an earlier text
     limit: int | None = None  # the size limit ``doc`` exceeds: it was not analysed
     base: Analysis | None = field(default=None, repr=False, compare=False)
+    #: the configuration file the analysis read and its stat (see :func:`config_stamp`)
+    config: tuple[str, int, int, int] | None = field(default=None, compare=False)
+    serial: int = field(default_factory=lambda: next(_SERIALS), repr=False, compare=False)
     _memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def memo(self, key: str, factory: Callable[[Analysis], Any]) -> Any:
@@ -166,8 +181,9 @@ def analyze(
 
     doc = text if isinstance(text, Text) else Text(text, version)
     started = time.perf_counter()
+    path = path_of(uri)
+    config = config_stamp(path)  # before the file is read: a change meanwhile shows as stale
     try:
-        path = _path_of(uri)
         known = (*agents, *configured_agents(path)) if lint else tuple(agents)
         result = load(doc.text, path, agents=known or None, lint=lint)
         failure = None
@@ -175,7 +191,27 @@ def analyze(
         log.exception("analysis of %s failed", uri)
         result, failure = None, f"{type(exc).__name__}: {exc}"
     elapsed = (time.perf_counter() - started) * 1000
-    return Analysis(uri, doc, result, elapsed, failure)
+    return Analysis(uri, doc, result, elapsed, failure, config=config)
+
+
+def config_stamp(spec_path: str | None) -> tuple[str, int, int, int] | None:
+    """The project configuration governing the spec at ``spec_path`` (the nearest
+    ``lockgate.toml``, or ``pyproject.toml`` with ``[tool.lockgate]``) as (its path, modification
+    time, size, inode): any edit, replacement or a nearer file makes a different stamp. None for
+    a document that is no file or has no configuration."""
+    if spec_path is None:
+        return None
+    from lockgate.engine.agents.config import find_config
+    from lockgate.errors import ConfigError
+
+    try:
+        found = find_config(Path(spec_path).parent)
+        if found is None:
+            return None
+        stat = found.stat()
+    except (ConfigError, OSError):  # unreadable: the analysis reads no agents from it either
+        return None
+    return str(found), stat.st_mtime_ns, stat.st_size, stat.st_ino
 
 
 def over_limit(doc: Text, limit: int) -> bool:
@@ -183,7 +219,8 @@ def over_limit(doc: Text, limit: int) -> bool:
     return 0 < limit < doc.size
 
 
-def _path_of(uri: str) -> str | None:
+def path_of(uri: str) -> str | None:
+    """The file a ``file:`` URI names; None for other schemes (an unsaved document)."""
     if uri.startswith("file://"):
         from urllib.parse import unquote, urlparse
 
@@ -198,7 +235,8 @@ class _Entry:
     current: Analysis | None = None  # the analysis of ``doc`` under the current settings
     latest: Analysis | None = None  # the newest finished analysis, of any version
     last_good: Analysis | None = None  # the newest finished analysis whose YAML parsed
-    pending: dict[tuple[int, int], asyncio.Future[Analysis]] = field(default_factory=dict)
+    pending: dict[tuple[int, int, int], asyncio.Future[Analysis]] = field(default_factory=dict)
+    epoch: int = 0  # bumped when the document's project configuration changes
 
 
 class DocumentStore:
@@ -254,12 +292,36 @@ class DocumentStore:
         entry = self._entries.get(uri)
         return entry.doc.version if entry else None
 
-    def invalidate(self) -> None:
-        """Forget the current analyses (after a settings change); the last good ones stay
-        usable for completion and hover until fresh ones are done."""
-        self._generation += 1
-        for entry in self._entries.values():
-            entry.current = None
+    def invalidate(self, folders: Collection[str] | None = None) -> list[str]:
+        """Forget the current analyses (after a settings change), or only those of the documents
+        inside one of ``folders`` (after a project configuration there changed), and return the
+        URIs of the documents concerned. The last good analyses stay usable for completion and
+        hover until fresh ones are done; an analysis already running is not taken as current."""
+        if folders is None:
+            self._generation += 1
+            for entry in self._entries.values():
+                entry.current = None
+            return self.uris()
+        roots = [os.path.realpath(folder) for folder in folders]
+        stale = [uri for uri in self._entries if _inside(path_of(uri), roots)]
+        for uri in stale:
+            self._forget(self._entries[uri])
+        return stale
+
+    def revalidate(self, uri: str) -> bool:
+        """Forget the current analysis of ``uri`` if the project configuration it read has
+        changed on disk since (for a client that does not watch the file); whether it did."""
+        entry = self._entries.get(uri)
+        current = entry.current if entry is not None else None
+        if current is None or current.limit is not None or current.config == config_stamp(path_of(uri)):
+            return False  # nothing analysed, too large to be, or the same configuration
+        self._forget(entry)
+        return True
+
+    @staticmethod
+    def _forget(entry: _Entry) -> None:
+        entry.current = None
+        entry.epoch += 1
 
     # -- analyses ---------------------------------------------------------------------------------
 
@@ -307,10 +369,10 @@ class DocumentStore:
         return Analysis(uri, entry.doc, base.result, stale=True, base=base)
 
     def _start(self, uri: str, entry: _Entry) -> asyncio.Future[Analysis]:
-        doc, generation = entry.doc, self._generation
+        doc, generation = entry.doc, (self._generation, entry.epoch)
         if over_limit(doc, self.max_bytes):
             return self._skip(uri, entry, doc, generation)
-        key = (id(doc), generation)
+        key = (id(doc), *generation)
         future = entry.pending.get(key)
         if future is None:
             loop = asyncio.get_running_loop()
@@ -320,7 +382,7 @@ class DocumentStore:
             future.add_done_callback(lambda f: self._settle(entry, key, doc, generation, f))
         return future
 
-    def _skip(self, uri: str, entry: _Entry, doc: Text, generation: int) -> asyncio.Future[Analysis]:
+    def _skip(self, uri: str, entry: _Entry, doc: Text, generation: tuple[int, int]) -> asyncio.Future[Analysis]:
         """The analysis of a text over the size limit: the loader does not run, so the server
         keeps no more than the text and its line tables for it."""
         future: asyncio.Future[Analysis] = asyncio.get_running_loop().create_future()
@@ -328,25 +390,33 @@ class DocumentStore:
         self._finished(entry, doc, generation, future.result())
         return future
 
-    def _settle(self, entry: _Entry, key: tuple[int, int], doc: Text, generation: int,
+    def _settle(self, entry: _Entry, key: tuple[int, int, int], doc: Text, generation: tuple[int, int],
                 future: asyncio.Future[Analysis]) -> None:
         entry.pending.pop(key, None)
         if not future.cancelled() and future.exception() is None:
             self._finished(entry, doc, generation, future.result())
 
-    def _finished(self, entry: _Entry, doc: Text, generation: int, analysis: Analysis) -> None:
+    def _finished(self, entry: _Entry, doc: Text, generation: tuple[int, int], analysis: Analysis) -> None:
         if self._entries.get(analysis.uri) is not entry:
             return  # closed (and maybe reopened) while it ran
         if entry.latest is None or _newer(analysis, entry.latest):
             entry.latest = analysis
             if analysis.parsed:
                 entry.last_good = analysis
-        if entry.doc is doc and generation == self._generation:
+        if entry.doc is doc and generation == (self._generation, entry.epoch):
             entry.current = analysis
 
     def shutdown(self) -> None:
         """Stop the worker thread (an analysis in progress finishes first)."""
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _inside(path: str | None, folders: list[str]) -> bool:
+    """Whether the file ``path`` lies in (or below) one of ``folders`` (real paths)."""
+    if path is None:
+        return False
+    real = os.path.realpath(path)
+    return any(real.startswith(folder.rstrip(os.sep) + os.sep) for folder in folders)
 
 
 def _newer(a: Analysis, b: Analysis) -> bool:

@@ -12,6 +12,13 @@ and code actions need ranges exact for the current text, so they await its analy
 and semantic tokens, while the YAML is broken mid-edit, then fall back to the last analysis
 that parsed, fitted to the current text). Semantic tokens, symbols and navigation, seconds of work on a large document, then run on a features
 thread (:meth:`LockgateServer.off_loop`), so the event loop keeps answering meanwhile.
+
+What an analysis reports depends on more than the text: the settings and the spec's project
+configuration (``lockgate.toml``, ``pyproject.toml``: reported by ``workspace/didChangeWatchedFiles``
+when the client watches them, else noticed on a save or a diagnostics pull of the spec). When
+either changes, push clients get the diagnostics again, and pull clients (VS Code) are
+asked to pull again (``workspace/diagnostic/refresh``, and ``workspace/inlayHint/refresh`` when
+the hints change too): a pull client asks only after an edit otherwise.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import functools
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, TypeVar
 
 from lsprotocol import types as lsp
@@ -31,7 +39,7 @@ from lockgate import __version__
 
 from . import diagnostics as diag
 from . import index
-from .documents import Analysis, DocumentStore
+from .documents import Analysis, DocumentStore, path_of
 from .positions import Encoding, encoding_of
 from .protocol import LockgateProtocol
 from .settings import SECTION, Settings
@@ -97,11 +105,35 @@ class LockgateServer(LanguageServer):
 
     def apply_settings(self, settings: Settings) -> None:
         store = self.documents
-        changed = (settings.agents, settings.lint, settings.max_document_bytes) != (store.agents, store.lint, store.max_bytes)
+        changed = _analysed_with(settings) != _analysed_with(self.settings)
         self.settings = settings
         store.agents, store.lint, store.max_bytes = settings.agents, settings.lint, settings.max_document_bytes
         if changed:
             store.invalidate()
+
+    def refresh_client(self, *, diagnostics: bool = False, inlay_hints: bool = False) -> None:
+        """Ask the client to request again the answers that changed without an edit, as far as
+        it supports being asked (diagnostics only when it pulls them: pushed ones are sent)."""
+        caps = self.client_caps
+        workspace = caps.workspace if caps else None
+        asks = (
+            (diagnostics and diag.supports_pull(caps), workspace and workspace.diagnostics, self.workspace_diagnostic_refresh),
+            (inlay_hints, workspace and workspace.inlay_hint, self.workspace_inlay_hint_refresh),
+        )
+        for wanted, support, request in asks:
+            if wanted and support and support.refresh_support:
+                request(None).add_done_callback(_log_refused)
+
+
+def _analysed_with(settings: Settings) -> tuple[Any, ...]:
+    """The settings an analysis depends on (a change of them makes every analysis stale)."""
+    return settings.agents, settings.lint, settings.max_document_bytes
+
+
+def _log_refused(answer: Any) -> None:
+    """A client that fails a refresh request keeps what it shows; nothing else to do."""
+    if not answer.cancelled() and answer.exception() is not None:
+        log.info("the client refused a refresh request: %r", answer.exception())
 
 
 def guarded(default: Any = None) -> Callable[[F], F]:
@@ -192,15 +224,28 @@ def _register_sync(ls: LockgateServer) -> None:
     @ls.feature(lsp.INITIALIZED)
     @guarded()
     async def initialized(ls: LockgateServer, params: lsp.InitializedParams) -> None:
-        await _pull_settings(ls)
+        before = ls.settings
+        if await _pull_settings(ls) and ls.documents.uris():  # opened while the settings came
+            _settings_changed(ls, before, republish=_analysed_with(before) != _analysed_with(ls.settings))
 
     @ls.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
     @guarded()
     async def did_change_configuration(ls: LockgateServer, params: lsp.DidChangeConfigurationParams) -> None:
+        before = ls.settings
         if not await _pull_settings(ls) and params.settings is not None:
             ls.apply_settings(Settings.from_client(params.settings))
-        for uri in ls.documents.uris():
+        _settings_changed(ls, before, republish=True)
+
+    @ls.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    @guarded()
+    def did_change_watched_files(ls: LockgateServer, params: lsp.DidChangeWatchedFilesParams) -> None:
+        folders = {str(Path(path).parent) for change in params.changes
+                   if (path := path_of(change.uri)) is not None and Path(path).name in CONFIGURATION_FILES}
+        stale = ls.documents.invalidate(folders) if folders else []
+        for uri in stale:
             _schedule(ls, uri, 0)
+        if stale:
+            ls.refresh_client(diagnostics=True)
 
     @ls.feature(lsp.SHUTDOWN)
     def on_shutdown(ls: LockgateServer, *args: Any) -> None:
@@ -227,7 +272,10 @@ def _register_sync(ls: LockgateServer) -> None:
     @ls.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     @guarded()
     def did_save(ls: LockgateServer, params: lsp.DidSaveTextDocumentParams) -> None:
-        _schedule(ls, params.text_document.uri, 0)
+        uri = params.text_document.uri
+        if ls.documents.revalidate(uri):  # its lockgate.toml changed, unwatched
+            ls.refresh_client(diagnostics=True)
+        _schedule(ls, uri, 0)
 
     @ls.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     @guarded()
@@ -238,6 +286,21 @@ def _register_sync(ls: LockgateServer) -> None:
         index.forget(uri)
         if not diag.supports_pull(ls.client_caps):
             ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+
+def _settings_changed(ls: LockgateServer, before: Settings, *, republish: bool) -> None:
+    """After new settings: push every open document's diagnostics again (when ``republish``),
+    and ask a client for what it has to request again to see the change."""
+    if republish:
+        for uri in ls.documents.uris():
+            _schedule(ls, uri, 0)
+    after = ls.settings
+    analysed = _analysed_with(before) != _analysed_with(after)
+    ls.refresh_client(diagnostics=analysed, inlay_hints=analysed or before.inlay_hints != after.inlay_hints)
+
+
+#: The files a project's configuration is read from (see :mod:`.projectagents`).
+CONFIGURATION_FILES = ("lockgate.toml", "pyproject.toml")
 
 
 async def _pull_settings(ls: LockgateServer) -> bool:
@@ -283,10 +346,12 @@ def _register_diagnostics(ls: LockgateServer) -> None:
     )
     @guarded(lsp.FullDocumentDiagnosticReport(items=[]))
     async def document_diagnostic(ls: LockgateServer, params: lsp.DocumentDiagnosticParams):
-        analysis = await ls.analysis(params.text_document.uri)
+        uri = params.text_document.uri
+        ls.documents.revalidate(uri)  # a lockgate.toml changed on disk unseen: analysed again
+        analysis = await ls.analysis(uri)
         if analysis is None:
             return lsp.FullDocumentDiagnosticReport(items=[])
-        result_id = f"{analysis.version}:{id(analysis)}"
+        result_id = f"{analysis.version}:{analysis.serial}"
         if params.previous_result_id == result_id:
             return lsp.UnchangedDocumentDiagnosticReport(result_id=result_id)
         items = diag.to_lsp(analysis, ls.encoding, **diag.client_options(ls.client_caps))
