@@ -19,6 +19,7 @@ from typing import Literal
 from lockgate.dsl.diagnostics import Position, Range, YamlPath
 from lockgate.dsl.ir import Flow, Step
 from lockgate.dsl.refs import scan
+from lockgate.dsl.scalars import CharSources, char_sources
 
 from . import fields as F
 from .documents import Analysis
@@ -52,7 +53,7 @@ class SymbolIndex:
     """Occurrences by symbol, and lookup by position."""
 
     def __init__(self, occurrences: list[Occurrence]) -> None:
-        self.occurrences = sorted(occurrences, key=lambda o: (o.range.start, o.range.end))
+        self.occurrences = _distinct(sorted(occurrences, key=lambda o: (o.range.start, o.range.end)))
         self.by_key: dict[SymbolKey, list[Occurrence]] = defaultdict(list)
         for occ in self.occurrences:
             self.by_key[occ.key].append(occ)
@@ -69,6 +70,24 @@ class SymbolIndex:
 
     def references(self, key: SymbolKey, *, include_definition: bool = True) -> list[Occurrence]:
         return [o for o in self.by_key.get(key, ()) if include_definition or not o.definition]
+
+
+def _distinct(occurrences: list[Occurrence]) -> list[Occurrence]:
+    """Sorted occurrences with each (symbol, range) once, the definition kept: a node shared
+    through a YAML alias (``after: *deps``, ``<<: *base``) is read at every place that uses it,
+    but is one mention in the text, and a rename must edit it once (LSP forbids overlapping
+    edits)."""
+    out: list[Occurrence] = []
+    group = 0  # where the run of occurrences with the current range starts in ``out``
+    for occ in occurrences:
+        if out and out[-1].range != occ.range:
+            group = len(out)
+        same = next((i for i in range(group, len(out)) if out[i].key == occ.key), None)
+        if same is None:
+            out.append(occ)
+        elif occ.definition and not out[same].definition:
+            out[same] = occ
+    return out
 
 
 def index_of(analysis: Analysis) -> SymbolIndex:
@@ -122,21 +141,93 @@ def _header(analysis: Analysis) -> list[Occurrence]:
 
 
 def _build_header(analysis: Analysis) -> list[Occurrence]:
-    spec, source, spans = analysis.ir, analysis.source_map, span_ranges(analysis)
+    spec, spans = analysis.ir, _spans(analysis, analysis.text)
     assert spec is not None  # callers check ``parsed``
     out: list[Occurrence] = []
     for name in spec.contracts:
-        out.append(Occurrence(("contract", name), source.key_range(("contracts", name)), ("contracts", name), True, at="key"))
+        out.append(Occurrence(("contract", name), spans.key_range(("contracts", name)), ("contracts", name), True, at="key"))
     for flow in spec.flows.values():
-        out.append(Occurrence(("flow", flow.name), source.key_range(flow.at), flow.at, True, at="key"))
+        out.append(Occurrence(("flow", flow.name), spans.key_range(flow.at), flow.at, True, at="key"))
         for field_name in flow.input:
             path = (*flow.at, "input", field_name)
-            out.append(Occurrence(("input", flow.name, str(field_name)), source.key_range(path), path, True, at="key"))
+            out.append(Occurrence(("input", flow.name, str(field_name)), spans.key_range(path), path, True, at="key"))
         for carry in flow.carry.values():
-            out.append(Occurrence(("carry", carry.name), source.key_range(carry.at), carry.at, True, at="key"))
+            out.append(Occurrence(("carry", carry.name), spans.key_range(carry.at), carry.at, True, at="key"))
     for field in F.walk_header(spec):
         out.extend(_field_occurrences(field, spans))
     return out
+
+
+# an anchor (``&bid``), a tag (``!!str``) or an alias (``*bid``) where a value or key starts
+_MARKS = re.compile(r"(?:^|[\s,\[{:?-])[&!*]")
+# the properties before a scalar's text: anchor and tag, in either order, each with its blanks
+_PROPERTIES = re.compile(r"(?:[&!][^\s,\[\]{}]*\s+)+")
+
+
+def _spans(analysis: Analysis, text: str) -> SpanRanges:
+    """Span ranges for the fields of ``text`` (a step's, or the document's): the shared ones,
+    or when ``text`` may hold YAML node properties or aliases, ones that look through them."""
+    return _WithProperties(analysis) if _MARKS.search(text) else span_ranges(analysis)
+
+
+class _WithProperties(SpanRanges):
+    """Span ranges that know where a scalar's own text starts. libyaml starts an anchored or
+    tagged scalar at its properties: ``id: &bid build`` spans ``&bid build``, and mapping a
+    name's characters from there put the step id's range over ``bid build``. A value that is an
+    alias (``*bid``) holds no text of its own."""
+
+    def __init__(self, analysis: Analysis) -> None:
+        super().__init__(analysis)
+        self._analysis = analysis
+        self._how: dict[YamlPath, tuple[str, int, int]] = {}
+        self._sources: dict[YamlPath, CharSources] = {}
+
+    def is_alias(self, path: YamlPath) -> bool:
+        return self._written(path)[0] == "alias"
+
+    def range(self, path: YamlPath, value: str, start: int, end: int) -> Range:
+        chars = self._chars(path, value)
+        if chars is None:
+            return super().range(path, value, start, end)
+        n = len(chars.starts)
+        start = max(0, min(start, n))
+        end = max(start, min(end, n))
+        lines = self._analysis.lines
+        if start == end:
+            point = lines.position(chars.starts[start] if start < n else chars.content_end)
+            return Range(point, point)
+        return Range(lines.position(chars.starts[start]), lines.position(chars.ends[end - 1]))
+
+    def key_range(self, path: YamlPath) -> Range:
+        rng = super().key_range(path)
+        lines, text = self._analysis.lines, self._analysis.text
+        props = _PROPERTIES.match(text, lines.offset(rng.start), lines.offset(rng.end))
+        return Range(lines.position(props.end()), rng.end) if props is not None else rng
+
+    def _written(self, path: YamlPath) -> tuple[str, int, int]:
+        """How the value at ``path`` is written: ``("alias", ...)``, ``("properties", content
+        start, end)`` for a value after an anchor or tag, or ``("plain", ...)``."""
+        found = self._how.get(path)
+        if found is None:
+            rng = self._analysis.source_map.value_range(path)
+            lines, text = self._analysis.lines, self._analysis.text
+            first, last = lines.offset(rng.start), lines.offset(rng.end)
+            props = _PROPERTIES.match(text, first, last)
+            how = "alias" if text.startswith("*", first) else "properties" if props is not None else "plain"
+            found = self._how[path] = (how, props.end() if props is not None else first, last)
+        return found
+
+    def _chars(self, path: YamlPath, value: str) -> CharSources | None:
+        """Where each character of the scalar at ``path`` comes from, when it is written after
+        properties (None otherwise: the shared span ranges map it)."""
+        how, content, last = self._written(path)
+        if how != "properties":
+            return None
+        if path not in self._sources:
+            text = self._analysis.text
+            style = text[content] if text[content:content + 1] in ("'", '"', "|", ">") else ""
+            self._sources[path] = char_sources(text, content, last, style, value)
+        return self._sources[path]
 
 
 def _step_spans(analysis: Analysis) -> list[tuple[Flow, Step, Range]]:
@@ -183,7 +274,7 @@ def _step_entries(analysis: Analysis, flow: Flow, step: Step, rng: Range) -> lis
             found = [_moved(o, first - then) for o in found]
             _remember(key, (first, found))
     else:
-        spans = span_ranges(analysis)
+        spans = _spans(analysis, text)
         found = [o for field in F.walk_step(flow, step) for o in _field_occurrences(field, spans)]
         found += _call_inputs(step, spans)
         if reusable:
@@ -225,6 +316,11 @@ def _moved(occ: Occurrence, lines: int) -> Occurrence:
 
 
 def _field_occurrences(field: F.Field, spans: SpanRanges) -> list[Occurrence]:
+    """The mentions in one field; none when the field is a YAML alias (``after: [*bid]``): the
+    name is written at the anchored node, which is indexed where it stands, and ``*bid`` has
+    nothing to rename."""
+    if isinstance(spans, _WithProperties) and spans.is_alias(field.path):
+        return []
     flow = field.flow.name if field.flow is not None else ""
     role = field.role
     if role in ("step", "step_id"):
