@@ -87,10 +87,10 @@ def _carry(ctx: Context, flow: Flow, field: ScannedField, ref: Ref) -> Iterator[
                       hint=f"pass it in through the run step's 'with' (e.g. {name}: \"${{{name}}}\") and read "
                            "it as an input")
         return
-    yield _unknown_carry(flow, declared, field, ref)
+    yield _unknown_carry(ctx, flow, declared, field, ref)
 
 
-def _unknown_carry(flow: Flow, declared, field: ScannedField, ref: Ref) -> Finding:
+def _unknown_carry(ctx: Context, flow: Flow, declared, field: ScannedField, ref: Ref) -> Finding:
     name = ref.name or ""
     slip = ref.slip()
     if slip is not None:
@@ -98,6 +98,9 @@ def _unknown_carry(flow: Flow, declared, field: ScannedField, ref: Ref) -> Findi
                        field.path, span=ref.span, replacement=slip.replacement)
     replacement = hint = None
     if name in flow.step_map:
+        misspelled = _misspelled_field(ctx, flow.step_map[name], ref)
+        if misspelled is not None:
+            return _step_field_typo(name, misspelled, field, ref)
         replacement = "${" + f"{name}.output{format_path(ref.path)}" + "}"
         hint = f"'{name}' is a step; its output is ${{{name}.output}}"
     else:
@@ -108,3 +111,28 @@ def _unknown_carry(flow: Flow, declared, field: ScannedField, ref: Ref) -> Findi
     if not declared and replacement is None:
         hint = "declare it under the entry flow's 'carry', or reference a step output or input"
     return Finding("LG407", message, field.path, span=ref.span, replacement=replacement, hint=hint)
+
+
+# what ``${<step>.X}`` may read of a step (§3.1): only its output
+_STEP_FIELDS = ("output",)
+
+
+def _misspelled_field(ctx: Context, step: Step, ref: Ref) -> str | None:
+    """The step field the first path segment is a near miss of (``outptu`` for ``output``), so
+    the fix replaces that segment instead of keeping it after an inserted ``.output``. A
+    segment that names a field of the step's output contract is no typo: ``.output`` was
+    left out before it (``${build.put}`` for ``${build.output.put}``)."""
+    first = ref.path[0] if ref.path else None
+    if not isinstance(first, str):
+        return None
+    contract = ctx.spec.contracts.get(step.out) if isinstance(step.out, str) else None
+    if contract is not None and first in contract.fields:
+        return None
+    return did_you_mean(first, _STEP_FIELDS)
+
+
+def _step_field_typo(name: str, meant: str, field: ScannedField, ref: Ref) -> Finding:
+    typed = ref.path[0]
+    replacement = "${" + f"{name}.{meant}{format_path(ref.path[1:])}" + "}"
+    return Finding("LG407", f"'{name}.{typed}' reads no field of step '{name}': a step's result is .{meant}"
+                            f"{suffix(replacement)}", field.path, span=ref.span, replacement=replacement)
