@@ -9,6 +9,9 @@ milliseconds):
   conversion to LSP) is printed too, as the server-side time. yaml-language-server only pushes
   diagnostics, after a fixed 200 ms debounce, which is subtracted from its edit -> publish time.
 - ``completion``/``hover``: once the edit's diagnostics are in (the document is analysed).
+  ``completion`` is asked after ``result.`` in an expression (a handful of fields);
+  ``completion ${`` right after the ``${`` of the last step's reference, where every step
+  the step may read is offered (hundreds in the 2,000-line spec).
 - ``completion (typing)``/``hover (typing)``: sent right after the edit, as an editor does
   while the user types; a server that analyses before answering pays for it here.
 
@@ -83,7 +86,7 @@ class Client(LanguageClient):
             return [settings_.get(item.section or "", None) for item in params.items]
 
 
-REQUESTS = ("diagnostics", "completion", "hover", "completion (typing)", "hover (typing)")
+REQUESTS = ("diagnostics", "completion", "completion ${", "hover", "completion (typing)", "hover (typing)")
 
 
 async def session(command: list[str], text: str, uri: str, *, pull: bool, settings: dict, edits: int,
@@ -112,6 +115,8 @@ async def session(command: list[str], text: str, uri: str, *, pull: bool, settin
     col = lines[target].index("0.5") + 2
     comp_at = lsp.Position(line=target, character=lines[target].index("result.summary") + len("result."))
     hover_at = lsp.Position(line=target - 2, character=lines[target - 2].index("out:") + 1)
+    ref_line = next(i for i in range(len(lines) - 1, 0, -1) if "${s" in lines[i])
+    ref_at = lsp.Position(line=ref_line, character=lines[ref_line].index("${s") + 2)
     results: dict[str, list[float]] = {name: [] for name in REQUESTS}
 
     async def diagnostics() -> float:
@@ -127,8 +132,8 @@ async def session(command: list[str], text: str, uri: str, *, pull: bool, settin
         await request
         return time.perf_counter() - start
 
-    def complete():
-        return client.text_document_completion_async(lsp.CompletionParams(text_document=doc, position=comp_at))
+    def complete(at: lsp.Position = comp_at):
+        return client.text_document_completion_async(lsp.CompletionParams(text_document=doc, position=at))
 
     def hover():
         return client.text_document_hover_async(lsp.HoverParams(text_document=doc, position=hover_at))
@@ -143,6 +148,7 @@ async def session(command: list[str], text: str, uri: str, *, pull: bool, settin
         if n % 2 == 0:  # the editor waits for the diagnostics, then asks
             results["diagnostics"].append(await diagnostics())
             results["completion"].append(await timed(complete()))
+            results["completion ${"].append(await timed(complete(ref_at)))
             results["hover"].append(await timed(hover()))
         else:  # the editor asks while the user types
             results["completion (typing)"].append(await timed(complete()))
