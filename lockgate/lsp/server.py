@@ -15,10 +15,11 @@ thread (:meth:`LockgateServer.off_loop`), so the event loop keeps answering mean
 
 What an analysis reports depends on more than the text: the settings and the spec's project
 configuration (``lockgate.toml``, ``pyproject.toml``: reported by ``workspace/didChangeWatchedFiles``
-when the client watches them, else noticed on a save or a diagnostics pull of the spec). When
+when the client watches them, as the server asks it to, else noticed on a save or a diagnostics
+pull of the spec). When
 either changes, push clients get the diagnostics again, and pull clients (VS Code) are
-asked to pull again (``workspace/diagnostic/refresh``, and ``workspace/inlayHint/refresh`` when
-the hints change too): a pull client asks only after an edit otherwise.
+asked to pull again (``workspace/diagnostic/refresh``, and the inlay hint and semantic token
+refreshes when those answers change too): a pull client asks only after an edit otherwise.
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ class LockgateServer(LanguageServer):
         if changed:
             store.invalidate()
 
-    def refresh_client(self, *, diagnostics: bool = False, inlay_hints: bool = False) -> None:
+    def refresh_client(self, *, diagnostics: bool = False, inlay_hints: bool = False, tokens: bool = False) -> None:
         """Ask the client to request again the answers that changed without an edit, as far as
         it supports being asked (diagnostics only when it pulls them: pushed ones are sent)."""
         caps = self.client_caps
@@ -119,6 +120,7 @@ class LockgateServer(LanguageServer):
         asks = (
             (diagnostics and diag.supports_pull(caps), workspace and workspace.diagnostics, self.workspace_diagnostic_refresh),
             (inlay_hints, workspace and workspace.inlay_hint, self.workspace_inlay_hint_refresh),
+            (tokens, workspace and workspace.semantic_tokens, self.workspace_semantic_tokens_refresh),
         )
         for wanted, support, request in asks:
             if wanted and support and support.refresh_support:
@@ -227,6 +229,7 @@ def _register_sync(ls: LockgateServer) -> None:
         before = ls.settings
         if await _pull_settings(ls) and ls.documents.uris():  # opened while the settings came
             _settings_changed(ls, before, republish=_analysed_with(before) != _analysed_with(ls.settings))
+        await _watch_configuration_files(ls)
 
     @ls.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
     @guarded()
@@ -296,11 +299,33 @@ def _settings_changed(ls: LockgateServer, before: Settings, *, republish: bool) 
             _schedule(ls, uri, 0)
     after = ls.settings
     analysed = _analysed_with(before) != _analysed_with(after)
-    ls.refresh_client(diagnostics=analysed, inlay_hints=analysed or before.inlay_hints != after.inlay_hints)
+    ls.refresh_client(
+        diagnostics=analysed,
+        inlay_hints=analysed or before.inlay_hints != after.inlay_hints,
+        tokens=before.max_document_bytes != after.max_document_bytes,  # a document (no longer) too large
+    )
 
 
 #: The files a project's configuration is read from (see :mod:`.projectagents`).
 CONFIGURATION_FILES = ("lockgate.toml", "pyproject.toml")
+
+
+async def _watch_configuration_files(ls: LockgateServer) -> None:
+    """Ask the client to report changes of the project configuration files, when it can be
+    asked (``workspace/didChangeWatchedFiles`` with dynamic registration)."""
+    caps = ls.client_caps
+    watched = caps.workspace.did_change_watched_files if caps and caps.workspace else None
+    if not (watched and watched.dynamic_registration):
+        return
+    options = lsp.DidChangeWatchedFilesRegistrationOptions(
+        watchers=[lsp.FileSystemWatcher(glob_pattern=f"**/{name}") for name in CONFIGURATION_FILES]
+    )
+    registration = lsp.Registration(id="lockgate-configuration-files", method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                                    register_options=options)
+    try:
+        await ls.client_register_capability_async(lsp.RegistrationParams(registrations=[registration]))
+    except Exception as exc:  # without the watcher, a save or a pull still sees the change
+        log.info("the client did not watch the configuration files: %r", exc)
 
 
 async def _pull_settings(ls: LockgateServer) -> bool:

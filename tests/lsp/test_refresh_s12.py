@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from typing import Any
 
 import pytest
 import pytest_lsp
@@ -64,7 +65,6 @@ def pull_capabilities() -> lsp.ClientCapabilities:
     caps.text_document.inlay_hint = lsp.InlayHintClientCapabilities()
     caps.workspace.diagnostics = lsp.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
     caps.workspace.inlay_hint = lsp.InlayHintWorkspaceClientCapabilities(refresh_support=True)
-    caps.workspace.semantic_tokens = None  # not answered by this client
     caps.workspace.did_change_watched_files = None  # the spec's save or pull notices a change
     return caps
 
@@ -74,13 +74,14 @@ class Refreshes:
 
     def __init__(self, client: LanguageClient) -> None:
         self.queues = {method: asyncio.Queue() for method in
-                       (lsp.WORKSPACE_DIAGNOSTIC_REFRESH, lsp.WORKSPACE_INLAY_HINT_REFRESH)}
+                       (lsp.WORKSPACE_DIAGNOSTIC_REFRESH, lsp.WORKSPACE_INLAY_HINT_REFRESH,
+                        lsp.WORKSPACE_SEMANTIC_TOKENS_REFRESH, lsp.CLIENT_REGISTER_CAPABILITY)}
         for method, queue in self.queues.items():
             client.protocol.fm.features.pop(method, None)  # pytest-lsp's own only counts them
             client.feature(method)(lambda params, queue=queue: queue.put_nowait(params))
 
-    async def next(self, method: str) -> None:
-        await asyncio.wait_for(self.queues[method].get(), TIMEOUT)
+    async def next(self, method: str) -> Any:
+        return await asyncio.wait_for(self.queues[method].get(), TIMEOUT)
 
     def pending(self, method: str) -> int:
         return self.queues[method].qsize()
@@ -102,10 +103,10 @@ async def puller(lsp_client: LanguageClient):
 
 @pytest_lsp.fixture(config=SERVER, loop_scope="session")
 async def pusher(lsp_client: LanguageClient):
-    """A server of the test's own, driven by a client that is sent its diagnostics."""
-    caps = client_capabilities("visual-studio-code")
-    caps.workspace.did_change_watched_files = None
-    await start(lsp_client, caps, {"lint": True})
+    """A server of the test's own, driven by a client that is sent its diagnostics (and asked
+    to watch files, which it does as VS Code does)."""
+    lsp_client.refreshes = Refreshes(lsp_client)
+    await start(lsp_client, client_capabilities("visual-studio-code"), {"lint": True})
     yield
     await lsp_client.shutdown_session()
 
@@ -187,7 +188,23 @@ async def test_agents_setting_withdraws_lg905_from_a_pull_client(puller, tmp_pat
     assert "LG905" not in await pulled(puller, uri)
 
 
+async def test_a_size_limit_change_asks_for_semantic_tokens_again(puller, tmp_path):
+    uri = (tmp_path / "tokens.stratum.yaml").as_uri()
+    open_spec(puller, uri)
+    await pull(puller, uri)
+    change_settings(puller, {"lint": True, "maxDocumentBytes": 100})  # the spec is now too large
+    await puller.refreshes.next(lsp.WORKSPACE_SEMANTIC_TOKENS_REFRESH)
+
+
 # -- F6: the project configuration ----------------------------------------------------------------
+
+
+async def test_the_server_asks_to_watch_the_configuration_files(pusher):
+    registered = await pusher.refreshes.next(lsp.CLIENT_REGISTER_CAPABILITY)
+    [registration] = registered.registrations
+    assert registration.method == lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES
+    globs = sorted(w["globPattern"] for w in registration.register_options["watchers"])
+    assert globs == ["**/lockgate.toml", "**/pyproject.toml"]
 
 
 @pytest.mark.parametrize("config", ["lockgate.toml", "pyproject.toml"])
