@@ -232,7 +232,8 @@ class Composer:
 
     def _scalar(self, ev: Any) -> None:
         self._count(ev)
-        start, end = ev.start_mark.index, ev.end_mark.index
+        written, end = ev.start_mark.index, ev.end_mark.index  # written: where its properties start
+        start = _content_start(self.src, written, end) if ev.anchor is not None or ev.tag is not None else written
         style = ev.style or ""
         text: str = ev.value
         node = Node("scalar", start, end, style, text)
@@ -240,7 +241,7 @@ class Composer:
             node.end = _tight_end(self.src, start, end)
         tag = ev.tag
         if tag is not None and tag != "!":
-            value = self._tagged(tag, text, node)
+            value = self._tagged(tag, text, node, written)
         elif style or not ev.implicit[0]:
             value = text
         else:
@@ -263,11 +264,13 @@ class Composer:
                                        "specs are limited to that", idx, idx + 1))
             raise _Stop
 
-    def _tagged(self, tag: str, text: str, node: Node) -> Any:
+    def _tagged(self, tag: str, text: str, node: Node, written: int) -> Any:
+        """``text`` read as ``tag`` says; a problem with it is reported over the tag too (from
+        ``written``, where the node's properties start)."""
         if tag not in _ALLOWED_TAGS:
-            self._unsupported_tag(tag, node)
+            self._unsupported_tag(tag, written, node.end)
             return text
-        return self._construct(tag, text, node)
+        return self._construct(tag, text, node, written)
 
     def _implicit(self, text: str, node: Node) -> Any:
         """A plain scalar resolved as yaml.safe_load does (YAML 1.1 core types)."""
@@ -285,7 +288,7 @@ class Composer:
                 return self._construct(res_tag, text, node)
         return text
 
-    def _construct(self, tag: str, value: str, node: Node) -> Any:
+    def _construct(self, tag: str, value: str, node: Node, written: int | None = None) -> Any:
         name = tag[len(_TAG):] if tag.startswith(_TAG) else tag
         try:
             if name == "null":
@@ -298,14 +301,14 @@ class Composer:
                 return _CONSTRUCTOR.construct_yaml_float(ScalarNode(tag, value))
         except (ValueError, KeyError, yaml.YAMLError):
             shown = value if len(value) <= 40 else f"{value[:20]}... ({len(value):,} characters)"
-            self.diags.append(self._at("LG109", f"`{shown}` cannot be read as !!{name}", node.start, node.end))
+            start = node.start if written is None else written
+            self.diags.append(self._at("LG109", f"`{shown}` cannot be read as !!{name}", start, node.end))
         return value  # str, timestamps (kept as text), merge/value markers
 
-    def _unsupported_tag(self, tag: str, node: Node) -> None:
+    def _unsupported_tag(self, tag: str, start: int, end: int) -> None:
         shown = "!!" + tag[len(_TAG):] if tag.startswith(_TAG) else tag
         self.diags.append(self._at(
-            "LG109", f"the tag `{shown}` is not supported in a spec; write plain values",
-            node.start, node.end))
+            "LG109", f"the tag `{shown}` is not supported in a spec; write plain values", start, end))
 
     def _open(self, ev: Any, kind: str) -> None:
         self._count(ev)
@@ -317,7 +320,8 @@ class Composer:
         node = Node(kind, ev.start_mark.index)
         node.style = "flow" if ev.flow_style else "block"
         if ev.tag is not None and ev.tag not in _ALLOWED_TAGS and ev.tag != "!":
-            self._unsupported_tag(ev.tag, node)
+            props_end = _tight_end(self.src, node.start, _content_start(self.src, node.start, len(self.src)))
+            self._unsupported_tag(ev.tag, node.start, props_end)  # over its properties
         if ev.anchor is not None:
             self.open_anchors.add(ev.anchor)
         self.stack.append(_Frame(node, {} if kind == "map" else [], ev.anchor))
@@ -464,6 +468,18 @@ class Composer:
         message, hint, start, end, related = explain_syntax_error(exc, self.src)
         rel = tuple(Related(self.map.index_range(s, e), m) for s, e, m in related)
         return self._at("LG103", message, start, end, hint=hint, related=rel)
+
+
+# a node's properties, anchor and tag in either order, each with the blanks after it
+_PROPERTIES = re.compile(r"(?:[&!][^\s,\[\]{}]*\s+)+")
+
+
+def _content_start(src: str, start: int, end: int) -> int:
+    """Where a scalar's own text starts: libyaml starts an anchored or tagged scalar at its
+    properties (``&o Out`` spans the anchor too), and a range over them would have a fix replace
+    the anchor with the value."""
+    props = _PROPERTIES.match(src, start, end)
+    return props.end() if props is not None else start
 
 
 def _tight_end(src: str, start: int, end: int) -> int:
