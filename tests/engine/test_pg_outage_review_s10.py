@@ -390,3 +390,28 @@ def test_a_store_that_fails_to_open_leaves_no_watchdog_thread(pg_dsn: str, schem
         with pytest.raises(StoreError, match="cannot read the Lockgate schema"):
             PostgresStore(_with_user(pg_dsn, role), schema=schema)
     assert threading.active_count() == before
+
+
+def test_a_wait_after_a_restart_replaces_every_kept_listener(server: RestartablePostgres) -> None:
+    """Two waits ran at once, so two LISTEN connections are kept; the server restarts, closing
+    both (psycopg learns it only on using them): the next wait gets a new one instead of the
+    other dead one, and rides the restart out (review s12b F1, a regression of a5faaae)."""
+    store = PostgresStore(server.dsn, schema=f"t_{uuid.uuid4().hex[:12]}")
+    try:
+        store.create_run("r", HEADER, {}, [event(1)])
+        both = threading.Barrier(2)
+
+        def wait() -> None:
+            both.wait()
+            store.wait_for_change("r", 1, 0.2)
+
+        threads = [threading.Thread(target=wait) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        server.restart()
+        assert store.wait_for_change("r", 1, 0.5) == 1  # timed out on the unchanged run, no error
+        assert store.wait_for_change("r", 1, 0.2) == 1
+    finally:
+        store.close()

@@ -459,13 +459,17 @@ class PostgresStore:
     def _listening(self, replacing: psycopg.Connection[Any] | None = None) -> psycopg.Connection[Any]:
         """A LISTEN connection for one wait: an idle one, else a new one (in place of one the
         server closed, ``replacing`` or an idle one, :meth:`_reopen` tries again while the server
-        restarts). Handed back with :meth:`_done_listening`."""
+        restarts; with ``replacing``, the idle ones are dropped too). Handed back with
+        :meth:`_done_listening`."""
         with self._listen_lock:
             if self._closed:
                 raise StoreError("the store is closed")
             lost = replacing is not None  # a connection the server closed: it may be restarting
             if replacing is not None:
-                self._drop_listener(replacing)
+                # a restart closed the idle ones too, though psycopg learns it only on using them
+                for listener in (replacing, *self._idle):
+                    self._drop_listener(listener)
+                self._idle.clear()
             while self._idle:
                 listener = self._idle.pop()
                 if not (listener.closed or listener.broken):
