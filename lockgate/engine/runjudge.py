@@ -181,7 +181,9 @@ def may_judge(spec: Any, flow: str | None, step_id: str, outcome: str) -> bool:
     target no route takes; a step skipped so releases its dependents and what it routes to at
     once (semantics §6.6; a gate its ``when`` skipped, both its routes). The route this
     decision does not take is skipped with its whole branch instead (:func:`untaken_branch`): it
-    releases nothing. A route to nothing with no dependents ends the run. A gate of a subflow
+    releases nothing. A revise also runs again at once the route targets in its region whose
+    route, taken from outside it, it keeps (:func:`_kept_routes`). A route to nothing with no
+    dependents ends the run. A gate of a subflow
     (whose end goes back to its caller) may; a step that is no gate of the flow takes no
     decision (the engine refuses it)."""
     own = spec.flow(flow)
@@ -203,6 +205,8 @@ def may_judge(spec: Any, flow: str | None, step_id: str, outcome: str) -> bool:
     # (step, whether it may run: False for one only skipped here, a route of a step skipped)
     todo = ([(route, True)] if route else []) + ([(sid, True) for sid in cflow.steps[step_id].dependents]
                                                  if released else [])
+    if outcome == "revise" and route:
+        todo += [(sid, True) for sid in _kept_routes(cflow, route)]
     seen: set[tuple[str, bool]] = set()
     while todo:
         sid, runs = todo.pop()
@@ -226,6 +230,15 @@ def may_judge(spec: Any, flow: str | None, step_id: str, outcome: str) -> bool:
             # skipped, or may be: its dependents are released, what it routes to is skipped in turn
             todo += [*((after, True) for after in cstep.dependents), *((target, False) for target in _routes(step))]
     return False
+
+
+def _kept_routes(cflow: Any, target: str) -> list[str]:
+    """The route targets in the region a revise to ``target`` resets that a step outside it
+    routes to: one such route taken before is kept (:func:`~lockgate.engine.gates.reset_region`),
+    so the target runs again at once in the process deciding the revise."""
+    region = set(cflow.reset_closure(target))
+    return [sid for sid in region if sid != target and any(
+        router not in region for router in (*cflow.steps[sid].fail_routers, *cflow.steps[sid].gate_routers))]
 
 
 def _routes(step: Any) -> list[str]:

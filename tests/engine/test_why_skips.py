@@ -197,9 +197,35 @@ RENDER_FAIL = HEAD + """      - {id: extra, after: [answer], when: "false", do: 
         ensure: [{judged: {statement: "The merge was checked"}}]
 """
 
+#: `pre` fails before the gate and routes to `check`, which the revise's region holds (`work`
+#: routes there too): the route taken from outside the region is kept, so the revise runs the
+#: judged `check` again at once (review s12b F2)
+KEPT_ROUTE = """version: 1
+contracts:
+  A: {answer: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${answer.output}", contract: A}
+    max_rounds: 3
+    steps:
+      - {id: answer, do: "a", agent: w, out: A}
+      - {id: pre, do: "p", agent: w, out: A, attempts: 1, on_fail: check}
+      - {id: work, after: [answer], do: "w", agent: w, out: A, on_fail: check}
+      - id: check
+        set: {answer: "'checked'"}
+        out: A
+        ensure: [{judged: {statement: "The check holds"}}]
+      - id: review
+        after: [work, check]
+        gate: {on_approve: null, on_revise: answer, on_kill: null}
+"""
+
 
 def _judged_by_deciding(tmp_path: Path, text: str, outcome: str) -> bool:
-    """Whether a real engine deciding ``outcome`` at the run's gate asks its judge anything."""
+    """Whether a real engine deciding ``outcome`` at the run's gate asks its judge anything (a
+    step named ``pre`` fails before the gate)."""
     asked: list[Any] = []
 
     def judge(*question: Any) -> dict[str, Any]:
@@ -207,7 +233,8 @@ def _judged_by_deciding(tmp_path: Path, text: str, outcome: str) -> bool:
         return {"holds": True, "reason": "ok"}
 
     engine = Engine(store=open_store(str(tmp_path / "runs.db")), judge=judge)
-    run_id = _at_gate(engine, text)
+    run_id = _at_gate(engine, text, fail=("pre",))
+    asked.clear()  # only what deciding asks
     _decide(engine, run_id, outcome)
     engine.close()
     return bool(asked)
@@ -220,8 +247,9 @@ def _judged_by_deciding(tmp_path: Path, text: str, outcome: str) -> bool:
     (WHEN_GATE, "approve", True),  # said none was needed before: the judged ensure failed closed
     (WHEN_FAIL, "approve", True),  # likewise
     (RENDER_FAIL, "approve", True),  # likewise: an agent's step may fail here, before any agent
+    (KEPT_ROUTE, "revise", True),  # likewise: a route kept through the reset runs its target again
 ], ids=["untaken-branch", "taken-route", "joins-the-branch-taken", "when-skipped-gate", "when-skipped-on-fail",
-        "failing-at-once-on-fail"])
+        "failing-at-once-on-fail", "revise-keeps-a-route"])
 def test_may_judge_answers_as_the_engine_decides(tmp_path: Path, text: str, outcome: str, judged: bool) -> None:
     assert _judged_by_deciding(tmp_path, text, outcome) is judged
     assert may_judge(load(text).spec, None, "review", outcome) is judged
