@@ -321,6 +321,16 @@ def _inner_failure(summary: dict[str, Any]) -> dict[str, Any] | None:
     return inner.get("first_failure")
 
 
+def _why_revise_ended(result: dict[str, Any], gate: dict[str, Any] | None, step_id: str) -> str:
+    """Why a revise ended the run: the gate had no round left (semantics §6.7: such a revise is
+    taken, and fails the run), or a step the revise started failed it."""
+    blocked = (gate or {}).get("revise_unavailable")
+    if blocked or result.get("error_type") == "rounds_exhausted":
+        why = (blocked or one_line(result.get("message"))).removeprefix("revise would fail the run: ")
+        return f"gate {step_id} had no revision round left ({why})"
+    return one_line(result.get("message")) or "a step it started failed"
+
+
 # A step a finished run left unfinished, as `show` (and `lockgate graph`'s legend) names it:
 # nothing waits at the gate or runs the step any more (lockgate.engine.graphs.ENDED_RUN).
 _ENDED_RUN_STEPS = {"waiting_gate": "stopped", "running": "stopped", "ready": "stopped", "pending": "not reached"}
@@ -468,11 +478,7 @@ def _gate_command(decision: str, summary: str) -> click.Command:
                                                                via="cli"))
         _print_response(result, fmt, engine, store)
         if decision == "revise" and result.get("status") == "error":
-            # semantics §6.7: a revise past the round limit is taken, and fails the run
-            why = ((gate or {}).get("revise_unavailable") or one_line(result.get("message"))).removeprefix(
-                "revise would fail the run: ")
-            click.echo(f"error: the revise ended run {run_id}: gate {step_id} had no revision round left "
-                       f"({why})", err=True)
+            click.echo(f"error: the revise ended run {run_id}: {_why_revise_ended(result, gate, step_id)}", err=True)
             sys.exit(1)
 
     return command

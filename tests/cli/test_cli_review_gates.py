@@ -151,3 +151,32 @@ def test_a_revise_without_a_note_is_refused_and_changes_nothing(store, note):
     assert revised.exit_code == 2
     assert "a revision needs a note saying what to change (--note TEXT)" in revised.stderr
     assert gate_wait(store, run)[0] == "- gate review waits for a decision (round 0/2, the gate's max_rounds)"
+
+
+BUDGETED = """version: 1
+contracts:
+  Note: {text: string}
+flows:
+  entry: main
+  main:
+    input: {topic: string}
+    output: {from: "${draft.output}", contract: Note}
+    max_rounds: 3
+    budget: {dispatches: 1}
+    steps:
+      - {id: draft, do: "write about ${input.topic}", out: Note}
+      - id: review
+        after: [draft]
+        gate: {on_approve: null, on_revise: draft, on_kill: null}
+"""
+
+
+def test_a_revise_that_fails_the_run_otherwise_says_why_not_rounds(store):
+    """The revise re-dispatches draft past the flow's budget: the run fails, with rounds left;
+    the command names that failure, not a round limit (review s12b F3)."""
+    run = at_gate(store, BUDGETED)
+    revised = invoke(store, "gate", "revise", run, "review", "--note", "once more")
+    assert revised.exit_code == 1
+    assert "budget_exhausted" in revised.stdout
+    assert revised.stderr.startswith(f"error: the revise ended run {run}: ")
+    assert "no revision round left" not in revised.stderr and "budget" in revised.stderr
