@@ -147,7 +147,8 @@ def _bad_field(inner: str, pos: int) -> tuple[str, str | None]:
 
 # -- slips and look-alikes ------------------------------------------------------------------------
 
-_OUTPUT_SLIPS = frozenset({"outputs", "result", "results", "out", "value", "response"})
+#: words written where a step's ``.output`` belongs (``${build.result}``)
+OUTPUT_SLIPS = frozenset({"outputs", "result", "results", "out", "value", "response"})
 
 
 def _slip(ref: Ref) -> RefError | None:
@@ -162,7 +163,7 @@ def _slip(ref: Ref) -> RefError | None:
         rest = path[2:] if path[1:2] == ("output",) else path[1:]
         fixed = _inner("step", path[0], rest)
         message = f"step outputs are written ${{{fixed}}}"
-    elif path and path[0] in _OUTPUT_SLIPS:
+    elif path and path[0] in OUTPUT_SLIPS:
         fixed = _inner("step", name, path[1:])
         message = f"a step's result is .output: did you mean ${{{fixed}}}?"
     elif name == "inputs" and path and isinstance(path[0], str):

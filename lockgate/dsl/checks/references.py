@@ -15,8 +15,9 @@ from ..diagnostics import Finding
 from ..graph import ScannedField
 from ..ir import Flow, Step
 from ..refs import Ref, format_path, scan
+from ..refslips import OUTPUT_SLIPS
 from .context import Context
-from .reftypes import ref_type_findings
+from .reftypes import output_type, ref_type_findings
 from .suggest import did_you_mean, suffix
 
 
@@ -92,22 +93,17 @@ def _carry(ctx: Context, flow: Flow, field: ScannedField, ref: Ref) -> Iterator[
 
 def _unknown_carry(ctx: Context, flow: Flow, declared, field: ScannedField, ref: Ref) -> Finding:
     name = ref.name or ""
+    if name in flow.step_map:
+        message, replacement = step_slip(ctx, flow, ref)
+        return Finding("LG407", message, field.path, span=ref.span, replacement=replacement)
     slip = ref.slip()
     if slip is not None:
         return Finding("LG407", f"'{name}' is not a declared carry variable: {slip.message}",
                        field.path, span=ref.span, replacement=slip.replacement)
-    replacement = hint = None
-    if name in flow.step_map:
-        misspelled = _misspelled_field(ctx, flow.step_map[name], ref)
-        if misspelled is not None:
-            return _step_field_typo(name, misspelled, field, ref)
-        replacement = "${" + f"{name}.output{format_path(ref.path)}" + "}"
-        hint = f"'{name}' is a step; its output is ${{{name}.output}}"
-    else:
-        guess = did_you_mean(name, declared)
-        if guess:
-            replacement = "${" + guess + format_path(ref.path) + "}"
+    guess = did_you_mean(name, declared)
+    replacement = "${" + guess + format_path(ref.path) + "}" if guess else None
     message = f"'{name}' is not a declared carry variable{suffix(replacement)}"
+    hint = None
     if not declared and replacement is None:
         hint = "declare it under the entry flow's 'carry', or reference a step output or input"
     return Finding("LG407", message, field.path, span=ref.span, replacement=replacement, hint=hint)
@@ -117,22 +113,50 @@ def _unknown_carry(ctx: Context, flow: Flow, declared, field: ScannedField, ref:
 _STEP_FIELDS = ("output",)
 
 
-def _misspelled_field(ctx: Context, step: Step, ref: Ref) -> str | None:
-    """The step field the first path segment is a near miss of (``outptu`` for ``output``), so
-    the fix replaces that segment instead of keeping it after an inserted ``.output``. A
-    segment that names a field of the step's output contract is no typo: ``.output`` was
-    left out before it (``${build.put}`` for ``${build.output.put}``)."""
-    first = ref.path[0] if ref.path else None
-    if not isinstance(first, str):
-        return None
-    contract = ctx.spec.contracts.get(step.out) if isinstance(step.out, str) else None
-    if contract is not None and first in contract.fields:
-        return None
-    return did_you_mean(first, _STEP_FIELDS)
+def step_slip(ctx: Context, flow: Flow, ref: Ref) -> tuple[str, str | None]:
+    """Why ``ref``, a carry reference named like a step of ``flow`` (``${build.outptu}``,
+    ``${build.result}``), reads nothing, and the reference it most likely meant, or None when
+    no guess would be valid (a gate has no output to read).
+
+    The step's output contract is asked first, so a segment naming one of its fields keeps
+    its meaning: ``${build.result}`` is ``${build.output.result}`` when Build has ``result``,
+    and ``${build.output}`` only when it has not. Shared with ``output.from`` (LG708)."""
+    name, path = ref.name or "", ref.path
+    found = output_type(ctx, flow, flow.step_map[name])
+    if isinstance(found, Finding):
+        return f"'{name}{format_path(path)}' reads nothing: {found.message}", None
+    fields = _fields(ctx, found)
+    first = path[0] if path and isinstance(path[0], str) else None
+    meant = _meant_path(path, first, fields)
+    replacement = None if meant is None else "${" + f"{name}.output{format_path(meant)}" + "}"
+    if meant == path:
+        message = f"'{name}' is a step, and a step's result is read through .output"
+    else:
+        message = f"'{name}.{first}' reads no field of step '{name}': a step's result is .output"
+        if meant is None:
+            message += f", with the fields {', '.join(sorted(fields or ()))}"
+    return message + suffix(replacement), replacement
 
 
-def _step_field_typo(name: str, meant: str, field: ScannedField, ref: Ref) -> Finding:
-    typed = ref.path[0]
-    replacement = "${" + f"{name}.{meant}{format_path(ref.path[1:])}" + "}"
-    return Finding("LG407", f"'{name}.{typed}' reads no field of step '{name}': a step's result is .{meant}"
-                            f"{suffix(replacement)}", field.path, span=ref.span, replacement=replacement)
+def _meant_path(path, first: str | None, fields: frozenset[str] | None):
+    """The path after ``.output`` that ``path`` most likely meant, or None for no guess."""
+    if first is None or (fields is not None and first in fields):
+        return path  # ``.output`` was left out before the path
+    if did_you_mean(first, _STEP_FIELDS) or first in OUTPUT_SLIPS:
+        return path[1:]  # ``.output`` itself misspelled
+    if fields is None:
+        return path  # no contract to check against: the likeliest slip is a left-out .output
+    if len(path) > 1 and path[1] in fields:
+        return path[1:]  # another word where .output belongs (``${build.input.artifact}``)
+    guess = did_you_mean(first, fields)
+    return (guess, *path[1:]) if guess else None
+
+
+def _fields(ctx: Context, found) -> frozenset[str] | None:
+    """The field names of a step's output contract, or None when they are unknown or sit
+    behind a fanout's array (the typing pass explains those)."""
+    if found is None or found.indexed:
+        return None
+    contract = ctx.spec.contracts.get(found.root)
+    return frozenset(contract.fields) if contract is not None else None
+
