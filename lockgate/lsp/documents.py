@@ -184,14 +184,35 @@ def analyze(
     path = path_of(uri)
     config = config_stamp(path)  # before the file is read: a change meanwhile shows as stale
     try:
-        known = (*agents, *configured_agents(path)) if lint else tuple(agents)
+        project = configured_agents(path) if lint else None
+        known = (*agents, *project.agents) if project is not None else tuple(agents)
         result = load(doc.text, path, agents=known or None, lint=lint)
+        if project is not None and project.problem is not None:
+            result = _unconfigured(result, project.problem)
         failure = None
     except Exception as exc:  # a loader bug must not take the server down
         log.exception("analysis of %s failed", uri)
         result, failure = None, f"{type(exc).__name__}: {exc}"
     elapsed = (time.perf_counter() - started) * 1000
     return Analysis(uri, doc, result, elapsed, failure, config=config)
+
+
+def _unconfigured(result, problem: str):
+    """``result`` under a configuration that cannot be read: which agents it configures is
+    unknown, so no agent is called unconfigured (LG905, as ``lockgate validate`` drops it), and
+    the reason is reported at the top of the spec (LG111, as validate reports it)."""
+    from dataclasses import replace
+
+    from lockgate.dsl.codes import AGENT_CONFIG_CODES, lookup
+    from lockgate.dsl.diagnostics import Range
+
+    kept = [d for d in result.diagnostics if d.code not in AGENT_CONFIG_CODES]
+    first = len(result.text.partition("\n")[0].rstrip("\r"))
+    kept.insert(0, Diagnostic(
+        code="LG111", name=lookup("LG111").name, range=Range.of(0, 0, 0, first),
+        message=f"the project configuration cannot be read, so its agents are unknown: {problem}",
+        hint="lockgate run refuses it too: fix it, or give run another with --config"))
+    return replace(result, diagnostics=kept)
 
 
 def config_stamp(spec_path: str | None) -> tuple[str, int, int, int] | None:

@@ -12,33 +12,48 @@ from __future__ import annotations
 
 import functools
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 log = logging.getLogger(__name__)
 
 
-def configured_agents(spec_path: str | None) -> tuple[str, ...]:
-    """The agents the configuration nearest ``spec_path`` names; none for a document that is no
-    file, or whose configuration cannot be read (the command line warns about that one)."""
+@dataclass(frozen=True, slots=True)
+class ProjectAgents:
+    """The agents a spec's project configures, or, in ``problem``, why its configuration could
+    not be read (then which agents it configures is unknown, as ``lockgate validate`` says)."""
+
+    agents: tuple[str, ...] = ()
+    problem: str | None = None
+
+
+def configured_agents(spec_path: str | None) -> ProjectAgents:
+    """What the configuration nearest ``spec_path`` names; nothing for a document that is no
+    file or has no configuration."""
     if spec_path is None:
-        return ()
+        return ProjectAgents()
     from lockgate.engine.agents.config import find_config
+    from lockgate.errors import ConfigError
 
     try:
         found = find_config(Path(spec_path).parent)
         stamp = found.stat().st_mtime_ns if found is not None else None
+    except ConfigError as exc:  # a broken pyproject.toml on the way up
+        return ProjectAgents(problem=str(exc))
     except OSError:
-        return ()
-    return _agents_in(str(found), stamp) if found is not None and stamp is not None else ()
+        return ProjectAgents()
+    return _agents_in(str(found), stamp) if found is not None and stamp is not None else ProjectAgents()
 
 
 @functools.lru_cache(maxsize=32)
-def _agents_in(config: str, stamp: int) -> tuple[str, ...]:
+def _agents_in(config: str, stamp: int) -> ProjectAgents:
     from lockgate.engine.agents.config import load_config
     from lockgate.errors import ConfigError
 
     try:
-        return tuple(load_config(config).agents)
-    except (ConfigError, OSError) as exc:
+        return ProjectAgents(tuple(load_config(config).agents))
+    except ConfigError as exc:
+        return ProjectAgents(problem=str(exc))
+    except OSError as exc:  # gone or unreadable since it was found: as if there were none
         log.info("ignoring %s: %s", config, exc)
-        return ()
+        return ProjectAgents()
