@@ -144,8 +144,11 @@ def _add_round(run: LiveRun, out: dict[str, Any], key: str, failure: dict[str, A
 
 def _add_failed_steps(run: LiveRun, out: dict[str, Any]) -> None:
     """``failed_steps``: every step whose attempt this call failed, with the reason, when there
-    were several (a subflow child, then its run step: the response names the last)."""
-    if len(run.failed_now) > 1:
+    were several (a subflow child, then its run step: the response names the last), or the one
+    is not the step the response names (it was routed to its on_fail step, and the run then
+    ended for another reason)."""
+    failed = run.failed_now
+    if len(failed) > 1 or (failed and failed[0][0] != out.get("step_id")):
         out["failed_steps"] = {k: f.get("reason") for k, f, _ in run.failed_now}
     if run.routed_now:
         source, target, _ = run.routed_now[-1]
