@@ -292,7 +292,7 @@ def _earlier_rounds(rounds: list[dict[str, Any]], left_out: int) -> str:
     (and the count of those before them that the run no longer keeps)."""
     statuses: list[list[Any]] = []  # [status, how many in a row]
     for summary in rounds:
-        status = _DECIDED.get((summary.get("decision") or {}).get("decision"), summary.get("status"))
+        status = _DECIDED.get(summary.get("decision"), summary.get("status"))
         if statuses and statuses[-1][0] == status:
             statuses[-1][1] += 1
         else:

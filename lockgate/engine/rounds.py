@@ -80,7 +80,7 @@ def round_summary(st: StepState, inner: list[StepState] | None = None,
     ``ended_round``), for the trace's ``earlier_rounds``: its epoch, status, attempts, last
     failure (kind, reason cut short, number of violations: the whole of it stays in the audit
     events), spend and the revise that started that round; for a gate, the decision it took in
-    that round (the revise ending it, for the gate deciding it); for a fanout or run step, what
+    that round (``revise`` for the gate deciding the revise ending it); for a fanout or run step, what
     its ``inner`` records (items or children, about to be dropped) did, under ``inner_name``
     (see :func:`inner_summary`). None when it never started in that round.
 
@@ -103,12 +103,12 @@ def round_summary(st: StepState, inner: list[StepState] | None = None,
     return out
 
 
-def _decision_in(st: StepState, round_no: int | None) -> dict[str, Any] | None:
-    """The last decision gate ``st`` took in round ``round_no``: what, by whom, its note cut short."""
+def _decision_in(st: StepState, round_no: int | None) -> str | None:
+    """The last decision gate ``st`` took in round ``round_no`` (who took it, and why, are in
+    its ``decisions``, which keeps every one with its round)."""
     for entry in reversed(st.decisions or ()):
         if entry.get("round") == round_no:
-            return {"decision": entry.get("decision"), "resolved_by": entry.get("resolved_by"),
-                    "rationale": cut_short(entry.get("rationale"))}
+            return entry.get("decision")
     return None
 
 
