@@ -139,14 +139,13 @@ class CommandAgent:
             raise Unplaceable(
                 f"{task.step_id} runs isolated in its worktree {item.top}, and the agent's cwd "
                 f"{self.cwd} is not in the repository it was made from, so it cannot run there: "
-                "set cwd to a folder of that repository (an item then runs in the same folder of "
-                "its worktree), or remove cwd")
+                + _OUTSIDE_ADVICE)
         folder = os.path.normpath(os.path.join(item.top, os.path.relpath(cwd, home.top)))
         if not os.path.isdir(folder):
             raise Unplaceable(
                 f"{task.step_id} runs isolated in its worktree {item.top}, which has no folder "
                 f"{os.path.relpath(cwd, home.top)!r} (the agent's cwd): a worktree holds what is "
-                "committed, so commit that folder (a file in it), or remove cwd")
+                f"committed, so {_UNCOMMITTED_ADVICE}")
         return folder
 
     def check_placeable(self, workspace: str) -> None:
@@ -165,15 +164,13 @@ class CommandAgent:
         if own is None or own.common != home.common:
             raise AgentUnavailable(
                 f"agent {self.name!r} runs fanout items isolated in git worktrees of {home.top}, and "
-                f"its cwd {self.cwd} is not in that repository, so they cannot run there: set cwd to a "
-                "folder of that repository (an item then runs in the same folder of its worktree), or "
-                "remove cwd")
+                f"its cwd {self.cwd} is not in that repository, so they cannot run there: " + _OUTSIDE_ADVICE)
         folder = os.path.relpath(cwd, own.top)
         if folder != "." and not _committed_folder(own.top, folder):
             raise AgentUnavailable(
                 f"agent {self.name!r} runs fanout items isolated in git worktrees of {home.top}, and "
                 f"its cwd {folder!r} is not in the repository's last commit, which the worktrees "
-                "hold: commit that folder (a file in it), or remove cwd")
+                f"hold: {_UNCOMMITTED_ADVICE}")
 
     def _interpret(self, result: ProcessResult, elapsed: float) -> AgentResult:
         telemetry = Telemetry(duration_ms=elapsed)
@@ -204,6 +201,12 @@ class CommandAgent:
         return f"CommandAgent({self.name!r}, {self.display!r})"
 
 
+#: What to do about a cwd an isolated item cannot run in (see CommandAgent.workdir and .check_placeable).
+_OUTSIDE_ADVICE = ("set cwd to a folder of that repository (an item then runs in the same folder of its worktree), "
+                   "or remove cwd")
+_UNCOMMITTED_ADVICE = "commit that folder (a file in it), or remove cwd"
+
+
 class Unplaceable(AgentError):
     """An isolated fanout item cannot run where the agent's ``cwd`` says."""
 
@@ -217,28 +220,29 @@ class _Checkout:
 def _checkout(folder: str, *, item: bool = False) -> _Checkout | None:
     """The git checkout ``folder`` is in; None when it is in none (or git is missing). With
     ``item``, only when it is an isolated fanout item's worktree (it carries BASE_REF)."""
-    argv = ["git", "-C", folder, "rev-parse", "--path-format=absolute", "--show-toplevel",
-            "--git-common-dir", *([BASE_REF, "--"] if item else [])]
-    try:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=60, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    lines = done.stdout.splitlines()
-    if done.returncode != 0 or len(lines) < 2:
+    done = _git(folder, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir",
+                *([BASE_REF, "--"] if item else []))
+    lines = done.stdout.splitlines() if done is not None else []
+    if done is None or done.returncode != 0 or len(lines) < 2:
         return None
     return _Checkout(os.path.realpath(lines[0]), os.path.realpath(lines[1]))
 
 
 def _committed_folder(top: str, folder: str) -> bool:
     """Whether the commit checked out at ``top`` has the folder ``folder`` (relative to top)."""
-    argv = ["git", "-C", top, "cat-file", "-t", f"HEAD:{folder.replace(os.sep, '/')}"]
-    try:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=60, check=False)
-    except (OSError, subprocess.SubprocessError):
+    done = _git(top, "cat-file", "-t", f"HEAD:{folder.replace(os.sep, '/')}")
+    if done is None:
         return True  # not knowable here: each item's attempt still checks
     return done.returncode == 0 and done.stdout.strip() == "tree"
+
+
+def _git(folder: str, *args: str) -> subprocess.CompletedProcess[str] | None:
+    """``git -C folder ARGS``, finished; None when git cannot be run (missing, timed out)."""
+    try:
+        return subprocess.run(["git", "-C", folder, *args], stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
 
 
 def _within(path: str, folder: str) -> bool:
