@@ -65,6 +65,10 @@ def advance(run: LiveRun) -> None:
         run.fail_run("no_runnable_steps", "no runnable steps remain", pending=stuck)
 
 
+#: Why a route target no route went to is skipped (its skipped event, and ``why``).
+NO_ROUTE_TAKEN = "no route to this step was taken"
+
+
 def _consider(run: LiveRun, loc: Located, st: StepState) -> None:
     if loc.index is not None:
         fanout.promote(run, run.steps[loc.cstep.id])
@@ -74,7 +78,7 @@ def _consider(run: LiveRun, loc: Located, st: StepState) -> None:
         return
     if cstep.routed_only and st.routed is None:
         if all(run.steps[scope.prefix + r].status in TERMINAL for r in (*cstep.fail_routers, *cstep.gate_routers)):
-            skip(run, scope, cstep, st, "no route to this step was taken", _taken_instead(run, scope, cstep))
+            skip(run, scope, cstep, st, NO_ROUTE_TAKEN, _taken_instead(run, scope, cstep))
         return
     untaken = branches_not_taken(run, scope, cstep)
     if untaken is None:

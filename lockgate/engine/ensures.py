@@ -160,7 +160,12 @@ def when_skips(cexpr: CExpr, bindings: Mapping[str, Any], workspace: Path | None
     value, error = value_or_false(cexpr, bindings, workspace)
     if error is not None:
         return f'when "{cexpr.source}" failed: {error}'
-    return None if value is True else f'when "{cexpr.source}" is not true'
+    return None if value is True else not_true(cexpr.source)
+
+
+def not_true(source: str) -> str:
+    """Why a ``when`` that did not hold skipped its step."""
+    return f'when "{source}" is not true'
 
 
 def _holds(expression: Any, bindings: Mapping[str, Any], workspace: Path | None) -> tuple[bool, str | None]:

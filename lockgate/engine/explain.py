@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .drivers import Driver, holding
+from .ensures import not_true
 from .evaluate import call_entry
 from .live import LiveRun
 from .model import RUN_CANCELLED, RUN_COMPLETE, RUN_KILLED, RUN_RUNNING, SKIPPED
@@ -141,11 +142,13 @@ def skip_reason(run: LiveRun, key: str) -> dict[str, Any]:
     located = run.locate(key)
     cstep, st = located.cstep, run.steps[key]
     if cstep.routed_only and st.routed is None:
-        reason = "no route to this step was taken"
+        from .advance import NO_ROUTE_TAKEN
+
+        reason = NO_ROUTE_TAKEN
     elif st.untaken is not None:
         reason = _branch_words(run, located.scope, cstep)
     elif cstep.when is not None:  # false, or failed and so false: either skips it
-        reason = f'when "{cstep.when.source}" is not true'
+        reason = not_true(cstep.when.source)
     elif located.scope.parent is not None:
         reason = "the subflow ended"
     else:
