@@ -17,8 +17,9 @@ What an analysis reports also depends on the spec's project configuration (the a
 nearest ``lockgate.toml``, LG905), a file the editor may change while the spec stays as it is.
 An analysis records the configuration file it saw (:func:`config_stamp`); the server drops
 the analyses of the documents a changed configuration governs (:meth:`DocumentStore.invalidate`
-with ``folders``, on ``workspace/didChangeWatchedFiles``), and one whose configuration changed
-on disk unseen (:meth:`DocumentStore.revalidate`, on save and on a diagnostics pull).
+with ``folders``, on ``workspace/didChangeWatchedFiles``), and, when a document's configuration
+changed on disk unseen (:meth:`DocumentStore.revalidate`, on save and on a diagnostics pull),
+those of every document that configuration governs, as if the change had been watched.
 
 A text over the size limit (``lockgate.maxDocumentBytes``) is not given to the loader at all:
 its analysis has no result and carries the limit, which diagnostics report; completion, hover
@@ -329,15 +330,21 @@ class DocumentStore:
             self._forget(self._entries[uri])
         return stale
 
-    def revalidate(self, uri: str) -> bool:
+    def revalidate(self, uri: str) -> set[str]:
         """Forget the current analysis of ``uri`` if the project configuration it read has
-        changed on disk since (for a client that does not watch the file); whether it did."""
+        changed on disk since (for a client that does not watch the file), and return the
+        folders of that configuration and of the one governing ``uri`` now (a configuration
+        may have been added nearer the spec, or removed): the caller invalidates them, as for a
+        watched change, so the other documents they govern follow too. Empty if unchanged."""
         entry = self._entries.get(uri)
         current = entry.current if entry is not None else None
-        if current is None or current.limit is not None or current.config == config_stamp(path_of(uri)):
-            return False  # nothing analysed, too large to be, or the same configuration
+        if current is None or current.limit is not None:
+            return set()  # nothing analysed, or too large to be
+        now = config_stamp(path_of(uri))
+        if current.config == now:
+            return set()
         self._forget(entry)
-        return True
+        return {str(Path(stamp[0]).parent) for stamp in (current.config, now) if stamp is not None}
 
     @staticmethod
     def _forget(entry: _Entry) -> None:

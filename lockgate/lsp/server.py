@@ -16,7 +16,7 @@ thread (:meth:`LockgateServer.off_loop`), so the event loop keeps answering mean
 What an analysis reports depends on more than the text: the settings and the spec's project
 configuration (``lockgate.toml``, ``pyproject.toml``: reported by ``workspace/didChangeWatchedFiles``
 when the client watches them, as the server asks it to, else noticed on a save or a diagnostics
-pull of the spec). When
+pull of any spec it governs). When
 either changes, push clients get the diagnostics again, and pull clients (VS Code) are
 asked to pull again (``workspace/diagnostic/refresh``, and the inlay hint and semantic token
 refreshes when those answers change too): a pull client asks only after an edit otherwise.
@@ -242,13 +242,8 @@ def _register_sync(ls: LockgateServer) -> None:
     @ls.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     @guarded()
     def did_change_watched_files(ls: LockgateServer, params: lsp.DidChangeWatchedFilesParams) -> None:
-        folders = {str(Path(path).parent) for change in params.changes
-                   if (path := path_of(change.uri)) is not None and Path(path).name in CONFIGURATION_FILES}
-        stale = ls.documents.invalidate(folders) if folders else []
-        for uri in stale:
-            _schedule(ls, uri, 0)
-        if stale:
-            ls.refresh_client(diagnostics=True)
+        _configuration_changed(ls, {str(Path(path).parent) for change in params.changes
+                                    if (path := path_of(change.uri)) is not None and Path(path).name in CONFIGURATION_FILES})
 
     @ls.feature(lsp.SHUTDOWN)
     def on_shutdown(ls: LockgateServer, *args: Any) -> None:
@@ -276,8 +271,7 @@ def _register_sync(ls: LockgateServer) -> None:
     @guarded()
     def did_save(ls: LockgateServer, params: lsp.DidSaveTextDocumentParams) -> None:
         uri = params.text_document.uri
-        if ls.documents.revalidate(uri):  # its lockgate.toml changed, unwatched
-            ls.refresh_client(diagnostics=True)
+        _configuration_changed(ls, ls.documents.revalidate(uri))  # its lockgate.toml changed, unwatched
         _schedule(ls, uri, 0)
 
     @ls.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
@@ -304,6 +298,17 @@ def _settings_changed(ls: LockgateServer, before: Settings, *, republish: bool) 
         inlay_hints=analysed or before.inlay_hints != after.inlay_hints,
         tokens=before.max_document_bytes != after.max_document_bytes,  # a document (no longer) too large
     )
+
+
+def _configuration_changed(ls: LockgateServer, folders: set[str]) -> None:
+    """After a project configuration in one of ``folders`` changed (reported by the client's
+    watcher, or noticed at a save or a pull): analyse every open document it governs again,
+    push their diagnostics again, and ask a pull client to pull again."""
+    stale = ls.documents.invalidate(folders) if folders else []
+    for uri in stale:
+        _schedule(ls, uri, 0)
+    if stale:
+        ls.refresh_client(diagnostics=True)
 
 
 #: The files a project's configuration is read from (see :mod:`.projectagents`).
@@ -372,7 +377,7 @@ def _register_diagnostics(ls: LockgateServer) -> None:
     @guarded(lsp.FullDocumentDiagnosticReport(items=[]))
     async def document_diagnostic(ls: LockgateServer, params: lsp.DocumentDiagnosticParams):
         uri = params.text_document.uri
-        ls.documents.revalidate(uri)  # a lockgate.toml changed on disk unseen: analysed again
+        _configuration_changed(ls, ls.documents.revalidate(uri))  # a lockgate.toml changed on disk unseen
         analysis = await ls.analysis(uri)
         if analysis is None:
             return lsp.FullDocumentDiagnosticReport(items=[])
