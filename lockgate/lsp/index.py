@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Literal
 
@@ -31,7 +31,10 @@ SymbolKey = tuple[str, ...]
 @dataclass(frozen=True, slots=True)
 class Occurrence:
     """One mention of a symbol: ``span`` is the name's characters inside the string at ``path``
-    (None: the whole key or value); ``at`` says whether the path's key or value holds it."""
+    (None: the whole key or value); ``at`` says whether the path's key or value holds it.
+    ``alias``: the mention is a YAML alias standing for the name (``after: [*bid]``), at the
+    alias's own range; navigation lists it, a rename leaves it alone (it edits the anchored
+    value, which the alias then stands for)."""
 
     key: SymbolKey
     range: Range
@@ -39,6 +42,7 @@ class Occurrence:
     definition: bool = False
     span: tuple[int, int] | None = None
     at: Literal["key", "value"] = "value"
+    alias: bool = False
 
     @property
     def kind(self) -> str:
@@ -70,6 +74,11 @@ class SymbolIndex:
 
     def references(self, key: SymbolKey, *, include_definition: bool = True) -> list[Occurrence]:
         return [o for o in self.by_key.get(key, ()) if include_definition or not o.definition]
+
+    def renamable(self, key: SymbolKey) -> list[Occurrence]:
+        """The mentions a rename edits: all but aliases (``*bid`` stands for the anchored
+        value, which is edited where it is written)."""
+        return [o for o in self.by_key.get(key, ()) if not o.alias]
 
 
 def _distinct(occurrences: list[Occurrence]) -> list[Occurrence]:
@@ -174,7 +183,7 @@ class _WithProperties(SpanRanges):
     """Span ranges that know where a scalar's own text starts. libyaml starts an anchored or
     tagged scalar at its properties: ``id: &bid build`` spans ``&bid build``, and mapping a
     name's characters from there put the step id's range over ``bid build``. A value that is an
-    alias (``*bid``) holds no text of its own."""
+    alias (``*bid``) holds no text of its own: any span of it has the alias's range."""
 
     def __init__(self, analysis: Analysis) -> None:
         super().__init__(analysis)
@@ -186,6 +195,8 @@ class _WithProperties(SpanRanges):
         return self._written(path)[0] == "alias"
 
     def range(self, path: YamlPath, value: str, start: int, end: int) -> Range:
+        if self.is_alias(path):
+            return self._analysis.source_map.value_range(path)
         chars = self._chars(path, value)
         if chars is None:
             return super().range(path, value, start, end)
@@ -311,16 +322,30 @@ def _remember(key: tuple, value: tuple[int, list[Occurrence]]) -> None:
 
 def _moved(occ: Occurrence, lines: int) -> Occurrence:
     start, end = occ.range.start, occ.range.end
-    rng = Range(Position(start.line + lines, start.character), Position(end.line + lines, end.character))
-    return Occurrence(occ.key, rng, occ.path, occ.definition, occ.span, occ.at)
+    return replace(occ, range=Range(Position(start.line + lines, start.character), Position(end.line + lines, end.character)))
 
 
 def _field_occurrences(field: F.Field, spans: SpanRanges) -> list[Occurrence]:
-    """The mentions in one field; none when the field is a YAML alias (``after: [*bid]``): the
-    name is written at the anchored node, which is indexed where it stands, and ``*bid`` has
-    nothing to rename."""
-    if isinstance(spans, _WithProperties) and spans.is_alias(field.path):
-        return []
+    """The mentions in one field. A field whose value is a YAML alias (``after: [*bid]``) is
+    written at the anchored node, indexed where it stands: the alias is a mention (at its own
+    range, see :func:`_aliased`) of the name it stands for whole."""
+    # a gate key is written where it stands, whatever its value is
+    if field.role != "gate_key" and isinstance(spans, _WithProperties) and spans.is_alias(field.path):
+        return _aliased(field, spans)
+    return _written(field, spans)
+
+
+def _aliased(field: F.Field, spans: SpanRanges) -> list[Occurrence]:
+    """The mention an alias field makes: the name its value is (a step id, a contract), at the
+    alias. An alias standing for a text that mentions names (a template, an expression, a
+    type around a contract) is no mention of its own: those names are indexed in the
+    anchored text, and hover or definition at the alias could not say which one it means."""
+    whole = (0, len(field.value))
+    return [replace(o, span=None, alias=True) for o in _written(field, spans) if o.span == whole]
+
+
+def _written(field: F.Field, spans: SpanRanges) -> list[Occurrence]:
+    """The mentions of the names written in one field's value (or key)."""
     flow = field.flow.name if field.flow is not None else ""
     role = field.role
     if role in ("step", "step_id"):

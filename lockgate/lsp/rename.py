@@ -50,7 +50,7 @@ def rename(analysis: Analysis, pos: Position, new_name: str) -> list[TextEdit]:
     if new_name == occ.name:
         return []
     _check(analysis, index, occ, new_name)
-    return [TextEdit(o.range, new_name) for o in index.references(occ.key)]
+    return [TextEdit(o.range, new_name) for o in index.renamable(occ.key)]
 
 
 def _check(analysis: Analysis, index: SymbolIndex, occ: Occurrence, new: str) -> None:

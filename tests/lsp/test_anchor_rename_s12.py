@@ -4,7 +4,8 @@
 so the step id's range covered ``bid build`` and the alias was indexed as a second copy of the
 definition. The rename sent two identical overlapping edits (VS Code refuses them) that, applied,
 replaced the anchor and left the id null and ``*bid`` unknown. A rename must edit the name's own
-characters once; the alias refers to the node and needs no edit.
+characters once; the alias refers to the node and needs no edit (it is a reference of the
+name, at its own range, since review s12c #5: see test_alias_nav_s13).
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ async def test_renaming_an_anchored_step_id_edits_the_name_once_and_keeps_the_an
     found = await client.text_document_references_async(lsp.ReferenceParams(
         text_document=doc, position=where, context=lsp.ReferenceContext(include_declaration=True)))
     ranges = [(r.range.start.line, r.range.start.character, r.range.end.line, r.range.end.character) for r in found]
-    assert len(ranges) == len(set(ranges)) == 2
+    assert len(ranges) == len(set(ranges)) == 3  # the id, *bid (once), ${build...}
+    assert sorted(covered(client, text, r.range) for r in found) == ["*bid", "build", "build"]
 
 
 @pytest.mark.parametrize("written, needle", [
@@ -128,7 +130,8 @@ _STYLE = st.sampled_from(["{}", '"{}"', "'{}'"])
        name=st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True))
 def test_every_indexed_range_covers_the_name_once(anchor, tag, tag_first, style, alias, name):
     """Whatever properties a step id is written with, each occurrence covers exactly the
-    name, and no (symbol, range) is listed twice."""
+    name (an alias of it: the alias), only names are renamed, and no (symbol, range) is listed
+    twice."""
     if name in ("last", "input", "true", "false", "null", "yes", "no", "on", "off", "y", "n"):
         name = f"s_{name}"
     props = [f"&{anchor}"] + (["!!str"] if tag else [])
@@ -141,8 +144,10 @@ def test_every_indexed_range_covers_the_name_once(anchor, tag, tag_first, style,
     lines = LineIndex(text)
     mentions = found.references(("step", "main", name))
     assert [o.definition for o in mentions].count(True) == 1
-    assert len(mentions) == 2 + (not alias)  # the id, ${name.output.v}, and after: [name] unless aliased
+    assert len(mentions) == 3  # the id, ${name.output.v}, and after: [name] or [*anchor]
     for occ in mentions:
-        assert text[lines.offset(occ.range.start):lines.offset(occ.range.end)] == name
+        assert text[lines.offset(occ.range.start):lines.offset(occ.range.end)] == (f"*{anchor}" if occ.alias else name)
+    assert [o.alias for o in mentions].count(True) == alias
+    assert len(found.renamable(("step", "main", name))) == 2 + (not alias)
     keys = [(o.key, o.range) for o in found.occurrences]
     assert len(keys) == len(set(keys))
