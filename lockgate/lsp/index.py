@@ -19,13 +19,14 @@ from typing import Literal
 from lockgate.dsl.diagnostics import Position, Range, YamlPath
 from lockgate.dsl.ir import Flow, Step
 from lockgate.dsl.refs import scan
-from lockgate.dsl.scalars import CharSources, char_sources
 
 from . import fields as F
 from .documents import Analysis
 from .spans import SpanRanges, span_ranges
 
 SymbolKey = tuple[str, ...]
+#: where a text may use a YAML alias (``*bid``) or merge key (``<<:``)
+_ALIAS = re.compile(r"(?:^|[\s,\[{:-])(?:\*[^\s,\[\]{}]|<<\s*:)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,78 +168,33 @@ def _build_header(analysis: Analysis) -> list[Occurrence]:
     return out
 
 
-# an anchor (``&bid``), a tag (``!!str``) or an alias (``*bid``) where a value or key starts
-_MARKS = re.compile(r"(?:^|[\s,\[{:?-])[&!*]")
-# the properties before a scalar's text: anchor and tag, in either order, each with its blanks
-_PROPERTIES = re.compile(r"(?:[&!][^\s,\[\]{}]*\s+)+")
-
-
 def _spans(analysis: Analysis, text: str) -> SpanRanges:
     """Span ranges for the fields of ``text`` (a step's, or the document's): the shared ones,
-    or when ``text`` may hold YAML node properties or aliases, ones that look through them."""
-    return _WithProperties(analysis) if _MARKS.search(text) else span_ranges(analysis)
+    or when ``text`` may hold a YAML alias, ones that know the aliases."""
+    return _WithAliases(analysis) if _ALIAS.search(text) else span_ranges(analysis)
 
 
-class _WithProperties(SpanRanges):
-    """Span ranges that know where a scalar's own text starts. libyaml starts an anchored or
-    tagged scalar at its properties: ``id: &bid build`` spans ``&bid build``, and mapping a
-    name's characters from there put the step id's range over ``bid build``. A value that is an
-    alias (``*bid``) holds no text of its own: any span of it has the alias's range."""
+class _WithAliases(SpanRanges):
+    """Span ranges that know which values are YAML aliases (``after: [*bid]``). An alias
+    holds no text of its own: any span of it has the alias's range. (A value written after an
+    anchor or tag, ``id: &bid build``, needs nothing here: its source range is its own text.)"""
 
     def __init__(self, analysis: Analysis) -> None:
         super().__init__(analysis)
         self._analysis = analysis
-        self._how: dict[YamlPath, tuple[str, int, int]] = {}
-        self._sources: dict[YamlPath, CharSources] = {}
+        self._aliases: dict[YamlPath, bool] = {}
 
     def is_alias(self, path: YamlPath) -> bool:
-        return self._written(path)[0] == "alias"
+        found = self._aliases.get(path)
+        if found is None:
+            start = self._analysis.source_map.value_range(path).start
+            found = self._aliases[path] = self._analysis.text.startswith("*", self._analysis.lines.offset(start))
+        return found
 
     def range(self, path: YamlPath, value: str, start: int, end: int) -> Range:
         if self.is_alias(path):
             return self._analysis.source_map.value_range(path)
-        chars = self._chars(path, value)
-        if chars is None:
-            return super().range(path, value, start, end)
-        n = len(chars.starts)
-        start = max(0, min(start, n))
-        end = max(start, min(end, n))
-        lines = self._analysis.lines
-        if start == end:
-            point = lines.position(chars.starts[start] if start < n else chars.content_end)
-            return Range(point, point)
-        return Range(lines.position(chars.starts[start]), lines.position(chars.ends[end - 1]))
-
-    def key_range(self, path: YamlPath) -> Range:
-        rng = super().key_range(path)
-        lines, text = self._analysis.lines, self._analysis.text
-        props = _PROPERTIES.match(text, lines.offset(rng.start), lines.offset(rng.end))
-        return Range(lines.position(props.end()), rng.end) if props is not None else rng
-
-    def _written(self, path: YamlPath) -> tuple[str, int, int]:
-        """How the value at ``path`` is written: ``("alias", ...)``, ``("properties", content
-        start, end)`` for a value after an anchor or tag, or ``("plain", ...)``."""
-        found = self._how.get(path)
-        if found is None:
-            rng = self._analysis.source_map.value_range(path)
-            lines, text = self._analysis.lines, self._analysis.text
-            first, last = lines.offset(rng.start), lines.offset(rng.end)
-            props = _PROPERTIES.match(text, first, last)
-            how = "alias" if text.startswith("*", first) else "properties" if props is not None else "plain"
-            found = self._how[path] = (how, props.end() if props is not None else first, last)
-        return found
-
-    def _chars(self, path: YamlPath, value: str) -> CharSources | None:
-        """Where each character of the scalar at ``path`` comes from, when it is written after
-        properties (None otherwise: the shared span ranges map it)."""
-        how, content, last = self._written(path)
-        if how != "properties":
-            return None
-        if path not in self._sources:
-            text = self._analysis.text
-            style = text[content] if text[content:content + 1] in ("'", '"', "|", ">") else ""
-            self._sources[path] = char_sources(text, content, last, style, value)
-        return self._sources[path]
+        return super().range(path, value, start, end)
 
 
 def _step_spans(analysis: Analysis) -> list[tuple[Flow, Step, Range]]:
@@ -257,9 +213,9 @@ def _build_step_spans(analysis: Analysis) -> list[tuple[Flow, Step, Range]]:
 
 
 # A step's occurrences depend only on its flow's name, its index, its text and the column it
-# starts at, unless the step borrows content through a YAML alias or merge key; those steps are
-# not reused. Entries are kept per document (the last key part), so closing one drops them.
-_ALIAS = re.compile(r"(?:^|[\s,\[{:-])(?:\*[^\s,\[\]{}]|<<\s*:)")
+# starts at, unless the step borrows content through a YAML alias or merge key (``_ALIAS``);
+# those steps are not reused. Entries are kept per document (the last key part), so closing one
+# drops them.
 _STEP_CACHE: OrderedDict[tuple, tuple[int, list[Occurrence]]] = OrderedDict()
 _STEP_CACHE_SIZE = 8192
 _STEP_CACHE_LOCK = threading.Lock()  # indexes are built on the event loop and the features thread
@@ -330,7 +286,7 @@ def _field_occurrences(field: F.Field, spans: SpanRanges) -> list[Occurrence]:
     written at the anchored node, indexed where it stands: the alias is a mention (at its own
     range, see :func:`_aliased`) of the name it stands for whole."""
     # a gate key is written where it stands, whatever its value is
-    if field.role != "gate_key" and isinstance(spans, _WithProperties) and spans.is_alias(field.path):
+    if field.role != "gate_key" and isinstance(spans, _WithAliases) and spans.is_alias(field.path):
         return _aliased(field, spans)
     return _written(field, spans)
 
