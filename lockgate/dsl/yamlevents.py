@@ -233,7 +233,9 @@ class Composer:
     def _scalar(self, ev: Any) -> None:
         self._count(ev)
         written, end = ev.start_mark.index, ev.end_mark.index  # written: where its properties start
-        start = _content_start(self.src, written, end) if ev.anchor is not None or ev.tag is not None else written
+        start = written
+        if ev.anchor is not None or ev.tag is not None:
+            start = _properties(self.src, written, end)[1]
         style = ev.style or ""
         text: str = ev.value
         node = Node("scalar", start, end, style, text)
@@ -320,7 +322,7 @@ class Composer:
         node = Node(kind, ev.start_mark.index)
         node.style = "flow" if ev.flow_style else "block"
         if ev.tag is not None and ev.tag not in _ALLOWED_TAGS and ev.tag != "!":
-            props_end = _tight_end(self.src, node.start, _content_start(self.src, node.start, len(self.src)))
+            props_end = _properties(self.src, node.start, ev.end_mark.index)[0]
             self._unsupported_tag(ev.tag, node.start, props_end)  # over its properties
         if ev.anchor is not None:
             self.open_anchors.add(ev.anchor)
@@ -470,16 +472,33 @@ class Composer:
         return self._at("LG103", message, start, end, hint=hint, related=rel)
 
 
-# a node's properties, anchor and tag in either order, each with the blanks after it
-_PROPERTIES = re.compile(r"(?:[&!][^\s,\[\]{}]*\s+)+")
+_PROPERTY_TOKENS = (yaml.AnchorToken, yaml.TagToken)
 
 
-def _content_start(src: str, start: int, end: int) -> int:
-    """Where a scalar's own text starts: libyaml starts an anchored or tagged scalar at its
-    properties (``&o Out`` spans the anchor too), and a range over them would have a fix replace
-    the anchor with the value."""
-    props = _PROPERTIES.match(src, start, end)
-    return props.end() if props is not None else start
+def _properties(src: str, start: int, end: int) -> tuple[int, int]:
+    """Where the properties (anchor, tag) of the node whose event spans ``src[start:end]`` end,
+    and where its own content starts.
+
+    libyaml starts an anchored or tagged node's event at its properties (``&o Outt`` spans the
+    anchor too), and a range over them would have a fix replace the anchor or tag with the value.
+    The scanner reads the properties as the parser just did: either order, verbatim tags
+    (``!<tag:yaml.org,2002:str>``, commas and all), comments and line breaks before the content.
+    An empty value (``out: &o``) starts, and ends, right after its properties.
+    """
+    scanner = _Parser(src[start:end])
+    props_end = content = 0
+    try:
+        scanner.get_token()  # the stream's start
+        token = scanner.get_token()
+        while isinstance(token, _PROPERTY_TOKENS):
+            props_end = token.end_mark.index
+            token = scanner.get_token()
+        content = token.start_mark.index
+    except yaml.YAMLError:  # pragma: no cover - the parser has just read this text in context
+        pass
+    finally:
+        scanner.dispose()
+    return start + props_end, start + max(props_end, content)
 
 
 def _tight_end(src: str, start: int, end: int) -> int:
