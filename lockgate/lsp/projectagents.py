@@ -5,7 +5,8 @@ editor's "agent is not configured" warnings (LG905) agree with the command line.
 Read on the analysis thread: the configuration file is looked for on every analysis (a few
 ``stat`` calls up the folder tree; a ``pyproject.toml`` on the way is parsed again only when it
 changed, see :func:`lockgate.engine.agents.config.find_config`) and parsed again only when it
-changed.
+changed: when its modification time, size or inode differ (the time alone misses a second
+write within one tick of a coarse file system clock).
 """
 
 from __future__ import annotations
@@ -37,16 +38,19 @@ def configured_agents(spec_path: str | None) -> ProjectAgents:
 
     try:
         found = find_config(Path(spec_path).parent)
-        stamp = found.stat().st_mtime_ns if found is not None else None
+        if found is None:
+            return ProjectAgents()
+        stat = found.stat()
     except ConfigError as exc:  # a broken pyproject.toml on the way up
         return ProjectAgents(problem=str(exc))
     except OSError:
         return ProjectAgents()
-    return _agents_in(str(found), stamp) if found is not None and stamp is not None else ProjectAgents()
+    return _agents_in(str(found), (stat.st_mtime_ns, stat.st_size, stat.st_ino))
 
 
 @functools.lru_cache(maxsize=32)
-def _agents_in(config: str, stamp: int) -> ProjectAgents:
+def _agents_in(config: str, stamp: tuple[int, int, int]) -> ProjectAgents:
+    """The agents ``config`` names, parsed once per ``stamp`` (its mtime, size and inode)."""
     from lockgate.engine.agents.config import load_config
     from lockgate.errors import ConfigError
 
