@@ -37,7 +37,7 @@ def _not_a_step_output(ctx: Context, flow: Flow, path: YamlPath, text: str, ref:
     ``.output`` (``${check.outptu}``), explained and fixed as in templates (:func:`step_slip`)."""
     rule = "output.from must be exactly one full step-output reference like '${final.output}'"
     if ref is not None and ref.kind == "carry" and ref.name in flow.step_map:
-        message, replacement = step_slip(ctx, flow, ref)
+        message, replacement = step_slip(ctx, flow, ref, flow_output=True)
         return Finding("LG708", f"{rule}: {message}", path, span=ref.span, replacement=replacement)
     found = f"a reference to {ref.kind}" if ref is not None else repr(text)
     return Finding("LG708", f"{rule}, found {found}", path)

@@ -113,14 +113,17 @@ def _unknown_carry(ctx: Context, flow: Flow, declared, field: ScannedField, ref:
 _STEP_FIELDS = ("output",)
 
 
-def step_slip(ctx: Context, flow: Flow, ref: Ref) -> tuple[str, str | None]:
+def step_slip(ctx: Context, flow: Flow, ref: Ref, *, flow_output: bool = False) -> tuple[str, str | None]:
     """Why ``ref``, a carry reference named like a step of ``flow`` (``${build.outptu}``,
     ``${build.result}``), reads nothing, and the reference it most likely meant, or None when
-    no guess would be valid (a gate has no output to read).
+    no guess would be valid.
 
     The step's output contract is asked first, so a segment naming one of its fields keeps
     its meaning: ``${build.result}`` is ``${build.output.result}`` when Build has ``result``,
-    and ``${build.output}`` only when it has not. Shared with ``output.from`` (LG708)."""
+    and ``${build.output}`` only when it has not. The guess is then typed along its whole path
+    as the reference checks type it (``flow_output``: as ``output.from``, LG708, whose fanout
+    source must be indexed); an unknown field on the way is replaced by the one suggestion its
+    LG404 makes, and a guess that still does not type-check is no fix: the message says why."""
     name, path = ref.name or "", ref.path
     found = output_type(ctx, flow, flow.step_map[name])
     if isinstance(found, Finding):
@@ -128,14 +131,54 @@ def step_slip(ctx: Context, flow: Flow, ref: Ref) -> tuple[str, str | None]:
     fields = _fields(ctx, found)
     first = path[0] if path and isinstance(path[0], str) else None
     meant = _meant_path(path, first, fields)
-    replacement = None if meant is None else "${" + f"{name}.output{format_path(meant)}" + "}"
     if meant == path:
         message = f"'{name}' is a step, and a step's result is read through .output"
     else:
         message = f"'{name}.{first}' reads no field of step '{name}': a step's result is .output"
-        if meant is None:
-            message += f", with the fields {', '.join(sorted(fields or ()))}"
+    if meant is None:
+        return message + _listing(fields or frozenset(), found), None
+    if found is None:
+        return message, None  # no contract to type a guess against; it is reported where declared
+    replacement, tried, problem = _typed_guess(ctx, flow, name, meant, flow_output)
+    if problem is not None:
+        message += f", but {tried} would not be valid either: {problem.message}"
     return message + suffix(replacement), replacement
+
+
+def _typed_guess(ctx: Context, flow: Flow, name: str, meant, flow_output: bool):
+    """``(replacement, tried, problem)`` for ``${<name>.output<meant>}``: the reference when it
+    type-checks, with each unknown field on its path replaced by its LG404's suggestion; else
+    None, the last reference tried and the first problem it has."""
+    for _ in range(len(meant) + 1):
+        tried = "${" + f"{name}.output{format_path(meant)}" + "}"
+        ref = scan(tried).full
+        if ref is None or ref.kind != "step":  # a field name the reference syntax cannot spell
+            return None, tried, None
+        problem = next(ref_type_findings(ctx, flow, (), ref, flow_output=flow_output), None)
+        if problem is None:
+            return tried, tried, None
+        at = _misspelt_segment(ref, problem)
+        if at is None:
+            return None, tried, problem
+        meant = (*meant[:at], problem.replacement[1:], *meant[at + 1:])
+    return None, tried, problem
+
+
+def _misspelt_segment(ref: Ref, problem: Finding) -> int | None:
+    """The index in ``ref.path`` of the field ``problem`` fixes to its one suggestion (an
+    LG404 replacing that segment with ``.<field>``), or None for any other problem."""
+    if problem.code != "LG404" or not (problem.replacement or "").startswith("."):
+        return None
+    spans = ref.segment_spans
+    return spans.index(problem.span) if problem.span in spans else None
+
+
+def _listing(fields: frozenset[str], found) -> str:
+    """The fields a step's output offers, to end a message that has no guess with."""
+    if not fields:
+        return ""
+    names = ", ".join(sorted(fields))
+    return f", an array of results with the fields {names}" if found.indexed else f", with the fields {names}"
 
 
 def _meant_path(path, first: str | None, fields: frozenset[str] | None):
@@ -153,9 +196,9 @@ def _meant_path(path, first: str | None, fields: frozenset[str] | None):
 
 
 def _fields(ctx: Context, found) -> frozenset[str] | None:
-    """The field names of a step's output contract, or None when they are unknown or sit
-    behind a fanout's array (the typing pass explains those)."""
-    if found is None or found.indexed:
+    """The field names of a step's output contract (of each result, for a fanout's array), or
+    None when they are unknown."""
+    if found is None:
         return None
     contract = ctx.spec.contracts.get(found.root)
     return frozenset(contract.fields) if contract is not None else None
