@@ -109,6 +109,7 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
     ("LG907", "LINT_UNUSED_OUTPUT", "an output nobody reads"),
     ("LG908", "LINT_GATE_SPLIT_ROUTES", "a gate approves and kills to different steps (the reference engine strands one)"),
     ("LG909", "LINT_LITERAL_FILE_TEMPLATE", "a ${...} in a file_exists or file_contains ensure is checked as written"),
+    ("LG910", "LINT_FAIL_ROUTE_AFTER_FAILURE", "an on_fail target waits on a step that runs only if the failing step succeeds"),
 )
 
 CODES: dict[str, Code] = {

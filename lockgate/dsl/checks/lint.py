@@ -14,6 +14,7 @@ from ...errors import ContractError, ExprError
 from ..expr import compile as compile_expr
 from ..graph import (
     DEFAULT_AGENT,
+    dependencies,
     depends_on,
     flow_facts,
     graph_memo,
@@ -49,6 +50,7 @@ def check(ctx: Context) -> Iterator[Finding]:
     for flow in ctx.spec.flows.values():
         if ctx.graph_complete(flow):
             yield from gate_route_findings(flow, flow.name in called)
+            yield from stranded_fail_routes(flow)
             yield from unordered_reads(flow)
             yield from unused_outputs(flow)
         yield from same_agent_reviews(flow)
@@ -158,8 +160,6 @@ def unreachable_steps(flow: Flow, subflow: bool) -> Iterator[Finding]:
     """
     if not subflow:
         return
-    from ..graph import dependencies
-
     ids = list(flow.step_map)
     # any order reaches the same fixpoint; a topological one gets there in a single pass
     order = [sid for generation in topological_generations(flow) for sid in sorted(generation)]
@@ -205,8 +205,6 @@ def _ends_subflow(step: Step) -> bool:
 
 def _ending_gate(flow: Flow, sid: str) -> str | None:
     """The gate that strands ``sid`` directly, when the reason is its own (not a step before it)."""
-    from ..graph import dependencies
-
     enders = sorted(d for d in dependencies(flow, sid) if _ends_subflow(flow.step_map[d]))
     return enders[0] if enders else None
 
@@ -229,6 +227,33 @@ def split_gate_routes(flow: Flow) -> Iterator[Finding]:
             hint="for a spec that also runs on the reference engine, route approve and kill to "
             "the same step (and branch on a 'when' there), or set on_kill to null (a kill then ends the "
             "flow); not on_approve: the gate's own dependents then run on a kill too",
+        )
+
+
+# -- LG910 ----------------------------------------------------------------------------------------
+
+
+def stranded_fail_routes(flow: Flow) -> Iterator[Finding]:
+    """An ``on_fail`` target that waits on a step after the step whose failure it takes over:
+    that step never runs once the failure is routed (it is on the branch not taken), so the
+    target is skipped with everything after it (advance.untaken_by), and the reference engine
+    would stop with no runnable steps. Waiting on the failing step itself is fine."""
+    for step in flow.steps:
+        target = step.on_fail
+        if not target or target == step.id or target not in flow.step_map:
+            continue
+        blocking = sorted(dep for dep in dependencies(flow, target)
+                          if dep != step.id and depends_on(flow, dep, step.id))
+        if not blocking:
+            continue
+        yield Finding(
+            "LG910",
+            f"step '{step.id}' routes its failure to '{target}', but '{target}' waits on "
+            f"'{blocking[0]}', which runs only after '{step.id}' succeeds: when '{step.id}' fails, "
+            f"'{target}' is skipped, and so is every step after it",
+            (*step.at, "on_fail"),
+            hint=f"drop '{blocking[0]}' from what '{target}' waits on (its after list, or the ${{...}} "
+            f"references that read it), or route the failure to a step that does not come after '{step.id}'",
         )
 
 
