@@ -87,7 +87,7 @@ def _consider(run: LiveRun, loc: Located, st: StepState) -> None:
         cut = untaken_by(run, scope, cstep, untaken)
         if cut is not None:
             dep, taken = cut
-            skip(run, scope, cstep, st, untaken_reason(run, scope, dep), taken)
+            skip(run, scope, cstep, st, untaken_reason(run, scope, dep, cstep.id), taken)
             return
     if cstep.when is not None:
         why = _when_skips(run, scope, cstep)
@@ -130,11 +130,22 @@ def branches_not_taken(run: LiveRun, scope: Scope, cstep: CStep) -> list[tuple[s
     return untaken
 
 
-def untaken_reason(run: LiveRun, scope: Scope, dep: str) -> str:
-    """Why a step is skipped with dependency ``dep``'s branch (the words of its skipped event)."""
-    why = ("failed and was routed to its on_fail step" if run.steps[scope.prefix + dep].status == FAILED
-           else "is on a branch not taken")
-    return f"dependency {dep} {why}"
+def untaken_reason(run: LiveRun, scope: Scope, dep: str, step_id: str) -> str:
+    """Why step ``step_id`` is skipped with dependency ``dep``'s branch (the words of its
+    skipped event). A route target can be skipped on the very branch its route took: it waits
+    on a step after its router, which that route left behind (lint LG910 warns of it)."""
+    dst = run.steps[scope.prefix + dep]
+    if dst.status == FAILED:
+        return f"dependency {dep} failed and was routed to its on_fail step"
+    taken = dst.untaken or ()
+    routed = run.steps[scope.prefix + step_id].routed
+    if routed is not None and step_id in taken:
+        how = "failure" if "failure" in routed else f"{routed['decision']} decision"
+        return (f"dependency {dep} never runs: it comes after {routed['from']}, whose {how} was routed "
+                "to this step instead")
+    if dep in taken:
+        return f"dependency {dep} was skipped on the route taken to it"
+    return f"dependency {dep} is on a branch not taken"
 
 
 def _taken_instead(run: LiveRun, scope: Scope, cstep: CStep) -> list[str] | None:
@@ -417,6 +428,7 @@ def skip(run: LiveRun, scope: Scope, cstep: CStep, st: StepState, reason: str,
     """Skip ``st`` for ``reason``; ``untaken``: it is on a branch not taken, these steps were
     taken instead (see :func:`untaken_by`)."""
     st.untaken = untaken
+    st.skip_reason = reason
     run.set_status(st, SKIPPED)
     run.event("skipped", st.key, reason=reason)
     notify(run, Located(scope, cstep), st)

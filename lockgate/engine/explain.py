@@ -139,21 +139,29 @@ def skip_reason(run: LiveRun, key: str) -> dict[str, Any]:
     """Why step ``key`` was skipped, in the words of its ``skipped`` event (which ``lockgate
     show`` prints; ``why`` reads the run's state, not its events): ``{reason, taken}``, ``taken``
     being the steps taken instead of its branch (None when it is on no branch not taken)."""
+    st = run.steps[key]
+    reason = st.skip_reason if st.skip_reason is not None else _reason_rebuilt(run, key)
+    return {"reason": reason, "taken": st.untaken}
+
+
+def _reason_rebuilt(run: LiveRun, key: str) -> str:
+    """Why a step of a run stored before records kept their skip's reason was skipped, worked out
+    again from the run's state (a ``when`` that failed reads as one that was not true)."""
     located = run.locate(key)
     cstep, st = located.cstep, run.steps[key]
     if cstep.routed_only and st.routed is None:
         from .advance import NO_ROUTE_TAKEN
 
-        reason = NO_ROUTE_TAKEN
-    elif st.untaken is not None:
-        reason = _branch_words(run, located.scope, cstep)
-    elif cstep.when is not None:  # false, or failed and so false: either skips it
-        reason = not_true(cstep.when.source)
-    elif located.scope.parent is not None:
-        reason = "the subflow ended"
-    else:
-        reason = "the run's audit trail says why"
-    return {"reason": reason, "taken": st.untaken}
+        return NO_ROUTE_TAKEN
+    if st.untaken is not None:
+        return _branch_words(run, located.scope, cstep)
+    if cstep.when is not None:
+        return not_true(cstep.when.source)
+    if located.scope.parent is not None:
+        from .subflows import SUBFLOW_ENDED
+
+        return SUBFLOW_ENDED
+    return "the run's audit trail says why"
 
 
 def _branch_words(run: LiveRun, scope: Any, cstep: Any) -> str:
@@ -163,7 +171,7 @@ def _branch_words(run: LiveRun, scope: Any, cstep: Any) -> str:
 
     untaken = branches_not_taken(run, scope, cstep)
     cut = untaken_by(run, scope, cstep, untaken) if untaken else None
-    return untaken_reason(run, scope, cut[0]) if cut is not None else "it is on a branch not taken"
+    return untaken_reason(run, scope, cut[0], cstep.id) if cut is not None else "it is on a branch not taken"
 
 
 def skips_words(skipped: list[dict[str, Any]]) -> str:

@@ -106,6 +106,7 @@ def _ready_item(run: LiveRun, loc: Located, fan_st: StepState, item: StepState) 
             break
         event = run.event("fanout_item_skipped", item.key, stage=item.stage, reason=why)
         if item.stage == len(stages) - 1:
+            item.skip_reason = why
             run.set_status(item, SKIPPED)
             _finish_item(run, loc, fan_st, item, event)
             return

@@ -64,6 +64,7 @@ class StepState:
     the gate's note. ``untaken`` marks a step skipped because its branch was not taken (a route
     went elsewhere) with the steps that were taken instead: its dependents are skipped in turn
     unless they also wait on one of those (see :func:`lockgate.engine.advance.untaken_by`).
+    ``skip_reason`` is why a skipped step was skipped, the words of its ``skipped`` event.
     ``history`` keeps a summary of each of the last rounds a revise ended, ``history_left_out``
     counts the rounds before them (see :mod:`lockgate.engine.rounds`).
     """
@@ -100,6 +101,7 @@ class StepState:
     parked: dict[str, Any] | None = None
     dropped: bool = False
     untaken: list[str] | None = None
+    skip_reason: str | None = None
     history: list[dict[str, Any]] | None = None
     history_left_out: int = 0
 
@@ -172,6 +174,8 @@ class StepState:
             out["dropped"] = True
         if self.untaken is not None:
             out["untaken"] = self.untaken
+        if self.skip_reason is not None:
+            out["skip_reason"] = self.skip_reason
         if self.history:
             out["history"] = self.history
         if self.history_left_out:
@@ -212,6 +216,7 @@ class StepState:
         self.command_input = UNDEFINED
         self.parked = None
         self.untaken = None
+        self.skip_reason = None
 
 
 _FIELD_NAMES = frozenset(f.name for f in fields(StepState))
@@ -302,7 +307,7 @@ STEP_SHAPE = Shape("a step record", {
     "finished_at": (*_NUMBER, _NONE), "decisions": (list, _NONE), "fan": (dict, _NONE),
     "index": (int, _NONE), "stage": int, "stage_attempts": int, "worktree": (str, _NONE),
     "patch": (str, _NONE), "revision": (dict, _NONE), "rounds": int, "parked": (dict, _NONE), "dropped": bool,
-    "untaken": (list, _NONE), "history": (list, _NONE), "history_left_out": int,
+    "untaken": (list, _NONE), "skip_reason": (str, _NONE), "history": (list, _NONE), "history_left_out": int,
 }, ("key",), STEP_STATUSES)
 HEADER_SHAPE = Shape("a run header", {
     "id": str, "flow": str, "status": str, "workspace": (str, _NONE), "digest": str,

@@ -81,14 +81,19 @@ def settle_subflow(run: LiveRun, scope: Scope, early: bool = False) -> None:
     succeed(run, loc, parent, value)
 
 
+#: Why a subflow's steps still outstanding when it ends early are skipped.
+SUBFLOW_ENDED = "the subflow ended"
+
+
 def close_children(run: LiveRun, prefix: str) -> None:
     """Withdraw the child issuances still outstanding when a subflow ends early."""
     for key in [k for k in (*run.outstanding, *run.waiting, *run.evaluating) if k.startswith(prefix)]:
         child = run.steps[key]
         if child.status in (READY, WAITING_GATE, RUNNING):
             child.token = None
+            child.skip_reason = SUBFLOW_ENDED
             run.set_status(child, SKIPPED)
-            run.event("skipped", key, reason="the subflow ended")
+            run.event("skipped", key, reason=SUBFLOW_ENDED)
 
 
 def child_steps(run: LiveRun, run_key: str) -> list[StepState]:

@@ -280,3 +280,18 @@ def test_a_join_through_the_route_target_of_a_gate_its_when_skipped() -> None:
     assert agent.calls == ["build", "fix", "publish"]
     assert _statuses(engine, run_id) == {"build": "failed", "fix": "succeeded", "test": "skipped",
                                          "review": "skipped", "merge": "skipped", "publish": "succeeded"}
+
+
+def test_a_route_target_waiting_after_its_failed_router_says_why_it_never_runs() -> None:
+    """fix, build's on_fail target, waits on test, which comes after build: once build fails,
+    test never runs, so fix cannot either. Its skip said "test is on a branch not taken", as if
+    fix were not the route taken (review s12b F5); lint LG910 warns of the spec."""
+    steps = (_do("build", extra="attempts: 1\non_fail: fix") + _do("test", "build") + _do("fix", "test")
+             + _do("publish", "fix"))
+    engine, run_id, final, agent = _run(_spec("publish", steps), {**ALL_OK, "build": [Fail("red")]})
+    assert final["status"] == "error" and final["error_type"] == "output_unavailable"
+    assert agent.calls == ["build"]
+    assert _skip_reasons(engine, run_id) == {
+        "test": "dependency build failed and was routed to its on_fail step",
+        "fix": "dependency test never runs: it comes after build, whose failure was routed to this step instead",
+        "publish": "dependency fix was skipped on the route taken to it"}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -274,3 +275,33 @@ def test_a_decision_that_releases_a_judged_step_is_refused_without_the_runs_judg
     assert approved.returncode == 0, approved.stderr
     shown = json.loads(_lockgate(tmp_path, "show", run_id, "--store", store, "--format", "json").stdout)
     assert shown["status"]["status"] == "complete"
+
+
+ERRED = BRANCHES.replace("when: \"result.recover.answer == 'never'\"", "when: \"1 / (len(result.recover.answer) - 1) > 0\"")
+
+
+def test_why_gives_the_error_of_a_when_that_failed_not_that_it_was_false(tmp_path: Path) -> None:
+    """A ``when`` whose evaluation fails skips its step as a false one does; ``why`` said only
+    that it "is not true", where the skipped event gives the error (session 12's weak point)."""
+    engine = Engine(store=open_store(str(tmp_path / "runs.db")))
+    run_id = _at_gate(engine, ERRED, fail=("build",))
+    polish = next(skip for skip in engine.why(run_id)["skipped"] if skip["step_id"] == "polish")
+    assert polish["reason"] == _skip_events(engine, run_id)["polish"]
+    assert polish["reason"].startswith('when "1 / (len(result.recover.answer) - 1) > 0" failed: ')
+    assert "zero" in polish["reason"]
+    engine.close()
+
+
+def test_why_works_out_the_reasons_of_a_run_stored_before_records_kept_them(tmp_path: Path) -> None:
+    store = tmp_path / "runs.db"
+    engine = Engine(store=open_store(str(store)))
+    run_id = _at_gate(engine, BRANCHES, fail=("build",))
+    engine.close()
+    with sqlite3.connect(store) as db:
+        assert db.execute("UPDATE steps SET record = json_remove(record, '$.skip_reason') "
+                          "WHERE record LIKE '%skip_reason%'").rowcount == 3
+    engine = Engine(store=open_store(str(store)))
+    assert [(skip["step_id"], skip["reason"]) for skip in engine.why(run_id)["skipped"]] == [
+        ("deploy", "dependency build failed and was routed to its on_fail step"),
+        ("polish", "when \"result.recover.answer == 'never'\" is not true")]
+    engine.close()
