@@ -191,6 +191,8 @@ class StepState:
         if key is not None and data["key"] != key:
             raise damaged(_step_what(data, key, run_id), f"not the record of that step (its key is {data['key']!r})")
         known = {k: v for k, v in data.items() if k in _FIELD_NAMES}
+        if known.get("history"):
+            known["history"] = [_summary_of_now(summary) for summary in known["history"]]
         return cls(**known)
 
     def reset(self) -> None:
@@ -315,6 +317,14 @@ HEADER_SHAPE = Shape("a run header", {
     "checkpoints": list, "cancel_requested": bool, "created_at": _NUMBER, "updated_at": _NUMBER,
     "finished_at": (*_NUMBER, _NONE),
 }, ("id", "flow"), RUN_STATUSES)
+
+
+def _summary_of_now(summary: Any) -> Any:
+    """An earlier round's summary as records keep it now: a gate's ``decision`` is the decision's
+    name (records written before a2066ed kept ``{decision, resolved_by, rationale}``)."""
+    if isinstance(summary, dict) and isinstance(summary.get("decision"), dict):
+        return {**summary, "decision": summary["decision"].get("decision")}
+    return summary
 
 
 def check_shape(data: Any, shape: Shape, what: Callable[[], str]) -> None:

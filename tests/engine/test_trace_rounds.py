@@ -5,6 +5,10 @@ while the run spent four; the earlier attempts and their failures were only in r
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 from engine_support import Fail, Script, drive
@@ -214,3 +218,27 @@ def test_a_fanouts_earlier_round_says_what_its_items_did() -> None:
     assert (first["step_id"], first["stage"]) == (failed[0], 0)
     assert first["reason"] == f"agent reported failure: item failure on {failed[0]}"
     assert trace["fan/0"]["attempts"] == 1  # the items' own entries are this round's
+
+
+def test_a_gate_round_stored_with_its_whole_decision_reads_as_its_name(tmp_path: Path) -> None:
+    """Records written before a2066ed kept an earlier round's decision as {decision,
+    resolved_by, rationale}; read back, it is the decision's name, as now, and ``lockgate
+    show`` prints it (it crashed with TypeError: unhashable type: 'dict', review s13a F1)."""
+    path = tmp_path / "runs.db"
+    engine = Engine(store=open_store(str(path)))
+    run_id = engine.plan(SPEC, {"topic": "tides"})["run_id"]
+    agent = Script({"work": [{"text": "first"}, {"text": "second"}]})
+    assert drive(engine, run_id, agent, {"review": ["revise", "approve"]})["status"] == "complete"
+    engine.close()
+    with sqlite3.connect(path) as db:
+        old = {"decision": "revise", "resolved_by": "human", "rationale": "again"}
+        changed = db.execute("UPDATE steps SET record = json_set(record, '$.history[0].decision', json(?)) "
+                             "WHERE step_id = 'review'", (json.dumps(old),)).rowcount
+    assert changed == 1
+    assert [r["decision"] for r in _trace(Engine(store=open_store(str(path))), run_id)["review"]["earlier_rounds"]] \
+        == ["revise"]
+    shown = subprocess.run([sys.executable, "-m", "lockgate", "show", run_id, "--store", str(path)],
+                           capture_output=True, text=True, timeout=120, check=False,
+                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert shown.returncode == 0, shown.stderr
+    assert "review  1 round: revised" in shown.stdout
