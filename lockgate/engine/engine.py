@@ -459,6 +459,13 @@ class Engine:
         run = self._get(run_id, fresh=True)
         return explain(run)
 
+    def routed(self, run_id: str) -> dict[str, str]:
+        """The steps of the run's flow that a route started and that still hold it (an
+        ``on_fail`` or a gate's approve or kill), each with the step whose route it was: what
+        :func:`~lockgate.engine.runjudge.may_judge` needs to know which routes a revise keeps."""
+        run = self._get(run_id, fresh=True)
+        return {key: st.routed["from"] for key, st in run.steps.items() if st.routed is not None and "/" not in key}
+
     def runs(self, status: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         return [r.to_dict() for r in self.store.list_runs(status=status, limit=limit)]
 

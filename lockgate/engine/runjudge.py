@@ -156,7 +156,8 @@ def _reaches_judged(engine: Any, run_id: str, spec: Any, flow: str | None, decis
     """Whether the command asked about may reach a judged ensure in this process (see
     :func:`run_judge`); any other command (a step's result) may."""
     if decision is not None:
-        return engine.status(run_id).get("status") not in _ENDED and may_judge(spec, flow, *decision)
+        return (engine.status(run_id).get("status") not in _ENDED
+                and may_judge(spec, flow, *decision, routed=engine.routed(run_id)))
     if rehydrate:
         return bool(engine.status(run_id).get("evaluating"))
     if reverting:
@@ -171,7 +172,8 @@ def settles_judged(spec: Any, flow: str | None) -> bool:
     return own is None or any(step.kind in _SETTLED and _judges(spec, step) for step in own.steps)
 
 
-def may_judge(spec: Any, flow: str | None, step_id: str, outcome: str) -> bool:
+def may_judge(spec: Any, flow: str | None, step_id: str, outcome: str,
+              routed: Mapping[str, str] | None = None) -> bool:
     """Whether deciding ``outcome`` at gate ``step_id`` may reach a judged ensure in the process
     deciding it: a step its route (and, approved, the gate's dependents) starts that the engine
     settles itself (``set``, ``evaluate``, a subflow, a fanout) and judges, or whose dependents
@@ -182,7 +184,9 @@ def may_judge(spec: Any, flow: str | None, step_id: str, outcome: str) -> bool:
     once (semantics §6.6; a gate its ``when`` skipped, both its routes). The route this
     decision does not take is skipped with its whole branch instead (:func:`untaken_branch`): it
     releases nothing. A revise also runs again at once the route targets in its region whose
-    route, taken from outside it, it keeps (:func:`_kept_routes`). A route to nothing with no
+    route, taken from outside it, it keeps (:func:`_kept_routes`; ``routed``: the run's steps a
+    route started, each with its router, as :meth:`Engine.routed` gives them; without it, every
+    route into the region from outside counts as taken). A route to nothing with no
     dependents ends the run. A gate of a subflow
     (whose end goes back to its caller) may; a step that is no gate of the flow takes no
     decision (the engine refuses it)."""
@@ -206,7 +210,7 @@ def may_judge(spec: Any, flow: str | None, step_id: str, outcome: str) -> bool:
     todo = ([(route, True)] if route else []) + ([(sid, True) for sid in cflow.steps[step_id].dependents]
                                                  if released else [])
     if outcome == "revise" and route:
-        todo += [(sid, True) for sid in _kept_routes(cflow, route)]
+        todo += [(sid, True) for sid in _kept_routes(cflow, route, routed)]
     seen: set[tuple[str, bool]] = set()
     while todo:
         sid, runs = todo.pop()
@@ -232,11 +236,14 @@ def may_judge(spec: Any, flow: str | None, step_id: str, outcome: str) -> bool:
     return False
 
 
-def _kept_routes(cflow: Any, target: str) -> list[str]:
-    """The route targets in the region a revise to ``target`` resets that a step outside it
-    routes to: one such route taken before is kept (:func:`~lockgate.engine.gates.reset_region`),
-    so the target runs again at once in the process deciding the revise."""
+def _kept_routes(cflow: Any, target: str, routed: Mapping[str, str] | None) -> list[str]:
+    """The route targets in the region a revise to ``target`` resets whose route, taken from a
+    step outside it, the revise keeps (:func:`~lockgate.engine.gates.reset_region`), so they run
+    again at once in the process deciding it. ``routed`` (target -> router) says which routes
+    were taken; None: any route from outside may have been."""
     region = set(cflow.reset_closure(target))
+    if routed is not None:
+        return [sid for sid in region if sid != target and sid in routed and routed[sid] not in region]
     return [sid for sid in region if sid != target and any(
         router not in region for router in (*cflow.steps[sid].fail_routers, *cflow.steps[sid].gate_routers))]
 

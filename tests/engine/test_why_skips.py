@@ -224,9 +224,9 @@ flows:
 """
 
 
-def _judged_by_deciding(tmp_path: Path, text: str, outcome: str) -> bool:
-    """Whether a real engine deciding ``outcome`` at the run's gate asks its judge anything (a
-    step named ``pre`` fails before the gate)."""
+def _judged_by_deciding(tmp_path: Path, text: str, outcome: str, fail: tuple[str, ...]) -> tuple[bool, dict]:
+    """Whether a real engine deciding ``outcome`` at the run's gate asks its judge anything (the
+    steps in ``fail`` fail before the gate), and the steps a route started before the decision."""
     asked: list[Any] = []
 
     def judge(*question: Any) -> dict[str, Any]:
@@ -234,26 +234,41 @@ def _judged_by_deciding(tmp_path: Path, text: str, outcome: str) -> bool:
         return {"holds": True, "reason": "ok"}
 
     engine = Engine(store=open_store(str(tmp_path / "runs.db")), judge=judge)
-    run_id = _at_gate(engine, text, fail=("pre",))
+    run_id = _at_gate(engine, text, fail=fail)
+    routed = engine.routed(run_id)
     asked.clear()  # only what deciding asks
     _decide(engine, run_id, outcome)
     engine.close()
-    return bool(asked)
+    return bool(asked), routed
 
 
-@pytest.mark.parametrize(("text", "outcome", "judged"), [
-    (UNTAKEN, "approve", False),  # asked for a judge before: a skip released `audit`
-    (UNTAKEN, "reject", False),
-    (JOINED, "approve", True),
-    (WHEN_GATE, "approve", True),  # said none was needed before: the judged ensure failed closed
-    (WHEN_FAIL, "approve", True),  # likewise
-    (RENDER_FAIL, "approve", True),  # likewise: an agent's step may fail here, before any agent
-    (KEPT_ROUTE, "revise", True),  # likewise: a route kept through the reset runs its target again
+@pytest.mark.parametrize(("text", "outcome", "judged", "fail"), [
+    (UNTAKEN, "approve", False, ()),  # asked for a judge before: a skip released `audit`
+    (UNTAKEN, "reject", False, ()),
+    (JOINED, "approve", True, ()),
+    (WHEN_GATE, "approve", True, ()),  # said none was needed before: the judged ensure failed closed
+    (WHEN_FAIL, "approve", True, ()),  # likewise
+    (RENDER_FAIL, "approve", True, ()),  # likewise: an agent's step may fail here, before any agent
+    (KEPT_ROUTE, "revise", True, ("pre",)),  # likewise: a route kept through the reset runs its target again
 ], ids=["untaken-branch", "taken-route", "joins-the-branch-taken", "when-skipped-gate", "when-skipped-on-fail",
         "failing-at-once-on-fail", "revise-keeps-a-route"])
-def test_may_judge_answers_as_the_engine_decides(tmp_path: Path, text: str, outcome: str, judged: bool) -> None:
-    assert _judged_by_deciding(tmp_path, text, outcome) is judged
-    assert may_judge(load(text).spec, None, "review", outcome) is judged
+def test_may_judge_answers_as_the_engine_decides(tmp_path: Path, text: str, outcome: str, judged: bool,
+                                                 fail: tuple[str, ...]) -> None:
+    asked, routed = _judged_by_deciding(tmp_path, text, outcome, fail)
+    assert asked is judged
+    assert may_judge(load(text).spec, None, "review", outcome, routed=routed) is judged
+    assert may_judge(load(text).spec, None, "review", outcome) is judged  # the spec alone says the same here
+
+
+def test_a_revise_keeps_only_a_route_that_was_taken(tmp_path: Path) -> None:
+    """`pre` succeeded, so no route went to the judged `check`: the revise runs nothing judged
+    here, and the run's routes say so (before, the route was counted as taken, and `gate revise`
+    of a run driven with a judge of its --agents module was refused without it: review s13a F2).
+    The spec alone cannot tell, and still says a judge may be needed."""
+    asked, routed = _judged_by_deciding(tmp_path, KEPT_ROUTE, "revise", ())
+    assert (asked, routed) == (False, {})
+    assert may_judge(load(KEPT_ROUTE).spec, None, "review", "revise", routed=routed) is False
+    assert may_judge(load(KEPT_ROUTE).spec, None, "review", "revise") is True
 
 
 def test_a_decision_that_releases_a_judged_step_is_refused_without_the_runs_judge(tmp_path: Path) -> None:
