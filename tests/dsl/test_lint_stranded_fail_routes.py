@@ -41,6 +41,21 @@ def test_a_reference_to_such_a_step_is_a_wait_too() -> None:
     assert [d.message.split(",")[1] for d in found] == [" but 'fix' waits on 'test'"]
 
 
+def test_a_step_in_the_way_reached_through_a_route_after_the_failed_one_is_flagged_too() -> None:
+    """A gate's approve target after `build`, or another step's on_fail target after it, never
+    runs once `build` failed either (review s13c F1: the lint followed dependencies only)."""
+    via_gate = _lg910('      - {id: review, after: [test], gate: {on_approve: ship, on_revise: null, on_kill: null}}\n'
+                      '      - {id: ship, do: "ship", out: N}\n'
+                      '      - {id: fix, after: [ship], do: "fix", out: N}\n'
+                      '      - {id: publish, after: [fix], do: "publish", out: N}\n')
+    via_fail = _lg910('      - {id: check, after: [test], do: "check", out: N, on_fail: triage}\n'
+                      '      - {id: triage, do: "triage", out: N}\n'
+                      '      - {id: fix, after: [triage], do: "fix", out: N}\n'
+                      '      - {id: publish, after: [fix], do: "publish", out: N}\n')
+    assert [d.message.split(",")[1] for d in (*via_gate, *via_fail)] == [" but 'fix' waits on 'ship'",
+                                                                         " but 'fix' waits on 'triage'"]
+
+
 def test_waiting_on_the_failed_step_itself_or_on_steps_before_it_is_fine() -> None:
     assert _lg910('      - {id: fix, after: [build], do: "fix", out: N}\n'
                   '      - {id: publish, after: [fix], do: "publish", out: N}\n') == []

@@ -18,6 +18,7 @@ from ..graph import (
     depends_on,
     flow_facts,
     graph_memo,
+    reaches,
     reset_closure,
     routing_targets,
     step_agent,
@@ -234,16 +235,17 @@ def split_gate_routes(flow: Flow) -> Iterator[Finding]:
 
 
 def stranded_fail_routes(flow: Flow) -> Iterator[Finding]:
-    """An ``on_fail`` target that waits on a step after the step whose failure it takes over:
-    that step never runs once the failure is routed (it is on the branch not taken), so the
-    target is skipped with everything after it (advance.untaken_by), and the reference engine
-    would stop with no runnable steps. Waiting on the failing step itself is fine."""
+    """An ``on_fail`` target that waits on a step after the step whose failure it takes over (by
+    dependencies, or routes of steps after it): that step never runs once the failure is routed
+    (it is on the branch not taken), so the target is skipped with everything after it
+    (advance.untaken_by), and the reference engine would stop with no runnable steps. Waiting on
+    the failing step itself is fine."""
     for step in flow.steps:
         target = step.on_fail
         if not target or target == step.id or target not in flow.step_map:
             continue
         blocking = sorted(dep for dep in dependencies(flow, target)
-                          if dep != step.id and depends_on(flow, dep, step.id))
+                          if dep != step.id and reaches(flow, step.id, dep))
         if not blocking:
             continue
         yield Finding(
