@@ -238,14 +238,22 @@ def may_judge(spec: Any, flow: str | None, step_id: str, outcome: str,
 
 def _kept_routes(cflow: Any, target: str, routed: Mapping[str, str] | None) -> list[str]:
     """The route targets in the region a revise to ``target`` resets whose route, taken from a
-    step outside it, the revise keeps (:func:`~lockgate.engine.gates.reset_region`), so they run
-    again at once in the process deciding it. ``routed`` (target -> router) says which routes
-    were taken; None: any route from outside may have been."""
+    step outside it, the revise keeps (:func:`~lockgate.engine.gates.reset_region`) and that
+    wait on nothing it resets, so they run again at once in the process deciding it (one that
+    waits on a step of the region runs when that step settles: the walk from it reaches it).
+    ``routed`` (target -> router) says which routes were taken; None: any route from outside
+    may have been."""
     region = set(cflow.reset_closure(target))
-    if routed is not None:
-        return [sid for sid in region if sid != target and sid in routed and routed[sid] not in region]
-    return [sid for sid in region if sid != target and any(
-        router not in region for router in (*cflow.steps[sid].fail_routers, *cflow.steps[sid].gate_routers))]
+
+    def kept(sid: str) -> bool:
+        cstep = cflow.steps[sid]
+        if sid == target or region.intersection(cstep.deps):
+            return False
+        if routed is not None:
+            return sid in routed and routed[sid] not in region
+        return any(router not in region for router in (*cstep.fail_routers, *cstep.gate_routers))
+
+    return [sid for sid in region if kept(sid)]
 
 
 def _routes(step: Any) -> list[str]:

@@ -223,6 +223,10 @@ flows:
         gate: {on_approve: null, on_revise: answer, on_kill: null}
 """
 
+#: as KEPT_ROUTE, but the kept target `check` waits on `answer`, which the revise resets to an
+#: agent's dispatch: it runs when `answer` is answered, not in the deciding process (review s13c F3)
+KEPT_WAITING = KEPT_ROUTE.replace("      - id: check\n", "      - id: check\n        after: [answer]\n")
+
 
 def _judged_by_deciding(tmp_path: Path, text: str, outcome: str, fail: tuple[str, ...]) -> tuple[bool, dict]:
     """Whether a real engine deciding ``outcome`` at the run's gate asks its judge anything (the
@@ -250,8 +254,9 @@ def _judged_by_deciding(tmp_path: Path, text: str, outcome: str, fail: tuple[str
     (WHEN_FAIL, "approve", True, ()),  # likewise
     (RENDER_FAIL, "approve", True, ()),  # likewise: an agent's step may fail here, before any agent
     (KEPT_ROUTE, "revise", True, ("pre",)),  # likewise: a route kept through the reset runs its target again
+    (KEPT_WAITING, "revise", False, ("pre",)),  # asked for a judge before: the kept target waits on an agent
 ], ids=["untaken-branch", "taken-route", "joins-the-branch-taken", "when-skipped-gate", "when-skipped-on-fail",
-        "failing-at-once-on-fail", "revise-keeps-a-route"])
+        "failing-at-once-on-fail", "revise-keeps-a-route", "kept-route-waits-on-the-region"])
 def test_may_judge_answers_as_the_engine_decides(tmp_path: Path, text: str, outcome: str, judged: bool,
                                                  fail: tuple[str, ...]) -> None:
     asked, routed = _judged_by_deciding(tmp_path, text, outcome, fail)
