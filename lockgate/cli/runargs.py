@@ -6,10 +6,12 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -38,7 +40,7 @@ def _read_inputs_file(path: Path) -> dict[str, Any]:
     import yaml
 
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _inputs_bytes(path).decode("utf-8")
     except OSError as exc:
         raise click.BadParameter(f"--inputs: cannot read {path}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
@@ -57,6 +59,32 @@ def _read_inputs_file(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise click.BadParameter(f"--inputs: {path} must hold an object of inputs")
     return data
+
+
+def _inputs_bytes(path: Path) -> bytes:
+    """The bytes of an --inputs file, which may be as large as a spec and no larger
+    (:data:`~lockgate.dsl.yamlsrc.MAX_DOCUMENT_CHARS`), read as the spec loader reads a spec
+    (:func:`~lockgate.dsl.loader.read_at_most`): a regular file by its size before any of it
+    is read, a pipe or a device (``/dev/zero``) by reading one byte past the limit at most."""
+    from ..dsl.loader import read_at_most
+    from ..dsl.yamlsrc import MAX_DOCUMENT_CHARS
+
+    with open(path, "rb", buffering=0) as handle:
+        info = os.fstat(handle.fileno())
+        if stat.S_ISREG(info.st_mode) and info.st_size > MAX_DOCUMENT_CHARS:
+            _too_large(path, f"{info.st_size:,} bytes")
+        data = read_at_most(handle.fileno(), MAX_DOCUMENT_CHARS + 1)
+    if len(data) > MAX_DOCUMENT_CHARS:  # a stream, or a file that grew: its size is not known
+        _too_large(path, f"more than {MAX_DOCUMENT_CHARS:,} bytes")
+    return data
+
+
+def _too_large(path: Path, size: str) -> NoReturn:
+    from ..dsl.yamlsrc import MAX_DOCUMENT_CHARS
+
+    raise click.BadParameter(f"--inputs: {path} is {size}; an inputs file may have at most "
+                             f"{MAX_DOCUMENT_CHARS:,} bytes ({MAX_DOCUMENT_CHARS // (1024 * 1024)} MiB), "
+                             "as a spec may")
 
 
 # what the spec loader's composer stops at: too many values, aliases or alias expansion (an
