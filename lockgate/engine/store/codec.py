@@ -384,11 +384,13 @@ def refuse_lone_surrogate(text: str, what: str) -> None:
 
 def decode(text: str | bytes, what: str = "a stored value", key: Any = None) -> Any:
     """Parse JSON text the store kept; StoreError naming ``what`` (formatted with ``key`` as for
-    :func:`encode_json`) when it is not JSON, which only an edit or damage to the store makes."""
+    :func:`encode_json`) when it is not JSON or nests deeper than the parser goes, which only an
+    edit or damage to the store makes."""
     try:
         return json.loads(text)
-    except (TypeError, ValueError) as exc:
-        raise StoreError(f"{_name(what, key)} in the store is not valid JSON ({exc}): the store was edited "
+    except (TypeError, ValueError, RecursionError) as exc:
+        problem = "nests deeper than it can be read" if isinstance(exc, RecursionError) else "is not valid JSON"
+        raise StoreError(f"{_name(what, key)} in the store {problem} ({exc}): the store was edited "
                          "or damaged; `lockgate verify RUN` names the damaged events") from exc
 
 
