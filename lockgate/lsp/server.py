@@ -27,10 +27,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
@@ -41,6 +42,7 @@ from lockgate import __version__
 from . import diagnostics as diag
 from . import index
 from .documents import Analysis, DocumentStore, path_of
+from .framing import FramedInput
 from .positions import Encoding, encoding_of
 from .protocol import LockgateProtocol
 from .settings import SECTION, Settings
@@ -68,12 +70,25 @@ class LockgateServer(LanguageServer):
         self.shutdown_requested = False
         self.exit_code = 0
 
-    def start_io(self, *args: Any, **kwargs: Any) -> None:
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
         """Serve over stdio, then end with LSP's exit code: 1 for an ``exit`` that came without
-        a ``shutdown`` (pygls computes it, but its loop swallows the ``SystemExit`` carrying it)."""
-        super().start_io(*args, **kwargs)
+        a ``shutdown`` (pygls computes it, but its loop swallows the ``SystemExit`` carrying it).
+        Input that cannot be read on (see :mod:`lockgate.lsp.framing`) ends it with that error."""
+        framed = FramedInput(stdin or sys.stdin.buffer, self._framing_problem)
+        super().start_io(framed, stdout)  # type: ignore[arg-type]  # reads as pygls reads stdin
+        if framed.failure is not None:
+            raise framed.failure
         if self.exit_code:
             raise SystemExit(self.exit_code)
+
+    def _framing_problem(self, message: str) -> None:
+        """Log a problem of the input's framing, to the client too. Called on pygls' reading
+        thread: a notification is written whole in one call, so it cannot split another."""
+        log.error("%s", message)
+        try:
+            self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Error, message=f"lockgate: {message}"))
+        except Exception:  # noqa: BLE001 - the client may be gone; the log has it
+            log.debug("could not send the framing problem to the client", exc_info=True)
 
     def shutdown(self) -> None:
         """Stop serving; analyses still queued are dropped rather than run before the end."""
@@ -187,8 +202,6 @@ SWITCH_INTERVAL_S = 0.0005
 def create_server() -> LockgateServer:
     """A fresh server with every feature registered (and the interpreter tuned for it: the
     server process runs nothing else)."""
-    import sys
-
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     ls = LockgateServer()
     _register_sync(ls)
