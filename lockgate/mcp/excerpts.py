@@ -18,8 +18,8 @@ from __future__ import annotations
 import heapq
 import json
 import re
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, NamedTuple
 
 #: A string of the call longer than this is cut where an error quotes it.
 LONG_CHARS = 120
@@ -38,7 +38,7 @@ def cut_quotes(message: str, data: dict[str, Any], call: Any) -> tuple[str, dict
     longest = heapq.nlargest(MAX_LOOKED_FOR, set(_long_strings(call)), key=len)
     if not longest:
         return message, data
-    cuts = [cut for value in longest for cut in _cuts(value)]
+    cuts = [(value, [_Quoted.of(value, quote) for quote in _QUOTES]) for value in longest]
     try:
         return _cut(message, cuts), _cut_all(data, cuts)
     except RecursionError:  # data nested deeper than the walk goes: the text at least is cut
@@ -50,34 +50,85 @@ def excerpt(value: str) -> str:
     return f"{value[:EXCERPT_CHARS]}… ({len(value)} characters)"
 
 
-def _cuts(value: str) -> list[tuple[str, str]]:
-    """(as written, cut) pairs for ``value``: its quoted forms (``repr``, then JSON with non-ASCII
-    kept and escaped), the quotes kept round the excerpt and the length after them, then the
-    bare text."""
-    head, length = value[:EXCERPT_CHARS], f" ({len(value)} characters)"
-    pairs: dict[str, str] = {}
-    for quote in (repr, _json, json.dumps):
-        quoted = quote(head)
-        pairs.setdefault(quote(value), f"{quoted[:-1]}…{quoted[-1]}{length}")
-    return [*pairs.items(), (value, excerpt(value))]
-
-
 def _json(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _cut(text: str, cuts: list[tuple[str, str]]) -> str:
+#: How an error may quote a value: Python's ``repr``, then JSON with non-ASCII kept and escaped.
+_QUOTES: tuple[Callable[[str], str], ...] = (repr, _json, json.dumps)
+#: How much of a value is quoted at a time to find where a text writes it whole. Quoting a
+#: value whole made several copies of it (a 1 GiB argument ran the server out of memory,
+#: review s13b F4); a piece at a time, the cost is this much, whatever the value's length.
+_PIECE = 64 * 1024
+
+
+class _Quoted(NamedTuple):
+    """How ``quote`` writes ``value``: between two ``mark``s, starting with ``head``."""
+
+    value: str
+    quote: Callable[[str], str]
+    mark: str
+    head: str  #: the opening mark and the excerpt's characters as written
+
+    @classmethod
+    def of(cls, value: str, quote: Callable[[str], str]) -> _Quoted:
+        # repr takes " for a string holding ' and no ", ' otherwise; JSON always "
+        mark = '"' if quote is repr and "'" in value and '"' not in value else quote("")[0]
+        return cls(value, quote, mark, mark + _body(value[:EXCERPT_CHARS], quote, mark))
+
+    def cut(self, text: str) -> str:
+        """``text`` with every place it writes the value so cut, found without writing it whole."""
+        at = text.find(self.head)
+        parts, done = [], 0
+        while at >= 0:
+            end = self._end(text, at)
+            if end is None:
+                at = text.find(self.head, at + 1)
+                continue
+            parts += [text[done:at], f"{self.head}…{self.mark} ({len(self.value)} characters)"]
+            done, at = end, text.find(self.head, end)
+        return "".join(parts) + text[done:] if parts else text
+
+    def _end(self, text: str, at: int) -> int | None:
+        """Where the value so written ends in ``text`` if it starts at ``at``, else None; compared a
+        piece of the value at a time."""
+        at += len(self.mark)
+        for start in range(0, len(self.value), _PIECE):
+            body = _body(self.value[start:start + _PIECE], self.quote, self.mark)
+            if not text.startswith(body, at):
+                return None
+            at += len(body)
+        return at + len(self.mark) if text.startswith(self.mark, at) else None
+
+
+def _body(piece: str, quote: Callable[[str], str], mark: str) -> str:
+    """``piece`` as ``quote`` writes it inside a value quoted with ``mark`` (every character is
+    escaped on its own, so a value's body is the bodies of its pieces)."""
+    written = quote(piece)
+    body = written[1:-1]
+    # repr quotes a piece holding ' and no " with ", where the whole value may take ' and escape it
+    return body if written[0] == mark else body.replace(mark, "\\" + mark)
+
+
+_Cuts = list[tuple[str, list[_Quoted]]]  # each long value, and how it may be quoted
+
+
+def _cut(text: str, cuts: _Cuts) -> str:
+    """``text`` with each value of ``cuts`` in it cut, in its quoted forms (the quotes kept round
+    the excerpt, the length after them), then as bare text."""
     if len(text) <= LONG_CHARS:  # too short to hold a long value
         return text
-    for written, cut in cuts:
-        if written in text:
-            text = text.replace(written, cut)
+    for value, quoted in cuts:
+        for form in quoted:
+            text = form.cut(text)
+        if value in text:
+            text = text.replace(value, excerpt(value))
     if len(text) > LONG_RUN:
         text = _LONG_RUN.sub(lambda run: excerpt(run.group()), text)
     return text
 
 
-def _cut_all(value: Any, cuts: list[tuple[str, str]]) -> Any:
+def _cut_all(value: Any, cuts: _Cuts) -> Any:
     """A copy of the structured ``value`` with its strings (keys too) cut."""
     if isinstance(value, str):
         return _cut(value, cuts)

@@ -34,6 +34,7 @@ from ..errors import ConfigError
 from .advice import IN_MEMORY, next_steps, tool_error
 from .handlers import HANDLERS, ToolContext, invalid
 from .instructions import SERVER_INSTRUCTIONS
+from .requestsize import RequestLines, wire_stdin
 from .tools import BY_NAME, TOOLS, ToolSpec
 from .unreadable import answering_unreadable, forward_streams
 from .values import unrepresentable
@@ -391,15 +392,18 @@ def store_for_commands(store: str | None) -> str | None:
 
 async def serve_stdio(ctx: ToolContext) -> None:
     """Serve MCP over stdin/stdout until the client closes the connection; requests the
-    transport cannot read are answered by :mod:`lockgate.mcp.unreadable`."""
+    transport cannot read, or reads only up to :data:`~lockgate.mcp.requestsize.MAX_REQUEST_BYTES`
+    (:class:`~lockgate.mcp.requestsize.RequestLines`), are answered by :mod:`lockgate.mcp.unreadable`."""
     from mcp.server.stdio import stdio_server
 
     server = build_server(ctx)
-    async with stdio_server() as (read_stream, write_stream):
-        sink, readable = forward_streams()
-        async with anyio.create_task_group() as group:
-            group.start_soon(answering_unreadable, read_stream, sink, write_stream)
-            await server.run(readable, write_stream, server.create_initialization_options())
+    with wire_stdin() as wire:
+        lines = RequestLines(wire)
+        async with stdio_server(stdin=anyio.wrap_file(lines)) as (read_stream, write_stream):  # type: ignore[arg-type]
+            sink, readable = forward_streams()
+            async with anyio.create_task_group() as group:
+                group.start_soon(answering_unreadable, read_stream, sink, write_stream, lines)
+                await server.run(readable, write_stream, server.create_initialization_options())
 
 
 def serve(store: str | None = None, workspace: str | Path | None = None) -> None:

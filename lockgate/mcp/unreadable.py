@@ -10,15 +10,17 @@ changed), other methods a JSON-RPC parse error. A line that parses but is no val
 (``jsonrpc`` missing or not "2.0", ``method`` not a string, ``params`` not an object, a batch)
 is dropped the same way; with a readable ``id`` it gets an Invalid Request error (-32600), or
 Invalid params (-32602) when only ``params`` is wrong. A notification, a response and a request
-without a usable ``id`` are answered by nobody, as JSON-RPC says. Everything else passes through
-unchanged.
+without a usable ``id`` are answered by nobody, as JSON-RPC says. A request line over the size
+limit, which :mod:`lockgate.mcp.requestsize` drops unread, is answered the same way, with the
+limit (and logged on stderr when its id is unknown). Everything else passes through unchanged.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any, TypeGuard
+import sys
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import anyio
 import mcp_types as types
@@ -26,8 +28,12 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+if TYPE_CHECKING:
+    from .requestsize import Oversized, RequestLines
+
 _INTERESTING = re.compile(r'["{}\[\]]')
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+# possessive: matching a string of a million escapes must not keep a million backtracking states
+_STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
 _SPACE = re.compile(r"\s*")
 _DECODER = json.JSONDecoder()
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -87,11 +93,14 @@ def answers(item: Exception) -> list[SessionMessage]:
 def _unparsed(line: str, reason: str) -> SessionMessage | None:
     """The answer to a line that is no JSON the transport reads, when its id can be found."""
     key = request_key(line)
-    if key is None:
-        return None
-    rid, method = key
+    return None if key is None else _refusal(*key, "could not be read as JSON", reason)
+
+
+def _refusal(rid: int | str, method: str | None, what: str, reason: str) -> SessionMessage:
+    """The answer to request ``rid`` that was not read (the request ``what``, because ``reason``):
+    a tool error for a ``tools/call``, a JSON-RPC parse error for any other method."""
     if method == "tools/call":
-        message = (f"invalid_arguments: the request could not be read as JSON: {reason}\nFix the arguments "
+        message = (f"invalid_arguments: the request {what}: {reason}\nFix the arguments "
                    "as described and call the tool again; nothing was changed.")
         data = {"status": "error", "error_type": "invalid_arguments", "message": reason, "problems": [reason]}
         result = types.CallToolResult(content=[types.TextContent(type="text", text=message)],
@@ -100,8 +109,21 @@ def _unparsed(line: str, reason: str) -> SessionMessage | None:
                                            result=result.model_dump(by_alias=True, exclude_none=True, mode="json"))
     else:
         reply = types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
-            code=types.PARSE_ERROR, message=f"the request could not be read as JSON: {reason}"))
+            code=types.PARSE_ERROR, message=f"the request {what}: {reason}"))
     return SessionMessage(reply)
+
+
+def too_large(dropped: Oversized, limit: int) -> list[SessionMessage]:
+    """The answer to a request line dropped for its size (see :mod:`lockgate.mcp.requestsize`);
+    none when its id is unknown, which is said on stderr, the host's log of the server."""
+    reason = (f"it is {dropped.size:,} bytes long, and a request may be at most {limit:,} bytes "
+              f"({limit / 2**20:g} MiB); send less in one call (a spec is limited to 10 MB: give a large "
+              "one as a file by `path`)")
+    if dropped.key is None:
+        print(f"lockgate mcp: a request was not read and cannot be answered (its id was not found): {reason}",
+              file=sys.stderr, flush=True)
+        return []
+    return [_refusal(*dropped.key, "was not read", reason)]
 
 
 def _invalid(message: Any, batch: bool) -> SessionMessage | None:
@@ -148,14 +170,19 @@ def _not(message: dict[str, Any], key: str) -> str:
 
 
 async def answering_unreadable(source: ObjectReceiveStream[Any], sink: ObjectSendStream[Any],
-                               replies: Any) -> None:
-    """Pass ``source`` on to ``sink``, answering unreadable requests on ``replies`` instead;
-    close ``sink`` when ``source`` ends, which ends the server."""
+                               replies: Any, lines: RequestLines | None = None) -> None:
+    """Pass ``source`` on to ``sink``, answering unreadable requests on ``replies`` instead (and
+    the requests ``lines``, the transport's input, dropped for their size); close ``sink`` when
+    ``source`` ends, which ends the server."""
     async with sink:
         async for item in source:
-            answered = answers(item) if isinstance(item, Exception) else []
-            if not answered:
-                await sink.send(item)
+            dropped = lines.take(item) if lines is not None and isinstance(item, Exception) else None
+            if dropped is not None:  # logged, when there is no one to answer
+                answered = too_large(dropped, lines.limit)  # type: ignore[union-attr]
+            else:
+                answered = answers(item) if isinstance(item, Exception) else []
+                if not answered:
+                    await sink.send(item)
             for reply in answered:
                 await replies.send(reply)
 
