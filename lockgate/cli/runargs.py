@@ -29,11 +29,40 @@ def read_inputs(pairs: tuple[str, ...], inputs_file: str | None,
     inputs: dict[str, Any] = {}
     if inputs_file:
         inputs.update(_read_inputs_file(Path(inputs_file)))
+    for pair in pairs:
+        _refuse_undecodable(pair)
     try:
-        inputs.update(inputs_from_pairs(pairs, declared))
+        given = inputs_from_pairs(pairs, declared)
     except InputPairError as exc:
         raise click.BadParameter(str(exc)) from None
+    for key, value in given.items():
+        _refuse_unstorable({key: value}, f"--input {key}")
+    inputs.update(given)
     return inputs
+
+
+def _refuse_undecodable(pair: str) -> None:
+    """Refuse an --input whose text is not UTF-8, naming its key: Python holds a command line's
+    bytes that are not UTF-8 as lone surrogates, which no store keeps, so the run could not
+    even be planned, and the store would blame a record of its own."""
+    from ..dsl.contractcheck import unstorable_text
+
+    key, _, value = pair.partition("=")
+    if unstorable_text(key) is not None:
+        shown = repr(key.strip().encode("utf-8", "surrogateescape"))[1:]  # its bytes, as Python writes them
+        raise click.BadParameter(f"--input {shown}: the key is not UTF-8 text")
+    if unstorable_text(value) is not None:
+        raise click.BadParameter(f"--input {key.strip()}: the value is not UTF-8 text")
+
+
+def _refuse_unstorable(inputs: dict[str, Any], option: str) -> None:
+    """Refuse inputs holding text no store keeps (U+0000 or a lone surrogate, which a JSON
+    ``\\u`` escape can write), saying where in them, after ``option``."""
+    from ..dsl.contractcheck import text_violations
+
+    found = text_violations(inputs, "input")
+    if found:
+        raise click.BadParameter(f"{option}: {found[0]}")
 
 
 def _read_inputs_file(path: Path) -> dict[str, Any]:
@@ -58,6 +87,7 @@ def _read_inputs_file(path: Path) -> dict[str, Any]:
                                  "digits, too many to read") from None
     if not isinstance(data, dict):
         raise click.BadParameter(f"--inputs: {path} must hold an object of inputs")
+    _refuse_unstorable(data, f"--inputs: {path}")
     return data
 
 

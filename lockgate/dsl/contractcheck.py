@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .expr.jsonvalues import LONE_SURROGATE, json_string
 from .types import AnyArray, AnyObject, ArrayOf, Enum, Named, OptionalOf, Scalar, TypeExpr
 from .values import integer_too_large
 
@@ -40,6 +41,8 @@ __all__ = [
     "describe_value",
     "json_violations",
     "object_checker",
+    "text_violations",
+    "unstorable_text",
 ]
 
 #: a key or an index; a hostile value's keys may be anything hashable (reported, not assumed)
@@ -85,7 +88,7 @@ def _format_path(root: str, path: tuple[PathPart, ...]) -> str:
     out = root
     for part in path:
         if type(part) is str:
-            out += f".{part}" if FIELD_NAME.fullmatch(part) else f"[{json.dumps(part, ensure_ascii=False)}]"
+            out += f".{part}" if FIELD_NAME.fullmatch(part) else f"[{json_string(part)}]"  # a lone surrogate escaped
         else:  # an index, or a key that is not a string (a violation of its own)
             out += f"[{_shown(part)}]"
     return out
@@ -209,6 +212,45 @@ def json_violations(value: Any, root: str = "result", *, limit: int = 1) -> list
     except SinkFull:
         pass
     return sink.items
+
+
+def text_violations(value: Any, root: str = "result", *, limit: int = 1) -> list[Violation]:
+    """Where the JSON ``value`` holds text no store keeps (:func:`unstorable_text`), in a string
+    or an object key, up to ``limit`` violations: what a store refuses, said of the value, not
+    of the store's record it would go in. As deep as :func:`json_violations` looks."""
+    sink = Sink(root, max(1, limit))
+    try:
+        _text_part(value, (), sink, set(), 0)
+    except SinkFull:
+        pass
+    return sink.items
+
+
+def unstorable_text(text: str) -> str | None:
+    """What in ``text`` no store keeps, in a few words (``contains U+0000``); None for text a
+    store keeps. U+0000 is refused by PostgreSQL; a lone surrogate is no Unicode at all."""
+    if "\0" in text:
+        return "contains U+0000, which no store keeps"
+    found = None if text.isascii() else LONE_SURROGATE.search(text)
+    if found is None:
+        return None
+    return f"holds the lone surrogate U+{ord(found.group()):04X}, which is not Unicode text; no store keeps it"
+
+
+def _text_part(value: Any, path: tuple[PathPart, ...], sink: Sink, seen: set[int], depth: int) -> None:
+    """Report each string in ``value`` (at ``depth``), key or value, no store keeps."""
+    kind = type(value)
+    if kind is str:
+        problem = unstorable_text(value)
+        if problem is not None:
+            sink.add(path, problem)
+    elif (kind is dict or kind is list) and depth < _SCAN_DEPTH and id(value) not in seen:
+        seen.add(id(value))
+        for key, item in (value.items() if kind is dict else enumerate(value)):
+            problem = unstorable_text(key) if type(key) is str else None
+            if problem is not None:
+                sink.add((*path, key), f"its key {problem}")
+            _text_part(item, (*path, key), sink, seen, depth + 1)
 
 
 #: how deep :func:`_json_contents` looks: the evaluator's (and the stores') nesting limit, beyond

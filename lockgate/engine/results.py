@@ -247,10 +247,12 @@ def unstorable(problem: str, result: Any = None) -> dict[str, Any]:
     """The failure of an attempt whose report no store can keep (a NaN, a set, U+0000, text
     that is not Unicode, nesting too deep): the agent's answer is wrong, so it is retried like
     any schema failure rather than failing the caller. Where ``result`` itself is not JSON, the
-    violations say where, as a contract check does (the store's ``problem`` names its record)."""
-    from ..dsl.contractcheck import json_violations
+    violations say where, as a contract check does, and so they do where its text is what no
+    store keeps (U+0000, a lone surrogate): the store's ``problem`` names its own record, which
+    the agent never saw, so it is said only when neither finds anything."""
+    from ..dsl.contractcheck import json_violations, text_violations
 
-    found = json_violations(result, limit=10)
+    found = json_violations(result, limit=10) or text_violations(result, limit=10)
     violations = [{"path": v.path, "message": v.message} for v in found] or [{"path": "result", "message": problem}]
     reason = "the result cannot be stored: " + ("; ".join(map(str, found)) if found else problem)
     return {"kind": "schema", "reason": reason, "violations": violations}

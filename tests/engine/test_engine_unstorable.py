@@ -54,11 +54,11 @@ def engine(request, tmp_path):
     engine.close()
 
 
-@pytest.mark.parametrize(("bad", "path"), zip(BAD, ["result.score", "result.tags", "result", "result", "result"]),
+@pytest.mark.parametrize(("bad", "path"), zip(BAD, ["result.score", "result.tags", "result.text", "result.text", "result"]),
                          ids=["nan", "set", "nul", "surrogate", "deep"])
 def test_an_unstorable_result_is_a_schema_failure_that_is_retried(engine: Engine, bad, path) -> None:
-    """The violation names the part of the result that is not JSON, where it can (a NaN, a set);
-    text a store refuses, and nesting deeper than it keeps, are the whole result's."""
+    """The violation names the part of the result that is not JSON (a NaN, a set) or holds text
+    a store refuses (U+0000, a lone surrogate); nesting deeper than it keeps is the whole result's."""
     first = engine.plan(LOOSE, {})
     retry = engine.step_done(first["run_id"], "work", bad, first["token"])
     assert retry["status"] == "schema_failed" and retry["retries_remaining"] == 0

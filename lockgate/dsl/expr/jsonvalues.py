@@ -184,21 +184,23 @@ def _write_json(value: Any, out: list[str], texts: dict[int, str]) -> None:
 
 def _json_scalar(value: Any) -> str:
     if type(value) is str:
-        return _json_string(value)
+        return json_string(value)
     text = js_string(value)
     return "null" if text in ("Infinity", "-Infinity", "NaN") else text  # as JSON.stringify
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]")
+#: A surrogate not in a high-low pair: half of a UTF-16 pair on its own, which is no Unicode
+#: character (JSON's ``"\\ud800"``; what a command line's bytes that are not UTF-8 become).
+LONE_SURROGATE = re.compile("[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]")
 
 
-def _json_string(text: str) -> str:
+def json_string(text: str) -> str:
     """A JSON string literal as ``JSON.stringify`` writes it: a lone surrogate is escaped as
     ``\\udXXX`` (ES2019 well-formed stringify); other characters are kept."""
     quoted = json.dumps(text, ensure_ascii=False)
     if text.isascii():
         return quoted
-    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m[0]):04x}", quoted)
+    return LONE_SURROGATE.sub(lambda m: f"\\u{ord(m[0]):04x}", quoted)
 
 
 def js_number(value: float) -> str:

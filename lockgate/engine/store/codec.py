@@ -377,9 +377,11 @@ def refuse_lone_surrogate(text: str, what: str) -> None:
     ``text`` as ``\\udXXX`` without its partner (a pair is one character, which JSON decodes
     as such; a literal backslash followed by ``udXXX`` is ordinary text). Such a string is not
     Unicode: PostgreSQL cannot store it, so no backend accepts it."""
-    if _LONE_SURROGATE.search(text.replace("\\\\", "__")):
-        raise UnstorableValue(f"{what} is not valid Unicode: it holds a lone surrogate (such as '\\udcff'), "
-                              "which a store cannot keep (PostgreSQL refuses it)")
+    found = _LONE_SURROGATE.search(text.replace("\\\\", "__"))
+    if found:
+        code = found.group()[2:].upper()  # its escape, \\udXXX
+        raise UnstorableValue(f"{what} is not valid Unicode: it holds the lone surrogate U+{code}, which a store "
+                              "cannot keep (PostgreSQL refuses it)")
 
 
 def decode(text: str | bytes, what: str = "a stored value", key: Any = None) -> Any:
