@@ -20,7 +20,7 @@ from . import operators as ops
 from .builtins import BUILTINS, arity_error
 from .equality import json_equal
 from .hints import unknown_identifier_message
-from .jsonvalues import type_name
+from .jsonvalues import joined, type_name
 from .nodes import (
     Binary,
     FunctionCall,
@@ -168,7 +168,7 @@ class _Compiler:
             return self.single(spine[0], first)
         steps = tuple(self.step(b) for b in spine)
         if all(b.op == "+" for b in spine):
-            return _sum_chain(first, tuple(self.node(b.right) for b in spine), steps)
+            return _sum_chain(first, tuple(self.node(b.right) for b in spine), steps, node.span)
 
         def fold(scope):
             value = first(scope)
@@ -334,10 +334,12 @@ def _mixed_chain(base: Code, keys: tuple[str | int, ...], explain: Callable[[Any
     return walk
 
 
-def _sum_chain(first: Code, rights: tuple[Code, ...], steps: tuple[Callable[[Any, Any], Any], ...]) -> Code:
+def _sum_chain(first: Code, rights: tuple[Code, ...], steps: tuple[Callable[[Any, Any], Any], ...],
+               span: Span) -> Code:
     """``a + b + c + ...``: numbers fold step by step; strings are joined once at the end, since
     concatenating one at a time copies the growing text again for every term (2048 terms of a
-    100 kB string took 90 s). A term that is not a string goes through its step for the error."""
+    100 kB string took 90 s), and only when the whole is within the limit (:func:`joined`). A
+    term that is not a string goes through its step for the error."""
     def add_all(scope):
         value = first(scope)
         if type(value) is not str:
@@ -350,7 +352,10 @@ def _sum_chain(first: Code, rights: tuple[Code, ...], steps: tuple[Callable[[Any
             if type(other) is not str:
                 step("", scope)  # raises the step's type error (string and ...)
             parts.append(other)
-        return "".join(parts)
+        try:
+            return joined(parts)
+        except ExprError as exc:
+            raise calls.with_span(exc, span)
     return add_all
 
 

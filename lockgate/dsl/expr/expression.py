@@ -86,6 +86,8 @@ class Expression:
             raise
         except RecursionError:
             raise ExprError("resource_limit", "the evaluation nested too deeply") from None
+        except MemoryError:  # a value too large for this machine: a limit reached, not a type error
+            raise ExprError("resource_limit", "the evaluation ran out of memory") from None
         except Exception as exc:  # a bug must still fail closed, as an ExprError
             raise ExprError("type", f"evaluation failed: {type(exc).__name__}: {exc}") from exc
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from itertools import chain
 from typing import Any
 
@@ -106,6 +106,19 @@ def js_string(value: Any) -> str:
     if kind is int or kind is float:
         return js_number(value)
     return js_json(value)
+
+
+def joined(parts: Sequence[str]) -> str:
+    """The strings ``parts`` one after the other, as ``+`` joins them; ExprError
+    ``resource_limit`` instead when that would be longer than ``MAX_JSON_TEXT_LENGTH`` UTF-16
+    code units, with nothing built. A code point is one or two code units, so only a text near
+    the limit is measured in UTF-16."""
+    size = sum(map(len, parts))
+    if size > MAX_JSON_TEXT_LENGTH // 2 and (
+            size > MAX_JSON_TEXT_LENGTH or sum(map(utf16_len, parts)) > MAX_JSON_TEXT_LENGTH):
+        raise ExprError("resource_limit", f"'+' would build a string longer than {MAX_JSON_TEXT_LENGTH:,} "
+                        "characters")
+    return "".join(parts)
 
 
 def js_json(value: Any) -> str:

@@ -2,7 +2,8 @@
 
 Exceeding any of them is an ``ExprError`` of kind ``resource_limit``, except the file size cap,
 which is a ``validation`` error as in the reference. ``MAX_JSON_TEXT_LENGTH`` is Lockgate's own
-(the reference has no cap on ``str()``).
+(the reference has no cap on ``str()`` nor on ``+``). So is running out of memory anyway: it is
+a ``resource_limit`` too, never a type error.
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ MAX_FILE_BYTES: Final = 16 * 1024 * 1024
 """The largest file ``file_contains`` reads."""
 
 MAX_JSON_TEXT_LENGTH: Final = 16 * 1024 * 1024
-"""The longest JSON text ``str()`` of an array or object builds, in UTF-16 code units (a bound
-value with shared parts can stand for an exponentially long text); the same 16 Mi as files."""
+"""The longest text an expression builds, in UTF-16 code units: the JSON text ``str()`` of an
+array or object builds (a bound value with shared parts can stand for an exponentially long
+text) and the string ``+`` joins (a 16 MiB result added to itself a hundred times is 1.6 GiB);
+the same 16 Mi as files."""
 
 MAX_QUANTIFIERS: Final = 32
 """Quantifiers allowed in one ``matches`` pattern by the safety filter."""

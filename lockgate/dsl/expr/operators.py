@@ -14,7 +14,7 @@ from typing import Any
 
 from ...errors import ExprError
 from .equality import json_equal, json_in
-from .jsonvalues import normalize_number, string_compare, type_name
+from .jsonvalues import joined, normalize_number, string_compare, type_name
 from .parser import BLOCKED_MEMBERS
 
 Code = Callable[[Any], Any]
@@ -46,7 +46,7 @@ def _both_numbers(op: str, a: Any, b: Any) -> None:
 def add(a: Any, b: Any) -> Any:
     ta, tb = type(a), type(b)
     if ta is str and tb is str:
-        return a + b
+        return joined((a, b))
     if (ta is int or ta is float) and (tb is int or tb is float):
         return _number_result(a + b)
     raise _error(f"'+' needs two numbers or two strings, received {type_name(a)} and {type_name(b)}")
