@@ -159,7 +159,7 @@ async def fails(server: HostileServer, *actions: Action, **kw) -> str:
     (reply(200, b"{\"choices\": NaN}"), "not JSON (NaN is not a JSON number)"),
     (reply(200, b"\xff\xfe{}"), "not JSON (not UTF-8"),
     (reply(200, "[" * 100_000), "not JSON (nested too deeply to parse)"),
-    (content("Sure! {\"title\": 1}"), "the model's answer is not JSON: 'Sure!"),
+    (content("Sure! {\"title\": 1}"), "the model's answer is not JSON (Expecting value at line 1 column 1): 'Sure!"),
     (content("{\"title\": NaN}"), "the model's answer is not JSON"),
     (content("[" * 100_000), "the model's answer is not JSON"),
     (reply(200, completion({"role": "assistant", "content": [{"type": "text", "text": "{}"}]})),

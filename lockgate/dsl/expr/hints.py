@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 
 from .builtins import BUILTINS
+from .messages import clipped
 from .scope import BINDING_NAMES
 
 _LITERAL_SLIPS = {"True": "true", "False": "false", "None": "null", "TRUE": "true",
@@ -23,14 +24,15 @@ _FUNCTION_SLIPS = {
 
 def unknown_identifier_message(name: str) -> str:
     allowed = ", ".join(sorted(BINDING_NAMES))
+    shown = clipped(name)
     if name in _LITERAL_SLIPS:
         return f"unknown identifier '{name}': JSON literals are lowercase, write {_LITERAL_SLIPS[name]}"
     if name in _OPERATOR_SLIPS:
         return f"unknown identifier '{name}': use the operator '{_OPERATOR_SLIPS[name]}'"
     close = difflib.get_close_matches(name, sorted(BINDING_NAMES), n=1, cutoff=0.75)
     if close:
-        return f"unknown identifier '{name}': did you mean '{close[0]}'?"
-    return (f"unknown identifier '{name}': expressions read only {allowed} "
+        return f"unknown identifier '{shown}': did you mean '{close[0]}'?"
+    return (f"unknown identifier '{shown}': expressions read only {allowed} "
             "(another step's output is result.<step> in when/set)")
 
 
@@ -39,5 +41,5 @@ def unknown_function_message(name: str) -> str:
         return f"unknown function '{name}': use {_FUNCTION_SLIPS[name]}"
     close = difflib.get_close_matches(name, sorted(BUILTINS), n=1, cutoff=0.6)
     if close:
-        return f"unknown function '{name}': did you mean '{close[0]}'?"
-    return f"unknown function '{name}': the builtins are {', '.join(BUILTINS)}"
+        return f"unknown function '{clipped(name)}': did you mean '{close[0]}'?"
+    return f"unknown function '{clipped(name)}': the builtins are {', '.join(BUILTINS)}"

@@ -144,7 +144,14 @@ def _span(token: Token) -> Span:
 def _show(token: Token) -> str:
     if token.type == "$END":
         return "end of expression"
-    return repr(str(token.value))
+    return repr(clipped(str(token.value)))
+
+
+def clipped(text: str, limit: int = 40) -> str:
+    """``text`` as a message quotes it: whole, or its first characters and ``...`` when longer
+    than ``limit`` (a name or a literal may be 100,000 characters long; the error's span shows
+    all of it in the excerpt)."""
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _expected(expected: set[str]) -> str:
@@ -179,7 +186,7 @@ def _starts_word(text: str, word: str) -> bool:
 def _method_call(token, prev, prev2, brackets):
     if token.type == "LPAR" and prev is not None and prev.type == "NAME" and prev2 is not None \
             and prev2.type == "DOT":
-        message = (f"methods cannot be called ('.{prev.value}(...)'); only builtins can be called "
+        message = (f"methods cannot be called ('.{clipped(prev.value)}(...)'); only builtins can be called "
                    "on a bare name, e.g. len(x)")
         return message, (prev2.start_pos, token.end_pos)
     return None

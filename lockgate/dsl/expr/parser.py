@@ -220,10 +220,19 @@ def _number(token: Token) -> int | float:
     """A JS double; integral values within 2**53 become ``int`` so they print and compare exactly."""
     value = float(token.value)
     if not math.isfinite(value):
-        raise ExprError("parse", f"the number {token.value} is out of range", _span(token))
+        raise ExprError("parse", f"the number {_shown_number(token.value)} is out of range", _span(token))
     if value.is_integer() and abs(value) <= _MAX_SAFE_INTEGER:
         return int(value)
     return value
+
+
+def _shown_number(text: str) -> str:
+    """A number literal as a message shows it: whole, or cut with its length when it is long
+    (a literal of 100,000 digits is all in the excerpt already), as LG109 shows one in YAML."""
+    if len(text) <= 40:
+        return text
+    unit = "digits" if text.isdigit() else "characters"
+    return f"{text[:20]}... ({len(text):,} {unit})"
 
 
 def _unescape(body: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from typing import Any
 
 
@@ -30,18 +31,21 @@ def loads(text: str | bytes) -> Any:
         raise NotJSON("nested too deeply to parse") from None
     except UnicodeDecodeError as exc:
         raise NotJSON(f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
-    except ValueError as exc:  # from _reject_constant or _finite
-        raise NotJSON(str(exc)) from None
+    except NotJSON:  # from _reject_constant or _finite
+        raise
+    except ValueError:  # Python's bound on the digits it converts to an int, whose advice is for Python
+        raise NotJSON(f"an integer has more than {sys.get_int_max_str_digits():,} digits, "
+                      "too many to read") from None
 
 
 def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
+    raise NotJSON(f"{name} is not a JSON number")
 
 
 def _finite(text: str) -> float:
     number = float(text)
     if not math.isfinite(number):
-        raise ValueError(f"{text[:40]} is out of the range of a JSON number")
+        raise NotJSON(f"{text[:40]} is out of the range of a JSON number")
     return number
 
 

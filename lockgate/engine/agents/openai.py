@@ -347,8 +347,8 @@ class OpenAIAgent:
                                       usage=usage, telemetry=telemetry)
         try:
             output = loads(content or "")
-        except NotJSON:
-            return AgentResult.failed(f"agent {self.name!r}: the model's answer is not JSON: "
+        except NotJSON as exc:  # why, as for a body or a command's stdout (JSON too deep to read, say)
+            return AgentResult.failed(f"agent {self.name!r}: the model's answer is not JSON ({exc}): "
                                       f"{preview(str(content or ''))}", usage=usage,
                                       telemetry=telemetry)
         return AgentResult.success(output, usage=usage, telemetry=telemetry)
