@@ -220,3 +220,29 @@ def _typod_reference(draw) -> str:
 @given(reference=_typod_reference(), where=st.sampled_from([in_do, in_from]))
 def test_every_fix_offered_for_a_typod_path_validates(reference: str, where) -> None:
     _every_fix_validates(where(reference))
+
+
+ORDERED = """version: 1
+contracts:
+  N: {text: string}
+flows:
+  entry: m
+  m:
+    input: {}
+    output: {from: "${test.output}", contract: N}
+    steps:
+      - {id: build, do: "b ${test.outptu.text}", out: N}
+      - {id: test, after: [build], do: "again ${build.outptu.text} ${test.outptu.text}", out: N}
+"""
+
+
+def test_no_fix_makes_a_step_read_itself_or_a_step_after_it() -> None:
+    """`build` reading `test`, which comes after it, would close a cycle (LG504); `test` reading
+    itself is LG503: such guesses are no fix (review s13c F2: both were preferred fixes)."""
+    found = sorted((d.range.start.line, d.message.split(", but ")[-1], d.fix) for d in load(ORDERED).diagnostics
+                   if d.code == "LG407")
+    assert [(line, why) for line, why, fix in found if fix is None] == [
+        (9, "'build' cannot read it: 'test' comes after 'build'"),
+        (10, "'test' cannot read it: a step cannot read its own output")]
+    [fix] = [fix for _, _, fix in found if fix is not None]
+    assert fix.edits[0].new_text == "${build.output.text}"

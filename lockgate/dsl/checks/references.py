@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from operator import attrgetter
 
 from ..diagnostics import Finding
-from ..graph import ScannedField
+from ..graph import ScannedField, depends_on
 from ..ir import Flow, Step
 from ..refs import Ref, format_path, scan
 from ..refslips import OUTPUT_SLIPS
@@ -60,14 +60,14 @@ def _ref(ctx: Context, flow: Flow, step: Step, field: ScannedField, ref: Ref) ->
                 span=ref.span,
             )
     elif ref.kind == "carry":
-        yield from _carry(ctx, flow, field, ref)
+        yield from _carry(ctx, flow, step, field, ref)
     elif ref.kind == "step" and ref.name == step.id and step.id is not None:
         return  # a step reading itself: routing reports LG503
     else:
         yield from ref_type_findings(ctx, flow, field.path, ref)
 
 
-def _carry(ctx: Context, flow: Flow, field: ScannedField, ref: Ref) -> Iterator[Finding]:
+def _carry(ctx: Context, flow: Flow, step: Step, field: ScannedField, ref: Ref) -> Iterator[Finding]:
     name = ref.name or ""
     if field.is_expression:
         yield Finding(
@@ -88,13 +88,13 @@ def _carry(ctx: Context, flow: Flow, field: ScannedField, ref: Ref) -> Iterator[
                       hint=f"pass it in through the run step's 'with' (e.g. {name}: \"${{{name}}}\") and read "
                            "it as an input")
         return
-    yield _unknown_carry(ctx, flow, declared, field, ref)
+    yield _unknown_carry(ctx, flow, step, declared, field, ref)
 
 
-def _unknown_carry(ctx: Context, flow: Flow, declared, field: ScannedField, ref: Ref) -> Finding:
+def _unknown_carry(ctx: Context, flow: Flow, step: Step, declared, field: ScannedField, ref: Ref) -> Finding:
     name = ref.name or ""
     if name in flow.step_map:
-        message, replacement = step_slip(ctx, flow, ref)
+        message, replacement = step_slip(ctx, flow, ref, reader=step.id)
         return Finding("LG407", message, field.path, span=ref.span, replacement=replacement)
     slip = ref.slip()
     if slip is not None:
@@ -113,7 +113,8 @@ def _unknown_carry(ctx: Context, flow: Flow, declared, field: ScannedField, ref:
 _STEP_FIELDS = ("output",)
 
 
-def step_slip(ctx: Context, flow: Flow, ref: Ref, *, flow_output: bool = False) -> tuple[str, str | None]:
+def step_slip(ctx: Context, flow: Flow, ref: Ref, *, flow_output: bool = False,
+              reader: str | None = None) -> tuple[str, str | None]:
     """Why ``ref``, a carry reference named like a step of ``flow`` (``${build.outptu}``,
     ``${build.result}``), reads nothing, and the reference it most likely meant, or None when
     no guess would be valid.
@@ -123,7 +124,9 @@ def step_slip(ctx: Context, flow: Flow, ref: Ref, *, flow_output: bool = False) 
     and ``${build.output}`` only when it has not. The guess is then typed along its whole path
     as the reference checks type it (``flow_output``: as ``output.from``, LG708, whose fanout
     source must be indexed); an unknown field on the way is replaced by the one suggestion its
-    LG404 makes, and a guess that still does not type-check is no fix: the message says why."""
+    LG404 makes, and a guess that still does not type-check is no fix: the message says why. So
+    is one that ``reader``, the step the reference is written in, cannot wait on: itself (LG503)
+    or a step after it (LG504)."""
     name, path = ref.name or "", ref.path
     found = output_type(ctx, flow, flow.step_map[name])
     if isinstance(found, Finding):
@@ -139,6 +142,9 @@ def step_slip(ctx: Context, flow: Flow, ref: Ref, *, flow_output: bool = False) 
         return message + _listing(fields or frozenset(), found), None
     if found is None:
         return message, None  # no contract to type a guess against; it is reported where declared
+    if reader is not None and (name == reader or depends_on(flow, name, reader)):
+        why = "a step cannot read its own output" if name == reader else f"'{name}' comes after '{reader}'"
+        return f"{message}, but '{reader}' cannot read it: {why}", None
     replacement, tried, problem = _typed_guess(ctx, flow, name, meant, flow_output)
     if problem is not None:
         message += f", but {tried} would not be valid either: {problem.message}"
