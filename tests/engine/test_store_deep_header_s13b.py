@@ -46,3 +46,16 @@ def test_a_header_nested_3000_deep_is_reported_as_a_damaged_store(tmp_path: Path
     store_with_header(tmp_path / "junk.db", "{not json")
     junk = lockgate(command, "r", "--store", str(tmp_path / "junk.db"))
     assert junk.returncode == 1 and "the header of run 'r' in the store is not valid JSON" in junk.stderr, junk
+
+
+def test_verify_names_an_event_whose_detail_was_edited_to_nest_3000_deep(tmp_path: Path) -> None:
+    """`lockgate verify` printed "internal error: RecursionError" (review s13b, left after F7)."""
+    store_with_header(tmp_path / "ev.db", '{"status":"complete","flow":"main"}')
+    with sqlite3.connect(tmp_path / "ev.db") as db:
+        deep = '{"x":' + "[" * 3000 + "]" * 3000 + "}"
+        assert db.execute("update events set detail = ? where run_id = 'r'", (deep,)).rowcount == 1
+    db.close()
+    result = lockgate("verify", "r", "--store", str(tmp_path / "ev.db"))
+    assert "RecursionError" not in result.stderr and "internal error" not in result.stderr, result.stderr
+    assert result.returncode == 1, result
+    assert result.stdout.strip() == "run r: audit chain BROKEN at event 1 (edited): event 1 does not match its recorded hash"

@@ -217,7 +217,8 @@ def _is_iso8601(text: str) -> bool:
 
 def recompute(run_id: str, link: Link, seq: int | None = None) -> str | None:
     """The hash ``link`` should carry at ``seq`` (default its own) given its stored prev hash and
-    content, or None when the stored content is not even well-formed."""
+    content, or None when the stored content is not even well-formed (or nests deeper than JSON is
+    read)."""
     try:
         detail = json.loads(link.detail_json)
         body = _dumps(
@@ -225,7 +226,7 @@ def recompute(run_id: str, link: Link, seq: int | None = None) -> str | None:
              "type": link.type, "step_id": link.step_id, "detail": detail}
         )
         return hashlib.sha256((str(link.prev_hash) + body).encode("utf-8")).hexdigest()
-    except (TypeError, ValueError, UnicodeEncodeError):
+    except (TypeError, ValueError, UnicodeEncodeError, RecursionError):  # edited in the store
         return None
 
 
