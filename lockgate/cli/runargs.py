@@ -6,8 +6,6 @@
 from __future__ import annotations
 
 import json
-import os
-import stat
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -92,21 +90,15 @@ def _read_inputs_file(path: Path) -> dict[str, Any]:
 
 
 def _inputs_bytes(path: Path) -> bytes:
-    """The bytes of an --inputs file, which may be as large as a spec and no larger
-    (:data:`~lockgate.dsl.yamlsrc.MAX_DOCUMENT_CHARS`), read as the spec loader reads a spec
-    (:func:`~lockgate.dsl.loader.read_at_most`): a regular file by its size before any of it
-    is read, a pipe or a device (``/dev/zero``) by reading one byte past the limit at most."""
-    from ..dsl.loader import read_at_most
+    """The bytes of an --inputs file, which may be as large as a spec and no larger, read as the
+    spec loader reads a spec (:func:`~lockgate.dsl.loader.read_document`)."""
+    from ..dsl.loader import read_document
     from ..dsl.yamlsrc import MAX_DOCUMENT_CHARS
 
-    with open(path, "rb", buffering=0) as handle:
-        info = os.fstat(handle.fileno())
-        if stat.S_ISREG(info.st_mode) and info.st_size > MAX_DOCUMENT_CHARS:
-            _too_large(path, f"{info.st_size:,} bytes")
-        data = read_at_most(handle.fileno(), MAX_DOCUMENT_CHARS + 1)
-    if len(data) > MAX_DOCUMENT_CHARS:  # a stream, or a file that grew: its size is not known
-        _too_large(path, f"more than {MAX_DOCUMENT_CHARS:,} bytes")
-    return data
+    read = read_document(path)
+    if read.data is None:
+        _too_large(path, f"{read.size:,} bytes" if read.sized else f"more than {MAX_DOCUMENT_CHARS:,} bytes")
+    return read.data
 
 
 def _too_large(path: Path, size: str) -> NoReturn:

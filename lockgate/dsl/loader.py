@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import codes
 from .diagnostics import Diagnostic, Finding, Fix, Related, Severity, TextEdit
@@ -178,16 +178,35 @@ def load_file(path: str | Path, **options) -> LoadResult:
 
     No more than the document limit and one byte is read, so a file too large to be a spec (or
     a device that never ends, such as ``/dev/zero``) is refused with LG101 in bounded memory."""
+    read = read_document(path)
+    if read.data is None:
+        return _oversized(path, read.size, "bytes" if read.sized else "bytes or more")
+    return load(read.data, str(path), **options)
+
+
+class Document(NamedTuple):
+    """A file read as a spec is (:func:`read_document`)."""
+
+    data: bytes | None  #: None: the file is larger than a spec may be
+    size: int  #: its size in bytes, or, over the limit, what was read of it (the limit and one byte)
+    sized: bool  #: whether ``size`` is the file's own (a regular file over the limit, not read)
+
+
+def read_document(path: str | Path) -> Document:
+    """The bytes of file ``path`` when it is no larger than a spec may be
+    (:data:`~lockgate.dsl.yamlsrc.MAX_DOCUMENT_CHARS`), in bounded memory: a regular file over
+    the limit is refused by its size before any of it is read, a stream (a pipe, ``/dev/zero``)
+    after one byte past the limit. OSError for the caller to report."""
     from .yamlsrc import MAX_DOCUMENT_CHARS
 
     with open(path, "rb", buffering=0) as handle:
         info = os.fstat(handle.fileno())
         if stat.S_ISREG(info.st_mode) and info.st_size > MAX_DOCUMENT_CHARS:
-            return _oversized(path, info.st_size, "bytes")
+            return Document(None, info.st_size, True)
         data = read_at_most(handle.fileno(), MAX_DOCUMENT_CHARS + 1)
     if len(data) > MAX_DOCUMENT_CHARS:  # a stream, or a file that grew: its size is not known
-        return _oversized(path, len(data), "bytes or more")
-    return load(data, str(path), **options)
+        return Document(None, len(data), False)
+    return Document(data, len(data), True)
 
 
 def read_at_most(fd: int, limit: int) -> bytes:
