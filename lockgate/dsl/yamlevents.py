@@ -32,6 +32,9 @@ except ImportError:  # pragma: no cover - depends on how PyYAML was built
     _Parser = yaml.SafeLoader  # type: ignore[assignment,misc]
 
 MAX_DOCUMENT_CHARS = 10 * 1024 * 1024
+#: The largest protocol message read (a language server frame, an MCP request line), in bytes:
+#: JSON may spell a character in up to six bytes, so a message carrying the largest spec fits.
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 64
 MAX_ALIASES = 1_000
 MAX_ALIAS_EXPANSION = 100_000

@@ -38,11 +38,8 @@ import re
 from collections.abc import Callable
 from typing import BinaryIO
 
+from lockgate.dsl.yamlevents import MAX_MESSAGE_BYTES  # the largest body read: one holding the largest spec
 from lockgate.errors import LockgateError
-
-#: The largest message body read, in bytes. Specs are limited to 10 MB; JSON may spell a
-#: character in up to six bytes, so a document the size of the largest spec still fits.
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
 #: How much of a line is kept while looking for the end of it: far more than any header needs.
 MAX_LINE_BYTES = 4096

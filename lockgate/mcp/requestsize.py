@@ -22,11 +22,11 @@ from typing import BinaryIO, NamedTuple
 
 from pydantic import ValidationError
 
+from ..dsl.yamlevents import MAX_MESSAGE_BYTES
 from .unreadable import request_key
 
-#: The longest request line read, in bytes. Specs are limited to 10 MB; JSON may spell a
-#: character in up to six bytes, so a call carrying the largest spec still fits.
-MAX_REQUEST_BYTES = 64 * 1024 * 1024
+#: The longest request line read, in bytes (a call carrying the largest spec fits).
+MAX_REQUEST_BYTES = MAX_MESSAGE_BYTES
 
 _PIECE = 1024 * 1024  # how much of the rest of an oversized line is read at a time
 # Stands in for a dropped line. The lone surrogate makes it text no client can send: lines
