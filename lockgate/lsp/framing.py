@@ -17,7 +17,8 @@ rules, per case:
   reading and exits with status 1 and one line on stderr: the editor sees it end and can restart
   it. (The limit leaves room for the largest spec, 10 MB, in JSON escapes.)
 * **No usable Content-Length.** A header block that ends (blank line) with no Content-Length, a
-  value that is not a decimal number, two of them, or a zero length, is skipped and logged. The
+  value that is not a decimal number, two of them, or a zero length, is skipped and logged (a
+  Content-Length line after one whose value was no length starts a header of its own). The
   server keeps serving: what followed that header is read as junk up to the next line that
   ends with a Content-Length header, where reading starts again.
 * **Junk before a header.** Bytes before ``Content-Length:`` on its line, and lines that are not
@@ -128,8 +129,13 @@ class FramedInput:
             if header is None:
                 self._drop(len(line), f"{_shown(line)} is not a message header")
                 continue
+            is_length = header[1].lower() == b"content-length"
+            if is_length and block.problem and block.length is None:
+                # after a Content-Length that was no length, a new one starts the next header
+                self._drop(block.size, block.problem)
+                block = _Block()
             block.size += len(line)
-            if header[1].lower() == b"content-length":
+            if is_length:
                 value = header[2].strip()
                 if block.length is not None:
                     block.problem = block.problem or "its header has two Content-Length lines"

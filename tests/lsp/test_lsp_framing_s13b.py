@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from lockgate.lsp.framing import MAX_MESSAGE_BYTES, FramedInput
@@ -131,6 +131,8 @@ RESYNCED = {
     "zero Content-Length": (b"Content-Length: 0\r\n\r\n", "Content-Length '0' is not a positive"),
     "two Content-Lengths": (b"Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
                             "two Content-Length lines"),
+    "a Content-Length with no value, then the next header": (b"Content-Length:\r\n",
+                                                              "Content-Length '' is not a positive"),
     "Content-Length shorter than its body": (b'Content-Length: 3\r\n\r\n{"jsonrpc":"2.0","method":"x"}',
                                              "junk before a Content-Length header"),
     "line that is no header": (b"hello world\r\n", "'hello world' is not a message header"),
@@ -213,6 +215,7 @@ _asked = iter(range(100, 10**9))
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lines=_header_lines, body=st.binary(max_size=60))
+@example(lines=[b"\x84~\x06\r\n", b"\r\n"], body=b"Content-Length: %d\r\n")  # a broken length, then a real one
 def test_random_header_bytes_never_cost_the_next_request(shared_server, lines, body):
     junk = junk_frame(lines, body)
     assume(usable(junk))
@@ -239,6 +242,7 @@ def read_all(data: bytes) -> tuple[list[bytes], list[str], FramedInput]:
 
 @settings(max_examples=300, deadline=None)
 @given(junk=st.binary(max_size=200), lines=_header_lines, body=st.binary(max_size=60))
+@example(junk=b"", lines=[], body=b"Content-Length:\n")  # a length with no value, then a real one
 def test_any_input_reads_as_frames_an_end_or_a_failure(junk, lines, body):
     """Whatever comes first, reading goes on to the end of the input (or stops with a stated
     failure), and a junk header block costs none of the messages after it."""
