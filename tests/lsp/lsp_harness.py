@@ -28,6 +28,30 @@ flows:
 """
 
 
+# a spec whose one step uses agent 'myagent', and project configurations without and with it
+AGENT_SPEC = """\
+version: 1
+contracts:
+  R:
+    v: string
+flows:
+  entry: main
+  main:
+    input:
+      q: string
+    output:
+      from: "${a.output}"
+      contract: R
+    steps:
+      - id: a
+        do: "do ${input.q}"
+        agent: myagent
+        out: R
+"""
+WITHOUT_AGENT = '[agents.other]\ntype = "python"\ncallable = "m:f"\n'
+WITH_AGENT = '[agents.other]\ntype = "python"\ncallable = "m:f"\n\n[agents.myagent]\ntype = "python"\ncallable = "m:g"\n'
+
+
 def uses_pull(client: LanguageClient) -> bool:
     return client.editor.startswith("neovim@v0.1")
 

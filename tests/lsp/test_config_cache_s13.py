@@ -15,33 +15,13 @@ import sys
 
 import pytest
 import pytest_lsp
+from lsp_harness import AGENT_SPEC, WITH_AGENT, WITHOUT_AGENT
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "lockgate", "lsp"])
-SPEC = """\
-version: 1
-contracts:
-  R:
-    v: string
-flows:
-  entry: main
-  main:
-    input:
-      q: string
-    output:
-      from: "${a.output}"
-      contract: R
-    steps:
-      - id: a
-        do: "do ${input.q}"
-        agent: myagent
-        out: R
-"""
-WITHOUT_AGENT = '[agents.other]\ntype = "python"\ncallable = "m:f"\n'
-WITH_AGENT = '[agents.other]\ntype = "python"\ncallable = "m:f"\n\n[agents.myagent]\ntype = "python"\ncallable = "m:g"\n'
 
 
 @pytest_lsp.fixture(config=SERVER, loop_scope="session")
@@ -68,7 +48,7 @@ async def test_a_rewrite_in_the_same_clock_tick_is_seen(puller, tmp_path):
     tick = config.stat().st_mtime_ns
     uri = (tmp_path / "flow.stratum.yaml").as_uri()
     puller.text_document_did_open(lsp.DidOpenTextDocumentParams(
-        text_document=lsp.TextDocumentItem(uri=uri, language_id="yaml", version=1, text=SPEC)))
+        text_document=lsp.TextDocumentItem(uri=uri, language_id="yaml", version=1, text=AGENT_SPEC)))
     assert "LG905" in await pulled(puller, uri)
 
     config.write_text(WITH_AGENT)

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 import pytest_lsp
+from lsp_harness import WITH_AGENT, WITHOUT_AGENT
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
@@ -51,8 +52,6 @@ flows:
         do: "review ${a.output.v}"
         agent: claude
 """
-WITHOUT_AGENT = '[agents.other]\ntype = "python"\ncallable = "m:f"\n'
-WITH_AGENT = '[agents.other]\ntype = "python"\ncallable = "m:f"\n\n[agents.myagent]\ntype = "python"\ncallable = "m:g"\n'
 PYPROJECT_WITH_AGENT = '[project]\nname = "x"\n\n[tool.lockgate.agents.myagent]\ntype = "python"\ncallable = "m:g"\n'
 TIMEOUT = 10
 
